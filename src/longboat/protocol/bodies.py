@@ -1,0 +1,447 @@
+"""JSON bodies: routes, broker registration, heartbeats, consumer lists, locks, offsets.
+
+Readers go through `fastjson.loads`, so both standard JSON and fastjson's dialect parse.
+Writers emit standard JSON with sorted keys, except the route and cluster bodies, which a
+name server writes with bare integer keys for old clients (see `TopicRouteData.to_json`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from longboat.protocol import fastjson
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.tags import TagExpression
+
+PERM_PRIORITY = 8
+PERM_READ = 4
+PERM_WRITE = 2
+PERM_INHERIT = 1
+
+
+def _obj(value: Any, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ProtocolError(f"{what} is not a JSON object")
+    return value
+
+
+def _load(data: bytes | str, what: str) -> dict[str, Any]:
+    return _obj(fastjson.loads(data), what)
+
+
+# --------------------------------------------------------------------------- message queue
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class MessageQueue:
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> MessageQueue:
+        if isinstance(d, tuple):  # an object used as a fastjson map key
+            d = dict(d)
+        d = _obj(d, "message queue")
+        return cls(str(d["topic"]), str(d["brokerName"]), int(d["queueId"]))
+
+    def __str__(self) -> str:
+        return f"{self.topic}@{self.broker_name}:{self.queue_id}"
+
+
+# --------------------------------------------------------------------------- routes
+
+
+@dataclass(slots=True)
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int = PERM_READ | PERM_WRITE
+    topic_sys_flag: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokerName": self.broker_name,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> QueueData:
+        return cls(
+            broker_name=str(d["brokerName"]),
+            read_queue_nums=int(d.get("readQueueNums", 0)),
+            write_queue_nums=int(d.get("writeQueueNums", 0)),
+            perm=int(d.get("perm", 6)),
+            # Spelled topicSynFlag up to 4.8.0.
+            topic_sys_flag=int(d.get("topicSysFlag", d.get("topicSynFlag", 0)) or 0),
+        )
+
+
+@dataclass(slots=True)
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    @property
+    def master_addr(self) -> str | None:
+        return self.broker_addrs.get(0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokerAddrs": dict(sorted(self.broker_addrs.items())),
+            "brokerName": self.broker_name,
+            "cluster": self.cluster,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> BrokerData:
+        addrs = _obj(d.get("brokerAddrs") or {}, "brokerAddrs")
+        return cls(
+            cluster=str(d.get("cluster", "")),
+            broker_name=str(d["brokerName"]),
+            broker_addrs={int(k): str(v) for k, v in addrs.items()},
+        )
+
+
+@dataclass(slots=True)
+class TopicRouteData:
+    queue_datas: list[QueueData] = field(default_factory=list)
+    broker_datas: list[BrokerData] = field(default_factory=list)
+    order_topic_conf: str | None = None
+    filter_server_table: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "brokerDatas": [b.to_dict() for b in self.broker_datas],
+            "filterServerTable": self.filter_server_table,
+        }
+        if self.order_topic_conf is not None:
+            d["orderTopicConf"] = self.order_topic_conf
+        d["queueDatas"] = [q.to_dict() for q in self.queue_datas]
+        return d
+
+    def to_json(self, *, standard: bool = True) -> bytes:
+        """Standard JSON for clients >= 4.9.4, fastjson's bare integer keys for older ones."""
+        d = self.to_dict()
+        return fastjson.dumps(d) if standard else fastjson.dumps_bare_int_keys(d)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> TopicRouteData:
+        d = _load(data, "route data")
+        try:
+            return cls(
+                queue_datas=[QueueData.from_dict(q) for q in d.get("queueDatas") or []],
+                broker_datas=[BrokerData.from_dict(b) for b in d.get("brokerDatas") or []],
+                order_topic_conf=d.get("orderTopicConf"),
+                filter_server_table=d.get("filterServerTable") or {},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"bad route data: {exc}") from None
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
+    cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
+
+    def to_json(self, *, standard: bool = False) -> bytes:
+        d = {
+            "brokerAddrTable": {k: v.to_dict() for k, v in sorted(self.broker_addr_table.items())},
+            "clusterAddrTable": {k: sorted(v) for k, v in sorted(self.cluster_addr_table.items())},
+        }
+        return fastjson.dumps(d) if standard else fastjson.dumps_bare_int_keys(d)
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> ClusterInfo:
+        d = _load(data, "cluster info")
+        return cls(
+            broker_addr_table={
+                k: BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
+            },
+            cluster_addr_table={
+                k: list(v) for k, v in (d.get("clusterAddrTable") or {}).items()
+            },
+        )
+
+
+# --------------------------------------------------------------------------- broker registration
+
+
+@dataclass(slots=True)
+class DataVersion:
+    timestamp: int = 0
+    counter: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"counter": self.counter, "timestamp": self.timestamp}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> DataVersion:
+        d = _obj(d or {}, "dataVersion")
+        return cls(timestamp=int(d.get("timestamp", 0)), counter=int(d.get("counter", 0)))
+
+
+@dataclass(slots=True)
+class TopicConfig:
+    topic_name: str
+    read_queue_nums: int = 4
+    write_queue_nums: int = 4
+    perm: int = PERM_READ | PERM_WRITE
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "order": self.order,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicFilterType": self.topic_filter_type,
+            "topicName": self.topic_name,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TopicConfig:
+        return cls(
+            topic_name=str(d["topicName"]),
+            read_queue_nums=int(d.get("readQueueNums", 4)),
+            write_queue_nums=int(d.get("writeQueueNums", 4)),
+            perm=int(d.get("perm", 6)),
+            topic_filter_type=str(d.get("topicFilterType", "SINGLE_TAG")),
+            topic_sys_flag=int(d.get("topicSysFlag", 0) or 0),
+            order=bool(d.get("order", False)),
+        )
+
+
+@dataclass(slots=True)
+class RegisterBrokerBody:
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+    filter_server_list: list[str] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(
+            {
+                "filterServerList": self.filter_server_list,
+                "topicConfigSerializeWrapper": {
+                    "dataVersion": self.data_version.to_dict(),
+                    "topicConfigTable": {
+                        k: v.to_dict() for k, v in self.topic_config_table.items()
+                    },
+                },
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> RegisterBrokerBody:
+        d = _load(data, "register body")
+        wrapper = _obj(d.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
+        try:
+            table = {
+                k: TopicConfig.from_dict(v)
+                for k, v in (wrapper.get("topicConfigTable") or {}).items()
+            }
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"bad topic config table: {exc}") from None
+        return cls(
+            topic_config_table=table,
+            data_version=DataVersion.from_dict(wrapper.get("dataVersion")),
+            filter_server_list=list(d.get("filterServerList") or []),
+        )
+
+
+# --------------------------------------------------------------------------- heartbeat
+
+
+@dataclass(slots=True)
+class SubscriptionData:
+    topic: str
+    sub_string: str = "*"
+    sub_version: int = 0
+    expression_type: str = "TAG"
+    tags_set: list[str] = field(default_factory=list)
+    code_set: list[int] = field(default_factory=list)
+    class_filter_mode: bool = False
+
+    @classmethod
+    def of(cls, topic: str, expression: str, sub_version: int) -> SubscriptionData:
+        expr = TagExpression.parse(expression)
+        return cls(
+            topic=topic,
+            sub_string=expr.expression,
+            sub_version=sub_version,
+            tags_set=sorted(expr.tags),
+            code_set=sorted(expr.codes),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "classFilterMode": self.class_filter_mode,
+            "codeSet": self.code_set,
+            "expressionType": self.expression_type,
+            "subString": self.sub_string,
+            "subVersion": self.sub_version,
+            "tagsSet": self.tags_set,
+            "topic": self.topic,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> SubscriptionData:
+        return cls(
+            topic=str(d["topic"]),
+            sub_string=str(d.get("subString") or "*"),
+            sub_version=int(d.get("subVersion") or 0),
+            expression_type=str(d.get("expressionType") or "TAG"),
+            tags_set=[str(t) for t in d.get("tagsSet") or []],
+            code_set=[int(c) for c in d.get("codeSet") or []],
+            class_filter_mode=bool(d.get("classFilterMode", False)),
+        )
+
+
+@dataclass(slots=True)
+class ConsumerData:
+    group_name: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscription_data_set: list[SubscriptionData] = field(default_factory=list)
+    unit_mode: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "consumeFromWhere": self.consume_from_where,
+            "consumeType": self.consume_type,
+            "groupName": self.group_name,
+            "messageModel": self.message_model,
+            "subscriptionDataSet": [s.to_dict() for s in self.subscription_data_set],
+            "unitMode": self.unit_mode,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ConsumerData:
+        return cls(
+            group_name=str(d["groupName"]),
+            consume_type=str(d.get("consumeType") or "CONSUME_PASSIVELY"),
+            message_model=str(d.get("messageModel") or "CLUSTERING"),
+            consume_from_where=str(d.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
+            subscription_data_set=[
+                SubscriptionData.from_dict(s) for s in d.get("subscriptionDataSet") or []
+            ],
+            unit_mode=bool(d.get("unitMode", False)),
+        )
+
+
+@dataclass(slots=True)
+class HeartbeatData:
+    client_id: str
+    producer_groups: list[str] = field(default_factory=list)
+    consumer_data_set: list[ConsumerData] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(
+            {
+                "clientID": self.client_id,
+                "consumerDataSet": [c.to_dict() for c in self.consumer_data_set],
+                "producerDataSet": [{"groupName": g} for g in self.producer_groups],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> HeartbeatData:
+        d = _load(data, "heartbeat")
+        try:
+            return cls(
+                client_id=str(d["clientID"]),
+                producer_groups=[str(p["groupName"]) for p in d.get("producerDataSet") or []],
+                consumer_data_set=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"bad heartbeat: {exc}") from None
+
+
+# --------------------------------------------------------------------------- small bodies
+
+
+def encode_consumer_id_list(ids: list[str]) -> bytes:
+    return fastjson.dumps({"consumerIdList": ids})
+
+
+def decode_consumer_id_list(data: bytes) -> list[str]:
+    return [str(x) for x in _load(data, "consumer id list").get("consumerIdList") or []]
+
+
+@dataclass(slots=True)
+class LockBatchRequest:
+    """LOCK_BATCH_MQ and UNLOCK_BATCH_MQ request body."""
+
+    consumer_group: str
+    client_id: str
+    mq_set: list[MessageQueue] = field(default_factory=list)
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(
+            {
+                "clientId": self.client_id,
+                "consumerGroup": self.consumer_group,
+                "mqSet": [mq.to_dict() for mq in self.mq_set],
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> LockBatchRequest:
+        d = _load(data, "lock batch request")
+        try:
+            return cls(
+                consumer_group=str(d["consumerGroup"]),
+                client_id=str(d["clientId"]),
+                mq_set=[MessageQueue.from_dict(m) for m in d.get("mqSet") or []],
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"bad lock batch request: {exc}") from None
+
+
+def encode_lock_batch_response(locked: list[MessageQueue]) -> bytes:
+    return fastjson.dumps({"lockOKMQSet": [mq.to_dict() for mq in locked]})
+
+
+def decode_lock_batch_response(data: bytes) -> list[MessageQueue]:
+    d = _load(data, "lock batch response")
+    return [MessageQueue.from_dict(m) for m in d.get("lockOKMQSet") or []]
+
+
+def encode_topic_list(topics: list[str]) -> bytes:
+    return fastjson.dumps({"topicList": sorted(topics)})
+
+
+def decode_topic_list(data: bytes) -> list[str]:
+    return [str(t) for t in _load(data, "topic list").get("topicList") or []]
+
+
+def encode_kv_table(table: dict[str, str]) -> bytes:
+    return fastjson.dumps({"table": table})
+
+
+def encode_offset_table(table: dict[MessageQueue, int]) -> bytes:
+    """An offset table as a list of entries (standard JSON has no object keys)."""
+    return fastjson.dumps(
+        {"offsetTable": [{**mq.to_dict(), "offset": off} for mq, off in sorted(table.items())]}
+    )
+
+
+def decode_offset_table(data: bytes) -> dict[MessageQueue, int]:
+    """Reads our list form and fastjson's object-keyed map form."""
+    raw = _load(data, "offset table").get("offsetTable") or {}
+    if isinstance(raw, dict):
+        return {MessageQueue.from_dict(k): int(v) for k, v in raw.items()}
+    return {MessageQueue.from_dict(e): int(e["offset"]) for e in raw}

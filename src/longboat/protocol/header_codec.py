@@ -1,0 +1,209 @@
+"""The two header serializations: JSON (type 0) and the ROCKETMQ binary layout (type 1).
+
+JSON headers come from fastjson (Java) or from ali-ons, which writes ext-field values as raw
+JSON numbers and booleans.  Decoding normalises every ext value to the string Java would
+have written ("true"/"false", decimal numbers), so everything above this module sees one
+dialect.  Encoding always writes strings.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import orjson
+
+from longboat.protocol.codes import LanguageCode, SerializeType
+from longboat.protocol.command import RemotingCommand
+from longboat.protocol.errors import ProtocolError
+
+_LANG_BY_NAME = {m.name: m for m in LanguageCode}
+
+
+def _language(value: object) -> LanguageCode:
+    if isinstance(value, str):
+        return _LANG_BY_NAME.get(value, LanguageCode.OTHER)
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return LanguageCode(value)
+        except ValueError:
+            return LanguageCode.OTHER
+    raise ProtocolError(f"bad language field: {value!r}")
+
+
+def ext_value(value: object) -> str | None:
+    """One ext-field value as Java would have written it; None drops the field."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    raise ProtocolError(f"ext field value of unsupported type: {type(value).__name__}")
+
+
+def _int_field(header: dict[str, object], name: str, default: int = 0) -> int:
+    value = header.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and value.lstrip("-").isdigit():
+            return int(value)
+        raise ProtocolError(f"header field {name!r} is not an integer: {value!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------------------
+# JSON (serializeType 0)
+# ---------------------------------------------------------------------------------------
+
+
+def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
+    try:
+        header = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"header is not valid JSON: {exc}") from None
+    if not isinstance(header, dict):
+        raise ProtocolError("JSON header is not an object")
+    raw_ext = header.get("extFields")
+    ext: dict[str, str] = {}
+    if raw_ext is not None:
+        if not isinstance(raw_ext, dict):
+            raise ProtocolError("extFields is not an object")
+        for key, value in raw_ext.items():
+            text = ext_value(value)
+            if text is not None:
+                ext[key] = text
+    remark = header.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        raise ProtocolError("remark is not a string")
+    if "code" not in header:
+        raise ProtocolError("header has no code")
+    return RemotingCommand(
+        code=_int_field(header, "code"),
+        opaque=_int_field(header, "opaque"),
+        flag=_int_field(header, "flag"),
+        language=_language(header.get("language", "JAVA")),
+        version=_int_field(header, "version"),
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.JSON,
+    )
+
+
+def encode_json_header(cmd: RemotingCommand) -> bytes:
+    # Keys in fastjson's (alphabetical) order; absent remark omitted as fastjson does.
+    header: dict[str, object] = {"code": cmd.code}
+    if cmd.ext_fields:
+        header["extFields"] = cmd.ext_fields
+    header["flag"] = cmd.flag
+    header["language"] = cmd.language.name
+    header["opaque"] = cmd.opaque
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    header["serializeTypeCurrentRPC"] = "JSON"
+    header["version"] = cmd.version
+    return orjson.dumps(header)
+
+
+# ---------------------------------------------------------------------------------------
+# ROCKETMQ binary (serializeType 1)
+# ---------------------------------------------------------------------------------------
+
+_FIXED = struct.Struct(">hBhii")  # code, language, version, opaque, flag
+_I32 = struct.Struct(">i")
+_I16 = struct.Struct(">h")
+
+
+def _utf8(data: bytes | memoryview, what: str) -> str:
+    try:
+        return bytes(data).decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProtocolError(f"{what} is not UTF-8") from None
+
+
+def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
+    view = memoryview(data)
+    size = len(view)
+    if size < 21:
+        raise ProtocolError(f"ROCKETMQ header too short: {size} bytes")
+    code, language, version, opaque, flag = _FIXED.unpack_from(view, 0)
+    pos = _FIXED.size
+    (remark_len,) = _I32.unpack_from(view, pos)
+    pos += 4
+    if remark_len < 0 or pos + remark_len > size:
+        raise ProtocolError("ROCKETMQ header remark length out of range")
+    remark = _utf8(view[pos : pos + remark_len], "remark") if remark_len else None
+    pos += remark_len
+    if pos + 4 > size:
+        raise ProtocolError("ROCKETMQ header truncated before ext fields")
+    (ext_len,) = _I32.unpack_from(view, pos)
+    pos += 4
+    if ext_len < 0 or pos + ext_len > size:
+        raise ProtocolError("ROCKETMQ header ext length out of range")
+    end = pos + ext_len
+    ext: dict[str, str] = {}
+    while pos < end:
+        if pos + 2 > end:
+            raise ProtocolError("ROCKETMQ ext field truncated")
+        (klen,) = _I16.unpack_from(view, pos)
+        pos += 2
+        if klen < 0 or pos + klen + 4 > end:
+            raise ProtocolError("ROCKETMQ ext key length out of range")
+        key = _utf8(view[pos : pos + klen], "ext key")
+        pos += klen
+        (vlen,) = _I32.unpack_from(view, pos)
+        pos += 4
+        if vlen < 0 or pos + vlen > end:
+            raise ProtocolError("ROCKETMQ ext value length out of range")
+        ext[key] = _utf8(view[pos : pos + vlen], "ext value")
+        pos += vlen
+    try:
+        lang = LanguageCode(language)
+    except ValueError:
+        lang = LanguageCode.OTHER
+    return RemotingCommand(
+        code=code,
+        opaque=opaque,
+        flag=flag,
+        language=lang,
+        version=version,
+        remark=remark,
+        ext_fields=ext,
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+
+
+def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
+    parts = [_FIXED.pack(cmd.code, int(cmd.language), cmd.version, cmd.opaque, cmd.flag)]
+    remark = cmd.remark.encode("utf-8") if cmd.remark else b""
+    parts.append(_I32.pack(len(remark)))
+    parts.append(remark)
+    ext_parts: list[bytes] = []
+    for key, value in cmd.ext_fields.items():
+        if value is None:
+            continue
+        kb = key.encode("utf-8")
+        vb = value.encode("utf-8")
+        ext_parts += (_I16.pack(len(kb)), kb, _I32.pack(len(vb)), vb)
+    ext = b"".join(ext_parts)
+    parts.append(_I32.pack(len(ext)))
+    parts.append(ext)
+    return b"".join(parts)
+
+
+def decode_header(serialize_type: int, data: bytes | memoryview) -> RemotingCommand:
+    if serialize_type == SerializeType.JSON:
+        return decode_json_header(data)
+    if serialize_type == SerializeType.ROCKETMQ:
+        return decode_rocketmq_header(data)
+    raise ProtocolError(f"unknown serialize type {serialize_type}")
+
+
+def encode_header(cmd: RemotingCommand) -> bytes:
+    if cmd.serialize_type == SerializeType.ROCKETMQ:
+        return encode_rocketmq_header(cmd)
+    return encode_json_header(cmd)

@@ -1,0 +1,102 @@
+"""Typed custom headers, flattened to and from the command's ext-field strings.
+
+Java flattens each header class into `extFields[name] = String.valueOf(value)`.  A header here
+is a frozen dataclass whose fields are `int`, `str` or `bool` (optionally `| None`); a field
+without a default is required, and a missing or unparsable required field raises
+HeaderFieldError naming it, which a server answers as SYSTEM_ERROR.  `wire_names` maps
+attribute names to wire names where they differ (SEND_MESSAGE_V2's one-letter names).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from typing import Any, ClassVar, TypeVar
+
+from longboat.protocol.errors import HeaderFieldError
+
+H = TypeVar("H", bound="Header")
+
+_MISSING = dataclasses.MISSING
+
+
+def _parse_bool(text: str) -> bool:
+    return text.strip().lower() == "true"
+
+
+def _parse_int(text: str) -> int:
+    return int(text.strip())
+
+
+class _Spec:
+    __slots__ = ("attr", "parse", "required", "wire")
+
+    def __init__(self, attr: str, wire: str, parse: Any, required: bool) -> None:
+        self.attr = attr
+        self.wire = wire
+        self.parse = parse
+        self.required = required
+
+
+def _parser_for(tp: Any) -> Any:
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        tp = args[0]
+    if tp is bool:
+        return _parse_bool
+    if tp is int:
+        return _parse_int
+    return str
+
+
+class Header:
+    """Base of every typed header; subclasses are `@dataclass(frozen=True, slots=True)`."""
+
+    __slots__ = ()
+    wire_names: ClassVar[dict[str, str]] = {}
+
+    @classmethod
+    def _compile(cls) -> tuple[_Spec, ...]:
+        specs = cls.__dict__.get("_compiled")
+        if specs is None:
+            hints = typing.get_type_hints(cls)
+            specs = tuple(
+                _Spec(
+                    f.name,
+                    cls.wire_names.get(f.name, f.name),
+                    _parser_for(hints[f.name]),
+                    f.default is _MISSING and f.default_factory is _MISSING,
+                )
+                for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+            )
+            setattr(cls, "_compiled", specs)
+        return specs
+
+    @classmethod
+    def from_ext(cls: type[H], ext: dict[str, str]) -> H:
+        kwargs: dict[str, Any] = {}
+        for spec in cls._compile():
+            raw = ext.get(spec.wire)
+            if raw is None or raw == "":
+                if spec.required:
+                    raise HeaderFieldError(spec.wire)
+                continue
+            try:
+                kwargs[spec.attr] = spec.parse(raw)
+            except ValueError:
+                if spec.required:
+                    raise HeaderFieldError(spec.wire, f"cannot be parsed: {raw!r}") from None
+        return cls(**kwargs)
+
+    def to_ext(self) -> dict[str, str]:
+        ext: dict[str, str] = {}
+        for spec in self._compile():
+            value = getattr(self, spec.attr)
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                ext[spec.wire] = "true" if value else "false"
+            else:
+                ext[spec.wire] = str(value)
+        return ext

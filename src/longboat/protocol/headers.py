@@ -1,0 +1,260 @@
+"""Typed request and response headers of every command Longboat serves or sends.
+
+Field names are the Java field names (the ext-field keys); see header_fields for the rules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from longboat.protocol.header_fields import Header
+
+# --------------------------------------------------------------------------- sending
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessageRequestHeader(Header):
+    """SEND_MESSAGE (10) header; SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE use the short names."""
+
+    producerGroup: str
+    topic: str
+    defaultTopic: str
+    defaultTopicQueueNums: int
+    queueId: int
+    sysFlag: int
+    bornTimestamp: int
+    flag: int
+    properties: str | None = None
+    reconsumeTimes: int | None = None
+    unitMode: bool | None = None
+    maxReconsumeTimes: int | None = None
+    batch: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessageRequestHeaderV2(SendMessageRequestHeader):
+    wire_names: ClassVar[dict[str, str]] = {
+        "producerGroup": "a",
+        "topic": "b",
+        "defaultTopic": "c",
+        "defaultTopicQueueNums": "d",
+        "queueId": "e",
+        "sysFlag": "f",
+        "bornTimestamp": "g",
+        "flag": "h",
+        "properties": "i",
+        "reconsumeTimes": "j",
+        "unitMode": "k",
+        "maxReconsumeTimes": "l",
+        "batch": "m",
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class SendMessageResponseHeader(Header):
+    msgId: str
+    queueId: int
+    queueOffset: int
+    transactionId: str | None = None
+    MSG_REGION: str | None = None
+    TRACE_ON: str | None = None
+
+
+# --------------------------------------------------------------------------- pulling
+
+
+@dataclass(frozen=True, slots=True)
+class PullMessageRequestHeader(Header):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    queueOffset: int
+    maxMsgNums: int
+    sysFlag: int
+    commitOffset: int
+    suspendTimeoutMillis: int
+    subVersion: int = 0
+    subscription: str | None = None
+    expressionType: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PullMessageResponseHeader(Header):
+    suggestWhichBrokerId: int
+    nextBeginOffset: int
+    minOffset: int
+    maxOffset: int
+
+
+# --------------------------------------------------------------------------- offsets
+
+
+@dataclass(frozen=True, slots=True)
+class QueryConsumerOffsetRequestHeader(Header):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    setZeroIfNotFound: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetResponseHeader(Header):
+    """Answer of QUERY_CONSUMER_OFFSET, GET_MAX/MIN_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateConsumerOffsetRequestHeader(Header):
+    consumerGroup: str
+    topic: str
+    queueId: int
+    commitOffset: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRequestHeader(Header):
+    """GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME."""
+
+    topic: str
+    queueId: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOffsetRequestHeader(Header):
+    topic: str
+    queueId: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class EarliestMsgStoreTimeResponseHeader(Header):
+    timestamp: int
+
+
+# --------------------------------------------------------------------------- clients
+
+
+@dataclass(frozen=True, slots=True)
+class UnregisterClientRequestHeader(Header):
+    clientID: str
+    producerGroup: str | None = None
+    consumerGroup: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupHeader(Header):
+    """GET_CONSUMER_LIST_BY_GROUP and NOTIFY_CONSUMER_IDS_CHANGED."""
+
+    consumerGroup: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerSendMsgBackRequestHeader(Header):
+    offset: int
+    group: str
+    delayLevel: int
+    originMsgId: str | None = None
+    originTopic: str | None = None
+    unitMode: bool | None = None
+    maxReconsumeTimes: int | None = None
+
+
+# --------------------------------------------------------------------------- lookups
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMessageRequestHeader(Header):
+    topic: str
+    key: str
+    maxNum: int
+    beginTimestamp: int
+    endTimestamp: int
+    # Not a Java field but an extra ext field (MixAll.UNIQUE_MSG_QUERY_FLAG).
+    uniqueKeyQuery: bool | None = None
+    wire_names: ClassVar[dict[str, str]] = {"uniqueKeyQuery": "_UNIQUE_KEY_QUERY"}
+
+
+@dataclass(frozen=True, slots=True)
+class QueryMessageResponseHeader(Header):
+    indexLastUpdateTimestamp: int
+    indexLastUpdatePhyoffset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ViewMessageRequestHeader(Header):
+    offset: int
+
+
+# --------------------------------------------------------------------------- admin
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTopicRequestHeader(Header):
+    topic: str
+    defaultTopic: str
+    readQueueNums: int
+    writeQueueNums: int
+    perm: int
+    topicFilterType: str = "SINGLE_TAG"
+    topicSysFlag: int | None = None
+    order: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransactionRequestHeader(Header):
+    producerGroup: str
+    tranStateTableOffset: int
+    commitLogOffset: int
+    commitOrRollback: int
+    msgId: str
+    fromTransactionCheck: bool | None = None
+    transactionId: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GetConsumeStatsRequestHeader(Header):
+    consumerGroup: str
+    topic: str | None = None
+
+
+# --------------------------------------------------------------------------- name server
+
+
+@dataclass(frozen=True, slots=True)
+class GetRouteInfoRequestHeader(Header):
+    topic: str
+    acceptStandardJsonOnly: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerRequestHeader(Header):
+    brokerName: str
+    brokerAddr: str
+    clusterName: str
+    haServerAddr: str
+    brokerId: int
+    compressed: bool | None = None
+    bodyCrc32: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RegisterBrokerResponseHeader(Header):
+    haServerAddr: str | None = None
+    masterAddr: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerIdentityHeader(Header):
+    """UNREGISTER_BROKER and QUERY_DATA_VERSION."""
+
+    brokerName: str
+    brokerAddr: str
+    clusterName: str
+    brokerId: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueryDataVersionResponseHeader(Header):
+    changed: bool

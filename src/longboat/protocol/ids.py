@@ -1,0 +1,87 @@
+"""Message ids: the broker's offset id and the producer's unique key (UNIQ_KEY).
+
+The offset id is store host (IPv4 4 bytes or IPv6 16) + port (int32) + commit-log offset
+(int64) in upper-case hex; from it a client finds the broker and the record.  The unique key
+only has to be unique; we follow Java's layout (ip, pid, a per-process random, time since the
+start of the month, counter) so it reads familiarly in tools.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import os
+import random
+import socket
+import struct
+import threading
+import time
+from datetime import datetime
+
+from longboat.protocol.errors import ProtocolError
+
+
+def host_bytes(host: str) -> bytes:
+    """4 bytes for IPv4, 16 for IPv6; names that are not addresses resolve as loopback."""
+    try:
+        return ipaddress.ip_address(host).packed
+    except ValueError:
+        try:
+            return socket.inet_aton(socket.gethostbyname(host))
+        except OSError:
+            return b"\x7f\x00\x00\x01"
+
+
+def offset_msg_id(host: str, port: int, commit_log_offset: int) -> str:
+    return (host_bytes(host) + struct.pack(">iq", port, commit_log_offset)).hex().upper()
+
+
+def offset_msg_id_from_bytes(host: bytes, port: int, commit_log_offset: int) -> str:
+    return (host + struct.pack(">iq", port, commit_log_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
+    """(host, port, commit-log offset) of an offset message id."""
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        raise ProtocolError(f"not an offset message id: {msg_id!r}") from None
+    if len(raw) == 16:
+        host = str(ipaddress.IPv4Address(raw[:4]))
+        port, offset = struct.unpack(">iq", raw[4:])
+    elif len(raw) == 28:
+        host = str(ipaddress.IPv6Address(raw[:16]))
+        port, offset = struct.unpack(">iq", raw[16:])
+    else:
+        raise ProtocolError(f"not an offset message id: {msg_id!r}")
+    return host, port, offset
+
+
+class UniqKeyGenerator:
+    """Thread-safe generator of UNIQ_KEY ids, 32 hex digits for an IPv4 client."""
+
+    def __init__(self, client_ip: str = "127.0.0.1") -> None:
+        fixed = host_bytes(client_ip) + struct.pack(
+            ">hi", os.getpid() & 0x7FFF, random.getrandbits(31)
+        )
+        self._prefix = fixed.hex().upper()
+        self._counter = itertools.count(random.getrandbits(15))
+        self._lock = threading.Lock()
+        self._month_start_ms = 0
+        self._next_month_ms = 0
+
+    def _roll_month(self, now_ms: int) -> None:
+        now = datetime.fromtimestamp(now_ms / 1000)
+        start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+        nxt = start.replace(year=start.year + (start.month == 12), month=start.month % 12 + 1)
+        self._month_start_ms = int(start.timestamp() * 1000)
+        self._next_month_ms = int(nxt.timestamp() * 1000)
+
+    def next(self) -> str:
+        now_ms = int(time.time() * 1000)
+        with self._lock:
+            if now_ms >= self._next_month_ms:
+                self._roll_month(now_ms)
+            count = next(self._counter) & 0xFFFF
+        tail = struct.pack(">iH", (now_ms - self._month_start_ms) & 0x7FFFFFFF, count)
+        return self._prefix + tail.hex().upper()

@@ -1,0 +1,303 @@
+"""The stored / pulled message record, byte for byte as RocketMQ 4.x lays it out.
+
+One layout serves three places: the commit log stores it, pull / query / view responses carry
+it unchanged, and clients decode it.  So the broker never re-encodes on the read path.
+
+    TOTALSIZE 4 | MAGIC 4 | BODYCRC 4 | QUEUEID 4 | FLAG 4 | QUEUEOFFSET 8 | PHYSICALOFFSET 8 |
+    SYSFLAG 4 | BORNTIMESTAMP 8 | BORNHOST 8 (20 if V6) | STORETIMESTAMP 8 |
+    STOREHOST 8 (20 if V6) | RECONSUMETIMES 4 | PREPARED_TRANSACTION_OFFSET 8 |
+    BODYLEN 4 + BODY | TOPICLEN 1 (2 for magic V2) + TOPIC | PROPLEN 2 + PROPERTIES
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+from longboat.protocol.compression import decompress_body
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.ids import offset_msg_id_from_bytes
+from longboat.protocol.properties import (
+    KEY_SEPARATOR,
+    Prop,
+    properties_to_string,
+    string_to_properties,
+)
+from longboat.protocol.sysflags import MessageSysFlag
+
+MAGIC_V1 = -626843481  # 0xDAA320A7
+MAGIC_V2 = -626843477  # 0xDAA320AB, 5.x: 2-byte topic length
+BLANK_MAGIC = -875286124  # 0xCBD43194, end-of-segment filler in commit-log files
+
+MAX_TOPIC_BYTES_V1 = 127
+MAX_PROPERTIES_BYTES = 32767
+
+# Field offsets of the fixed part (IPv4 born host), used by the store to patch records.
+POS_TOTALSIZE = 0
+POS_MAGIC = 4
+POS_BODYCRC = 8
+POS_QUEUEID = 12
+POS_FLAG = 16
+POS_QUEUEOFFSET = 20
+POS_PHYSICALOFFSET = 28
+POS_SYSFLAG = 36
+POS_BORNTIMESTAMP = 40
+POS_BORNHOST = 48
+
+_HEAD = struct.Struct(">iiiiiqqiq")  # size .. borntimestamp (48 bytes)
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_I16 = struct.Struct(">h")
+_HOST4 = struct.Struct(">4si")
+_HOST6 = struct.Struct(">16si")
+_MID = struct.Struct(">qiq")  # storetimestamp | (host) | reconsume, prepared — split below
+_TAIL_FIXED = struct.Struct(">iqi")  # reconsumetimes, prepared offset, body length
+
+
+def body_crc(body: bytes) -> int:
+    """CRC32 of the stored body, masked to a positive int as Java's UtilAll.crc32 does."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def _pack_host(host: bytes, port: int) -> bytes:
+    return (_HOST4 if len(host) == 4 else _HOST6).pack(host, port)
+
+
+def _host_str(raw: bytes) -> str:
+    return str(ipaddress.ip_address(raw))
+
+
+@dataclass(slots=True)
+class MessageExt:
+    """A message as stored and delivered, with everything the record carries."""
+
+    topic: str
+    body: bytes
+    queue_id: int = 0
+    flag: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = b"\x7f\x00\x00\x01"
+    born_port: int = 0
+    store_timestamp: int = 0
+    store_host: bytes = b"\x7f\x00\x00\x01"
+    store_port: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    body_crc: int = 0
+    store_size: int = 0
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(Prop.TAGS)
+
+    @property
+    def keys(self) -> str | None:
+        return self.properties.get(Prop.KEYS)
+
+    @property
+    def key_list(self) -> list[str]:
+        keys = self.properties.get(Prop.KEYS)
+        return [k for k in keys.split(KEY_SEPARATOR) if k] if keys else []
+
+    @property
+    def uniq_key(self) -> str | None:
+        return self.properties.get(Prop.UNIQ_KEY)
+
+    @property
+    def offset_msg_id(self) -> str:
+        return offset_msg_id_from_bytes(self.store_host, self.store_port, self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        """The producer's unique id when it set one, else the offset id (as Java reports)."""
+        return self.properties.get(Prop.UNIQ_KEY) or self.offset_msg_id
+
+    @property
+    def born_host_str(self) -> str:
+        return f"{_host_str(self.born_host)}:{self.born_port}"
+
+    @property
+    def store_host_str(self) -> str:
+        return f"{_host_str(self.store_host)}:{self.store_port}"
+
+
+def encode_record(
+    *,
+    topic: bytes,
+    body: bytes,
+    properties: bytes,
+    queue_id: int,
+    flag: int,
+    queue_offset: int,
+    commit_log_offset: int,
+    sys_flag: int,
+    born_timestamp: int,
+    born_host: bytes,
+    born_port: int,
+    store_timestamp: int,
+    store_host: bytes,
+    store_port: int,
+    reconsume_times: int = 0,
+    prepared_transaction_offset: int = 0,
+    crc: int | None = None,
+) -> bytes:
+    """One record.  `topic` and `properties` are already UTF-8; host fields follow sys_flag."""
+    if len(topic) > MAX_TOPIC_BYTES_V1:
+        raise ValueError(f"topic of {len(topic)} bytes exceeds {MAX_TOPIC_BYTES_V1}")
+    if len(properties) > MAX_PROPERTIES_BYTES:
+        raise ValueError(f"properties of {len(properties)} bytes exceed {MAX_PROPERTIES_BYTES}")
+    if len(born_host) == 16:
+        sys_flag |= MessageSysFlag.BORNHOST_V6
+    else:
+        sys_flag &= ~MessageSysFlag.BORNHOST_V6
+    if len(store_host) == 16:
+        sys_flag |= MessageSysFlag.STOREHOSTADDRESS_V6
+    else:
+        sys_flag &= ~MessageSysFlag.STOREHOSTADDRESS_V6
+    size = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + (len(born_host) + 4) + 8 + (len(store_host) + 4)
+    size += 4 + 8 + 4 + len(body) + 1 + len(topic) + 2 + len(properties)
+    return b"".join(
+        (
+            _HEAD.pack(
+                size,
+                MAGIC_V1,
+                body_crc(body) if crc is None else crc,
+                queue_id,
+                flag,
+                queue_offset,
+                commit_log_offset,
+                sys_flag,
+                born_timestamp,
+            ),
+            _pack_host(born_host, born_port),
+            _I64.pack(store_timestamp),
+            _pack_host(store_host, store_port),
+            _TAIL_FIXED.pack(reconsume_times, prepared_transaction_offset, len(body)),
+            body,
+            bytes((len(topic),)),
+            topic,
+            _I16.pack(len(properties)),
+            properties,
+        )
+    )
+
+
+def encode_message(msg: MessageExt) -> bytes:
+    return encode_record(
+        topic=msg.topic.encode("utf-8"),
+        body=msg.body,
+        properties=properties_to_string(msg.properties).encode("utf-8"),
+        queue_id=msg.queue_id,
+        flag=msg.flag,
+        queue_offset=msg.queue_offset,
+        commit_log_offset=msg.commit_log_offset,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        born_port=msg.born_port,
+        store_timestamp=msg.store_timestamp,
+        store_host=msg.store_host,
+        store_port=msg.store_port,
+        reconsume_times=msg.reconsume_times,
+        prepared_transaction_offset=msg.prepared_transaction_offset,
+    )
+
+
+def decode_record(
+    data: bytes | memoryview, pos: int = 0, *, decompress: bool = False
+) -> MessageExt:
+    """The record starting at `pos`.  Raises ProtocolError when it is not a whole, valid record."""
+    view = memoryview(data)
+    limit = len(view)
+    try:
+        size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts = _HEAD.unpack_from(
+            view, pos
+        )
+        if magic not in (MAGIC_V1, MAGIC_V2):
+            raise ProtocolError(f"bad message magic 0x{magic & 0xFFFFFFFF:08X} at {pos}")
+        if size < 91 or pos + size > limit:
+            raise ProtocolError(f"message size {size} at {pos} does not fit the buffer")
+        end = pos + size
+        p = pos + _HEAD.size
+        hfmt = _HOST6 if sys_flag & MessageSysFlag.BORNHOST_V6 else _HOST4
+        born_host, born_port = hfmt.unpack_from(view, p)
+        p += hfmt.size
+        (store_ts,) = _I64.unpack_from(view, p)
+        p += 8
+        hfmt = _HOST6 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6 else _HOST4
+        store_host, store_port = hfmt.unpack_from(view, p)
+        p += hfmt.size
+        reconsume, prepared, body_len = _TAIL_FIXED.unpack_from(view, p)
+        p += _TAIL_FIXED.size
+        if body_len < 0 or p + body_len > end:
+            raise ProtocolError(f"body length {body_len} overruns the record at {pos}")
+        body = bytes(view[p : p + body_len])
+        p += body_len
+        if magic == MAGIC_V1:
+            topic_len = view[p]
+            if topic_len > 127:
+                raise ProtocolError(f"negative topic length at {pos}")
+            p += 1
+        else:
+            (topic_len,) = _I16.unpack_from(view, p)
+            p += 2
+        if topic_len < 0 or p + topic_len > end:
+            raise ProtocolError(f"topic overruns the record at {pos}")
+        topic = bytes(view[p : p + topic_len]).decode("utf-8")
+        p += topic_len
+        (props_len,) = _I16.unpack_from(view, p)
+        p += 2
+        if props_len < 0 or p + props_len != end:
+            raise ProtocolError(f"properties do not end the record at {pos}")
+        props = string_to_properties(bytes(view[p : p + props_len]).decode("utf-8"))
+    except struct.error:
+        raise ProtocolError(f"truncated message record at {pos}") from None
+    except UnicodeDecodeError:
+        raise ProtocolError(f"message record at {pos} has non-UTF-8 text") from None
+    finally:
+        view.release()
+    if decompress:
+        body = decompress_body(body, sys_flag)
+    return MessageExt(
+        topic=topic,
+        body=body,
+        queue_id=queue_id,
+        flag=flag,
+        queue_offset=qoff,
+        commit_log_offset=phys,
+        sys_flag=sys_flag,
+        born_timestamp=born_ts,
+        born_host=born_host,
+        born_port=born_port,
+        store_timestamp=store_ts,
+        store_host=store_host,
+        store_port=store_port,
+        reconsume_times=reconsume,
+        prepared_transaction_offset=prepared,
+        properties=props,
+        body_crc=crc,
+        store_size=size,
+    )
+
+
+def record_size_at(data: bytes | memoryview, pos: int) -> int:
+    (size,) = _I32.unpack_from(data, pos)
+    return size
+
+
+def decode_records(data: bytes | memoryview, *, decompress: bool = False) -> list[MessageExt]:
+    """Every record of a pull / query body, back to back with no count prefix."""
+    out: list[MessageExt] = []
+    pos = 0
+    limit = len(data)
+    while pos < limit:
+        msg = decode_record(data, pos, decompress=decompress)
+        out.append(msg)
+        pos += msg.store_size
+    return out

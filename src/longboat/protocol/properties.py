@@ -1,0 +1,72 @@
+"""Message property strings: `name \\x01 value \\x02 name \\x01 value ...`.
+
+Java 4.9 writes no trailing separator; ali-ons and 3.x Java write one after every pair.
+The reader accepts both and, like Java, skips segments without a name or value.
+"""
+
+from __future__ import annotations
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+
+class Prop:
+    """The well-known property names (MessageConst)."""
+
+    KEYS = "KEYS"
+    TAGS = "TAGS"
+    WAIT = "WAIT"
+    DELAY = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QID = "REAL_QID"
+    TRAN_MSG = "TRAN_MSG"
+    PGROUP = "PGROUP"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    BUYER_ID = "BUYER_ID"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    TRANSFER_FLAG = "TRANSFER_FLAG"
+    CORRECTION_FLAG = "CORRECTION_FLAG"
+    MQ2_FLAG = "MQ2_FLAG"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    MSG_REGION = "MSG_REGION"
+    TRACE_ON = "TRACE_ON"
+    UNIQ_KEY = "UNIQ_KEY"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    CONSUME_START_TIME = "CONSUME_START_TIME"
+    TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    INSTANCE_ID = "INSTANCE_ID"
+    CORRELATION_ID = "CORRELATION_ID"
+    REPLY_TO_CLIENT = "REPLY_TO_CLIENT"
+    TTL = "TTL"
+    ARRIVE_TIME = "ARRIVE_TIME"
+    PUSH_REPLY_TIME = "PUSH_REPLY_TIME"
+    CLUSTER = "CLUSTER"
+    MSG_TYPE = "MSG_TYPE"
+    SHARDING_KEY = "__SHARDING_KEY"
+    START_DELIVER_TIME = "__STARTDELIVERTIME"
+
+
+KEY_SEPARATOR = " "
+
+
+def properties_to_string(props: dict[str, str]) -> str:
+    if not props:
+        return ""
+    return PROPERTY_SEPARATOR.join(
+        f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if k and v is not None
+    )
+
+
+def string_to_properties(text: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    if not text:
+        return props
+    for segment in text.split(PROPERTY_SEPARATOR):
+        name, sep, value = segment.partition(NAME_VALUE_SEPARATOR)
+        if sep and name and value:
+            props[name] = value
+    return props
