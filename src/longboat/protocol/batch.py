@@ -1,6 +1,6 @@
 """The batch body of SEND_BATCH_MESSAGE: many short records, one per message.
 
-    TOTALSIZE 4 | MAGIC 4 (0) | BODYCRC 4 (0) | FLAG 4 | BODYLEN 4 + BODY | PROPLEN 2 + PROPS
+TOTALSIZE 4 | MAGIC 4 (0) | BODYCRC 4 (0) | FLAG 4 | BODYLEN 4 + BODY | PROPLEN 2 + PROPS
 """
 
 from __future__ import annotations

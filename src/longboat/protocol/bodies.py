@@ -167,9 +167,7 @@ class ClusterInfo:
             broker_addr_table={
                 k: BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
             },
-            cluster_addr_table={
-                k: list(v) for k, v in (d.get("clusterAddrTable") or {}).items()
-            },
+            cluster_addr_table={k: list(v) for k, v in (d.get("clusterAddrTable") or {}).items()},
         )
 
 
@@ -364,7 +362,9 @@ class HeartbeatData:
             return cls(
                 client_id=str(d["clientID"]),
                 producer_groups=[str(p["groupName"]) for p in d.get("producerDataSet") or []],
-                consumer_data_set=[ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []],
+                consumer_data_set=[
+                    ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []
+                ],
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise ProtocolError(f"bad heartbeat: {exc}") from None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from longboat.protocol.codes import LanguageCode, ResponseCode, SerializeType, VERSION_4_9_8
+from longboat.protocol.codes import VERSION_4_9_8, LanguageCode, ResponseCode, SerializeType
 
 RESPONSE_FLAG = 0x1
 ONEWAY_FLAG = 0x2

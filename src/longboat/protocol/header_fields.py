@@ -70,7 +70,7 @@ class Header:
                 )
                 for f in dataclasses.fields(cls)  # type: ignore[arg-type]
             )
-            setattr(cls, "_compiled", specs)
+            cls._compiled = specs
         return specs
 
     @classmethod

@@ -1,0 +1,210 @@
+"""One remoting connection over asyncio: requests and responses in both directions.
+
+`RemotingProtocol` owns a sans-IO `FrameDecoder`; every whole command is either a response
+(flag bit 0), matched by opaque to a waiting future, or a request handed to the `Router`.
+Handlers may answer at once (a plain return) or later (a coroutine), or never for one-way
+requests.  A protocol error closes only this connection.
+
+Back-pressure: when the peer stops reading our answers (the transport's write buffer passes
+its high-water mark) or too many handlers are in flight, we stop reading its requests, so a
+slow or hostile peer costs bounded memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from longboat.protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_parts
+from longboat.protocol.command import OpaqueCounter
+from longboat.remoting.errors import ConnectionClosed, RequestTimeout
+
+if TYPE_CHECKING:
+    from longboat.remoting.router import Router
+
+log = logging.getLogger("longboat.remoting")
+
+MAX_IN_FLIGHT = 1024
+WRITE_HIGH_WATER = 8 * 1024 * 1024
+
+
+class RemotingProtocol(asyncio.Protocol):
+    """asyncio protocol for one connection; `conn` is what the rest of the code uses."""
+
+    def __init__(
+        self,
+        router: Router | None,
+        *,
+        max_frame: int = 16 * 1024 * 1024,
+        on_open: Callable[[Connection], None] | None = None,
+        on_close: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.router = router
+        self.decoder = FrameDecoder(max_frame)
+        self.conn: Connection | None = None
+        self._on_open = on_open
+        self._on_close = on_close
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
+        self.conn = Connection(transport, self.router)
+        if self._on_close is not None:
+            self.conn.add_close_callback(self._on_close)
+        if self._on_open is not None:
+            self._on_open(self.conn)
+
+    def data_received(self, data: bytes) -> None:
+        conn = self.conn
+        assert conn is not None
+        try:
+            self.decoder.feed(data)
+            while (cmd := self.decoder.next_command()) is not None:
+                conn.dispatch(cmd)
+        except ProtocolError as exc:
+            log.warning("closing connection from %s: %s", conn.peer, exc)
+            conn.close()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn is not None:
+            self.conn.connection_lost()
+
+    def pause_writing(self) -> None:
+        if self.conn is not None:
+            self.conn.set_write_paused(True)
+
+    def resume_writing(self) -> None:
+        if self.conn is not None:
+            self.conn.set_write_paused(False)
+
+
+class Connection:
+    """A live connection: send requests and await answers, write responses, close."""
+
+    def __init__(self, transport: asyncio.Transport, router: Router | None) -> None:
+        self.transport = transport
+        self.router = router
+        peer = transport.get_extra_info("peername")
+        self.peer_host: str = peer[0] if peer else "?"
+        self.peer_port: int = peer[1] if peer else 0
+        self.peer = f"{self.peer_host}:{self.peer_port}"
+        self.closed = False
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._opaque = OpaqueCounter()
+        self._close_callbacks: list[Callable[[Connection], None]] = []
+        self._in_flight = 0
+        self._write_paused = False
+        self._reading_paused = False
+        self._closed_event = asyncio.Event()
+        # Free-form per-connection state for the layers above (e.g. the client id).
+        self.attributes: dict[str, object] = {}
+
+    # ------------------------------------------------------------------ incoming
+
+    def dispatch(self, cmd: RemotingCommand) -> None:
+        if cmd.is_response:
+            fut = self._pending.pop(cmd.opaque, None)
+            if fut is None:
+                log.debug("dropping unmatched response opaque=%s from %s", cmd.opaque, self.peer)
+            elif not fut.done():
+                fut.set_result(cmd)
+            return
+        if self.router is None:
+            return
+        self.router.handle(self, cmd)
+
+    def handler_started(self) -> None:
+        self._in_flight += 1
+        if self._in_flight >= MAX_IN_FLIGHT:
+            self._update_reading()
+
+    def handler_finished(self) -> None:
+        self._in_flight -= 1
+        if self._reading_paused:
+            self._update_reading()
+
+    def set_write_paused(self, paused: bool) -> None:
+        self._write_paused = paused
+        self._update_reading()
+
+    def _update_reading(self) -> None:
+        should_pause = self._write_paused or self._in_flight >= MAX_IN_FLIGHT
+        if should_pause == self._reading_paused or self.closed:
+            return
+        self._reading_paused = should_pause
+        if should_pause:
+            self.transport.pause_reading()
+        else:
+            self.transport.resume_reading()
+
+    # ------------------------------------------------------------------ outgoing
+
+    def send(self, cmd: RemotingCommand) -> None:
+        """Write one command (typically a response); silently dropped once closed."""
+        if self.closed:
+            return
+        head, body = encode_parts(cmd)
+        if body:
+            self.transport.writelines((head, body))
+        else:
+            self.transport.write(head)
+
+    async def request(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send a request and wait for its response."""
+        if self.closed:
+            raise ConnectionClosed(f"connection to {self.peer} is closed")
+        cmd.opaque = self._opaque.next()
+        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.opaque] = fut
+        self.send(cmd)
+        try:
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            raise RequestTimeout(
+                f"no response from {self.peer} to request code {cmd.code} within {timeout:.1f}s"
+            ) from None
+        finally:
+            self._pending.pop(cmd.opaque, None)
+
+    def oneway(self, cmd: RemotingCommand) -> None:
+        """Send a one-way request: no answer is expected."""
+        if self.closed:
+            raise ConnectionClosed(f"connection to {self.peer} is closed")
+        cmd.opaque = self._opaque.next()
+        cmd.flag |= 0x2
+        self.send(cmd)
+
+    # ------------------------------------------------------------------ closing
+
+    def add_close_callback(self, callback: Callable[[Connection], None]) -> None:
+        self._close_callbacks.append(callback)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.transport.close()
+            self.connection_lost()
+
+    def abort(self) -> None:
+        """Close at once, dropping unsent data (tests use it to simulate a crash)."""
+        self.transport.abort()
+        self.connection_lost()
+
+    def connection_lost(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.set_exception(ConnectionClosed(f"connection to {self.peer} closed"))
+        self._pending.clear()
+        self._closed_event.set()
+        for callback in self._close_callbacks:
+            try:
+                callback(self)
+            except Exception:
+                log.exception("close callback failed for %s", self.peer)
+
+    async def wait_closed(self) -> None:
+        await self._closed_event.wait()

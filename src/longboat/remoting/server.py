@@ -1,0 +1,64 @@
+"""A remoting server: accept connections, route their requests, track them for shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from longboat.remoting.connection import Connection, RemotingProtocol
+from longboat.remoting.router import Router
+
+log = logging.getLogger("longboat.remoting")
+
+
+class RemotingServer:
+    def __init__(
+        self,
+        router: Router,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        max_frame: int = 16 * 1024 * 1024,
+        on_connection_closed: Callable[[Connection], None] | None = None,
+    ) -> None:
+        self.router = router
+        self.host = host
+        self.port = port
+        self.max_frame = max_frame
+        self.connections: set[Connection] = set()
+        self._on_connection_closed = on_connection_closed
+        self._server: asyncio.base_events.Server | None = None
+
+    def _closed(self, conn: Connection) -> None:
+        self.connections.discard(conn)
+        if self._on_connection_closed is not None:
+            self._on_connection_closed(conn)
+
+    def _make_protocol(self) -> RemotingProtocol:
+        return RemotingProtocol(
+            self.router,
+            max_frame=self.max_frame,
+            on_open=self.connections.add,
+            on_close=self._closed,
+        )
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            self._make_protocol, self.host, self.port, reuse_address=True
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info("%s listening on %s:%s", self.router.name, self.host, self.port)
+
+    def stop_accepting(self) -> None:
+        if self._server is not None:
+            self._server.close()
+
+    async def close(self) -> None:
+        self.stop_accepting()
+        for conn in list(self.connections):
+            conn.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
