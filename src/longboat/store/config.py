@@ -1,0 +1,52 @@
+"""Store settings, with RocketMQ's names and defaults (MessageStoreConfig)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+
+class FlushDiskType(str, Enum):
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+@dataclass(slots=True)
+class StoreConfig:
+    root_dir: Path
+    # Commit-log segment size; RocketMQ's default is 1 GiB.  Tests use KiBs.
+    commit_log_segment_size: int = 1024 * 1024 * 1024
+    # Consume-queue entries per segment file (20 bytes each).
+    consume_queue_entries_per_file: int = 300_000
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    flush_interval_ms: int = 500
+    sync_flush_timeout_ms: int = 5000
+    max_message_size: int = 4 * 1024 * 1024
+    # Retention: hours a segment is kept, hour of day for deletion, disk-usage ratio that
+    # forces deletion at once.
+    file_reserved_time_hours: float = 72.0
+    delete_when: int = 4
+    disk_max_used_ratio: float = 0.75
+    # Address written into every record's store-host field and into offset message ids.
+    store_host: str = "127.0.0.1"
+    store_port: int = 10911
+    # Pull transfer limits per reply.
+    max_transfer_bytes: int = 256 * 1024
+    max_transfer_count: int = 32
+
+    @property
+    def commit_log_dir(self) -> Path:
+        return self.root_dir / "commitlog"
+
+    @property
+    def consume_queue_dir(self) -> Path:
+        return self.root_dir / "consumequeue"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root_dir / "index"
+
+    @property
+    def config_dir(self) -> Path:
+        return self.root_dir / "config"
