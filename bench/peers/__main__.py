@@ -1,0 +1,53 @@
+"""``python -m bench.peers``: the side-by-side peer benchmark runner."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.peers.registry import SYSTEMS
+from bench.peers.report import print_report, write_json
+from bench.peers.runner import run_bench
+from bench.peers.workloads import WORKLOADS, Sizes
+
+
+def _csv(text: str) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    d = Sizes()
+    ap = argparse.ArgumentParser(prog="python -m bench.peers", description=__doc__)
+    ap.add_argument("--systems", type=_csv, default=list(SYSTEMS), help="comma list")
+    ap.add_argument("--workloads", type=_csv, default=list(WORKLOADS), help="comma list")
+    ap.add_argument("--rounds", type=int, default=d.rounds, help="wakeup rounds")
+    ap.add_argument("--runs", type=int, default=3, help="runs per workload and system")
+    ap.add_argument("--parked", type=int, default=d.parked, help="K parked polls")
+    ap.add_argument("--idle-window", type=float, default=d.idle_window_s, help="seconds")
+    ap.add_argument("--produce-messages", type=int, default=d.produce_messages)
+    ap.add_argument("--produce-batch", type=int, default=d.produce_batch)
+    ap.add_argument("--fanout-messages", type=int, default=d.fanout_messages)
+    ap.add_argument("--time-limit", type=float, default=d.time_limit_s, help="per role, seconds")
+    ap.add_argument("--json", type=Path, default=Path("bench-peers.json"), help="output file")
+    ap.add_argument("--install", action="store_true", help="apt-get missing server binaries")
+    args = ap.parse_args(argv)
+    sizes = Sizes(
+        rounds=args.rounds,
+        parked=args.parked,
+        idle_window_s=args.idle_window,
+        produce_messages=args.produce_messages,
+        produce_batch=args.produce_batch,
+        fanout_messages=args.fanout_messages,
+        time_limit_s=args.time_limit,
+    )
+    doc = run_bench(args.systems, args.workloads, sizes, args.runs, install=args.install)
+    doc["command"] = " ".join(["python -m bench.peers", *(sys.argv[1:] if argv is None else argv)])
+    write_json(doc, args.json)
+    print_report(doc)
+    print(f"wrote {args.json}")
+    return 1 if doc["errors"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,93 @@
+"""The medians table (rich when installed, plain text otherwise) and the JSON document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.peers.stats import HIGHER_IS_BETTER
+
+#: Figures shown in the table, per workload, in order.
+SHOWN: dict[str, tuple[str, ...]] = {
+    "wakeup": ("p50_us", "p99_us", "p999_us", "max_us"),
+    "produce_batch": ("msgs_per_s",),
+    "consume_fanout": ("group_median_msgs_per_s", "aggregate_msgs_per_s"),
+    "parked": ("cpu_pct", "rss_bytes_per_poll"),
+}
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.2f}"
+
+
+def table_rows(
+    medians: Mapping[str, Mapping[str, Mapping[str, float]]], systems: Sequence[str]
+) -> list[list[str]]:
+    rows = []
+    workloads = [w for w in SHOWN if any(w in medians.get(s, {}) for s in systems)]
+    for w in workloads:
+        for fig in SHOWN[w]:
+            arrow = "higher" if HIGHER_IS_BETTER.get(fig) else "lower"
+            cells = [_fmt(medians.get(s, {}).get(w, {}).get(fig)) for s in systems]
+            rows.append([w, f"{fig} ({arrow} better)", *cells])
+    return rows
+
+
+def print_report(doc: Mapping[str, Any]) -> None:
+    systems = [s for s, info in doc["systems"].items() if not info.get("skipped")]
+    rows = table_rows(doc["medians"], systems)
+    header = ["workload", "figure", *systems]
+    title = f"medians of {doc['runs']} runs"
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        _print_plain(title, header, rows)
+    else:
+        table = Table(title=title)
+        for i, h in enumerate(header):
+            table.add_column(h, justify="right" if i >= 2 else "left")
+        for row in rows:
+            table.add_row(*row)
+        Console().print(table)
+    for name, info in doc["systems"].items():
+        if info.get("skipped"):
+            print(f"{name}: skipped ({info['skipped']})")
+            continue
+        print(f"{name}: {info['version']}")
+        for k, v in info["settings"].items():
+            print(f"    {k}: {v}")
+    for err in doc["errors"]:
+        print(f"error: {err['system']} {err['workload']} run {err['run']}: {err['error'][-300:]}")
+
+
+def _print_plain(title: str, header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    print(title)
+    for r in [header, *rows]:
+        print(
+            "  ".join(
+                c.ljust(w) if i < 2 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
+
+
+def markdown_table(doc: Mapping[str, Any]) -> str:
+    """The same table as Markdown, for pasting into README files."""
+    systems = [s for s, info in doc["systems"].items() if not info.get("skipped")]
+    header = ["workload", "figure", *systems]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(systems)]
+    lines += ["| " + " | ".join(r) + " |" for r in table_rows(doc["medians"], systems)]
+    return "\n".join(lines)
+
+
+def write_json(doc: Mapping[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")

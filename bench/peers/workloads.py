@@ -1,0 +1,249 @@
+"""The four workloads, orchestrated from the runner: start role processes, coordinate them, and
+turn their raw results into figures. One process per client role, so the producer's and the
+consumers' Python work never share an interpreter."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bench.peers.base import System
+from bench.peers.child import role_main
+from bench.peers.procs import sample
+from bench.peers.stats import latency_figures
+
+_ctx = mp.get_context("spawn")
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """Workload sizes and limits; the defaults are the README run's."""
+
+    rounds: int = 1000
+    warmup: int = 20
+    settle_s: float = 0.002
+    body_size: int = 256
+    produce_messages: int = 200_000
+    produce_batch: int = 64
+    fanout_messages: int = 50_000
+    fanout_groups: int = 4
+    fanout_batch: int = 32
+    parked: int = 1000
+    idle_window_s: float = 5.0
+    time_limit_s: float = 120.0
+
+
+class Roles:
+    """Role processes of one workload run; always reaped, however the run ends."""
+
+    def __init__(self, system: System, sizes: Sizes) -> None:
+        self.system = system
+        self.sizes = sizes
+        self.results: Any = _ctx.Queue()
+        self.procs: dict[str, Any] = {}
+
+    def __enter__(self) -> Roles:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for p in self.procs.values():
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+    def start(self, tag: str, role: str, **kwargs: Any) -> None:
+        kwargs.setdefault("time_limit_s", self.sizes.time_limit_s)
+        p = _ctx.Process(
+            target=role_main,
+            args=(tag, role, self.system.client_path, self.system.endpoint(), kwargs, self.results),
+            name=f"{self.system.name}-{tag}",
+            daemon=True,
+        )
+        p.start()
+        self.procs[tag] = p
+
+    def collect(self, tags: list[str]) -> dict[str, dict[str, Any]]:
+        """Wait for each tag's result, up to the time limit plus slack; raise on any error."""
+        deadline = time.monotonic() + self.sizes.time_limit_s + 60.0
+        out: dict[str, dict[str, Any]] = {}
+        while len(out) < len(tags):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"roles did not finish: {sorted(set(tags) - set(out))}")
+            try:
+                tag, status, value = self.results.get(timeout=min(remaining, 1.0))
+            except queue.Empty:
+                dead = [t for t in tags if t not in out and not self.procs[t].is_alive()]
+                if dead and self.results.empty():
+                    time.sleep(0.5)
+                    if self.results.empty():
+                        raise RuntimeError(f"role process died without a result: {dead}") from None
+                continue
+            if status != "ok":
+                raise RuntimeError(f"role {tag} failed:\n{value}")
+            out[tag] = value
+        return out
+
+
+def _stream(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+def wakeup(system: System, sizes: Sizes) -> dict[str, Any]:
+    """Send -> receive latency of one message into an idle stream with a parked reader."""
+    stream = _stream("wk")
+    ready = _ctx.Queue()
+    common = {"stream": stream, "rounds": sizes.rounds, "warmup": sizes.warmup, "ready": ready}
+    with Roles(system, sizes) as roles:
+        roles.start("consumer", "wakeup_consumer", block_s=10.0, **common)
+        roles.start(
+            "producer",
+            "wakeup_producer",
+            body_size=sizes.body_size,
+            settle_s=sizes.settle_s,
+            **common,
+        )
+        res = roles.collect(["consumer", "producer"])
+    lat = res["consumer"]["latencies_us"]
+    if not lat:
+        raise RuntimeError("no wake-up latency measured")
+    return {**latency_figures(lat), "rounds": len(lat), "sent": res["producer"]["sent"]}
+
+
+def produce_batch(system: System, sizes: Sizes) -> dict[str, Any]:
+    """Batched produce throughput from one producer process."""
+    with Roles(system, sizes) as roles:
+        roles.start(
+            "producer",
+            "produce",
+            stream=_stream("pb"),
+            messages=sizes.produce_messages,
+            batch=sizes.produce_batch,
+            body_size=sizes.body_size,
+        )
+        res = roles.collect(["producer"])["producer"]
+    return {
+        "msgs_per_s": res["messages"] / res["seconds"],
+        "messages": res["messages"],
+        "batch": sizes.produce_batch,
+    }
+
+
+def consume_fanout(system: System, sizes: Sizes) -> dict[str, Any]:
+    """Pre-load, then ``fanout_groups`` consumer processes (one group each) read it all."""
+    stream = _stream("fo")
+    groups = tuple(f"g{i}" for i in range(sizes.fanout_groups))
+    with Roles(system, sizes) as roles:
+        roles.start(
+            "preload",
+            "produce",
+            stream=stream,
+            messages=sizes.fanout_messages,
+            batch=sizes.produce_batch,
+            body_size=sizes.body_size,
+            groups=groups,
+            delete=False,
+        )
+        loaded = roles.collect(["preload"])["preload"]["messages"]
+        ready, go = _ctx.Queue(), _ctx.Event()
+        for g in groups:
+            roles.start(
+                g,
+                "drain",
+                stream=stream,
+                group=g,
+                messages=loaded,
+                batch=sizes.fanout_batch,
+                block_s=2.0,
+                ready=ready,
+                go=go,
+            )
+        try:
+            for _ in groups:
+                ready.get(timeout=sizes.time_limit_s)
+            go.set()
+            res = roles.collect(list(groups))
+        finally:
+            go.set()
+            _cleanup(system, sizes, stream)
+    counts = [res[g]["messages"] for g in groups]
+    rates = [res[g]["messages"] / ((res[g]["end_ns"] - res[g]["start_ns"]) / 1e9) for g in groups]
+    span_s = (
+        max(r["end_ns"] for r in res.values()) - min(r["start_ns"] for r in res.values())
+    ) / 1e9
+    return {
+        "group_median_msgs_per_s": statistics.median(rates),
+        "aggregate_msgs_per_s": sum(counts) / span_s,
+        "per_group_msgs_per_s": rates,
+        "messages_per_group": counts,
+        "preloaded": loaded,
+    }
+
+
+def _cleanup(system: System, sizes: Sizes, stream: str) -> None:
+    """Delete a stream left by a workload, from a short-lived role process."""
+    with Roles(system, sizes) as roles:
+        roles.start(
+            "cleanup", "produce", stream=stream, messages=0, batch=1, body_size=0, create=False
+        )
+        roles.collect(["cleanup"])
+
+
+def parked(system: System, sizes: Sizes) -> dict[str, Any]:
+    """Server CPU and RSS cost of ``parked`` blocking reads held open over an idle window."""
+    status, go, release = _ctx.Queue(), _ctx.Event(), _ctx.Event()
+    hold_s = sizes.idle_window_s + 30.0
+    pid = system.server_pid()
+    with Roles(system, sizes) as roles:
+        roles.start(
+            "client",
+            "park",
+            stream=_stream("pk"),
+            parked=sizes.parked,
+            hold_s=hold_s,
+            settle_s=1.0,
+            status=status,
+            go=go,
+            release=release,
+        )
+        try:
+            if status.get(timeout=sizes.time_limit_s) != "created":
+                raise RuntimeError("park role did not create its groups")
+            time.sleep(0.5)
+            before = sample(pid)
+            go.set()
+            if status.get(timeout=sizes.time_limit_s) != "parked":
+                raise RuntimeError("park role did not park")
+            start = sample(pid)
+            time.sleep(sizes.idle_window_s)
+            end = sample(pid)
+        finally:
+            go.set()
+            release.set()
+        res = roles.collect(["client"])["client"]
+    n = max(1, res["parked"])
+    return {
+        "cpu_pct": 100.0 * (end.cpu_s - start.cpu_s) / (end.at - start.at),
+        "rss_bytes_per_poll": (end.rss - before.rss) / n,
+        "parked": res["parked"],
+        "returned_early": res["returned_early"],
+        "window_s": round(end.at - start.at, 3),
+    }
+
+
+WORKLOADS: dict[str, Callable[[System, Sizes], dict[str, Any]]] = {
+    "wakeup": wakeup,
+    "produce_batch": produce_batch,
+    "consume_fanout": consume_fanout,
+    "parked": parked,
+}
