@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 
@@ -32,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=Path("bench-peers.json"), help="output file")
     ap.add_argument("--install", action="store_true", help="apt-get missing server binaries")
     args = ap.parse_args(argv)
+    # SIGTERM becomes SystemExit so the runner's finally blocks stop the servers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = Sizes(
         rounds=args.rounds,
         parked=args.parked,

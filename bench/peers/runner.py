@@ -25,7 +25,7 @@ from bench.peers.child import event_loop_name
 from bench.peers.install import install_missing
 from bench.peers.registry import load_system
 from bench.peers.stats import median_figures
-from bench.peers.workloads import WORKLOADS, Sizes
+from bench.peers.workloads import FRESH_SERVER, WORKLOADS, Sizes
 
 
 def machine() -> dict[str, Any]:
@@ -104,6 +104,8 @@ def run_bench(
                     log(f"run {run}/{runs} {name} {w} ...")
                     t0 = time.monotonic()
                     try:
+                        if w in FRESH_SERVER:
+                            _restart(system, workdir / f"{name}-{w}-{run}")
                         figures = WORKLOADS[w](system, sizes)
                     except Exception:
                         doc["errors"].append(
@@ -128,6 +130,13 @@ def run_bench(
             w: median_figures(runs_) for w, runs_ in per_workload.items() if runs_
         }
     return doc
+
+
+def _restart(system: System, fresh_dir: Path) -> None:
+    """Stop the server and start it again on a new port with an empty data dir."""
+    system.stop()
+    fresh_dir.mkdir(parents=True)
+    system.start(fresh_dir)
 
 
 def _brief(figures: dict[str, Any]) -> str:

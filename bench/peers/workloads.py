@@ -241,6 +241,10 @@ def parked(system: System, sizes: Sizes) -> dict[str, Any]:
     }
 
 
+#: Workloads measured on a freshly restarted server: ``parked`` reads RSS deltas, which memory
+#: freed by earlier workloads (and returned to the OS lazily by the allocator) would swamp.
+FRESH_SERVER: frozenset[str] = frozenset({"parked"})
+
 WORKLOADS: dict[str, Callable[[System, Sizes], dict[str, Any]]] = {
     "wakeup": wakeup,
     "produce_batch": produce_batch,
