@@ -445,3 +445,63 @@ def decode_offset_table(data: bytes) -> dict[MessageQueue, int]:
     if isinstance(raw, dict):
         return {MessageQueue.from_dict(k): int(v) for k, v in raw.items()}
     return {MessageQueue.from_dict(e): int(e["offset"]) for e in raw}
+
+
+# --------------------------------------------------------------------------- consume stats
+
+
+@dataclass(slots=True)
+class OffsetWrapper:
+    """One queue of GET_CONSUME_STATS: where the queue ends, where the group is."""
+
+    broker_offset: int
+    consumer_offset: int
+    # Store time of the last consumed message (0 when unknown).
+    last_timestamp: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokerOffset": self.broker_offset,
+            "consumerOffset": self.consumer_offset,
+            "lastTimestamp": self.last_timestamp,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> OffsetWrapper:
+        d = _obj(d, "offset wrapper")
+        return cls(
+            broker_offset=int(d.get("brokerOffset", 0)),
+            consumer_offset=int(d.get("consumerOffset", 0)),
+            last_timestamp=int(d.get("lastTimestamp", 0) or 0),
+        )
+
+
+@dataclass(slots=True)
+class ConsumeStats:
+    """GET_CONSUME_STATS body.
+
+    Java writes `offsetTable` keyed by MessageQueue objects (fastjson's object keys); we write
+    a list of entries (standard JSON) and read both.
+    """
+
+    offset_table: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
+    consume_tps: float = 0.0
+
+    def to_json(self) -> bytes:
+        entries = [{**mq.to_dict(), **w.to_dict()} for mq, w in sorted(self.offset_table.items())]
+        return fastjson.dumps({"consumeTps": self.consume_tps, "offsetTable": entries})
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> ConsumeStats:
+        d = _load(data, "consume stats")
+        raw = d.get("offsetTable") or {}
+        try:
+            if isinstance(raw, dict):
+                table = {
+                    MessageQueue.from_dict(k): OffsetWrapper.from_dict(v) for k, v in raw.items()
+                }
+            else:
+                table = {MessageQueue.from_dict(e): OffsetWrapper.from_dict(e) for e in raw}
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ProtocolError(f"bad consume stats: {exc}") from None
+        return cls(offset_table=table, consume_tps=float(d.get("consumeTps") or 0.0))

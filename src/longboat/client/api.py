@@ -1,0 +1,487 @@
+"""The typed request layer: one coroutine per remoting command the client sends.
+
+Everything above this module speaks in typed values (headers, `MessageQueue`, `PullResult`);
+everything below is `RemotingClient`.  This is also the one place where transport failures and
+non-success answers become the client's exceptions (`errors.py`): callers never see a
+`RemotingError` or a raw response code.
+
+Name-server commands fail over between the configured name servers (the last one that
+answered is tried first); broker commands go to the address they are given — choosing the
+broker is the caller's business (see `instance.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from enum import Enum
+
+from longboat.client.config import ClientConfig
+from longboat.client.errors import (
+    BrokerError,
+    NoRouteError,
+    TransportError,
+    broker_error,
+    transport_error,
+)
+from longboat.client.message import SendResult, SendStatus
+from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import (
+    ClusterInfo,
+    ConsumeStats,
+    HeartbeatData,
+    LockBatchRequest,
+    MessageQueue,
+    TopicConfig,
+    TopicRouteData,
+    decode_consumer_id_list,
+    decode_lock_batch_response,
+    decode_topic_list,
+)
+from longboat.protocol.codes import SEND_STORED_CODES
+from longboat.protocol.headers import (
+    ConsumerGroupHeader,
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    EarliestMsgStoreTimeResponseHeader,
+    GetConsumeStatsRequestHeader,
+    GetRouteInfoRequestHeader,
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryMessageRequestHeader,
+    QueueRequestHeader,
+    SearchOffsetRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+    ViewMessageRequestHeader,
+)
+from longboat.protocol.message import MessageExt, decode_record, decode_records
+from longboat.protocol.properties import Prop
+from longboat.protocol.tags import TagExpression
+from longboat.remoting import RemotingClient, RemotingError
+
+# Java's answer to GET_CONSUMER_LIST_BY_GROUP for a group with no live member is an error.
+_NO_CONSUMER_REMARK = "no consumer"
+
+
+class PullStatus(Enum):
+    FOUND = "FOUND"
+    # Nothing at or after the offset (PULL_NOT_FOUND, after any long-poll hold).
+    NO_NEW_MSG = "NO_NEW_MSG"
+    # Entries were scanned but none passed the filter; pull again from next_begin_offset.
+    NO_MATCHED_MSG = "NO_MATCHED_MSG"
+    # The offset is outside [min, max]; next_begin_offset is where to go instead.
+    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
+
+
+_PULL_STATUS = {
+    ResponseCode.SUCCESS: PullStatus.FOUND,
+    ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
+    ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
+    ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
+}
+
+
+@dataclass(slots=True)
+class PullResult:
+    status: PullStatus
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+    suggest_which_broker_id: int = 0
+    # Decoded, decompressed and tag-checked messages (empty when pulled with decode=False).
+    messages: list[MessageExt] = field(default_factory=list)
+    # The response body as received: stored records back to back, bodies still compressed.
+    body: bytes = b""
+
+
+class ClientAPI:
+    """Typed requests over one `RemotingClient`; stateless apart from name-server failover."""
+
+    def __init__(self, remoting: RemotingClient, config: ClientConfig) -> None:
+        self.remoting = remoting
+        self.config = config
+        self._namesrv_first = 0
+
+    # ------------------------------------------------------------------ plumbing
+
+    def _command(
+        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
+    ) -> RemotingCommand:
+        return RemotingCommand.request(code, ext, body, serialize_type=self.config.serialize_type)
+
+    async def invoke(
+        self, addr: str, cmd: RemotingCommand, timeout: float | None = None
+    ) -> RemotingCommand:
+        """Send a request and return the answer, whatever its code; transport errors mapped."""
+        try:
+            return await self.remoting.request(
+                addr, cmd, self.config.request_timeout if timeout is None else timeout
+            )
+        except RemotingError as exc:
+            raise transport_error(exc, addr) from exc
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        try:
+            await self.remoting.oneway(addr, cmd)
+        except RemotingError as exc:
+            raise transport_error(exc, addr) from exc
+
+    async def _call(
+        self,
+        addr: str,
+        cmd: RemotingCommand,
+        timeout: float | None = None,
+        ok: Collection[int] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
+        """Like `invoke`, but any code outside `ok` raises the matching BrokerError."""
+        response = await self.invoke(addr, cmd, timeout)
+        if response.code not in ok:
+            raise broker_error(response.code, response.remark, addr=addr, request_code=cmd.code)
+        return response
+
+    async def _call_namesrv(
+        self, cmd: RemotingCommand, ok: Collection[int] = (ResponseCode.SUCCESS,)
+    ) -> tuple[str, RemotingCommand]:
+        addrs = self.config.namesrv_addrs
+        last: TransportError | None = None
+        for i in range(len(addrs)):
+            index = (self._namesrv_first + i) % len(addrs)
+            try:
+                response = await self.invoke(addrs[index], cmd)
+            except TransportError as exc:
+                last = exc
+                continue
+            self._namesrv_first = index
+            if response.code not in ok:
+                raise broker_error(
+                    response.code, response.remark, addr=addrs[index], request_code=cmd.code
+                )
+            return addrs[index], response
+        assert last is not None
+        raise TransportError(f"no name server reachable ({', '.join(addrs)}): {last}") from last
+
+    # ------------------------------------------------------------------ name server
+
+    async def get_route(self, topic: str) -> TopicRouteData:
+        """The topic's route; raises NoRouteError when no name server knows it."""
+        cmd = self._command(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext()
+        )
+        addr, response = await self._call_namesrv(
+            cmd, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)
+        )
+        if response.code == ResponseCode.TOPIC_NOT_EXIST or not response.body:
+            raise NoRouteError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                response.remark or f"no route for topic {topic}",
+                addr=addr,
+                request_code=cmd.code,
+            )
+        return TopicRouteData.from_json(response.body)
+
+    async def get_cluster_info(self) -> ClusterInfo:
+        _, response = await self._call_namesrv(self._command(RequestCode.GET_BROKER_CLUSTER_INFO))
+        return ClusterInfo.from_json(response.body)
+
+    async def get_all_topics(self) -> list[str]:
+        cmd = self._command(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        _, response = await self._call_namesrv(cmd)
+        return decode_topic_list(response.body) if response.body else []
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(
+        self,
+        addr: str,
+        mq: MessageQueue,
+        header: SendMessageRequestHeaderV2,
+        body: bytes,
+        *,
+        msg_id: str,
+        timeout: float,
+    ) -> SendResult:
+        """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE when `header.batch`; the stored location."""
+        code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
+        cmd = self._command(code, header.to_ext(), body)
+        response = await self._call(addr, cmd, timeout, ok=SEND_STORED_CODES)
+        try:
+            rh = SendMessageResponseHeader.from_ext(response.ext_fields)
+        except ProtocolError as exc:
+            raise BrokerError(
+                response.code, f"send answer lacks {exc}", addr=addr, request_code=code
+            ) from None
+        return SendResult(
+            status=SendStatus.from_code(response.code),
+            msg_id=msg_id,
+            offset_msg_id=rh.msgId,
+            message_queue=MessageQueue(mq.topic, mq.broker_name, rh.queueId),
+            queue_offset=rh.queueOffset,
+            region_id=rh.MSG_REGION,
+            transaction_id=rh.transactionId,
+        )
+
+    async def send_oneway(self, addr: str, header: SendMessageRequestHeaderV2, body: bytes) -> None:
+        code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
+        await self.invoke_oneway(addr, self._command(code, header.to_ext(), body))
+
+    # ------------------------------------------------------------------ pulling
+
+    async def pull(
+        self,
+        addr: str,
+        header: PullMessageRequestHeader,
+        *,
+        timeout: float,
+        tag_filter: TagExpression | None = None,
+        decode: bool = True,
+    ) -> PullResult:
+        """PULL_MESSAGE.  With `decode`, messages are decompressed, checked against the exact
+        tags of `tag_filter` (the broker only filtered by hash) and carry MIN/MAX_OFFSET."""
+        cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext())
+        response = await self._call(addr, cmd, timeout, ok=_PULL_STATUS)
+        try:
+            rh = PullMessageResponseHeader.from_ext(response.ext_fields)
+        except ProtocolError as exc:
+            raise BrokerError(
+                response.code, f"pull answer lacks {exc}", addr=addr, request_code=cmd.code
+            ) from None
+        result = PullResult(
+            status=_PULL_STATUS[response.code],
+            next_begin_offset=rh.nextBeginOffset,
+            min_offset=rh.minOffset,
+            max_offset=rh.maxOffset,
+            suggest_which_broker_id=rh.suggestWhichBrokerId,
+            body=response.body,
+        )
+        if decode and result.status is PullStatus.FOUND:
+            min_s, max_s = str(rh.minOffset), str(rh.maxOffset)
+            for msg in decode_records(response.body, decompress=True):
+                if tag_filter is not None and not tag_filter.matches_tag(msg.tags):
+                    continue
+                msg.properties[Prop.MIN_OFFSET] = min_s
+                msg.properties[Prop.MAX_OFFSET] = max_s
+                result.messages.append(msg)
+        return result
+
+    # ------------------------------------------------------------------ offsets
+
+    async def query_consumer_offset(
+        self,
+        addr: str,
+        group: str,
+        mq: MessageQueue,
+        *,
+        set_zero_if_not_found: bool | None = None,
+    ) -> int | None:
+        """The group's committed offset, or None when the broker has none.
+
+        `set_zero_if_not_found=False` asks brokers that understand it (Longboat, RocketMQ 5) not
+        to answer 0 for a new group (RocketMQ #334); 4.x brokers ignore it.
+        """
+        header = QueryConsumerOffsetRequestHeader(
+            group, mq.topic, mq.queue_id, set_zero_if_not_found
+        )
+        cmd = self._command(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
+        response = await self._call(
+            addr, cmd, ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+        )
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        offset = OffsetResponseHeader.from_ext(response.ext_fields).offset
+        return offset if offset >= 0 else None
+
+    async def update_consumer_offset(
+        self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False
+    ) -> None:
+        header = UpdateConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, offset)
+        cmd = self._command(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
+        if oneway:
+            await self.invoke_oneway(addr, cmd)
+        else:
+            await self._call(addr, cmd)
+
+    async def _queue_offset(self, addr: str, code: int, ext: dict[str, str]) -> int:
+        response = await self._call(addr, self._command(code, ext))
+        return OffsetResponseHeader.from_ext(response.ext_fields).offset
+
+    async def get_max_offset(self, addr: str, mq: MessageQueue) -> int:
+        """The offset the next message stored in the queue will get."""
+        ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
+        return await self._queue_offset(addr, RequestCode.GET_MAX_OFFSET, ext)
+
+    async def get_min_offset(self, addr: str, mq: MessageQueue) -> int:
+        ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
+        return await self._queue_offset(addr, RequestCode.GET_MIN_OFFSET, ext)
+
+    async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The queue offset of the first message stored at or after `timestamp_ms`."""
+        ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
+        return await self._queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+
+    async def get_earliest_store_time(self, addr: str, mq: MessageQueue) -> int:
+        """Store time (ms) of the oldest message kept in the queue, -1 if none."""
+        cmd = self._command(
+            RequestCode.GET_EARLIEST_MSG_STORETIME,
+            QueueRequestHeader(mq.topic, mq.queue_id).to_ext(),
+        )
+        response = await self._call(addr, cmd)
+        return EarliestMsgStoreTimeResponseHeader.from_ext(response.ext_fields).timestamp
+
+    # ------------------------------------------------------------------ client registration
+
+    async def heartbeat(self, addr: str, data: HeartbeatData) -> int:
+        """HEART_BEAT; returns the broker's version ordinal."""
+        response = await self._call(
+            addr, self._command(RequestCode.HEART_BEAT, body=data.to_json())
+        )
+        return response.version
+
+    async def unregister_client(
+        self,
+        addr: str,
+        client_id: str,
+        *,
+        producer_group: str | None = None,
+        consumer_group: str | None = None,
+    ) -> None:
+        header = UnregisterClientRequestHeader(client_id, producer_group, consumer_group)
+        await self._call(addr, self._command(RequestCode.UNREGISTER_CLIENT, header.to_ext()))
+
+    async def get_consumer_ids(self, addr: str, group: str) -> list[str]:
+        """Client ids of the group's live members as this broker sees them ([] for none)."""
+        cmd = self._command(
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP, ConsumerGroupHeader(group).to_ext()
+        )
+        response = await self.invoke(addr, cmd)
+        if response.code == ResponseCode.SUCCESS:
+            return decode_consumer_id_list(response.body) if response.body else []
+        if response.code == ResponseCode.SYSTEM_ERROR and _NO_CONSUMER_REMARK in (
+            response.remark or ""
+        ):
+            return []
+        raise broker_error(response.code, response.remark, addr=addr, request_code=cmd.code)
+
+    # ------------------------------------------------------------------ consuming helpers
+
+    async def send_back(
+        self,
+        addr: str,
+        msg: MessageExt,
+        group: str,
+        *,
+        delay_level: int = 0,
+        max_reconsume_times: int | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK: the broker re-delivers `msg` later through %RETRY%group
+        (or moves it to %DLQ%group); delay 0 lets the broker pick, <0 goes to the DLQ."""
+        header = ConsumerSendMsgBackRequestHeader(
+            offset=msg.commit_log_offset,
+            group=group,
+            delayLevel=delay_level,
+            originMsgId=msg.msg_id,
+            originTopic=msg.topic,
+            unitMode=False,
+            maxReconsumeTimes=max_reconsume_times,
+        )
+        cmd = self._command(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+        await self._call(addr, cmd, timeout)
+
+    async def lock_batch(
+        self, addr: str, group: str, client_id: str, mqs: list[MessageQueue]
+    ) -> list[MessageQueue]:
+        """LOCK_BATCH_MQ: the subset of `mqs` this client now holds the broker's lock on."""
+        body = LockBatchRequest(group, client_id, list(mqs)).to_json()
+        response = await self._call(addr, self._command(RequestCode.LOCK_BATCH_MQ, body=body))
+        return decode_lock_batch_response(response.body) if response.body else []
+
+    async def unlock_batch(
+        self,
+        addr: str,
+        group: str,
+        client_id: str,
+        mqs: list[MessageQueue],
+        *,
+        oneway: bool = False,
+    ) -> None:
+        body = LockBatchRequest(group, client_id, list(mqs)).to_json()
+        cmd = self._command(RequestCode.UNLOCK_BATCH_MQ, body=body)
+        if oneway:
+            await self.invoke_oneway(addr, cmd)
+        else:
+            await self._call(addr, cmd)
+
+    # ------------------------------------------------------------------ lookups
+
+    async def view_message(self, addr: str, commit_log_offset: int) -> MessageExt:
+        """VIEW_MESSAGE_BY_ID: the record at a commit-log offset of the broker at `addr`."""
+        cmd = self._command(
+            RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(commit_log_offset).to_ext()
+        )
+        response = await self._call(addr, cmd)
+        return decode_record(response.body, decompress=True)
+
+    async def query_message(
+        self,
+        addr: str,
+        topic: str,
+        key: str,
+        *,
+        max_num: int = 32,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+        unique_key: bool = False,
+    ) -> list[MessageExt]:
+        """QUERY_MESSAGE by KEYS entry (or by UNIQ_KEY with `unique_key`) on one broker.
+
+        The broker's index is a hash table, so its answer is re-checked here: only messages
+        whose key really matches are returned ([] when none)."""
+        header = QueryMessageRequestHeader(
+            topic=topic,
+            key=key,
+            maxNum=max_num,
+            beginTimestamp=begin_ms,
+            endTimestamp=int(time.time() * 1000) if end_ms is None else end_ms,
+            uniqueKeyQuery=unique_key,
+        )
+        cmd = self._command(RequestCode.QUERY_MESSAGE, header.to_ext())
+        response = await self._call(
+            addr, cmd, ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+        )
+        if response.code != ResponseCode.SUCCESS or not response.body:
+            return []
+        found = decode_records(response.body, decompress=True)
+        if unique_key:
+            return [m for m in found if m.topic == topic and m.uniq_key == key]
+        return [m for m in found if m.topic == topic and key in m.key_list]
+
+    # ------------------------------------------------------------------ admin
+
+    async def create_topic(self, addr: str, config: TopicConfig) -> None:
+        """UPDATE_AND_CREATE_TOPIC on one broker (create, or update queue counts and perm)."""
+        header = CreateTopicRequestHeader(
+            topic=config.topic_name,
+            defaultTopic="TBW102",
+            readQueueNums=config.read_queue_nums,
+            writeQueueNums=config.write_queue_nums,
+            perm=config.perm,
+            topicFilterType=config.topic_filter_type,
+            topicSysFlag=config.topic_sys_flag,
+            order=config.order,
+        )
+        await self._call(addr, self._command(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext()))
+
+    async def get_consume_stats(
+        self, addr: str, group: str, topic: str | None = None
+    ) -> ConsumeStats:
+        header = GetConsumeStatsRequestHeader(group, topic)
+        response = await self._call(
+            addr, self._command(RequestCode.GET_CONSUME_STATS, header.to_ext())
+        )
+        return ConsumeStats.from_json(response.body) if response.body else ConsumeStats()
