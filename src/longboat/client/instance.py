@@ -196,11 +196,21 @@ class ClientInstance:
     async def _fetch_route(self, topic: str, allow_default: bool) -> TopicRoute:
         try:
             route = TopicRoute.build(topic, await self.api.get_route(topic))
-        except NoRouteError:
+        except NoRouteError as exc:
             if not allow_default:
                 self._forget_route(topic)
                 raise
-            default = await self.api.get_route(AUTO_CREATE_TOPIC)
+            try:
+                default = await self.api.get_route(AUTO_CREATE_TOPIC)
+            except NoRouteError:
+                self._forget_route(topic)
+                raise NoRouteError(
+                    exc.code,
+                    f"no route for topic {topic}, and no broker offers to auto-create topics "
+                    f"(no {AUTO_CREATE_TOPIC} route): create the topic first",
+                    addr=exc.addr,
+                    request_code=exc.request_code,
+                ) from exc
             route = TopicRoute.build(topic, default, default_queue_nums=DEFAULT_TOPIC_QUEUE_NUMS)
         self._store_route(topic, route)
         return route

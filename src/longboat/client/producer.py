@@ -1,0 +1,397 @@
+"""The producer: turn a `Message` into a stored record on some broker, or a clear error.
+
+A send resolves the topic's route (falling back to the auto-create topic's route when the topic
+is new), picks a queue, and sends SEND_MESSAGE_V2 to that broker's master.  Failures that
+another broker might not have — transport errors and the answers RocketMQ retries on (17, 14,
+1, 16, 204, 205) — are retried up to `retry_times` more times within the one `timeout`,
+round robin moving off the failing broker.  Sends to a queue chosen by the caller (ordered
+messages) are tried once more on the same queue only after a transport error, never elsewhere,
+so a key's messages never leave their queue.
+
+Every message gets a UNIQ_KEY (its `msg_id` for consumers and lookups); bodies of
+`compress_over` bytes and more travel zlib-compressed; batches are not compressed (RocketMQ
+brokers store batch elements as they come).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import Any
+
+from longboat.client.config import ClientConfig
+from longboat.client.errors import (
+    BrokerError,
+    ClientClosedError,
+    ClientError,
+    ClientUsageError,
+    MessageTooLargeError,
+    NoRouteError,
+    SendTimeoutError,
+    TransportError,
+)
+from longboat.client.instance import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance
+from longboat.client.message import Message, SendResult
+from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
+from longboat.protocol.batch import BatchItem, encode_batch
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
+from longboat.protocol.compression import COMPRESS_OVER, maybe_compress
+from longboat.protocol.headers import SendMessageRequestHeaderV2
+from longboat.protocol.ids import UniqKeyGenerator
+from longboat.protocol.properties import Prop, properties_to_string
+
+log = logging.getLogger("longboat.client")
+
+DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+MAX_TOPIC_LENGTH = 127
+
+SendCallback = Callable[[SendResult | None, BaseException | None], Any]
+
+
+def validate_topic(topic: str) -> None:
+    if not topic or len(topic) > MAX_TOPIC_LENGTH or not _TOPIC_RE.match(topic):
+        raise ClientUsageError(
+            f"invalid topic {topic!r}: 1..{MAX_TOPIC_LENGTH} characters of [%|a-zA-Z0-9_-]"
+        )
+
+
+class Producer:
+    """Sends messages; share one per process and group (it is cheap to call concurrently)."""
+
+    def __init__(
+        self,
+        group: str = DEFAULT_PRODUCER_GROUP,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        compress_over: int = COMPRESS_OVER,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+    ) -> None:
+        if config is None:
+            config = ClientConfig(namesrv_addrs) if namesrv_addrs else ClientConfig()
+        self.group = group
+        self.config = config
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.compress_over = compress_over
+        self.max_message_size = max_message_size
+        self._instance: ClientInstance | None = None
+        self._round_robin = RoundRobin()
+        self._uniq = UniqKeyGenerator(config.client_ip)
+        self._pending: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self._instance is not None:
+            return
+        instance = ClientInstance.acquire(self.config)
+        try:
+            instance.register_producer(self.group)
+        except ClientError:
+            await instance.release()
+            raise
+        self._instance = instance
+
+    async def shutdown(self) -> None:
+        """Wait for async sends in flight, unregister the group, release the instance."""
+        instance, self._instance = self._instance, None
+        if instance is None:
+            return
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+        await instance.unregister_producer(self.group)
+        await instance.release()
+
+    async def __aenter__(self) -> Producer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientClosedError(f"producer {self.group} is not started")
+        return self._instance
+
+    # ------------------------------------------------------------------ sending
+
+    async def send(
+        self,
+        msg: Message,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
+    ) -> SendResult:
+        """Send and wait until the broker stored it.
+
+        Queue choice: `queue` if given, else `selector(queues, msg, arg)`, else the hash of
+        `sharding_key` (ordered messages), else round robin.  Raises MessageTooLargeError /
+        ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
+        and remark), BrokerBusyError, or SendTimeoutError."""
+        instance = self.instance
+        validate_topic(msg.topic)
+        header, body, uniq = self._prepare(msg)
+        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
+        return await self._send_with_retries(
+            instance, msg.topic, header, body, uniq, chooser, timeout
+        )
+
+    def send_async(
+        self, msg: Message, callback: SendCallback | None = None, **options: Any
+    ) -> asyncio.Task[SendResult]:
+        """Start a send and return its task (awaitable); `callback(result, error)` — a plain or
+        async function — runs when it completes.  `options` are those of `send`."""
+        self.instance  # noqa: B018 - raise now, not inside the task, when not started
+        task = asyncio.ensure_future(self._send_then_call(msg, callback, options))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        return task
+
+    async def _send_then_call(
+        self, msg: Message, callback: SendCallback | None, options: dict[str, Any]
+    ) -> SendResult:
+        try:
+            result = await self.send(msg, **options)
+        except Exception as exc:
+            if callback is not None:
+                await _call(callback, None, exc)
+            raise
+        if callback is not None:
+            await _call(callback, result, None)
+        return result
+
+    async def send_oneway(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
+    ) -> None:
+        """Send without waiting for the broker: once written to the socket, it is done."""
+        instance = self.instance
+        validate_topic(msg.topic)
+        header, body, _ = self._prepare(msg)
+        route = await instance.route(msg.topic, allow_default=True)
+        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
+        mq = (
+            chooser(route.publish_queues)
+            if chooser
+            else self._round_robin.select(_require_queues(route.publish_queues, msg.topic))
+        )
+        addr = await instance.find_master_addr(mq.broker_name, msg.topic)
+        await instance.api.send_oneway(addr, _with_queue(header, mq), body)
+
+    async def send_batch(
+        self,
+        msgs: Sequence[Message],
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
+    ) -> SendResult:
+        """Send messages of one topic as one request; they land in one queue, in order, with
+        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules)."""
+        instance = self.instance
+        if not msgs:
+            raise ClientUsageError("send_batch needs at least one message")
+        topic = msgs[0].topic
+        validate_topic(topic)
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise ClientUsageError("batches cannot be sent to retry topics")
+        items: list[BatchItem] = []
+        uniqs: list[str] = []
+        for m in msgs:
+            if m.topic != topic:
+                raise ClientUsageError(f"a batch must have one topic: {topic!r} and {m.topic!r}")
+            if m.delay_level > 0:
+                raise ClientUsageError("batched messages cannot have a delay level")
+            _check_body(m)
+            props = m.wire_properties()
+            uniq = props.setdefault(Prop.UNIQ_KEY, self._uniq.next())
+            uniqs.append(uniq)
+            items.append(BatchItem(body=m.body, properties=props, flag=m.flag))
+        body = encode_batch(items)
+        self._check_size(len(body), "batch")
+        header = SendMessageRequestHeaderV2(
+            producerGroup=self.group,
+            topic=topic,
+            defaultTopic=AUTO_CREATE_TOPIC,
+            defaultTopicQueueNums=DEFAULT_TOPIC_QUEUE_NUMS,
+            queueId=-1,
+            sysFlag=0,
+            bornTimestamp=int(time.time() * 1000),
+            flag=0,
+            properties=None,
+            reconsumeTimes=0,
+            unitMode=False,
+            batch=True,
+        )
+        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0])
+        return await self._send_with_retries(
+            instance, topic, header, body, ",".join(uniqs), chooser, timeout
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _check_size(self, size: int, what: str) -> None:
+        if size > self.max_message_size:
+            raise MessageTooLargeError(
+                f"{what} of {size} bytes is over the producer's max_message_size "
+                f"{self.max_message_size}; nothing was sent"
+            )
+
+    def _prepare(self, msg: Message) -> tuple[SendMessageRequestHeaderV2, bytes, str]:
+        """The send header (queue id still unset), the wire body and the UNIQ_KEY."""
+        _check_body(msg)
+        self._check_size(len(msg.body), "message body")
+        props = msg.wire_properties()
+        uniq = props.setdefault(Prop.UNIQ_KEY, self._uniq.next())
+        reconsume_times = 0
+        max_reconsume: int | None = None
+        if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            # Java moves these two into the header for retry-topic sends (send-back fallback).
+            reconsume_times = int(props.pop(Prop.RECONSUME_TIME, "0") or 0)
+            if Prop.MAX_RECONSUME_TIMES in props:
+                max_reconsume = int(props.pop(Prop.MAX_RECONSUME_TIMES))
+        body, sys_flag = maybe_compress(msg.body, 0, self.compress_over)
+        header = SendMessageRequestHeaderV2(
+            producerGroup=self.group,
+            topic=msg.topic,
+            defaultTopic=AUTO_CREATE_TOPIC,
+            defaultTopicQueueNums=DEFAULT_TOPIC_QUEUE_NUMS,
+            queueId=-1,
+            sysFlag=sys_flag,
+            bornTimestamp=int(time.time() * 1000),
+            flag=msg.flag,
+            properties=properties_to_string(props),
+            reconsumeTimes=reconsume_times,
+            unitMode=False,
+            maxReconsumeTimes=max_reconsume,
+        )
+        return header, body, uniq
+
+    async def _send_with_retries(
+        self,
+        instance: ClientInstance,
+        topic: str,
+        header: SendMessageRequestHeaderV2,
+        body: bytes,
+        msg_id: str,
+        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        timeout: float | None,
+    ) -> SendResult:
+        loop = asyncio.get_running_loop()
+        budget = self.send_timeout if timeout is None else timeout
+        deadline = loop.time() + budget
+        attempts = 1 + max(0, self.retry_times)
+        failed_broker: str | None = None
+        last: ClientError | None = None
+        for attempt in range(attempts):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            stale_route = (
+                isinstance(last, BrokerError) and last.code == ResponseCode.TOPIC_NOT_EXIST
+            )
+            route = await instance.route(topic, allow_default=True, refresh=stale_route)
+            queues = _require_queues(route.publish_queues, topic)
+            mq = chooser(queues) if chooser else self._round_robin.select(queues, failed_broker)
+            try:
+                addr = await instance.find_master_addr(mq.broker_name, topic)
+                return await instance.api.send(
+                    addr, mq, _with_queue(header, mq), body, msg_id=msg_id, timeout=remaining
+                )
+            except BrokerError as exc:
+                if exc.code not in PRODUCER_RETRYABLE_CODES:
+                    raise
+                if exc.code == ResponseCode.TOPIC_NOT_EXIST and route.via_default_topic:
+                    exc = NoRouteError(
+                        exc.code,
+                        f"topic {topic} does not exist and broker {mq.broker_name} does not "
+                        f"create topics on first send; create it first ({exc.remark})",
+                        addr=exc.addr,
+                        request_code=exc.request_code,
+                    )
+                last = exc
+            except TransportError as exc:
+                last = exc
+                if chooser is not None and attempt > 0:
+                    break
+            if chooser is not None and not isinstance(last, TransportError):
+                break
+            failed_broker = mq.broker_name
+            log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, last)
+        if last is None or (isinstance(last, TransportError) and loop.time() >= deadline):
+            raise SendTimeoutError(
+                f"send to {topic} did not complete within {budget:.1f}s"
+                + (f"; last error: {last}" if last else "")
+            ) from last
+        raise last
+
+
+def _check_body(msg: Message) -> None:
+    if not msg.body:
+        raise ClientUsageError("message body is empty")
+
+
+def _require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[MessageQueue]:
+    if not queues:
+        raise NoRouteError(
+            ResponseCode.TOPIC_NOT_EXIST,
+            f"topic {topic} has no writable queue on any master broker",
+        )
+    return queues
+
+
+def _with_queue(header: SendMessageRequestHeaderV2, mq: MessageQueue) -> SendMessageRequestHeaderV2:
+    return replace(header, queueId=mq.queue_id)
+
+
+def _fixed_chooser(
+    queue: MessageQueue | None,
+    selector: QueueSelector | None,
+    arg: Any,
+    sharding_key: Any,
+    msg: Message,
+) -> Callable[[Sequence[MessageQueue]], MessageQueue] | None:
+    if queue is not None:
+        if queue.topic != msg.topic:
+            raise ClientUsageError(f"queue {queue} is not a queue of topic {msg.topic}")
+        return lambda _queues: queue
+    if selector is not None:
+        return lambda queues: selector(queues, msg, arg)
+    if sharding_key is not None:
+        return lambda queues: select_by_hash(queues, msg, sharding_key)
+    return None
+
+
+async def _call(
+    callback: SendCallback, result: SendResult | None, exc: BaseException | None
+) -> None:
+    try:
+        outcome = callback(result, exc)
+        if inspect.isawaitable(outcome):
+            await outcome
+    except Exception:
+        log.exception("send callback failed")
