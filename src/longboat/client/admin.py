@@ -1,0 +1,371 @@
+"""Administration: topics, routes, a group's progress and offset resets, message lookups.
+
+What `mqadmin` does for RocketMQ, as a library the `longboat` CLI wraps.  Choices made where
+RocketMQ leaves users guessing (see the lessons file):
+
+* `group_progress` reports every queue separately, with lag and lag time (how long the oldest
+  unconsumed message has waited), so one stuck queue is visible.
+* `reset_offsets` refuses while the group has live members: a running consumer keeps offsets in
+  memory and would overwrite the reset at its next commit.  `force=True` writes anyway.
+* Lookups say why they found nothing (`MessageNotFoundError`), and `message_by_id` accepts both
+  ids a user may hold: the producer's UNIQ_KEY (needs the topic) and the broker's offset id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from longboat.client.config import ClientConfig
+from longboat.client.errors import (
+    BrokerError,
+    ClientClosedError,
+    ClientError,
+    ClientUsageError,
+    TransportError,
+)
+from longboat.client.instance import ClientInstance
+from longboat.protocol import ProtocolError, ResponseCode
+from longboat.protocol.bodies import (
+    PERM_READ,
+    PERM_WRITE,
+    ClusterInfo,
+    MessageQueue,
+    TopicConfig,
+    TopicRouteData,
+)
+from longboat.protocol.headers import PullMessageRequestHeader
+from longboat.protocol.ids import decode_offset_msg_id
+from longboat.protocol.message import MessageExt
+from longboat.protocol.sysflags import PullSysFlag
+
+ResetTarget = Literal["earliest", "latest"] | int | datetime
+_ROUTE_POLL_INTERVAL = 0.05
+
+
+class GroupOnlineError(ClientError):
+    """The consumer group has live members; stop them before resetting its offsets."""
+
+    def __init__(self, group: str, client_ids: list[str]) -> None:
+        super().__init__(
+            f"consumer group {group} has {len(client_ids)} live member(s) "
+            f"({', '.join(client_ids)}); stop them first — a running consumer would overwrite "
+            f"the reset with the offsets it holds (or pass force=True)"
+        )
+        self.group = group
+        self.client_ids = client_ids
+
+
+class MessageNotFoundError(ClientError):
+    """No broker holds a message matching the lookup; the text says what was searched."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    mq: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    # Store time (ms) of the last consumed message; 0 when unknown or nothing consumed.
+    last_timestamp: int
+    # Seconds the oldest unconsumed message has waited; None when nothing is waiting.
+    lag_time: float | None
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+class Admin:
+    def __init__(
+        self,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+    ) -> None:
+        if config is None:
+            config = ClientConfig(namesrv_addrs) if namesrv_addrs else ClientConfig()
+        self.config = config
+        self._instance: ClientInstance | None = None
+
+    async def start(self) -> None:
+        if self._instance is None:
+            self._instance = ClientInstance.acquire(self.config)
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await instance.release()
+
+    async def __aenter__(self) -> Admin:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientClosedError("admin is not started")
+        return self._instance
+
+    # ------------------------------------------------------------------ cluster and topics
+
+    async def cluster_info(self) -> ClusterInfo:
+        return await self.instance.api.get_cluster_info()
+
+    async def topics(self) -> list[str]:
+        return sorted(await self.instance.api.get_all_topics())
+
+    async def route(self, topic: str) -> TopicRouteData:
+        """The topic's route as the name server has it; NoRouteError when unknown."""
+        data = await self.instance.api.get_route(topic)
+        self.instance.learn_route(topic, data)
+        return data
+
+    async def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
+        """Broker name → master address, of one cluster or of all."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise ClientUsageError(
+                f"no cluster {cluster!r}; known: {', '.join(sorted(info.cluster_addr_table))}"
+            )
+        names = (
+            info.cluster_addr_table[cluster]
+            if cluster is not None
+            else [n for names in info.cluster_addr_table.values() for n in names]
+        )
+        out: dict[str, str] = {}
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            if data is not None and data.master_addr:
+                out[name] = data.master_addr
+        return out
+
+    async def create_topic(
+        self,
+        topic: str,
+        *,
+        queue_nums: int = 8,
+        read_queue_nums: int | None = None,
+        write_queue_nums: int | None = None,
+        perm: int = PERM_READ | PERM_WRITE,
+        order: bool = False,
+        cluster: str | None = None,
+        wait: bool = True,
+        timeout: float = 10.0,
+    ) -> list[str]:
+        """Create (or update) `topic` on every master of `cluster` (all clusters when None).
+
+        With `wait`, returns once the name server routes the topic to every one of those
+        brokers, so producers and consumers started next find it.  Returns the broker names."""
+        masters = await self.master_brokers(cluster)
+        if not masters:
+            raise ClientError("no master broker is registered with the name server")
+        config = TopicConfig(
+            topic_name=topic,
+            read_queue_nums=read_queue_nums or queue_nums,
+            write_queue_nums=write_queue_nums or queue_nums,
+            perm=perm,
+            order=order,
+        )
+        await asyncio.gather(*(self.instance.api.create_topic(a, config) for a in masters.values()))
+        if wait:
+            await self._wait_for_route(topic, set(masters), config, timeout)
+        return sorted(masters)
+
+    async def _wait_for_route(
+        self, topic: str, brokers: set[str], config: TopicConfig, timeout: float
+    ) -> None:
+        # Brokers re-register at once after a create; the name server offers no change event,
+        # so poll it briefly.
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                data = await self.instance.api.get_route(topic)
+                ready = {
+                    q.broker_name
+                    for q in data.queue_datas
+                    if q.write_queue_nums == config.write_queue_nums
+                    and q.read_queue_nums == config.read_queue_nums
+                    and q.perm == config.perm
+                }
+                if brokers <= ready:
+                    self.instance.learn_route(topic, data)
+                    return
+            except BrokerError:
+                pass
+            if time.monotonic() >= deadline:
+                raise TransportError(
+                    f"topic {topic} was created but the name server did not route it to "
+                    f"{', '.join(sorted(brokers))} within {timeout:.0f}s"
+                )
+            await asyncio.sleep(_ROUTE_POLL_INTERVAL)
+
+    # ------------------------------------------------------------------ groups
+
+    async def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
+        """Live members of `group`, asked of a master of `topic` (or of any broker)."""
+        addrs = await self._master_addrs(topic)
+        for addr in addrs:
+            try:
+                return sorted(await self.instance.api.get_consumer_ids(addr, group))
+            except TransportError:
+                continue
+        return []
+
+    async def _master_addrs(self, topic: str | None) -> list[str]:
+        if topic is None:
+            return list((await self.master_brokers()).values())
+        route = await self.instance.route(topic, refresh=True)
+        return [a for b in route.brokers if (a := b.master_addr)]
+
+    async def group_progress(
+        self, group: str, topic: str | None = None, *, with_lag_time: bool = True
+    ) -> list[QueueProgress]:
+        """Per queue of every topic the group consumes (or of `topic`): offsets, lag, times."""
+        api = self.instance.api
+        addrs = await self._master_addrs(topic)
+        rows: list[QueueProgress] = []
+        for addr in addrs:
+            try:
+                stats = await api.get_consume_stats(addr, group, topic)
+            except BrokerError as exc:
+                if exc.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+                    continue
+                raise
+            for mq, w in sorted(stats.offset_table.items()):
+                consumer_offset = max(0, w.consumer_offset)
+                last_ts = w.last_timestamp
+                lag_time = None
+                if with_lag_time:
+                    if not last_ts and consumer_offset > 0:
+                        last_ts = await self._store_time(addr, group, mq, consumer_offset - 1)
+                    if w.broker_offset > consumer_offset:
+                        oldest = await self._store_time(addr, group, mq, consumer_offset)
+                        lag_time = max(0.0, time.time() - oldest / 1000) if oldest else None
+                rows.append(
+                    QueueProgress(mq, w.broker_offset, consumer_offset, last_ts or 0, lag_time)
+                )
+        return sorted(rows, key=lambda r: r.mq)
+
+    async def _store_time(self, addr: str, group: str, mq: MessageQueue, offset: int) -> int:
+        """Store time (ms) of the message at `offset`, 0 if it is gone."""
+        result = await self.instance.api.pull(
+            addr,
+            PullMessageRequestHeader(
+                consumerGroup=group,
+                topic=mq.topic,
+                queueId=mq.queue_id,
+                queueOffset=offset,
+                maxMsgNums=1,
+                sysFlag=PullSysFlag.SUBSCRIPTION,
+                commitOffset=0,
+                suspendTimeoutMillis=0,
+                subscription="*",
+                expressionType="TAG",
+            ),
+            timeout=self.config.request_timeout,
+        )
+        return result.messages[0].store_timestamp if result.messages else 0
+
+    async def reset_offsets(
+        self, group: str, topic: str, to: ResetTarget, *, force: bool = False
+    ) -> dict[MessageQueue, int]:
+        """Move `group`'s offsets on every queue of `topic` to `to`: "earliest", "latest", or a
+        time (epoch ms or datetime; the first message stored at or after it).
+
+        Raises GroupOnlineError while members are connected, unless `force`."""
+        if not force:
+            members = await self.consumer_ids(group, topic)
+            if members:
+                raise GroupOnlineError(group, members)
+        api = self.instance.api
+        route = await self.instance.route(topic, refresh=True)
+        if isinstance(to, datetime):
+            to = int(to.timestamp() * 1000)
+        if isinstance(to, str) and to not in ("earliest", "latest"):
+            raise ClientUsageError(f"reset target must be earliest, latest or a time, not {to!r}")
+        result: dict[MessageQueue, int] = {}
+        for mq in route.subscribe_queues:
+            addr = await self.instance.find_master_addr(mq.broker_name, topic)
+            if to == "earliest":
+                offset = await api.get_min_offset(addr, mq)
+            elif to == "latest":
+                offset = await api.get_max_offset(addr, mq)
+            else:
+                offset = await api.search_offset(addr, mq, int(to))
+            await api.update_consumer_offset(addr, group, mq, offset)
+            result[mq] = offset
+        return result
+
+    # ------------------------------------------------------------------ lookups
+
+    async def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        """The message with this id: the producer's UNIQ_KEY (searched in `topic`) or the
+        broker's offset id (which names the broker and position itself)."""
+        if topic is not None:
+            found = await self._query(topic, msg_id, unique_key=True, max_num=32)
+            if found:
+                return min(found, key=lambda m: m.store_timestamp)
+        try:
+            host, port, offset = decode_offset_msg_id(msg_id)
+        except ProtocolError:
+            raise MessageNotFoundError(
+                f"no message with UNIQ_KEY {msg_id} in topic {topic}"
+                if topic
+                else f"{msg_id} is not an offset message id; pass the topic to search by UNIQ_KEY"
+            ) from None
+        addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        try:
+            return await self.instance.api.view_message(addr, offset)
+        except (BrokerError, TransportError) as exc:
+            where = f"UNIQ_KEY in topic {topic}, nor " if topic else ""
+            raise MessageNotFoundError(
+                f"no message {msg_id} as {where}offset id (broker {addr}, offset {offset}): {exc}"
+            ) from exc
+
+    async def messages_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+        max_num: int = 64,
+    ) -> list[MessageExt]:
+        """Messages of `topic` carrying `key` in KEYS, from every broker, oldest first."""
+        found = await self._query(
+            topic, key, unique_key=False, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
+        )
+        return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
+
+    async def _query(
+        self,
+        topic: str,
+        key: str,
+        *,
+        unique_key: bool,
+        max_num: int,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+    ) -> list[MessageExt]:
+        addrs = await self._master_addrs(topic)
+        batches = await asyncio.gather(
+            *(
+                self.instance.api.query_message(
+                    addr,
+                    topic,
+                    key,
+                    max_num=max_num,
+                    begin_ms=begin_ms,
+                    end_ms=end_ms,
+                    unique_key=unique_key,
+                )
+                for addr in addrs
+            )
+        )
+        return [m for batch in batches for m in batch]

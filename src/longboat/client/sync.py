@@ -1,0 +1,244 @@
+"""The blocking facade: the asyncio client for code that is not async.
+
+One daemon thread per process runs an event loop (`LoopThread.shared()`); every blocking
+object hands its work to that loop and waits for the answer, so all of them share one client
+instance and its connections, just as async code in one loop does.  The async objects live
+on the loop thread and are only touched there; the blocking methods may be called from any
+thread, concurrently.
+
+Callbacks given to `Producer.send_async` run on the loop thread: keep them short and never
+call a blocking method of this module from inside one (it would wait for its own thread).
+
+A new blocking client (e.g. a push consumer) follows the same pattern: build the async object
+with `LoopThread.shared().call(...)`, and wrap each coroutine method with `.run(...)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, TypeVar
+
+from longboat.client import admin as _admin
+from longboat.client import lite_pull as _lite_pull
+from longboat.client import producer as _producer
+from longboat.client.errors import ClientUsageError
+from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
+from longboat.protocol.bodies import ClusterInfo, TopicRouteData
+
+T = TypeVar("T")
+
+__all__ = ["Admin", "LitePullConsumer", "LoopThread", "Producer"]
+
+
+class LoopThread:
+    """An event loop on a daemon thread, with calls that block the caller until done."""
+
+    _shared: LoopThread | None = None
+    _shared_lock = threading.Lock()
+
+    def __init__(self, name: str = "longboat-client") -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def shared(cls) -> LoopThread:
+        """The process's loop thread, started on first use and stopped at exit."""
+        with cls._shared_lock:
+            if cls._shared is None or not cls._shared._thread.is_alive():
+                cls._shared = cls()
+                atexit.register(cls._shared.stop)
+            return cls._shared
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def _check_thread(self) -> None:
+        if threading.current_thread() is self._thread:
+            raise ClientUsageError(
+                "blocking client call made on the client's own loop thread (from a callback?); "
+                "use the async API there"
+            )
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start `coro` on the loop; the returned future completes with its outcome."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run `coro` on the loop and return its result (or raise its exception)."""
+        self._check_thread()
+        future = self.submit(coro)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """Run a plain function on the loop thread (to touch loop-owned objects)."""
+
+        async def wrapper() -> T:
+            return fn(*args, **kwargs)
+
+        return self.run(wrapper())
+
+    def stop(self) -> None:
+        if self.loop.is_running():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            if threading.current_thread() is not self._thread:
+                self._thread.join(timeout=5)
+
+
+class _Blocking:
+    """Start/shutdown and context management around one async client object."""
+
+    _async: Any
+
+    def __init__(self, loop_thread: LoopThread | None) -> None:
+        self._loop = loop_thread or LoopThread.shared()
+
+    def start(self) -> None:
+        self._loop.run(self._async.start())
+
+    def shutdown(self) -> None:
+        self._loop.run(self._async.shutdown())
+
+    def __enter__(self: Any) -> Any:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
+class Producer(_Blocking):
+    """Blocking `longboat.client.producer.Producer`; same arguments, same errors."""
+
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(loop_thread)
+        self._async: _producer.Producer = self._loop.call(_producer.Producer, *args, **kwargs)
+
+    def send(self, msg: Message, **options: Any) -> SendResult:
+        return self._loop.run(self._async.send(msg, **options))
+
+    def send_async(
+        self,
+        msg: Message,
+        callback: _producer.SendCallback | None = None,
+        **options: Any,
+    ) -> concurrent.futures.Future[SendResult]:
+        """Start a send; the future completes when the broker answers.  `callback(result,
+        error)` runs on the loop thread."""
+
+        async def go() -> SendResult:
+            return await self._async.send_async(msg, callback, **options)
+
+        return self._loop.submit(go())
+
+    def send_oneway(self, msg: Message, **options: Any) -> None:
+        self._loop.run(self._async.send_oneway(msg, **options))
+
+    def send_batch(self, msgs: Sequence[Message], **options: Any) -> SendResult:
+        return self._loop.run(self._async.send_batch(msgs, **options))
+
+
+class LitePullConsumer(_Blocking):
+    """Blocking `longboat.client.lite_pull.LitePullConsumer`; same arguments, same errors."""
+
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(loop_thread)
+        self._async: _lite_pull.LitePullConsumer = self._loop.call(
+            _lite_pull.LitePullConsumer, *args, **kwargs
+        )
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._loop.call(self._async.subscribe, topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        self._loop.call(self._async.unsubscribe, topic)
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        self._loop.call(self._async.assign, list(queues))
+
+    def assignment(self) -> set[MessageQueue]:
+        return self._loop.call(self._async.assignment)
+
+    def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        return self._loop.run(self._async.fetch_message_queues(topic))
+
+    def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        return self._loop.run(self._async.poll(timeout))
+
+    def seek(self, mq: MessageQueue, offset: int) -> None:
+        self._loop.run(self._async.seek(mq, offset))
+
+    def seek_to_begin(self, mq: MessageQueue) -> None:
+        self._loop.run(self._async.seek_to_begin(mq))
+
+    def seek_to_end(self, mq: MessageQueue) -> None:
+        self._loop.run(self._async.seek_to_end(mq))
+
+    def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
+        self._loop.run(self._async.seek_to_timestamp(mq, timestamp_ms))
+
+    def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
+        self._loop.run(self._async.commit(offsets))
+
+    def committed(self, mq: MessageQueue) -> int | None:
+        return self._loop.run(self._async.committed(mq))
+
+    def position(self, mq: MessageQueue) -> int | None:
+        return self._loop.call(self._async.position, mq)
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        self._loop.call(self._async.pause, list(queues))
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        self._loop.call(self._async.resume, list(queues))
+
+
+class Admin(_Blocking):
+    """Blocking `longboat.client.admin.Admin`; same arguments, same errors."""
+
+    def __init__(self, *, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(loop_thread)
+        self._async: _admin.Admin = self._loop.call(_admin.Admin, **kwargs)
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._loop.run(self._async.cluster_info())
+
+    def topics(self) -> list[str]:
+        return self._loop.run(self._async.topics())
+
+    def route(self, topic: str) -> TopicRouteData:
+        return self._loop.run(self._async.route(topic))
+
+    def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
+        return self._loop.run(self._async.master_brokers(cluster))
+
+    def create_topic(self, topic: str, **options: Any) -> list[str]:
+        return self._loop.run(self._async.create_topic(topic, **options))
+
+    def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
+        return self._loop.run(self._async.consumer_ids(group, topic))
+
+    def group_progress(
+        self, group: str, topic: str | None = None, *, with_lag_time: bool = True
+    ) -> list[_admin.QueueProgress]:
+        return self._loop.run(self._async.group_progress(group, topic, with_lag_time=with_lag_time))
+
+    def reset_offsets(
+        self, group: str, topic: str, to: _admin.ResetTarget, *, force: bool = False
+    ) -> dict[MessageQueue, int]:
+        return self._loop.run(self._async.reset_offsets(group, topic, to, force=force))
+
+    def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        return self._loop.run(self._async.message_by_id(msg_id, topic))
+
+    def messages_by_key(self, topic: str, key: str, **options: Any) -> list[MessageExt]:
+        return self._loop.run(self._async.messages_by_key(topic, key, **options))
