@@ -331,9 +331,8 @@ class ClientInstance:
     async def _heartbeat_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(
-                    self._heartbeat_wanted.wait(), self.config.heartbeat_broker_interval
-                )
+                async with asyncio.timeout(self.config.heartbeat_broker_interval):
+                    await self._heartbeat_wanted.wait()
             await self.heartbeat_all()
 
     # ------------------------------------------------------------------ broker → client

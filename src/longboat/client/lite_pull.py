@@ -252,7 +252,8 @@ class LitePullConsumer:
                 return []
             self._arrival.clear()
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._arrival.wait(), remaining)
+                async with asyncio.timeout(remaining):
+                    await self._arrival.wait()
 
     def _take_batch(self) -> list[MessageExt] | None:
         states = list(self._states.values())
@@ -484,7 +485,8 @@ class LitePullConsumer:
     async def _rebalance_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._rebalance_wanted.wait(), self.rebalance_interval)
+                async with asyncio.timeout(self.rebalance_interval):
+                    await self._rebalance_wanted.wait()
             self._rebalance_wanted.clear()
             try:
                 await self.rebalance()
