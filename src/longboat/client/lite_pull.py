@@ -28,7 +28,7 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ from longboat.client.errors import (
     ClientUsageError,
 )
 from longboat.client.instance import ClientInstance
+from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.route import TopicRoute
 from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 from longboat.protocol.headers import PullMessageRequestHeader
@@ -50,9 +51,6 @@ from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
 
 log = logging.getLogger("longboat.client")
-
-# (group, this client's id, all queues sorted, all client ids sorted) -> this client's queues.
-AllocateStrategy = Callable[[str, str, Sequence[MessageQueue], Sequence[str]], list[MessageQueue]]
 
 # Suspend + subscription + lite-pull: the subscription travels with every pull, so pulls do
 # not depend on the heartbeat having reached the broker; commits go separately.
@@ -98,7 +96,7 @@ class LitePullConsumer:
         auto_commit_interval: float = 5.0,
         consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
         consume_timestamp_ms: int | None = None,
-        allocate: AllocateStrategy | None = None,
+        allocate: AllocateStrategy = allocate_averagely,
         pull_threshold_for_queue: int = 1000,
         pull_threshold_for_all: int = 10_000,
         broker_suspend_timeout: float = 20.0,
@@ -496,7 +494,7 @@ class LitePullConsumer:
     async def rebalance(self) -> None:
         """Recompute this member's share of every subscribed topic and apply it."""
         instance = self.instance
-        allocate = self.allocate or _default_allocate()
+        allocate = self.allocate
         wanted: set[MessageQueue] = set()
         for topic in list(self._subscriptions):
             current = {mq for mq in self._states if mq.topic == topic}
@@ -546,9 +544,3 @@ class LitePullConsumer:
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-
-def _default_allocate() -> AllocateStrategy:
-    from longboat.client.rebalance.allocate import allocate_averagely
-
-    return allocate_averagely

@@ -1,0 +1,1 @@
+"""Rebalancing: which member of a consumer group pulls which queues."""
