@@ -2,9 +2,10 @@
 
 Frame layout (big-endian): total length (4, not counting itself) | serialize type (1) |
 header length (3) | header | body.  The decoder is fed arbitrary chunks and yields whole
-commands; a partial frame waits for more bytes.  A frame announcing more than `max_frame`
-bytes is refused as soon as its 4-byte length is seen, before anything is buffered for it,
-so a hostile peer cannot make us allocate.
+commands; a partial frame waits for more bytes.  A frame whose total size (its 4-byte length
+prefix included, as Netty's LengthFieldBasedFrameDecoder counts it on the Java side) exceeds
+`max_frame` is refused as soon as its length is seen, before anything is buffered for it, so a
+hostile peer cannot make us allocate.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from longboat.protocol.errors import FrameTooLarge, ProtocolError
 from longboat.protocol.header_codec import decode_header, encode_header
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
-_PREFIX = struct.Struct(">iI")
+_PREFIX = struct.Struct(">iI")  # frame length, (serialize type << 24) | header length
+_LENGTH = struct.Struct(">i")
 
 
 def encode_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
@@ -37,8 +39,10 @@ def encode_frame(cmd: RemotingCommand) -> bytes:
 class FrameDecoder:
     """Feed bytes, take whole commands.
 
-    Invariant: `_buf[_pos:]` holds the unconsumed bytes; a frame is parsed only when all of
-    it is present.  Consumed bytes are dropped lazily to keep feeding O(n).
+    Invariants: `_buf[_pos:]` holds the unconsumed bytes; a frame is parsed only when all of
+    it is present; consumed bytes are dropped lazily to keep feeding O(n).  A caller that
+    drains `next_command()` after every `feed()` never holds more than `max_frame` bytes
+    here, because the length of the frame at `_pos` is checked on every feed and every call.
     """
 
     __slots__ = ("_buf", "_pos", "max_frame")
@@ -49,51 +53,53 @@ class FrameDecoder:
         self.max_frame = max_frame
 
     def feed(self, data: bytes | bytearray | memoryview) -> None:
+        """Append received bytes; raises FrameTooLarge for an oversized frame at once."""
         if self._pos and self._pos >= len(self._buf) // 2:
             del self._buf[: self._pos]
             self._pos = 0
         self._buf += data
-        # Refuse an oversized frame as soon as its length is known.
         if len(self._buf) - self._pos >= 4:
-            (length,) = struct.unpack_from(">i", self._buf, self._pos)
-            self._check_length(length)
+            self._check_length(_LENGTH.unpack_from(self._buf, self._pos)[0])
 
     @property
     def buffered(self) -> int:
+        """Bytes received but not yet returned as commands."""
         return len(self._buf) - self._pos
 
     def _check_length(self, length: int) -> None:
         if length < 4:
             raise ProtocolError(f"frame length {length} is below the 4-byte minimum")
-        if length > self.max_frame:
-            raise FrameTooLarge(f"frame of {length} bytes exceeds the {self.max_frame}-byte limit")
+        if length > self.max_frame - 4:
+            raise FrameTooLarge(
+                f"frame of {length + 4} bytes exceeds the {self.max_frame}-byte limit"
+            )
 
     def next_command(self) -> RemotingCommand | None:
-        """The next whole command, or None until more bytes arrive."""
+        """The next whole command, or None until more bytes arrive.
+
+        Raises ProtocolError (the peer's fault) for a malformed frame; the stream cannot be
+        resynchronised after that, so the connection should be closed.
+        """
         buf = self._buf
         pos = self._pos
-        if len(buf) - pos < 4:
+        avail = len(buf) - pos
+        if avail < 8:
+            if avail >= 4:
+                self._check_length(_LENGTH.unpack_from(buf, pos)[0])
             return None
-        length, marker = _PREFIX.unpack_from(buf, pos) if len(buf) - pos >= 8 else (None, 0)
-        if length is None:
-            (length,) = struct.unpack_from(">i", buf, pos)
-            self._check_length(length)
-            return None
+        length, marker = _PREFIX.unpack_from(buf, pos)
         self._check_length(length)
-        end = pos + 4 + length
-        if len(buf) < end:
+        if avail < 4 + length:
             return None
-        serialize_type = marker >> 24
         hlen = marker & 0xFFFFFF
         if hlen > length - 4:
             raise ProtocolError(f"bad header length {hlen} in a frame of {length} bytes")
-        view = memoryview(buf)
-        try:
-            hstart = pos + 8
-            cmd = decode_header(serialize_type, view[hstart : hstart + hlen])
-            cmd.body = bytes(view[hstart + hlen : end])
-        finally:
-            view.release()
+        hstart = pos + 8
+        bstart = hstart + hlen
+        end = pos + 4 + length
+        with memoryview(buf) as view:
+            cmd = decode_header(marker >> 24, view[hstart:bstart])
+            cmd.body = bytes(view[bstart:end]) if bstart < end else b""
         self._pos = end
         return cmd
 
