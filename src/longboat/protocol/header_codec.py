@@ -17,6 +17,8 @@ from longboat.protocol.command import RemotingCommand
 from longboat.protocol.errors import ProtocolError
 
 _LANG_BY_NAME = {m.name: m for m in LanguageCode}
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
 
 
 def _language(value: object) -> LanguageCode:
@@ -46,13 +48,19 @@ def ext_value(value: object) -> str | None:
 
 
 def _int_field(header: dict[str, object], name: str, default: int = 0) -> int:
+    """A top-level header number: a Java int, sent as a JSON number (or a decimal string)."""
     value = header.get(name, default)
     if value is None:
         return default
+    if isinstance(value, str) and value.isascii():
+        try:
+            value = int(value)
+        except ValueError:
+            pass
     if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, str) and value.lstrip("-").isdigit():
-            return int(value)
         raise ProtocolError(f"header field {name!r} is not an integer: {value!r}")
+    if not _INT32_MIN <= value <= _INT32_MAX:
+        raise ProtocolError(f"header field {name!r} is out of the Java int range: {value}")
     return value
 
 

@@ -26,7 +26,12 @@ def _parse_bool(text: str) -> bool:
 
 
 def _parse_int(text: str) -> int:
-    return int(text.strip())
+    # Java parses Integer/Long fields; anything beyond a long would fail there too, and here
+    # it would only fail later, deep in struct packing.
+    value = int(text.strip())
+    if not -(2**63) <= value < 2**63:
+        raise ValueError(f"{text!r} is out of the Java long range")
+    return value
 
 
 class _Spec:
