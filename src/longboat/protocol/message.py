@@ -52,7 +52,6 @@ _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
 _HOST4 = struct.Struct(">4si")
 _HOST6 = struct.Struct(">16si")
-_MID = struct.Struct(">qiq")  # storetimestamp | (host) | reconsume, prepared — split below
 _TAIL_FIXED = struct.Struct(">iqi")  # reconsumetimes, prepared offset, body length
 
 
@@ -239,6 +238,8 @@ def decode_record(
             raise ProtocolError(f"body length {body_len} overruns the record at {pos}")
         body = bytes(view[p : p + body_len])
         p += body_len
+        if p >= end:
+            raise ProtocolError(f"topic length missing from the record at {pos}")
         if magic == MAGIC_V1:
             topic_len = view[p]
             if topic_len > 127:
