@@ -17,6 +17,7 @@ from longboat.protocol.errors import ProtocolError
 
 _WS = " \t\r\n"
 _NUM_CHARS = "+-0123456789.eE"
+_MAX_DEPTH = 64
 
 
 class _Parser:
@@ -47,8 +48,6 @@ class _Parser:
         self.pos += 1
 
     def value(self, depth: int = 0) -> Any:
-        if depth > 64:
-            raise self.error("nested too deeply")
         ch = self.peek()
         if ch == "{":
             return self.obj(depth)
@@ -103,12 +102,14 @@ class _Parser:
         if ch == '"':
             return self.string()
         if ch == "{":
-            obj = self.obj(depth + 1)
-            return tuple(sorted(obj.items(), key=lambda kv: str(kv[0])))
+            return _freeze(self.obj(depth + 1))
         value = self.scalar()
         return str(value)
 
     def obj(self, depth: int) -> dict[Any, Any]:
+        # Objects nest through values and through object keys; both paths pass here.
+        if depth > _MAX_DEPTH:
+            raise self.error("nested too deeply")
         self.pos += 1
         out: dict[Any, Any] = {}
         if self.peek() == "}":
@@ -126,6 +127,8 @@ class _Parser:
                 raise self.error("expected ',' or '}'")
 
     def array(self, depth: int) -> list[Any]:
+        if depth > _MAX_DEPTH:
+            raise self.error("nested too deeply")
         self.pos += 1
         out: list[Any] = []
         if self.peek() == "]":
@@ -141,14 +144,23 @@ class _Parser:
                 raise self.error("expected ',' or ']'")
 
 
-def loads(data: bytes | str) -> Any:
+def _freeze(value: Any) -> Any:
+    """A hashable twin of a parsed value, so an object can serve as a map key."""
+    if isinstance(value, dict):
+        return tuple(sorted(((k, _freeze(v)) for k, v in value.items()), key=lambda kv: str(kv[0])))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
     """Parse standard JSON or fastjson's dialect; raises ProtocolError on anything else."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         pass
     try:
-        text = data.decode("utf-8") if isinstance(data, bytes | bytearray | memoryview) else data
+        text = data if isinstance(data, str) else bytes(data).decode("utf-8")
     except UnicodeDecodeError:
         raise ProtocolError("JSON body is not UTF-8") from None
     parser = _Parser(text)
