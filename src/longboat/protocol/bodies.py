@@ -7,6 +7,8 @@ name server writes with bare integer keys for old clients (see `TopicRouteData.t
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +30,16 @@ def _obj(value: Any, what: str) -> dict[str, Any]:
 
 def _load(data: bytes | str, what: str) -> dict[str, Any]:
     return _obj(fastjson.loads(data), what)
+
+
+@contextmanager
+def _malformed(what: str) -> Iterator[None]:
+    """A body of the wrong shape (a missing key, a list where an object belongs, a number
+    that is not one) is the peer's fault: report it as ProtocolError, never as a crash."""
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ProtocolError(f"bad {what}: {exc!r}") from None
 
 
 # --------------------------------------------------------------------------- message queue
@@ -137,15 +149,13 @@ class TopicRouteData:
     @classmethod
     def from_json(cls, data: bytes | str) -> TopicRouteData:
         d = _load(data, "route data")
-        try:
+        with _malformed("route data"):
             return cls(
                 queue_datas=[QueueData.from_dict(q) for q in d.get("queueDatas") or []],
                 broker_datas=[BrokerData.from_dict(b) for b in d.get("brokerDatas") or []],
                 order_topic_conf=d.get("orderTopicConf"),
                 filter_server_table=d.get("filterServerTable") or {},
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"bad route data: {exc}") from None
 
 
 @dataclass(slots=True)
@@ -163,12 +173,15 @@ class ClusterInfo:
     @classmethod
     def from_json(cls, data: bytes | str) -> ClusterInfo:
         d = _load(data, "cluster info")
-        return cls(
-            broker_addr_table={
-                k: BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
-            },
-            cluster_addr_table={k: list(v) for k, v in (d.get("clusterAddrTable") or {}).items()},
-        )
+        with _malformed("cluster info"):
+            return cls(
+                broker_addr_table={
+                    k: BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
+                },
+                cluster_addr_table={
+                    k: list(v) for k, v in (d.get("clusterAddrTable") or {}).items()
+                },
+            )
 
 
 # --------------------------------------------------------------------------- broker registration
@@ -245,18 +258,15 @@ class RegisterBrokerBody:
     def from_json(cls, data: bytes | str) -> RegisterBrokerBody:
         d = _load(data, "register body")
         wrapper = _obj(d.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
-        try:
-            table = {
-                k: TopicConfig.from_dict(v)
-                for k, v in (wrapper.get("topicConfigTable") or {}).items()
-            }
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"bad topic config table: {exc}") from None
-        return cls(
-            topic_config_table=table,
-            data_version=DataVersion.from_dict(wrapper.get("dataVersion")),
-            filter_server_list=list(d.get("filterServerList") or []),
-        )
+        with _malformed("register body"):
+            return cls(
+                topic_config_table={
+                    k: TopicConfig.from_dict(v)
+                    for k, v in (wrapper.get("topicConfigTable") or {}).items()
+                },
+                data_version=DataVersion.from_dict(wrapper.get("dataVersion")),
+                filter_server_list=list(d.get("filterServerList") or []),
+            )
 
 
 # --------------------------------------------------------------------------- heartbeat
@@ -358,7 +368,7 @@ class HeartbeatData:
     @classmethod
     def from_json(cls, data: bytes | str) -> HeartbeatData:
         d = _load(data, "heartbeat")
-        try:
+        with _malformed("heartbeat"):
             return cls(
                 client_id=str(d["clientID"]),
                 producer_groups=[str(p["groupName"]) for p in d.get("producerDataSet") or []],
@@ -366,8 +376,6 @@ class HeartbeatData:
                     ConsumerData.from_dict(c) for c in d.get("consumerDataSet") or []
                 ],
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"bad heartbeat: {exc}") from None
 
 
 # --------------------------------------------------------------------------- small bodies
@@ -378,7 +386,9 @@ def encode_consumer_id_list(ids: list[str]) -> bytes:
 
 
 def decode_consumer_id_list(data: bytes) -> list[str]:
-    return [str(x) for x in _load(data, "consumer id list").get("consumerIdList") or []]
+    d = _load(data, "consumer id list")
+    with _malformed("consumer id list"):
+        return [str(x) for x in d.get("consumerIdList") or []]
 
 
 @dataclass(slots=True)
@@ -401,14 +411,12 @@ class LockBatchRequest:
     @classmethod
     def from_json(cls, data: bytes | str) -> LockBatchRequest:
         d = _load(data, "lock batch request")
-        try:
+        with _malformed("lock batch request"):
             return cls(
                 consumer_group=str(d["consumerGroup"]),
                 client_id=str(d["clientId"]),
                 mq_set=[MessageQueue.from_dict(m) for m in d.get("mqSet") or []],
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"bad lock batch request: {exc}") from None
 
 
 def encode_lock_batch_response(locked: list[MessageQueue]) -> bytes:
@@ -417,7 +425,8 @@ def encode_lock_batch_response(locked: list[MessageQueue]) -> bytes:
 
 def decode_lock_batch_response(data: bytes) -> list[MessageQueue]:
     d = _load(data, "lock batch response")
-    return [MessageQueue.from_dict(m) for m in d.get("lockOKMQSet") or []]
+    with _malformed("lock batch response"):
+        return [MessageQueue.from_dict(m) for m in d.get("lockOKMQSet") or []]
 
 
 def encode_topic_list(topics: list[str]) -> bytes:
@@ -425,7 +434,9 @@ def encode_topic_list(topics: list[str]) -> bytes:
 
 
 def decode_topic_list(data: bytes) -> list[str]:
-    return [str(t) for t in _load(data, "topic list").get("topicList") or []]
+    d = _load(data, "topic list")
+    with _malformed("topic list"):
+        return [str(t) for t in d.get("topicList") or []]
 
 
 def encode_kv_table(table: dict[str, str]) -> bytes:
@@ -442,9 +453,10 @@ def encode_offset_table(table: dict[MessageQueue, int]) -> bytes:
 def decode_offset_table(data: bytes) -> dict[MessageQueue, int]:
     """Reads our list form and fastjson's object-keyed map form."""
     raw = _load(data, "offset table").get("offsetTable") or {}
-    if isinstance(raw, dict):
-        return {MessageQueue.from_dict(k): int(v) for k, v in raw.items()}
-    return {MessageQueue.from_dict(e): int(e["offset"]) for e in raw}
+    with _malformed("offset table"):
+        if isinstance(raw, dict):
+            return {MessageQueue.from_dict(k): int(v) for k, v in raw.items()}
+        return {MessageQueue.from_dict(e): int(e["offset"]) for e in raw}
 
 
 # --------------------------------------------------------------------------- consume stats
@@ -495,13 +507,11 @@ class ConsumeStats:
     def from_json(cls, data: bytes | str) -> ConsumeStats:
         d = _load(data, "consume stats")
         raw = d.get("offsetTable") or {}
-        try:
+        with _malformed("consume stats"):
             if isinstance(raw, dict):
                 table = {
                     MessageQueue.from_dict(k): OffsetWrapper.from_dict(v) for k, v in raw.items()
                 }
             else:
                 table = {MessageQueue.from_dict(e): OffsetWrapper.from_dict(e) for e in raw}
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ProtocolError(f"bad consume stats: {exc}") from None
-        return cls(offset_table=table, consume_tps=float(d.get("consumeTps") or 0.0))
+            return cls(offset_table=table, consume_tps=float(d.get("consumeTps") or 0.0))
