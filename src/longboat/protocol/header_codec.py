@@ -17,6 +17,8 @@ from longboat.protocol.command import RemotingCommand
 from longboat.protocol.errors import ProtocolError
 
 _LANG_BY_NAME = {m.name: m for m in LanguageCode}
+_LANG_BY_CODE = {m.value: m for m in LanguageCode}
+_NAME_BY_LANG = {m: m.name for m in LanguageCode}
 _INT32_MIN = -(2**31)
 _INT32_MAX = 2**31 - 1
 
@@ -47,17 +49,19 @@ def ext_value(value: object) -> str | None:
     raise ProtocolError(f"ext field value of unsupported type: {type(value).__name__}")
 
 
-def _int_field(header: dict[str, object], name: str, default: int = 0) -> int:
+def _int_field(header: dict[str, object], name: str) -> int:
     """A top-level header number: a Java int, sent as a JSON number (or a decimal string)."""
-    value = header.get(name, default)
+    value = header.get(name, 0)
+    if type(value) is int and _INT32_MIN <= value <= _INT32_MAX:
+        return value
     if value is None:
-        return default
+        return 0
     if isinstance(value, str) and value.isascii():
         try:
             value = int(value)
         except ValueError:
             pass
-    if isinstance(value, bool) or not isinstance(value, int):
+    if type(value) is not int:
         raise ProtocolError(f"header field {name!r} is not an integer: {value!r}")
     if not _INT32_MIN <= value <= _INT32_MAX:
         raise ProtocolError(f"header field {name!r} is out of the Java int range: {value}")
@@ -69,27 +73,40 @@ def _int_field(header: dict[str, object], name: str, default: int = 0) -> int:
 # ---------------------------------------------------------------------------------------
 
 
+def _java_strings(raw_ext: dict[str, object]) -> dict[str, str]:
+    """The ext map with every value as Java's string; Java peers already send only strings."""
+    for value in raw_ext.values():
+        if type(value) is not str:
+            break
+    else:
+        return raw_ext  # type: ignore[return-value]
+    ext: dict[str, str] = {}
+    for key, value in raw_ext.items():
+        text = ext_value(value)
+        if text is not None:
+            ext[key] = text
+    return ext
+
+
 def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     try:
         header = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ProtocolError(f"header is not valid JSON: {exc}") from None
-    if not isinstance(header, dict):
+    if type(header) is not dict:
         raise ProtocolError("JSON header is not an object")
-    raw_ext = header.get("extFields")
-    ext: dict[str, str] = {}
-    if raw_ext is not None:
-        if not isinstance(raw_ext, dict):
-            raise ProtocolError("extFields is not an object")
-        for key, value in raw_ext.items():
-            text = ext_value(value)
-            if text is not None:
-                ext[key] = text
-    remark = header.get("remark")
-    if remark is not None and not isinstance(remark, str):
-        raise ProtocolError("remark is not a string")
     if "code" not in header:
         raise ProtocolError("header has no code")
+    raw_ext = header.get("extFields")
+    if raw_ext is None:
+        ext: dict[str, str] = {}
+    elif type(raw_ext) is dict:
+        ext = _java_strings(raw_ext)
+    else:
+        raise ProtocolError("extFields is not an object")
+    remark = header.get("remark")
+    if remark is not None and type(remark) is not str:
+        raise ProtocolError("remark is not a string")
     return RemotingCommand(
         code=_int_field(header, "code"),
         opaque=_int_field(header, "opaque"),
@@ -108,7 +125,7 @@ def encode_json_header(cmd: RemotingCommand) -> bytes:
     if cmd.ext_fields:
         header["extFields"] = cmd.ext_fields
     header["flag"] = cmd.flag
-    header["language"] = cmd.language.name
+    header["language"] = _NAME_BY_LANG[cmd.language]
     header["opaque"] = cmd.opaque
     if cmd.remark is not None:
         header["remark"] = cmd.remark
@@ -126,58 +143,51 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 
 
-def _utf8(data: bytes | memoryview, what: str) -> str:
-    try:
-        return bytes(data).decode("utf-8")
-    except UnicodeDecodeError:
-        raise ProtocolError(f"{what} is not UTF-8") from None
-
-
 def decode_rocketmq_header(data: bytes | memoryview) -> RemotingCommand:
-    view = memoryview(data)
-    size = len(view)
+    buf = bytes(data)  # one small copy; slicing bytes is cheaper than slicing a view
+    size = len(buf)
     if size < 21:
         raise ProtocolError(f"ROCKETMQ header too short: {size} bytes")
-    code, language, version, opaque, flag = _FIXED.unpack_from(view, 0)
+    code, language, version, opaque, flag = _FIXED.unpack_from(buf, 0)
     pos = _FIXED.size
-    (remark_len,) = _I32.unpack_from(view, pos)
+    (remark_len,) = _I32.unpack_from(buf, pos)
     pos += 4
     if remark_len < 0 or pos + remark_len > size:
         raise ProtocolError("ROCKETMQ header remark length out of range")
-    remark = _utf8(view[pos : pos + remark_len], "remark") if remark_len else None
-    pos += remark_len
-    if pos + 4 > size:
-        raise ProtocolError("ROCKETMQ header truncated before ext fields")
-    (ext_len,) = _I32.unpack_from(view, pos)
-    pos += 4
-    if ext_len < 0 or pos + ext_len > size:
-        raise ProtocolError("ROCKETMQ header ext length out of range")
-    end = pos + ext_len
-    ext: dict[str, str] = {}
-    while pos < end:
-        if pos + 2 > end:
-            raise ProtocolError("ROCKETMQ ext field truncated")
-        (klen,) = _I16.unpack_from(view, pos)
-        pos += 2
-        if klen < 0 or pos + klen + 4 > end:
-            raise ProtocolError("ROCKETMQ ext key length out of range")
-        key = _utf8(view[pos : pos + klen], "ext key")
-        pos += klen
-        (vlen,) = _I32.unpack_from(view, pos)
-        pos += 4
-        if vlen < 0 or pos + vlen > end:
-            raise ProtocolError("ROCKETMQ ext value length out of range")
-        ext[key] = _utf8(view[pos : pos + vlen], "ext value")
-        pos += vlen
     try:
-        lang = LanguageCode(language)
-    except ValueError:
-        lang = LanguageCode.OTHER
+        # Java 4.9.8 reads an empty string as null.
+        remark = buf[pos : pos + remark_len].decode() if remark_len else None
+        pos += remark_len
+        if pos + 4 > size:
+            raise ProtocolError("ROCKETMQ header truncated before ext fields")
+        (ext_len,) = _I32.unpack_from(buf, pos)
+        pos += 4
+        if ext_len < 0 or pos + ext_len > size:
+            raise ProtocolError("ROCKETMQ header ext length out of range")
+        end = pos + ext_len
+        ext: dict[str, str] = {}
+        while pos < end:
+            if pos + 2 > end:
+                raise ProtocolError("ROCKETMQ ext field truncated")
+            (klen,) = _I16.unpack_from(buf, pos)
+            pos += 2
+            if klen < 0 or pos + klen + 4 > end:
+                raise ProtocolError("ROCKETMQ ext key length out of range")
+            key = buf[pos : pos + klen].decode()
+            pos += klen
+            (vlen,) = _I32.unpack_from(buf, pos)
+            pos += 4
+            if vlen < 0 or pos + vlen > end:
+                raise ProtocolError("ROCKETMQ ext value length out of range")
+            ext[key] = buf[pos : pos + vlen].decode()
+            pos += vlen
+    except UnicodeDecodeError:
+        raise ProtocolError("ROCKETMQ header text is not UTF-8") from None
     return RemotingCommand(
         code=code,
         opaque=opaque,
         flag=flag,
-        language=lang,
+        language=_LANG_BY_CODE.get(language, LanguageCode.OTHER),
         version=version,
         remark=remark,
         ext_fields=ext,

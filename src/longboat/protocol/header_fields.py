@@ -12,13 +12,16 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, ClassVar, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from longboat.protocol.errors import HeaderFieldError
 
 H = TypeVar("H", bound="Header")
 
 _MISSING = dataclasses.MISSING
+_LONG_MIN = -(2**63)
+_LONG_MAX = 2**63 - 1
 
 
 def _parse_bool(text: str) -> bool:
@@ -27,21 +30,18 @@ def _parse_bool(text: str) -> bool:
 
 def _parse_int(text: str) -> int:
     # Java parses Integer/Long fields; anything beyond a long would fail there too, and here
-    # it would only fail later, deep in struct packing.
-    value = int(text.strip())
-    if not -(2**63) <= value < 2**63:
+    # it would only fail later, deep in struct packing.  int() itself ignores outer blanks.
+    value = int(text)
+    if not _LONG_MIN <= value <= _LONG_MAX:
         raise ValueError(f"{text!r} is out of the Java long range")
     return value
 
 
-class _Spec:
-    __slots__ = ("attr", "parse", "required", "wire")
-
-    def __init__(self, attr: str, wire: str, parse: Any, required: bool) -> None:
-        self.attr = attr
-        self.wire = wire
-        self.parse = parse
-        self.required = required
+class _Spec(NamedTuple):
+    attr: str
+    wire: str
+    parse: Callable[[str], Any] | None  # None: the wire string is the value
+    required: bool
 
 
 def _parser_for(tp: Any) -> Any:
@@ -52,7 +52,7 @@ def _parser_for(tp: Any) -> Any:
         return _parse_bool
     if tp is int:
         return _parse_int
-    return str
+    return None
 
 
 class Header:
@@ -81,17 +81,20 @@ class Header:
     @classmethod
     def from_ext(cls: type[H], ext: dict[str, str]) -> H:
         kwargs: dict[str, Any] = {}
-        for spec in cls._compile():
-            raw = ext.get(spec.wire)
-            if raw is None or raw == "":
-                if spec.required:
-                    raise HeaderFieldError(spec.wire)
+        for attr, wire, parse, required in cls._compile():
+            raw = ext.get(wire)
+            if not raw:  # absent or empty: Java reads both as null
+                if required:
+                    raise HeaderFieldError(wire)
+                continue
+            if parse is None:
+                kwargs[attr] = raw
                 continue
             try:
-                kwargs[spec.attr] = spec.parse(raw)
+                kwargs[attr] = parse(raw)
             except ValueError:
-                if spec.required:
-                    raise HeaderFieldError(spec.wire, f"cannot be parsed: {raw!r}") from None
+                if required:
+                    raise HeaderFieldError(wire, f"cannot be parsed: {raw!r}") from None
         return cls(**kwargs)
 
     def to_ext(self) -> dict[str, str]:

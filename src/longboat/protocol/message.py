@@ -15,6 +15,7 @@ import ipaddress
 import struct
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 from longboat.protocol.compression import decompress_body
 from longboat.protocol.errors import ProtocolError
@@ -53,6 +54,9 @@ _I16 = struct.Struct(">h")
 _HOST4 = struct.Struct(">4si")
 _HOST6 = struct.Struct(">16si")
 _TAIL_FIXED = struct.Struct(">iqi")  # reconsumetimes, prepared offset, body length
+# The whole fixed part up to the body length, both hosts IPv4.
+_FIXED_V4 = struct.Struct(">iiiiiqqiq4siq4siiqi")
+_V6_FLAGS = MessageSysFlag.BORNHOST_V6 | MessageSysFlag.STOREHOSTADDRESS_V6
 
 
 def body_crc(body: bytes) -> int:
@@ -209,60 +213,66 @@ def encode_message(msg: MessageExt) -> bytes:
 
 
 def decode_record(
-    data: bytes | memoryview, pos: int = 0, *, decompress: bool = False
+    data: bytes | bytearray | memoryview, pos: int = 0, *, decompress: bool = False
 ) -> MessageExt:
     """The record starting at `pos`.  Raises ProtocolError when it is not a whole, valid record."""
-    view = memoryview(data)
-    limit = len(view)
+    if type(data) is bytes:
+        return _decode_record(data, pos, decompress)
+    with memoryview(data) as view:
+        return _decode_record(view, pos, decompress)
+
+
+def _decode_record(buf: bytes | memoryview, pos: int, decompress: bool) -> MessageExt:
+    # One unpack covers the fixed part when both hosts are IPv4 (what every 4.x peer sends);
+    # records with an IPv6 host take the field-by-field path.
     try:
-        size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts = _HEAD.unpack_from(
-            view, pos
-        )
-        if magic not in (MAGIC_V1, MAGIC_V2):
+        try:
+            (size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts, born_host,
+             born_port, store_ts, store_host, store_port, reconsume, prepared,
+             body_len) = _FIXED_V4.unpack_from(buf, pos)  # fmt: skip
+            p = pos + _FIXED_V4.size
+        except struct.error:
+            size, magic, _, _, _, _, _, sys_flag, _ = _HEAD.unpack_from(buf, pos)
+            if not sys_flag & _V6_FLAGS:
+                raise
+        if magic != MAGIC_V1 and magic != MAGIC_V2:
             raise ProtocolError(f"bad message magic 0x{magic & 0xFFFFFFFF:08X} at {pos}")
-        if size < 91 or pos + size > limit:
-            raise ProtocolError(f"message size {size} at {pos} does not fit the buffer")
         end = pos + size
-        p = pos + _HEAD.size
-        hfmt = _HOST6 if sys_flag & MessageSysFlag.BORNHOST_V6 else _HOST4
-        born_host, born_port = hfmt.unpack_from(view, p)
-        p += hfmt.size
-        (store_ts,) = _I64.unpack_from(view, p)
-        p += 8
-        hfmt = _HOST6 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6 else _HOST4
-        store_host, store_port = hfmt.unpack_from(view, p)
-        p += hfmt.size
-        reconsume, prepared, body_len = _TAIL_FIXED.unpack_from(view, p)
-        p += _TAIL_FIXED.size
+        if size < 91 or end > len(buf):
+            raise ProtocolError(f"message size {size} at {pos} does not fit the buffer")
+        if sys_flag & _V6_FLAGS:
+            (size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts, born_host,
+             born_port, store_ts, store_host, store_port, reconsume, prepared, body_len,
+             p) = _unpack_fixed_any_host(buf, pos)  # fmt: skip
         if body_len < 0 or p + body_len > end:
             raise ProtocolError(f"body length {body_len} overruns the record at {pos}")
-        body = bytes(view[p : p + body_len])
+        body = buf[p : p + body_len]
+        if type(body) is not bytes:
+            body = bytes(body)
         p += body_len
         if p >= end:
             raise ProtocolError(f"topic length missing from the record at {pos}")
         if magic == MAGIC_V1:
-            topic_len = view[p]
+            topic_len = buf[p]
             if topic_len > 127:
                 raise ProtocolError(f"negative topic length at {pos}")
             p += 1
         else:
-            (topic_len,) = _I16.unpack_from(view, p)
+            (topic_len,) = _I16.unpack_from(buf, p)
             p += 2
         if topic_len < 0 or p + topic_len > end:
             raise ProtocolError(f"topic overruns the record at {pos}")
-        topic = bytes(view[p : p + topic_len]).decode("utf-8")
+        topic = str(buf[p : p + topic_len], "utf-8")
         p += topic_len
-        (props_len,) = _I16.unpack_from(view, p)
+        (props_len,) = _I16.unpack_from(buf, p)
         p += 2
         if props_len < 0 or p + props_len != end:
             raise ProtocolError(f"properties do not end the record at {pos}")
-        props = string_to_properties(bytes(view[p : p + props_len]).decode("utf-8"))
+        props = string_to_properties(str(buf[p:end], "utf-8")) if props_len else {}
     except struct.error:
         raise ProtocolError(f"truncated message record at {pos}") from None
     except UnicodeDecodeError:
         raise ProtocolError(f"message record at {pos} has non-UTF-8 text") from None
-    finally:
-        view.release()
     if decompress:
         body = decompress_body(body, sys_flag)
     return MessageExt(
@@ -287,18 +297,46 @@ def decode_record(
     )
 
 
+def _unpack_fixed_any_host(buf: bytes | memoryview, pos: int) -> tuple[Any, ...]:
+    """The fixed part field by field, hosts 4 or 16 bytes as the sys flag says."""
+    size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts = _HEAD.unpack_from(buf, pos)
+    p = pos + _HEAD.size
+    hfmt = _HOST6 if sys_flag & MessageSysFlag.BORNHOST_V6 else _HOST4
+    born_host, born_port = hfmt.unpack_from(buf, p)
+    p += hfmt.size
+    (store_ts,) = _I64.unpack_from(buf, p)
+    p += 8
+    hfmt = _HOST6 if sys_flag & MessageSysFlag.STOREHOSTADDRESS_V6 else _HOST4
+    store_host, store_port = hfmt.unpack_from(buf, p)
+    p += hfmt.size
+    reconsume, prepared, body_len = _TAIL_FIXED.unpack_from(buf, p)
+    p += _TAIL_FIXED.size
+    return (size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts, born_host,
+            born_port, store_ts, store_host, store_port, reconsume, prepared, body_len,
+            p)  # fmt: skip
+
+
 def record_size_at(data: bytes | memoryview, pos: int) -> int:
     (size,) = _I32.unpack_from(data, pos)
     return size
 
 
-def decode_records(data: bytes | memoryview, *, decompress: bool = False) -> list[MessageExt]:
+def decode_records(
+    data: bytes | bytearray | memoryview, *, decompress: bool = False
+) -> list[MessageExt]:
     """Every record of a pull / query body, back to back with no count prefix."""
+    if type(data) is bytes:
+        return _decode_all(data, decompress)
+    with memoryview(data) as view:
+        return _decode_all(view, decompress)
+
+
+def _decode_all(buf: bytes | memoryview, decompress: bool) -> list[MessageExt]:
     out: list[MessageExt] = []
     pos = 0
-    limit = len(data)
+    limit = len(buf)
     while pos < limit:
-        msg = decode_record(data, pos, decompress=decompress)
+        msg = _decode_record(buf, pos, decompress)
         out.append(msg)
         pos += msg.store_size
     return out

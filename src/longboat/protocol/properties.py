@@ -66,7 +66,7 @@ def string_to_properties(text: str) -> dict[str, str]:
     if not text:
         return props
     for segment in text.split(PROPERTY_SEPARATOR):
-        name, sep, value = segment.partition(NAME_VALUE_SEPARATOR)
-        if sep and name and value:
+        name, _, value = segment.partition(NAME_VALUE_SEPARATOR)
+        if value and name:  # a value implies the separator was there
             props[name] = value
     return props
