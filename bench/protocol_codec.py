@@ -1,0 +1,296 @@
+"""Micro-benchmark of the sans-IO codec: frames/s and messages/s, median of several runs.
+
+    python -m bench.protocol_codec [--runs 5] [--seconds 0.3]
+
+Workloads are the two frames that dominate a broker's traffic: a SEND_MESSAGE_V2 request with a
+256-byte body (JSON header, as every real client sends it, and the ROCKETMQ binary header) and
+a PULL_MESSAGE response carrying 32 stored records; plus the record codec alone.  Each codec row
+is paired with a "floor" measured in the same run: the orjson or struct call it cannot avoid, so
+the ratio shows how much of the cost is ours and stays meaningful on a noisy machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import orjson
+
+from longboat.protocol import (
+    FrameDecoder,
+    RemotingCommand,
+    RequestCode,
+    ResponseCode,
+    SerializeType,
+    encode_frame,
+    encode_parts,
+)
+from longboat.protocol.header_codec import encode_json_header
+from longboat.protocol.headers import PullMessageResponseHeader, SendMessageRequestHeaderV2
+from longboat.protocol.message import MessageExt, decode_records, encode_message, encode_record
+from longboat.protocol.properties import properties_to_string
+
+BODY = bytes(range(256))
+PULL_BATCH = 32
+FRAMES_PER_BUFFER = 64
+
+
+def send_request(serialize_type: SerializeType) -> RemotingCommand:
+    header = SendMessageRequestHeaderV2(
+        producerGroup="bench-producer",
+        topic="BenchTopic",
+        defaultTopic="TBW102",
+        defaultTopicQueueNums=4,
+        queueId=1,
+        sysFlag=0,
+        bornTimestamp=1_700_000_000_000,
+        flag=0,
+        properties="TAGS\x01TagA\x02KEYS\x01order-42\x02UNIQ_KEY\x017F0000010F2C18B4AAC2"
+        "3C1B2D000001\x02WAIT\x01true",
+        reconsumeTimes=0,
+        unitMode=False,
+    )
+    return RemotingCommand.request(
+        RequestCode.SEND_MESSAGE_V2,
+        header.to_ext(),
+        BODY,
+        opaque=123456,
+        serialize_type=serialize_type,
+    )
+
+
+def sample_message(i: int) -> MessageExt:
+    return MessageExt(
+        topic="BenchTopic",
+        body=BODY,
+        queue_id=1,
+        queue_offset=1000 + i,
+        commit_log_offset=4096 * i,
+        born_timestamp=1_700_000_000_000 + i,
+        born_port=50000,
+        store_timestamp=1_700_000_000_001 + i,
+        store_port=10911,
+        properties={"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": f"7F00000100{i:022X}"},
+    )
+
+
+def pull_response() -> RemotingCommand:
+    body = b"".join(encode_message(sample_message(i)) for i in range(PULL_BATCH))
+    header = PullMessageResponseHeader(
+        suggestWhichBrokerId=0, nextBeginOffset=1032, minOffset=0, maxOffset=5000
+    )
+    request = RemotingCommand.request(RequestCode.PULL_MESSAGE, opaque=77)
+    return request.make_response(ResponseCode.SUCCESS, "FOUND", header.to_ext(), body)
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    unit: str  # what one call of `fn` produces: "frames" or "msgs"
+    per_call: int
+    fn: Callable[[], object]
+    floor: str | None = None  # name of the floor case this row is compared with
+
+
+def _decode_stream(frames: bytes) -> Callable[[], object]:
+    def run() -> object:
+        decoder = FrameDecoder()
+        decoder.feed(frames)
+        n = 0
+        while decoder.next_command() is not None:
+            n += 1
+        return n
+
+    return run
+
+
+def build_cases() -> list[Case]:
+    cases: list[Case] = []
+    for stype in SerializeType:
+        tag = "JSON" if stype == SerializeType.JSON else "ROCKETMQ"
+        cmd = send_request(stype)
+        frames = encode_frame(cmd) * FRAMES_PER_BUFFER
+        cases += [
+            Case(
+                f"send request encode ({tag})",
+                "frames",
+                1,
+                lambda c=cmd: encode_parts(c),
+                "orjson.dumps(header)" if tag == "JSON" else None,
+            ),
+            Case(
+                f"send request decode ({tag})",
+                "frames",
+                FRAMES_PER_BUFFER,
+                _decode_stream(frames),
+                "orjson.loads(header)" if tag == "JSON" else None,
+            ),
+        ]
+        if stype == SerializeType.JSON:
+            decoder_frames = frames
+
+            def decode_typed(data: bytes = decoder_frames) -> object:
+                decoder = FrameDecoder()
+                decoder.feed(data)
+                while (c := decoder.next_command()) is not None:
+                    SendMessageRequestHeaderV2.from_ext(c.ext_fields)
+                return None
+
+            cases.append(
+                Case(
+                    "send request decode + typed header (JSON)",
+                    "frames",
+                    FRAMES_PER_BUFFER,
+                    decode_typed,
+                    "orjson.loads(header)",
+                )
+            )
+
+    header_bytes = encode_json_header(send_request(SerializeType.JSON))
+    header_dict = orjson.loads(header_bytes)
+    cases += [
+        Case("orjson.dumps(header)", "frames", 1, lambda: orjson.dumps(header_dict)),
+        Case("orjson.loads(header)", "frames", 1, lambda: orjson.loads(header_bytes)),
+    ]
+
+    pull = pull_response()
+    pull_frame = encode_frame(pull)
+    cases += [
+        Case("pull response (32 records) encode", "frames", 1, lambda: encode_parts(pull)),
+        Case("pull response (32 records) decode", "frames", 1, _decode_stream(pull_frame)),
+    ]
+
+    def pull_decode_records() -> object:
+        decoder = FrameDecoder()
+        decoder.feed(pull_frame)
+        cmd = decoder.next_command()
+        assert cmd is not None
+        return decode_records(cmd.body)
+
+    cases.append(Case("pull response decode + records", "msgs", PULL_BATCH, pull_decode_records))
+
+    msgs = [sample_message(i) for i in range(PULL_BATCH)]
+    raw = [(m.topic.encode(), properties_to_string(m.properties).encode(), m) for m in msgs]
+
+    def encode_messages() -> object:
+        return [encode_message(m) for m in msgs]
+
+    def encode_raw_records() -> object:
+        return [
+            encode_record(
+                topic=t,
+                body=m.body,
+                properties=p,
+                queue_id=m.queue_id,
+                flag=0,
+                queue_offset=m.queue_offset,
+                commit_log_offset=m.commit_log_offset,
+                sys_flag=0,
+                born_timestamp=m.born_timestamp,
+                born_host=m.born_host,
+                born_port=m.born_port,
+                store_timestamp=m.store_timestamp,
+                store_host=m.store_host,
+                store_port=m.store_port,
+            )
+            for t, p, m in raw
+        ]
+
+    records = b"".join(encode_message(m) for m in msgs)
+    head = struct.Struct(">iiiiiqqiq")
+
+    def struct_floor() -> object:
+        pos = 0
+        for _ in range(PULL_BATCH):
+            size = head.unpack_from(records, pos)[0]
+            pos += size
+        return pos
+
+    cases += [
+        Case(
+            "record encode (MessageExt)",
+            "msgs",
+            PULL_BATCH,
+            encode_messages,
+            "struct: walk 32 record heads",
+        ),
+        Case(
+            "record encode (raw fields, store path)",
+            "msgs",
+            PULL_BATCH,
+            encode_raw_records,
+            "struct: walk 32 record heads",
+        ),
+        Case(
+            "record decode",
+            "msgs",
+            PULL_BATCH,
+            lambda: decode_records(records),
+            "struct: walk 32 record heads",
+        ),
+        Case("struct: walk 32 record heads", "msgs", PULL_BATCH, struct_floor),
+    ]
+    return cases
+
+
+def measure(fn: Callable[[], object], seconds: float) -> float:
+    """Calls per second over about `seconds`, after sizing the loop on a short probe."""
+    fn()
+    n = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(n):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds / 10 or n >= 1 << 24:
+            break
+        n *= 4
+    loops = max(1, int(n * seconds / max(elapsed, 1e-9)))
+    start = time.perf_counter()
+    for _ in range(loops):
+        fn()
+    return loops / (time.perf_counter() - start)
+
+
+def run(runs: int, seconds: float) -> list[tuple[Case, float, float, float]]:
+    """(case, median, min, max) in items per second; runs interleave the cases."""
+    cases = build_cases()
+    samples: dict[str, list[float]] = {c.name: [] for c in cases}
+    for _ in range(runs):
+        for case in cases:
+            samples[case.name].append(measure(case.fn, seconds) * case.per_call)
+    return [
+        (c, statistics.median(samples[c.name]), min(samples[c.name]), max(samples[c.name]))
+        for c in cases
+    ]
+
+
+def format_table(results: list[tuple[Case, float, float, float]]) -> str:
+    medians = {c.name: med for c, med, _, _ in results}
+    lines = [
+        "| workload | median | unit | min .. max | vs floor |",
+        "|---|---:|---|---:|---:|",
+    ]
+    for case, med, lo, hi in results:
+        ratio = f"{med / medians[case.floor]:.2f}x of {case.floor}" if case.floor else ""
+        lines.append(
+            f"| {case.name} | {med:,.0f} | {case.unit}/s | {lo:,.0f} .. {hi:,.0f} | {ratio} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per case (median reported)")
+    parser.add_argument("--seconds", type=float, default=0.3, help="time per case per run")
+    args = parser.parse_args(argv)
+    print(f"protocol codec, median of {args.runs} runs of ~{args.seconds}s per case")
+    print(format_table(run(args.runs, args.seconds)))
+
+
+if __name__ == "__main__":
+    main()
