@@ -1,0 +1,23 @@
+"""The codec benchmark stays runnable: one tiny run, every row printed."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_codec_benchmark_runs_and_prints_its_table() -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.protocol_codec", "--runs", "1", "--seconds", "0.001"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    assert "| send request decode (JSON) |" in out
+    assert "| record decode |" in out
+    assert "msgs/s" in out and "frames/s" in out
