@@ -440,6 +440,14 @@ def test_uniq_keys_are_unique_32_hex_digits() -> None:
     int(keys[0], 16)
 
 
+def test_ids_take_addresses_not_names() -> None:
+    assert offset_msg_id("localhost", 1, 2) == offset_msg_id("127.0.0.1", 1, 2)
+    with pytest.raises(ValueError, match="resolve"):
+        offset_msg_id("broker.example", 10911, 0)
+    with pytest.raises(ValueError, match="resolve"):
+        UniqKeyGenerator("client.example")
+
+
 # --------------------------------------------------------------------------- tags
 
 

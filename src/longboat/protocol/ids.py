@@ -12,7 +12,6 @@ import ipaddress
 import itertools
 import os
 import random
-import socket
 import struct
 import threading
 import time
@@ -22,14 +21,17 @@ from longboat.protocol.errors import ProtocolError
 
 
 def host_bytes(host: str) -> bytes:
-    """4 bytes for IPv4, 16 for IPv6; names that are not addresses resolve as loopback."""
+    """4 bytes for IPv4, 16 for IPv6.
+
+    Only addresses (and "localhost") are accepted: resolving a name would be blocking network
+    I/O, which this package never does, so callers resolve names first.  Raises ValueError.
+    """
+    if host == "localhost":
+        return b"\x7f\x00\x00\x01"
     try:
         return ipaddress.ip_address(host).packed
     except ValueError:
-        try:
-            return socket.inet_aton(socket.gethostbyname(host))
-        except OSError:
-            return b"\x7f\x00\x00\x01"
+        raise ValueError(f"{host!r} is not an IP address; resolve host names first") from None
 
 
 def offset_msg_id(host: str, port: int, commit_log_offset: int) -> str:
