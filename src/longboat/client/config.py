@@ -10,6 +10,7 @@ members of a group apart by client id.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from dataclasses import dataclass, field
@@ -54,6 +55,10 @@ class ClientConfig:
         self.namesrv_addrs = parse_namesrv_addrs(self.namesrv_addrs)
         if not self.namesrv_addrs:
             raise ValueError("ClientConfig needs at least one name-server address")
+        try:
+            ipaddress.ip_address(self.client_ip)
+        except ValueError:
+            raise ValueError(f"client_ip must be an IP address, not {self.client_ip!r}") from None
 
     def client_id(self, member: int = 1) -> str:
         """`ip@instance[@unit]`; `member` > 1 picks the n-th id of a default-named process."""
