@@ -22,12 +22,12 @@ from typing import Literal
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerError,
-    ClientClosedError,
     ClientError,
     ClientUsageError,
     TransportError,
 )
 from longboat.client.instance import ClientInstance
+from longboat.client.lifecycle import InstanceUser
 from longboat.protocol import ProtocolError, ResponseCode
 from longboat.protocol.bodies import (
     PERM_READ,
@@ -78,17 +78,14 @@ class QueueProgress:
         return max(0, self.broker_offset - self.consumer_offset)
 
 
-class Admin:
+class Admin(InstanceUser):
     def __init__(
         self,
         *,
         config: ClientConfig | None = None,
         namesrv_addrs: str | list[str] | None = None,
     ) -> None:
-        if config is None:
-            config = ClientConfig(namesrv_addrs) if namesrv_addrs else ClientConfig()
-        self.config = config
-        self._instance: ClientInstance | None = None
+        super().__init__(config, namesrv_addrs)
 
     async def start(self) -> None:
         if self._instance is None:
@@ -99,18 +96,8 @@ class Admin:
         if instance is not None:
             await instance.release()
 
-    async def __aenter__(self) -> Admin:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientClosedError("admin is not started")
-        return self._instance
+    def __repr__(self) -> str:
+        return "Admin()"
 
     # ------------------------------------------------------------------ cluster and topics
 

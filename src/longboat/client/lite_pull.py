@@ -37,11 +37,11 @@ from longboat.client.config import ClientConfig
 from longboat.client.consume_from import ConsumeFrom, initial_offset, offset_for
 from longboat.client.errors import (
     BrokerBusyError,
-    ClientClosedError,
     ClientError,
     ClientUsageError,
 )
 from longboat.client.instance import ClientInstance
+from longboat.client.lifecycle import InstanceUser
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.route import TopicRoute
 from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
@@ -82,7 +82,7 @@ class _Subscription:
     version: int
 
 
-class LitePullConsumer:
+class LitePullConsumer(InstanceUser):
     """Pull-style consumer of one group: `poll()` for messages, `commit()` to record progress."""
 
     def __init__(
@@ -103,14 +103,12 @@ class LitePullConsumer:
         pull_timeout: float = 30.0,
         rebalance_interval: float = 20.0,
     ) -> None:
-        if config is None:
-            config = ClientConfig(namesrv_addrs) if namesrv_addrs else ClientConfig()
+        super().__init__(config, namesrv_addrs)
         if pull_timeout <= broker_suspend_timeout:
             raise ClientUsageError(
                 "pull_timeout must exceed broker_suspend_timeout, or held pulls time out"
             )
         self.group = group
-        self.config = config
         self.pull_batch_size = pull_batch_size
         self.auto_commit = auto_commit
         self.auto_commit_interval = auto_commit_interval
@@ -128,7 +126,6 @@ class LitePullConsumer:
         self._arrival = asyncio.Event()
         self._rebalance_wanted = asyncio.Event()
         self._rebalance_task: asyncio.Task[None] | None = None
-        self._instance: ClientInstance | None = None
         self._next_auto_commit = 0.0
         self._poll_cursor = 0
         self._background: set[asyncio.Task[None]] = set()
@@ -179,18 +176,8 @@ class LitePullConsumer:
         await instance.unregister_consumer(self.group)
         await instance.release()
 
-    async def __aenter__(self) -> LitePullConsumer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientClosedError(f"lite pull consumer {self.group} is not started")
-        return self._instance
+    def __repr__(self) -> str:
+        return f"LitePullConsumer({self.group})"
 
     @property
     def client_id(self) -> str:

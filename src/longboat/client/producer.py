@@ -27,7 +27,6 @@ from typing import Any
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerError,
-    ClientClosedError,
     ClientError,
     ClientUsageError,
     MessageTooLargeError,
@@ -36,6 +35,7 @@ from longboat.client.errors import (
     TransportError,
 )
 from longboat.client.instance import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance
+from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.protocol.batch import BatchItem, encode_batch
@@ -64,7 +64,7 @@ def validate_topic(topic: str) -> None:
         )
 
 
-class Producer:
+class Producer(InstanceUser):
     """Sends messages; share one per process and group (it is cheap to call concurrently)."""
 
     def __init__(
@@ -78,17 +78,14 @@ class Producer:
         compress_over: int = COMPRESS_OVER,
         max_message_size: int = MAX_MESSAGE_SIZE,
     ) -> None:
-        if config is None:
-            config = ClientConfig(namesrv_addrs) if namesrv_addrs else ClientConfig()
+        super().__init__(config, namesrv_addrs)
         self.group = group
-        self.config = config
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.compress_over = compress_over
         self.max_message_size = max_message_size
-        self._instance: ClientInstance | None = None
         self._round_robin = RoundRobin()
-        self._uniq = UniqKeyGenerator(config.client_ip)
+        self._uniq = UniqKeyGenerator(self.config.client_ip)
         self._pending: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -114,18 +111,8 @@ class Producer:
         await instance.unregister_producer(self.group)
         await instance.release()
 
-    async def __aenter__(self) -> Producer:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
-
-    @property
-    def instance(self) -> ClientInstance:
-        if self._instance is None:
-            raise ClientClosedError(f"producer {self.group} is not started")
-        return self._instance
+    def __repr__(self) -> str:
+        return f"Producer({self.group})"
 
     # ------------------------------------------------------------------ sending
 
@@ -146,7 +133,6 @@ class Producer:
         ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
         and remark), BrokerBusyError, or SendTimeoutError."""
         instance = self.instance
-        validate_topic(msg.topic)
         header, body, uniq = self._prepare(msg)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
         return await self._send_with_retries(
@@ -188,7 +174,6 @@ class Producer:
     ) -> None:
         """Send without waiting for the broker: once written to the socket, it is done."""
         instance = self.instance
-        validate_topic(msg.topic)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
@@ -263,6 +248,7 @@ class Producer:
 
     def _prepare(self, msg: Message) -> tuple[SendMessageRequestHeaderV2, bytes, str]:
         """The send header (queue id still unset), the wire body and the UNIQ_KEY."""
+        validate_topic(msg.topic)
         _check_body(msg)
         self._check_size(len(msg.body), "message body")
         props = msg.wire_properties()
