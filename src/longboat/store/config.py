@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 
-class FlushDiskType(str, Enum):
+class FlushDiskType(StrEnum):
     ASYNC_FLUSH = "ASYNC_FLUSH"
     SYNC_FLUSH = "SYNC_FLUSH"
 
@@ -28,9 +28,22 @@ class StoreConfig:
     file_reserved_time_hours: float = 72.0
     delete_when: int = 4
     disk_max_used_ratio: float = 0.75
+    # Past this disk-usage ratio the oldest segments go even if not expired (RocketMQ's
+    # diskSpaceCleanForciblyRatio); past the warning ratio appends are refused until
+    # retention frees space, rather than letting the disk fill.
+    disk_space_clean_forcibly_ratio: float = 0.85
+    disk_space_warning_ratio: float = 0.90
     # Address written into every record's store-host field and into offset message ids.
     store_host: str = "127.0.0.1"
     store_port: int = 10911
+    # Key index files: hash slots and entries per file (RocketMQ's defaults; files are sparse).
+    index_hash_slots: int = 5_000_000
+    index_max_entries: int = 20_000_000
+    # How often queues and index are synced and the checkpoint written (bounds the log a
+    # crash recovery re-reads), retention is considered, and consumer offsets are persisted.
+    checkpoint_interval_ms: int = 1000
+    retention_check_interval_ms: int = 10_000
+    consumer_offset_persist_interval_ms: int = 5000
     # Pull transfer limits per reply.
     max_transfer_bytes: int = 256 * 1024
     max_transfer_count: int = 32

@@ -1,0 +1,107 @@
+"""Checking messages before anything is written, and computing what the append needs.
+
+Everything a message can be refused for is decided here, outside the append lock, so a
+refused message leaves no trace on disk and the lock covers only offset assignment and the
+copy.  The per-message work done here (property string, tag hash, key hashes) is also the
+work the dispatcher needs, so it is done once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from longboat.protocol.message import MAX_PROPERTIES_BYTES
+from longboat.protocol.properties import KEY_SEPARATOR, Prop, properties_to_string
+from longboat.protocol.tags import tags_code
+from longboat.protocol.topic_names import validate_topic
+from longboat.store.index import key_hash
+from longboat.store.message_inner import MessageInner
+from longboat.store.results import PutResult, PutStatus
+
+_TAGS_CACHE_LIMIT = 4096
+
+
+@dataclass(slots=True)
+class Admitted:
+    """A batch that passed every check, with its encoded parts."""
+
+    topic: str
+    topic_bytes: bytes
+    queue_id: int
+    properties: list[bytes]
+    tags_codes: list[int]
+    # Per message, the index hashes of its KEYS and UNIQ_KEY (often one or two).
+    key_hashes: list[list[int]]
+
+
+class Admission:
+    def __init__(self, max_message_size: int) -> None:
+        self.max_message_size = max_message_size
+        self._tags_codes: dict[str, int] = {}
+
+    def _tags_code(self, tags: str | None) -> int:
+        if not tags:
+            return 0
+        code = self._tags_codes.get(tags)
+        if code is None:
+            if len(self._tags_codes) >= _TAGS_CACHE_LIMIT:
+                self._tags_codes.clear()
+            code = self._tags_codes[tags] = tags_code(tags)
+        return code
+
+    def admit(self, msgs: list[MessageInner]) -> Admitted | PutResult:
+        """The batch's encoded parts, or the PutResult refusing it (nothing written)."""
+        if not msgs:
+            return _illegal("an empty batch")
+        first = msgs[0]
+        topic, queue_id = first.topic, first.queue_id
+        problem = validate_topic(topic) if isinstance(topic, str) else "the topic is not a string"
+        if problem is not None:
+            return _illegal(problem)
+        if not isinstance(queue_id, int) or queue_id < 0:
+            return _illegal(f"queue id {queue_id!r} is not a non-negative integer")
+        limit = self.max_message_size
+        props_out: list[bytes] = []
+        codes: list[int] = []
+        hashes: list[list[int]] = []
+        for i, m in enumerate(msgs):
+            if m.topic != topic or m.queue_id != queue_id:
+                return _illegal(
+                    f"message {i} of the batch is for {m.topic}/{m.queue_id}, "
+                    f"not {topic}/{queue_id}; a batch goes to one queue"
+                )
+            if len(m.body) > limit:
+                return _illegal(
+                    f"message body of {len(m.body)} bytes exceeds maxMessageSize {limit}"
+                )
+            if len(m.born_host) not in (4, 16):
+                return _illegal(f"born host of {len(m.born_host)} bytes is not IPv4 or IPv6")
+            props = m.properties
+            encoded = properties_to_string(props).encode() if props else b""
+            if len(encoded) > MAX_PROPERTIES_BYTES:
+                return PutResult(
+                    PutStatus.PROPERTIES_SIZE_EXCEEDED,
+                    error=f"properties of {len(encoded)} bytes exceed {MAX_PROPERTIES_BYTES}",
+                )
+            props_out.append(encoded)
+            codes.append(
+                self._tags_code(props.get(Prop.TAGS)) if m.tags_code is None else m.tags_code
+            )
+            hashes.append(index_hashes(topic, props))
+        return Admitted(topic, topic.encode(), queue_id, props_out, codes, hashes)
+
+
+def index_hashes(topic: str, props: dict[str, str]) -> list[int]:
+    """The key-index hashes of a message: each KEYS entry and its UNIQ_KEY."""
+    out: list[int] = []
+    keys = props.get(Prop.KEYS)
+    if keys:
+        out += [key_hash(topic, k) for k in keys.split(KEY_SEPARATOR) if k]
+    uniq = props.get(Prop.UNIQ_KEY)
+    if uniq:
+        out.append(key_hash(topic, uniq))
+    return out
+
+
+def _illegal(why: str) -> PutResult:
+    return PutResult(PutStatus.MESSAGE_ILLEGAL, error=why)

@@ -1,0 +1,206 @@
+"""The commit log: every message of every topic, appended once, addressed by byte offset.
+
+Records are `longboat.protocol.message` records, byte for byte what a pull carries.  A record
+never straddles two segments: when the next record (or batch) does not fit with room to spare
+for an 8-byte end-of-segment marker (total size + BLANK_MAGIC, RocketMQ's layout), the marker
+is written and the record goes to the start of the next segment.
+
+Invariants (writer holds the store lock for every mutation):
+  * min_offset <= flushed_offset <= write_offset;
+  * every byte in [min_offset, write_offset) belongs to a whole valid record or to an
+    end-of-segment marker's span; everything past write_offset is zero;
+  * records' PHYSICALOFFSET field equals their offset, so a scan can tell a stale record that
+    happens to sit at the right place from the record that belongs there.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.message import BLANK_MAGIC, MessageExt, body_crc, decode_record
+from longboat.store.segments import MappedSegment, SegmentChain
+
+log = logging.getLogger("longboat.store")
+
+_SIZE = struct.Struct(">i")
+_BLANK = struct.Struct(">ii")
+# Room always left at a segment's end for the end-of-segment marker.
+END_MARKER_SIZE = _BLANK.size
+
+
+class CommitLog:
+    def __init__(self, directory: Path, segment_size: int) -> None:
+        if segment_size < 4096:
+            raise ValueError(f"commit-log segments must be at least 4096 bytes, not {segment_size}")
+        self.chain = SegmentChain(directory, segment_size, preallocate=True)
+        self.segment_size = segment_size
+        self.write_offset = 0
+        self.flushed_offset = 0
+        self._flush_lock = threading.Lock()
+
+    @property
+    def min_offset(self) -> int:
+        return self.chain.min_offset
+
+    @property
+    def max_record_size(self) -> int:
+        """The largest record (or batch) one segment can take."""
+        return self.segment_size - END_MARKER_SIZE
+
+    def load(self) -> int | None:
+        """Map the segment files; returns the offset where a short file lost data, if any."""
+        short_at = self.chain.load()
+        self.write_offset = self.flushed_offset = self.chain.min_offset
+        return short_at
+
+    # ------------------------------------------------------------------ appending
+
+    def reserve(self, size: int) -> int:
+        """Where a record (or batch) of `size` bytes goes: the write offset, or the start of the
+        next segment after closing this one with an end marker."""
+        offset = self.write_offset
+        used = offset % self.segment_size
+        if used and used + size + END_MARKER_SIZE > self.segment_size:
+            seg = self.chain.segment_for_write(offset)
+            remaining = self.segment_size - used
+            seg.write(offset, _BLANK.pack(remaining, BLANK_MAGIC))
+            offset += remaining
+            self.write_offset = offset
+        return offset
+
+    def write(self, offset: int, data: bytes) -> None:
+        """Copy `data` in at `offset` (from `reserve`) and move the write offset past it."""
+        self.chain.segment_for_write(offset).write(offset, data)
+        self.write_offset = offset + len(data)
+
+    def flush(self) -> int:
+        """Make everything written so far durable; returns the offset now covered."""
+        with self._flush_lock:
+            target = self.write_offset
+            if target > self.flushed_offset:
+                self.chain.sync(self.flushed_offset, target)
+                self.flushed_offset = target
+            return target
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, offset: int, size: int) -> bytes | None:
+        if offset < self.chain.min_offset or offset + size > self.write_offset:
+            return None
+        return self.chain.read(offset, size)
+
+    def read_record(self, offset: int) -> bytes | None:
+        """The whole record at `offset`, or None when nothing valid starts there."""
+        if offset < self.chain.min_offset or offset >= self.write_offset:
+            return None
+        seg = self.chain.find(offset)
+        if seg is None:
+            return None
+        rel = offset - seg.start
+        try:
+            (size,) = _SIZE.unpack_from(seg.mm, rel)
+            if size <= END_MARKER_SIZE or rel + size > seg.capacity:
+                return None
+            return seg.mm[rel : rel + size]
+        except (ValueError, struct.error):  # segment deleted under us
+            return None
+
+    def decode_at(self, offset: int) -> MessageExt | None:
+        record = self.read_record(offset)
+        if record is None:
+            return None
+        try:
+            return decode_record(record)
+        except ProtocolError:
+            return None
+
+    def first_store_timestamp(self, seg: MappedSegment) -> int | None:
+        msg = self.decode_at(seg.start)
+        return msg.store_timestamp if msg is not None else None
+
+    # ------------------------------------------------------------------ recovery
+
+    def scan(self, start: int) -> LogScan:
+        return LogScan(self, start)
+
+    def set_end(self, offset: int, problem: str | None) -> None:
+        """End the log at `offset` after a scan: zero what follows (stale bytes past the end
+        must never be read as records by a later scan) and, when a bad record was refused,
+        say what was cut."""
+        if problem is not None:
+            last = self.chain.last
+            later = sum(1 for s in self.chain.segments if s.start > offset)
+            log.warning(
+                "commit log: cut at offset %d (%s); discarded the rest of its segment and %d "
+                "later segment file(s), %d bytes of file space",
+                offset,
+                problem,
+                later,
+                (last.end - offset) if last is not None and last.end > offset else 0,
+            )
+        self.chain.truncate(offset)
+        self.write_offset = max(offset, self.chain.min_offset)
+        self.flushed_offset = min(self.flushed_offset, self.write_offset)
+
+    def close(self) -> None:
+        self.chain.close()
+
+
+class LogScan:
+    """Walks records from `start`, checking each (magic, size, CRC, decodable, offset field);
+    stops at the end of the data or at the first bad record.  After iterating, `end` is the
+    offset just past the last good record and `problem` says why a bad one was refused (None
+    when the data simply ended)."""
+
+    def __init__(self, log_: CommitLog, start: int) -> None:
+        self._log = log_
+        self.end = start
+        self.problem: str | None = None
+
+    def __iter__(self) -> Iterator[MessageExt]:
+        chain = self._log.chain
+        offset = self.end
+        while True:
+            seg = chain.find(offset)
+            if seg is None:
+                last = chain.last
+                if last is not None and offset < chain.min_offset:
+                    self.problem = f"offset {offset} is below the first segment"
+                break
+            rel = offset - seg.start
+            (size,) = _SIZE.unpack_from(seg.mm, rel)
+            if size == 0:
+                later = chain.find(seg.end)
+                if later is not None and _SIZE.unpack_from(later.mm, 0)[0] != 0:
+                    self.problem = f"zeros at {offset} before data in a later segment"
+                break
+            magic = _SIZE.unpack_from(seg.mm, rel + 4)[0] if rel + 8 <= seg.capacity else 0
+            if magic == BLANK_MAGIC:
+                if size != seg.capacity - rel:
+                    self.problem = f"end-of-segment marker at {offset} has size {size}"
+                    break
+                offset = seg.end
+                self.end = offset
+                continue
+            if size < 0 or rel + size + END_MARKER_SIZE > seg.capacity:
+                self.problem = f"record at {offset} claims size {size}"
+                break
+            try:
+                msg = decode_record(seg.mm, rel)
+            except ProtocolError as exc:
+                self.problem = f"undecodable record: {exc}"
+                break
+            if body_crc(msg.body) != msg.body_crc:
+                self.problem = f"body CRC mismatch in the record at {offset}"
+                break
+            if msg.commit_log_offset != offset:
+                self.problem = f"the record at {offset} says it belongs at {msg.commit_log_offset}"
+                break
+            offset += size
+            self.end = offset
+            yield msg

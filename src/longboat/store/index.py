@@ -1,0 +1,246 @@
+"""The key index: message key (KEYS, space separated) and UNIQ_KEY → commit-log offsets.
+
+An on-disk hash table per file, as RocketMQ's IndexFile, mapped whole:
+
+    HEADER 48: MAGIC 4 | SLOTS 4 | MAX ENTRIES 4 | COUNT 4 |
+               BEGIN PHYS 8 | END PHYS 8 | BEGIN TIME 8 | END TIME 8
+    SLOTS x 4: number (1-based) of the newest entry whose key hashes to the slot, 0 = none
+    ENTRIES x 20: KEY HASH 4 | COMMIT-LOG OFFSET 8 | STORE TIME - BEGIN TIME (ms) 4 | PREV 4
+
+The hash is CRC32 of "topic#key" (C speed; RocketMQ uses Java's hashCode, but the file is
+ours alone).  A file is full after MAX ENTRIES entries, or when a store time no longer fits
+the 4-byte delta; the next file begins at the next record.
+
+Invariants (what makes a crash at any instant harmless):
+  * a batch writes its entries, then COUNT and END PHYS, then the slots: an entry a slot
+    points at is always counted; a counted entry no slot reaches is merely invisible, and
+    recovery re-indexes from the checkpoint anyway;
+  * PREV numbers strictly decrease along a chain, so a walk ends even in a damaged file;
+  * answers are candidates: the store re-reads each record and keeps it only if its topic
+    and keys really match, so collisions and stale entries never reach a caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import zlib
+from pathlib import Path
+
+from longboat.store.json_file import fsync_dir
+from longboat.store.segments import MappedSegment, segment_name
+
+log = logging.getLogger("longboat.store")
+
+_MAGIC = 0x4C42_4958  # "LBIX"
+_HEADER = struct.Struct(">iiiiqqqq")
+_SLOT = struct.Struct(">i")
+_ENTRY = struct.Struct(">Iqii")
+_MAX_DELTA_MS = 2**31 - 1
+
+
+def key_hash(topic: str, key: str) -> int:
+    return zlib.crc32(f"{topic}#{key}".encode())
+
+
+class IndexFile:
+    """One hash-table file, named by the commit-log offset of its first record."""
+
+    def __init__(self, path: Path, slots: int, max_entries: int) -> None:
+        self.path = path
+        self.slots = slots
+        self.max_entries = max_entries
+        self.size = _HEADER.size + slots * _SLOT.size + max_entries * _ENTRY.size
+        self._entries_base = _HEADER.size + slots * _SLOT.size
+        fresh = not path.exists()
+        self.file = MappedSegment(path, int(path.name), self.size, preallocate=False)
+        self.mm = self.file.mm
+        self.begin_phys = int(path.name)
+        self.count = 0
+        self.end_phys = self.begin_phys
+        self.begin_ts = 0
+        self.end_ts = 0
+        if fresh:
+            self._write_header()
+
+    def _write_header(self) -> None:
+        _HEADER.pack_into(
+            self.mm,
+            0,
+            _MAGIC,
+            self.slots,
+            self.max_entries,
+            self.count,
+            self.begin_phys,
+            self.end_phys,
+            self.begin_ts,
+            self.end_ts,
+        )
+
+    def read_header(self) -> str | None:
+        """Load the header; returns why the file is damaged, or None when it is sound."""
+        magic, slots, max_entries, count, begin, end, begin_ts, end_ts = _HEADER.unpack_from(
+            self.mm, 0
+        )
+        if magic != _MAGIC:
+            return f"bad magic 0x{magic & 0xFFFFFFFF:08X}"
+        if (slots, max_entries) != (self.slots, self.max_entries):
+            return f"made for {slots} slots / {max_entries} entries, not the configured sizes"
+        if not 0 <= count <= max_entries or begin != self.begin_phys or end < begin:
+            return f"inconsistent header (count {count}, offsets {begin}..{end})"
+        self.count, self.end_phys, self.begin_ts, self.end_ts = count, end, begin_ts, end_ts
+        return None
+
+    def room_for(self, n: int, last_ts: int) -> bool:
+        if self.count + n > self.max_entries:
+            return False
+        return self.count == 0 or last_ts - self.begin_ts <= _MAX_DELTA_MS
+
+    def add(self, entries: list[tuple[int, int, int]], end_phys: int) -> None:
+        """Add (hash, commit-log offset, store time) entries; caller checked `room_for`."""
+        mm = self.mm
+        if self.count == 0:
+            self.begin_ts = entries[0][2] if entries else 0
+        begin_ts = self.begin_ts
+        base = self._entries_base
+        slots = self.slots
+        heads: dict[int, int] = {}
+        n = self.count
+        for h, phys, ts in entries:
+            slot_pos = _HEADER.size + (h % slots) * 4
+            prev = heads.get(slot_pos)
+            if prev is None:
+                (prev,) = _SLOT.unpack_from(mm, slot_pos)
+            _ENTRY.pack_into(mm, base + n * _ENTRY.size, h, phys, ts - begin_ts, prev)
+            n += 1
+            heads[slot_pos] = n
+        self.count = n
+        self.end_phys = end_phys
+        if entries:
+            self.end_ts = max(self.end_ts, entries[-1][2])
+        self._write_header()
+        for slot_pos, head in heads.items():
+            _SLOT.pack_into(mm, slot_pos, head)
+
+    def lookup(self, h: int, begin_ms: int, end_ms: int, limit: int) -> list[int]:
+        """Commit-log offsets of entries with hash `h` stored in [begin_ms, end_ms], newest
+        first."""
+        out: list[int] = []
+        if self.count == 0 or self.end_ts < begin_ms or self.begin_ts > end_ms:
+            return out
+        mm = self.mm
+        (n,) = _SLOT.unpack_from(mm, _HEADER.size + (h % self.slots) * 4)
+        base = self._entries_base
+        while 0 < n <= self.count and len(out) < limit:
+            eh, phys, delta, prev = _ENTRY.unpack_from(mm, base + (n - 1) * _ENTRY.size)
+            if eh == h and begin_ms <= self.begin_ts + delta <= end_ms:
+                out.append(phys)
+            if prev >= n:
+                break
+            n = prev
+        return out
+
+    def sync(self) -> None:
+        self.file.sync()
+
+    def close(self) -> None:
+        self.file.close()
+
+    def delete(self) -> None:
+        self.file.delete()
+
+
+class KeyIndex:
+    """The index files of a store, oldest first; the last one takes new entries."""
+
+    def __init__(self, directory: Path, slots: int, max_entries: int) -> None:
+        self.directory = directory
+        self.slots = slots
+        self.max_entries = max_entries
+        self.files: list[IndexFile] = []
+        self._dirty: set[IndexFile] = set()
+
+    def load(self, log_min_offset: int) -> int:
+        """Map the files, deleting damaged ones (and any after them: their chains may point
+        into the damage); returns the commit-log offset the index covers up to, from which
+        the store re-indexes."""
+        self.directory.mkdir(parents=True, exist_ok=True)
+        names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit())
+        damaged = False
+        for name in names:
+            path = self.directory / name
+            if damaged:
+                path.unlink()
+                continue
+            f = IndexFile(path, self.slots, self.max_entries)
+            problem = f.read_header()
+            if problem is not None:
+                log.warning("index: %s is damaged (%s); rebuilding it from the log", name, problem)
+                f.delete()
+                damaged = True
+                continue
+            self.files.append(f)
+        if damaged:
+            fsync_dir(self.directory)
+        return self.files[-1].end_phys if self.files else log_min_offset
+
+    @property
+    def indexed_to(self) -> int:
+        return self.files[-1].end_phys if self.files else 0
+
+    def add(self, entries: list[tuple[int, int, int]], end_phys: int) -> None:
+        """Index a batch of (hash, commit-log offset, store time), stored in log order;
+        `end_phys` is the log offset just past the batch's records."""
+        if len(entries) > self.max_entries:
+            step = self.max_entries
+            for i in range(0, len(entries), step):
+                part = entries[i : i + step]
+                rest = entries[i + step : i + step + 1]
+                self.add(part, rest[0][1] if rest else end_phys)
+            return
+        current = self.files[-1] if self.files else None
+        if not entries:
+            if current is not None and end_phys > current.end_phys:
+                current.end_phys = end_phys
+            return
+        if current is None or not current.room_for(len(entries), entries[-1][2]):
+            # Named by its first record; re-indexing after a crash may revisit offsets an
+            # older file already covers, so names only have to increase.
+            begin = entries[0][1] if current is None else max(entries[0][1], current.begin_phys + 1)
+            current = IndexFile(self.directory / segment_name(begin), self.slots, self.max_entries)
+            fsync_dir(self.directory)
+            self.files.append(current)
+        current.add(entries, end_phys)
+        self._dirty.add(current)
+
+    def lookup(self, h: int, begin_ms: int, end_ms: int, limit: int) -> list[int]:
+        out: list[int] = []
+        for f in reversed(self.files):
+            if len(out) >= limit:
+                break
+            out += f.lookup(h, begin_ms, end_ms, limit - len(out))
+        return out
+
+    def drop_below(self, log_min_offset: int) -> int:
+        """Delete files whose every entry points below the log's first offset."""
+        dropped = 0
+        while len(self.files) > 1 and self.files[0].end_phys <= log_min_offset:
+            f = self.files.pop(0)
+            self._dirty.discard(f)
+            f.delete()
+            dropped += 1
+        return dropped
+
+    def sync(self) -> None:
+        dirty, self._dirty = self._dirty, set()
+        for f in dirty:
+            f.sync()
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        self.files = []
+
+    @property
+    def disk_bytes(self) -> int:
+        return sum(f.path.stat().st_blocks * 512 for f in self.files if f.path.exists())

@@ -1,0 +1,24 @@
+"""What the broker hands the store: one message before it has offsets or a store time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(slots=True)
+class MessageInner:
+    topic: str
+    queue_id: int
+    # As sent by the producer: possibly compressed, which sys_flag records.
+    body: bytes
+    properties: dict[str, str]
+    flag: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = b"\x7f\x00\x00\x01"  # 4 or 16 bytes
+    born_port: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    # Overrides the consume-queue tag code, which is otherwise the hash of TAGS: the delay
+    # service stores the delivery time here so its scan needs no commit-log read.
+    tags_code: int | None = None

@@ -1,0 +1,88 @@
+"""Reading a consume queue: RocketMQ's DefaultMessageStore.getMessage decision table.
+
+| queue vs requested offset o        | status                | next_begin_offset            |
+|------------------------------------|-----------------------|------------------------------|
+| queue never had a message          | NO_MESSAGE_IN_QUEUE   | 0                            |
+| o < min                            | OFFSET_TOO_SMALL      | min                          |
+| o == max                           | OFFSET_OVERFLOW_ONE   | o                            |
+| o > max                            | OFFSET_OVERFLOW_BADLY | 0 if min == 0 else max (*)   |
+| ≥ 1 entry matched                  | FOUND                 | o + entries scanned          |
+| entries scanned, none matched      | NO_MATCHED_MESSAGE    | o + entries scanned          |
+| entries point at deleted records   | MESSAGE_WAS_REMOVING  | o + entries scanned          |
+
+(*) as RocketMQ: a consumer ahead of a queue that still starts at 0 is most likely looking
+at a store that was wiped and refilled, so it is sent back to the start rather than past
+messages it never saw.
+
+Entries skipped by the tag filter count as scanned, so the consumer moves past them.  A reply
+stops at `max_msgs`, at `max_count` messages or `max_bytes` bytes (the first message always
+goes, however large), or after scanning max(800, max_msgs) entries, RocketMQ's
+16000-byte index-scan cap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from longboat.store.commit_log import CommitLog
+from longboat.store.consume_queue import ENTRY, ConsumeQueue
+from longboat.store.results import GetResult, GetStatus
+
+_MIN_SCAN_ENTRIES = 16000 // ENTRY.size
+
+
+def read_queue(
+    cq: ConsumeQueue | None,
+    log: CommitLog,
+    offset: int,
+    max_msgs: int,
+    *,
+    max_bytes: int,
+    max_count: int,
+    tag_filter: Callable[[int], bool] | None,
+) -> GetResult:
+    if cq is None or cq.max_offset == 0:
+        return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
+    lo, hi = cq.min_offset, cq.max_offset
+    if offset < lo:
+        return GetResult(GetStatus.OFFSET_TOO_SMALL, lo, lo, hi)
+    if offset == hi:
+        return GetResult(GetStatus.OFFSET_OVERFLOW_ONE, offset, lo, hi)
+    if offset > hi:
+        return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, lo if lo == 0 else hi, lo, hi)
+
+    want = max(1, min(max_msgs, max_count))
+    scan_left = max(_MIN_SCAN_ENTRIES, max_msgs)
+    result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, lo, hi)
+    records = result.records
+    queue_offsets = result.queue_offsets
+    total = 0
+    removed = False
+    o = offset
+    full = False
+    while not full and o < hi and scan_left > 0:
+        raw = cq.read_entries(o, scan_left)
+        if not raw:
+            removed = True  # the queue's files went under us (retention)
+            break
+        for phys, size, tags_code in ENTRY.iter_unpack(raw):
+            if records and (len(records) >= want or total + size > max_bytes):
+                full = True
+                break
+            o += 1
+            scan_left -= 1
+            if size <= 0 or (tag_filter is not None and not tag_filter(tags_code)):
+                continue
+            record = log.read(phys, size)
+            if record is None:
+                removed = True
+                continue
+            records.append(record)
+            queue_offsets.append(o - 1)
+            total += size
+    result.next_begin_offset = o
+    if records:
+        result.status = GetStatus.FOUND
+    elif removed:
+        result.status = GetStatus.MESSAGE_WAS_REMOVING
+    return result
