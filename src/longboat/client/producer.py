@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -45,23 +44,22 @@ from longboat.protocol.compression import COMPRESS_OVER, maybe_compress
 from longboat.protocol.headers import SendMessageRequestHeaderV2
 from longboat.protocol.ids import UniqKeyGenerator
 from longboat.protocol.properties import Prop, properties_to_string
+from longboat.protocol.topic_names import validate_topic as topic_problem
 
 log = logging.getLogger("longboat.client")
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-_TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
 
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
 
 
 def validate_topic(topic: str) -> None:
-    if not topic or len(topic) > MAX_TOPIC_LENGTH or not _TOPIC_RE.match(topic):
-        raise ClientUsageError(
-            f"invalid topic {topic!r}: 1..{MAX_TOPIC_LENGTH} characters of [%|a-zA-Z0-9_-]"
-        )
+    """Raise ClientUsageError for a name no broker would accept (nothing is sent)."""
+    problem = topic_problem(topic)
+    if problem is not None:
+        raise ClientUsageError(f"invalid topic: {problem}")
 
 
 class Producer(InstanceUser):
