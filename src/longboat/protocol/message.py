@@ -191,6 +191,79 @@ def encode_record(
     )
 
 
+# One message of `encode_record_batch`: body, properties (UTF-8), flag, sys_flag, born
+# timestamp, born host, born port, reconsume times, prepared transaction offset, queue offset.
+BatchRecordFields = tuple[bytes, bytes, int, int, int, bytes, int, int, int, int]
+
+
+def encode_record_batch(
+    *,
+    topic: bytes,
+    queue_id: int,
+    commit_log_offset: int,
+    store_timestamp: int,
+    store_host: bytes,
+    store_port: int,
+    items: list[BatchRecordFields],
+) -> tuple[bytes, list[int]]:
+    """Records for consecutive commit-log offsets from `commit_log_offset`, back to back, and
+    their sizes: the same bytes as `encode_record` per item, at a third of the cost.
+
+    The store's append path: one call per batch, the whole IPv4 fixed part in one struct
+    pack per record (what every 4.x peer sends); any IPv6 host takes `encode_record`.
+    """
+    if len(topic) > MAX_TOPIC_BYTES_V1:
+        raise ValueError(f"topic of {len(topic)} bytes exceeds {MAX_TOPIC_BYTES_V1}")
+    parts: list[bytes] = []
+    sizes: list[int] = []
+    add = parts.append
+    pack = _FIXED_V4.pack
+    crc32 = zlib.crc32
+    topic_part = bytes((len(topic),)) + topic
+    fixed = _FIXED_V4.size + len(topic_part) + 2
+    v6 = len(store_host) != 4
+    phys = commit_log_offset
+    for (
+        body,
+        props,
+        flag,
+        sys_flag,
+        born_ts,
+        born_host,
+        born_port,
+        reconsume,
+        prepared,
+        qoff,
+    ) in items:
+        if v6 or len(born_host) != 4:
+            record = encode_record(
+                topic=topic, body=body, properties=props, queue_id=queue_id, flag=flag,
+                queue_offset=qoff, commit_log_offset=phys, sys_flag=sys_flag,
+                born_timestamp=born_ts, born_host=born_host, born_port=born_port,
+                store_timestamp=store_timestamp, store_host=store_host, store_port=store_port,
+                reconsume_times=reconsume, prepared_transaction_offset=prepared,
+            )  # fmt: skip
+            add(record)
+            sizes.append(len(record))
+            phys += len(record)
+            continue
+        if len(props) > MAX_PROPERTIES_BYTES:
+            raise ValueError(f"properties of {len(props)} bytes exceed {MAX_PROPERTIES_BYTES}")
+        size = fixed + len(body) + len(props)
+        add(
+            pack(size, MAGIC_V1, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phys,
+                 sys_flag & ~_V6_FLAGS, born_ts, born_host, born_port, store_timestamp,
+                 store_host, store_port, reconsume, prepared, len(body))
+        )  # fmt: skip
+        add(body)
+        add(topic_part)
+        add(_I16.pack(len(props)))
+        add(props)
+        sizes.append(size)
+        phys += size
+    return b"".join(parts), sizes
+
+
 def encode_message(msg: MessageExt) -> bytes:
     return encode_record(
         topic=msg.topic.encode("utf-8"),

@@ -57,7 +57,7 @@ def properties_to_string(props: dict[str, str]) -> str:
     if not props:
         return ""
     return PROPERTY_SEPARATOR.join(
-        f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if k and v is not None
+        [f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if k and v is not None]
     )
 
 

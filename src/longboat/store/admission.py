@@ -64,30 +64,40 @@ class Admission:
         props_out: list[bytes] = []
         codes: list[int] = []
         hashes: list[list[int]] = []
-        for i, m in enumerate(msgs):
-            if m.topic != topic or m.queue_id != queue_id:
-                return _illegal(
-                    f"message {i} of the batch is for {m.topic}/{m.queue_id}, "
-                    f"not {topic}/{queue_id}; a batch goes to one queue"
-                )
-            if len(m.body) > limit:
-                return _illegal(
-                    f"message body of {len(m.body)} bytes exceeds maxMessageSize {limit}"
-                )
-            if len(m.born_host) not in (4, 16):
-                return _illegal(f"born host of {len(m.born_host)} bytes is not IPv4 or IPv6")
+        tag_cache = self._tags_codes
+        for m in msgs:
+            if (
+                m.topic != topic
+                or m.queue_id != queue_id
+                or len(m.body) > limit
+                or len(m.born_host) not in (4, 16)
+            ):
+                return _refuse_one(m, topic, queue_id, limit)
             props = m.properties
-            encoded = properties_to_string(props).encode() if props else b""
+            if not props:
+                props_out.append(b"")
+                codes.append(m.tags_code or 0)
+                hashes.append([])
+                continue
+            encoded = properties_to_string(props).encode()
             if len(encoded) > MAX_PROPERTIES_BYTES:
                 return PutResult(
                     PutStatus.PROPERTIES_SIZE_EXCEEDED,
                     error=f"properties of {len(encoded)} bytes exceed {MAX_PROPERTIES_BYTES}",
                 )
             props_out.append(encoded)
-            codes.append(
-                self._tags_code(props.get(Prop.TAGS)) if m.tags_code is None else m.tags_code
-            )
-            hashes.append(index_hashes(topic, props))
+            if m.tags_code is not None:
+                codes.append(m.tags_code)
+            else:
+                tags = props.get(Prop.TAGS)
+                code = tag_cache.get(tags) if tags else 0
+                codes.append(self._tags_code(tags) if code is None else code)
+            keys = props.get(Prop.KEYS)
+            uniq = props.get(Prop.UNIQ_KEY)
+            if keys is None and uniq is not None:  # the common case: a producer's unique id
+                hashes.append([key_hash(topic, uniq)])
+            else:
+                hashes.append(index_hashes(topic, props))
         return Admitted(topic, topic.encode(), queue_id, props_out, codes, hashes)
 
 
@@ -101,6 +111,17 @@ def index_hashes(topic: str, props: dict[str, str]) -> list[int]:
     if uniq:
         out.append(key_hash(topic, uniq))
     return out
+
+
+def _refuse_one(m: MessageInner, topic: str, queue_id: int, limit: int) -> PutResult:
+    if m.topic != topic or m.queue_id != queue_id:
+        return _illegal(
+            f"a batch goes to one queue: it has messages for {topic}/{queue_id} and for "
+            f"{m.topic}/{m.queue_id}"
+        )
+    if len(m.body) > limit:
+        return _illegal(f"message body of {len(m.body)} bytes exceeds maxMessageSize {limit}")
+    return _illegal(f"born host of {len(m.born_host)} bytes is not IPv4 or IPv6")
 
 
 def _illegal(why: str) -> PutResult:

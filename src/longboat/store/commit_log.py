@@ -22,15 +22,22 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from longboat.protocol.errors import ProtocolError
-from longboat.protocol.message import BLANK_MAGIC, MessageExt, body_crc, decode_record
+from longboat.protocol.message import (
+    BLANK_MAGIC,
+    MAGIC_V1,
+    MAGIC_V2,
+    MessageExt,
+    body_crc,
+    decode_record,
+)
 from longboat.store.segments import MappedSegment, SegmentChain
 
 log = logging.getLogger("longboat.store")
 
 _SIZE = struct.Struct(">i")
-_BLANK = struct.Struct(">ii")
+_SIZE_MAGIC = struct.Struct(">ii")
 # Room always left at a segment's end for the end-of-segment marker.
-END_MARKER_SIZE = _BLANK.size
+END_MARKER_SIZE = _SIZE_MAGIC.size
 
 
 class CommitLog:
@@ -68,7 +75,7 @@ class CommitLog:
         if used and used + size + END_MARKER_SIZE > self.segment_size:
             seg = self.chain.segment_for_write(offset)
             remaining = self.segment_size - used
-            seg.write(offset, _BLANK.pack(remaining, BLANK_MAGIC))
+            seg.write(offset, _SIZE_MAGIC.pack(remaining, BLANK_MAGIC))
             offset += remaining
             self.write_offset = offset
         return offset
@@ -103,8 +110,8 @@ class CommitLog:
             return None
         rel = offset - seg.start
         try:
-            (size,) = _SIZE.unpack_from(seg.mm, rel)
-            if size <= END_MARKER_SIZE or rel + size > seg.capacity:
+            size, magic = _SIZE_MAGIC.unpack_from(seg.mm, rel)
+            if (magic != MAGIC_V1 and magic != MAGIC_V2) or size <= 0 or rel + size > seg.capacity:
                 return None
             return seg.mm[rel : rel + size]
         except (ValueError, struct.error):  # segment deleted under us
@@ -151,6 +158,25 @@ class CommitLog:
         self.chain.close()
 
 
+# How far past the end of the data a scan looks for stray bytes.  A hole in the log (a page
+# lost or zeroed while later ones survived) followed by data is cut either way; looking
+# further would only make the log line about it more certain, at a cost on every open.
+_HOLE_PROBE = 1024 * 1024
+
+
+def _data_after_end(chain: SegmentChain, seg: MappedSegment, offset: int) -> str | None:
+    """Why the zeros at `offset` are a hole rather than the end, or None if they are the end."""
+    rel = offset - seg.start
+    probe = seg.mm[rel : rel + _HOLE_PROBE]
+    stray = len(probe) - len(probe.lstrip(b"\0"))
+    if stray < len(probe):
+        return f"zeros at {offset} followed by data at {offset + stray}"
+    later = chain.find(seg.end)
+    if later is not None and _SIZE.unpack_from(later.mm, 0)[0] != 0:
+        return f"zeros at {offset} followed by data in the segment at {later.start}"
+    return None
+
+
 class LogScan:
     """Walks records from `start`, checking each (magic, size, CRC, decodable, offset field);
     stops at the end of the data or at the first bad record.  After iterating, `end` is the
@@ -175,9 +201,7 @@ class LogScan:
             rel = offset - seg.start
             (size,) = _SIZE.unpack_from(seg.mm, rel)
             if size == 0:
-                later = chain.find(seg.end)
-                if later is not None and _SIZE.unpack_from(later.mm, 0)[0] != 0:
-                    self.problem = f"zeros at {offset} before data in a later segment"
+                self.problem = _data_after_end(chain, seg, offset)
                 break
             magic = _SIZE.unpack_from(seg.mm, rel + 4)[0] if rel + 8 <= seg.capacity else 0
             if magic == BLANK_MAGIC:
@@ -193,7 +217,7 @@ class LogScan:
             try:
                 msg = decode_record(seg.mm, rel)
             except ProtocolError as exc:
-                self.problem = f"undecodable record: {exc}"
+                self.problem = f"the record does not decode: {exc} (segment-relative)"
                 break
             if body_crc(msg.body) != msg.body_crc:
                 self.problem = f"body CRC mismatch in the record at {offset}"

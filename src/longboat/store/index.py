@@ -86,7 +86,7 @@ class IndexFile:
             return f"bad magic 0x{magic & 0xFFFFFFFF:08X}"
         if (slots, max_entries) != (self.slots, self.max_entries):
             return f"made for {slots} slots / {max_entries} entries, not the configured sizes"
-        if not 0 <= count <= max_entries or begin != self.begin_phys or end < begin:
+        if not 0 <= count <= max_entries or begin != self.begin_phys or end < 0:
             return f"inconsistent header (count {count}, offsets {begin}..{end})"
         self.count, self.end_phys, self.begin_ts, self.end_ts = count, end, begin_ts, end_ts
         return None
@@ -105,22 +105,25 @@ class IndexFile:
         base = self._entries_base
         slots = self.slots
         heads: dict[int, int] = {}
+        head_of = heads.get
+        slot_at = _SLOT.unpack_from
+        put_entry = _ENTRY.pack_into
         n = self.count
         for h, phys, ts in entries:
-            slot_pos = _HEADER.size + (h % slots) * 4
-            prev = heads.get(slot_pos)
+            slot = h % slots
+            prev = head_of(slot)
             if prev is None:
-                (prev,) = _SLOT.unpack_from(mm, slot_pos)
-            _ENTRY.pack_into(mm, base + n * _ENTRY.size, h, phys, ts - begin_ts, prev)
+                (prev,) = slot_at(mm, _HEADER.size + slot * 4)
+            put_entry(mm, base + n * 20, h, phys, ts - begin_ts, prev)
             n += 1
-            heads[slot_pos] = n
+            heads[slot] = n
         self.count = n
         self.end_phys = end_phys
         if entries:
             self.end_ts = max(self.end_ts, entries[-1][2])
         self._write_header()
-        for slot_pos, head in heads.items():
-            _SLOT.pack_into(mm, slot_pos, head)
+        for slot, head in heads.items():
+            _SLOT.pack_into(mm, _HEADER.size + slot * 4, head)
 
     def lookup(self, h: int, begin_ms: int, end_ms: int, limit: int) -> list[int]:
         """Commit-log offsets of entries with hash `h` stored in [begin_ms, end_ms], newest

@@ -25,11 +25,17 @@ import threading
 import time
 from collections.abc import Callable
 from enum import Enum
+from itertools import accumulate
 from pathlib import Path
 
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.ids import host_bytes, offset_msg_id_from_bytes
-from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, decode_record, encode_record
+from longboat.protocol.message import (
+    POS_PHYSICALOFFSET,
+    MessageExt,
+    decode_record,
+    encode_record_batch,
+)
 from longboat.protocol.properties import KEY_SEPARATOR, Prop
 from longboat.protocol.tags import tags_code
 from longboat.store.admission import Admission, Admitted
@@ -288,40 +294,35 @@ class MessageStore:
         self._last_store_ms = now
         commit_log = self._log
         start = commit_log.write_offset
-        topic_bytes = admitted.topic_bytes
-        properties = admitted.properties
-        host, port = self._store_host, self._store_port
-        next_queue_offset = cq.max_offset
-        first_queue_offset = next_queue_offset
-        records: list[bytes] = []
-        phys = start
-        consumable: list[bool] = []
-        for i, m in enumerate(msgs):
-            plain = m.sys_flag & _TRANSACTION_MASK in (0, _TRANSACTION_COMMIT)
-            consumable.append(plain)
-            record = encode_record(
-                topic=topic_bytes,
-                body=m.body,
-                properties=properties[i],
-                queue_id=queue_id,
-                flag=m.flag,
-                queue_offset=next_queue_offset if plain else 0,
-                commit_log_offset=phys,
-                sys_flag=m.sys_flag,
-                born_timestamp=m.born_timestamp,
-                born_host=m.born_host,
-                born_port=m.born_port,
-                store_timestamp=now,
-                store_host=host,
-                store_port=port,
-                reconsume_times=m.reconsume_times,
-                prepared_transaction_offset=m.prepared_transaction_offset,
+        first_queue_offset = cq.max_offset
+        if all(m.sys_flag & _TRANSACTION_MASK in (0, _TRANSACTION_COMMIT) for m in msgs):
+            consumable = None
+            queue_offsets: list[int] = list(
+                range(first_queue_offset, first_queue_offset + len(msgs))
             )
-            records.append(record)
-            phys += len(record)
-            if plain:
-                next_queue_offset += 1
-        size = phys - start
+        else:
+            # Prepared and rolled-back halves of transactions get no queue entry (offset 0).
+            consumable = [m.sys_flag & _TRANSACTION_MASK in (0, _TRANSACTION_COMMIT) for m in msgs]
+            queue_offsets = []
+            next_offset = first_queue_offset
+            for plain in consumable:
+                queue_offsets.append(next_offset if plain else 0)
+                next_offset += plain
+        host, port = self._store_host, self._store_port
+        data, sizes = encode_record_batch(
+            topic=admitted.topic_bytes,
+            queue_id=queue_id,
+            commit_log_offset=start,
+            store_timestamp=now,
+            store_host=host,
+            store_port=port,
+            items=[
+                (m.body, props, m.flag, m.sys_flag, m.born_timestamp, m.born_host, m.born_port,
+                 m.reconsume_times, m.prepared_transaction_offset, qoff)
+                for m, props, qoff in zip(msgs, admitted.properties, queue_offsets, strict=True)
+            ],
+        )  # fmt: skip
+        size = len(data)
         if size > commit_log.max_record_size:
             return PutResult(
                 PutStatus.MESSAGE_ILLEGAL,
@@ -329,45 +330,41 @@ class MessageStore:
                 f"segment of {commit_log.segment_size} bytes",
             )
         actual = commit_log.reserve(size)
-        data: bytes | bytearray = b"".join(records)
+        offsets = list(accumulate(sizes[:-1], initial=actual))
         if actual != start:  # rolled to a new segment: move the offsets written in
             buf = bytearray(data)
-            pos = 0
-            for record in records:
-                _PHYS.pack_into(buf, pos + POS_PHYSICALOFFSET, actual + pos)
-                pos += len(record)
-            data = buf
+            for phys in offsets:
+                _PHYS.pack_into(buf, phys - actual + POS_PHYSICALOFFSET, phys)
+            data = bytes(buf)
         commit_log.write(actual, data)
         end = actual + size
 
-        # Dispatch: queue entries, index entries, results.
+        # Dispatch: queue entries, index entries, what the caller is told.
         codes = admitted.tags_codes
-        hashes = admitted.key_hashes
-        entries: list[bytes] = []
-        index_entries: list[tuple[int, int, int]] = []
-        appended: list[AppendedRecord] = []
-        phys = actual
-        queue_offset = first_queue_offset
-        pack = ENTRY.pack
-        for i, record in enumerate(records):
-            rsize = len(record)
-            if consumable[i]:
-                entries.append(pack(phys, rsize, codes[i]))
-                qoff = queue_offset
-                queue_offset += 1
-            else:
-                qoff = 0
-            for h in hashes[i]:
-                index_entries.append((h, phys, now))
-            appended.append(
-                AppendedRecord(phys, qoff, rsize, now, offset_msg_id_from_bytes(host, port, phys))
+        if consumable is None:
+            entries = b"".join(map(ENTRY.pack, offsets, sizes, codes))
+        else:
+            entries = b"".join(
+                ENTRY.pack(phys, rsize, code)
+                for phys, rsize, code, plain in zip(offsets, sizes, codes, consumable, strict=True)
+                if plain
             )
-            phys += rsize
         if entries:
-            cq.append(first_queue_offset, b"".join(entries))
+            cq.append(first_queue_offset, entries)
             self._dirty_queues.add(cq)
-        self._index.add(index_entries, end)
+        self._index.add(
+            [
+                (h, phys, now)
+                for phys, hs in zip(offsets, admitted.key_hashes, strict=True)
+                for h in hs
+            ],
+            end,
+        )
         self._dispatched = end
+        appended = [
+            AppendedRecord(phys, qoff, rsize, now, offset_msg_id_from_bytes(host, port, phys))
+            for phys, qoff, rsize in zip(offsets, queue_offsets, sizes, strict=True)
+        ]
         durable = self._flusher.request(end) if self._sync else None
         return PutResult(PutStatus.PUT_OK, appended, durable=durable)
 
@@ -390,6 +387,12 @@ class MessageStore:
                     listener(topic, queue_id, new_max, code, m.properties)
                 except Exception:
                     log.exception("arrival listener %r failed", listener)
+
+    def flush(self) -> int:
+        """Make everything appended so far durable now; returns the commit-log offset covered.
+        (Under SYNC_FLUSH appends already wait for this; under ASYNC_FLUSH it is what the
+        flush thread does every interval.)"""
+        return self._log.flush()
 
     # ------------------------------------------------------------------ reading
 

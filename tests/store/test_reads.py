@@ -1,0 +1,169 @@
+"""Pull reads (RocketMQ's getMessage decision table), time lookups, key queries, listeners."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from longboat.protocol.message import decode_record, decode_records
+from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.tags import tags_code
+from longboat.store import GetStatus, MessageStore
+
+from .helpers import message, small_config
+
+
+class FakeClock:
+    def __init__(self, start: float = 1_700_000_000.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_decision_table(store: MessageStore) -> None:
+    empty = store.get_messages("T", 0, 0, 32)
+    assert (empty.status, empty.next_begin_offset) == (GetStatus.NO_MESSAGE_IN_QUEUE, 0)
+    assert store.get_messages("T", 0, 5, 32).status is GetStatus.NO_MESSAGE_IN_QUEUE
+    for i in range(10):
+        store.put_message(message(body=b"%d" % i))
+    found = store.get_messages("T", 0, 3, 4)
+    assert found.status is GetStatus.FOUND
+    assert (found.next_begin_offset, found.min_offset, found.max_offset) == (7, 0, 10)
+    assert found.queue_offsets == [3, 4, 5, 6]
+    one = store.get_messages("T", 0, 10, 32)
+    assert (one.status, one.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_ONE, 10)
+    badly = store.get_messages("T", 0, 11, 32)
+    # The queue still starts at 0: RocketMQ sends the consumer back to the start.
+    assert (badly.status, badly.next_begin_offset) == (GetStatus.OFFSET_OVERFLOW_BADLY, 0)
+
+
+def test_tag_filter_skips_but_counts_scanned_entries(store: MessageStore) -> None:
+    for i in range(20):
+        store.put_message(message(body=b"%d" % i, TAGS="A" if i % 5 == 0 else "B"))
+    want = tags_code("A")
+    got = store.get_messages("T", 0, 1, 32, tag_filter=lambda code: code == want)
+    assert got.status is GetStatus.FOUND
+    assert got.queue_offsets == [5, 10, 15]
+    assert got.next_begin_offset == 20
+    none = store.get_messages("T", 0, 16, 32, tag_filter=lambda code: code == want)
+    assert (none.status, none.next_begin_offset) == (GetStatus.NO_MATCHED_MESSAGE, 20)
+
+
+def test_reply_limits_and_the_first_message_always_goes(store_dir: Path) -> None:
+    store = MessageStore(small_config(store_dir, max_transfer_count=4))
+    with store:
+        for i in range(10):
+            store.put_message(message(body=b"z" * 1000 + b"%d" % i))
+        assert store.get_messages("T", 0, 0, 32).queue_offsets == [0, 1, 2, 3]
+        small = store.get_messages("T", 0, 0, 32, max_bytes=10)
+        assert small.queue_offsets == [0] and small.next_begin_offset == 1
+        two = store.get_messages("T", 0, 2, 32, max_bytes=2500)
+        assert two.queue_offsets == [2, 3] and two.next_begin_offset == 4
+        assert [m.body[-1:] for m in decode_records(b"".join(two.records))] == [b"2", b"3"]
+
+
+def test_batch_is_contiguous_and_in_order(store: MessageStore) -> None:
+    result = store.put_messages([message(body=b"%d" % i, KEYS=f"k{i}") for i in range(50)])
+    assert result.ok
+    offsets = [r.commit_log_offset for r in result.records]
+    assert offsets == sorted(offsets)
+    for a, b in zip(result.records, result.records[1:], strict=False):
+        assert a.commit_log_offset + a.size == b.commit_log_offset
+    assert [r.queue_offset for r in result.records] == list(range(50))
+    assert len({r.store_timestamp for r in result.records}) == 1
+
+
+def test_transaction_halves_get_no_queue_entry(store: MessageStore) -> None:
+    prepared = message(body=b"half")
+    prepared.sys_flag = MessageSysFlag.TRANSACTION_PREPARED_TYPE
+    result = store.put_message(prepared)
+    assert result.ok and result.records[0].queue_offset == 0
+    assert store.max_offset("T", 0) == 0
+    assert store.read_message(result.records[0].commit_log_offset).body == b"half"
+    committed = message(body=b"commit")
+    committed.sys_flag = MessageSysFlag.TRANSACTION_COMMIT_TYPE
+    assert store.put_message(committed).records[0].queue_offset == 0
+    assert store.max_offset("T", 0) == 1
+
+
+def test_arrival_listener_runs_after_the_entry_is_readable(store: MessageStore) -> None:
+    seen = []
+
+    def listener(topic: str, queue_id: int, new_max: int, code: int, props: dict) -> None:
+        got = store.get_messages(topic, queue_id, new_max - 1, 1)
+        seen.append((topic, queue_id, new_max, code, props.get("TAGS"), got.status))
+
+    store.add_arrival_listener(listener)
+    store.put_message(message(queue_id=2, TAGS="A"))
+    store.put_messages([message(queue_id=1, TAGS=t) for t in ("A", "B", "A")])
+    assert seen == [
+        ("T", 2, 1, tags_code("A"), "A", GetStatus.FOUND),
+        ("T", 1, 3, tags_code("A"), "A", GetStatus.FOUND),
+        ("T", 1, 3, tags_code("B"), "B", GetStatus.FOUND),
+    ]
+
+
+def test_arrival_listener_is_called_on_the_appending_thread(store: MessageStore) -> None:
+    threads = []
+    store.add_arrival_listener(lambda *a: threads.append(threading.current_thread()))
+    worker = threading.Thread(target=store.put_message, args=(message(),))
+    worker.start()
+    worker.join()
+    assert threads == [worker]
+
+
+def test_tags_code_override_is_kept(store: MessageStore) -> None:
+    delayed = message(TAGS="A")
+    delayed.tags_code = 1_700_000_123_456
+    store.put_message(delayed)
+    hit = store.get_messages("T", 0, 0, 1, tag_filter=lambda code: code == 1_700_000_123_456)
+    assert hit.status is GetStatus.FOUND
+
+
+def test_store_times_and_time_lookup(store_dir: Path) -> None:
+    clock = FakeClock()
+    with MessageStore(small_config(store_dir), clock=clock) as store:
+        assert store.earliest_store_time("T", 0) == -1
+        stamps = []
+        for step in (0, 0, 1, 1, 1, 5, -100, 7):
+            clock.now += step
+            result = store.put_message(message())
+            stamps.append(result.records[0].store_timestamp)
+        # The clock went back: store times did not.
+        base = int(1_700_000_000.0 * 1000)
+        assert store.earliest_store_time("T", 0) == base
+        assert store.store_time_at("T", 0, 5) == stamps[5]
+        assert store.store_time_at("T", 0, 99) is None
+        # The first of equal times, not the middle of a run of them.
+        assert stamps == [base + d for d in (0, 0, 1000, 2000, 3000, 8000, 8000, 8000)]
+        assert store.offset_by_timestamp("T", 0, base + 1000) == 2
+        assert store.offset_by_timestamp("T", 0, base + 1500) == 3
+        assert store.offset_by_timestamp("T", 0, base + 8000) == 5
+        assert store.offset_by_timestamp("T", 0, 0) == 0
+        assert store.offset_by_timestamp("T", 0, base + 10**9) == 8
+
+
+def test_query_by_key_and_unique_key(store: MessageStore) -> None:
+    for i in range(200):
+        store.put_message(message(queue_id=i % 4, body=b"%d" % i, KEYS=f"order{i % 50} shared",
+                                  UNIQ_KEY=f"U{i}"))  # fmt: skip
+    store.put_message(message(topic="Other", body=b"other", KEYS="order7"))
+    found = [decode_record(r) for r in store.query_by_key("T", "order7", 10, 0, 1 << 62)]
+    assert [m.body for m in found] == [b"157", b"107", b"57", b"7"]  # newest first
+    assert all(m.topic == "T" for m in found)
+    assert len(store.query_by_key("T", "shared", 32, 0, 1 << 62)) == 32
+    (one,) = store.query_by_key("T", "U42", 5, 0, 1 << 62)
+    assert decode_record(one).body == b"42"
+    assert store.query_by_key("T", "nothing", 5, 0, 1 << 62) == []
+    ts = decode_record(one).store_timestamp
+    assert store.query_by_key("T", "U42", 5, ts + 1, ts + 10) == []
+
+
+def test_topics_and_queue_ids(store: MessageStore) -> None:
+    store.put_message(message(topic="B", queue_id=3))
+    store.put_message(message(topic="A", queue_id=0))
+    store.put_message(message(topic="B", queue_id=1))
+    assert store.topics() == ["A", "B"]
+    assert store.queue_ids("B") == [1, 3]
+    assert store.queue_ids("missing") == []
