@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Self
 
-from longboat.client.config import ClientConfig
+from longboat.client.config import ClientConfig, parse_namesrv_addrs
 from longboat.client.errors import ClientClosedError
 from longboat.client.instance import ClientInstance
 
@@ -16,7 +16,11 @@ class InstanceUser:
 
     def __init__(self, config: ClientConfig | None, namesrv_addrs: str | list[str] | None) -> None:
         if config is None:
-            config = ClientConfig(namesrv_addrs) if namesrv_addrs else ClientConfig()
+            config = (
+                ClientConfig(parse_namesrv_addrs(namesrv_addrs))
+                if namesrv_addrs
+                else ClientConfig()
+            )
         self.config = config
         self._instance: ClientInstance | None = None
 

@@ -69,7 +69,7 @@ class SendStatus(Enum):
         return _STATUS_BY_CODE[code]
 
 
-_STATUS_BY_CODE = {
+_STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
