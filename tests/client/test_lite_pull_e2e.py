@@ -1,0 +1,148 @@
+"""The lite pull consumer against the real broker: assign, seek, commit, restart, subscribe."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from longboat.client import Message
+from longboat.client.admin import Admin
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.lite_pull import LitePullConsumer
+from longboat.client.producer import Producer
+from longboat.protocol.message import MessageExt
+
+from .client_e2e import config_for, unique
+
+
+async def poll_n(consumer: LitePullConsumer, n: int, timeout: float = 15.0) -> list[MessageExt]:
+    got: list[MessageExt] = []
+    deadline = time.monotonic() + timeout
+    while len(got) < n and time.monotonic() < deadline:
+        got += await consumer.poll(timeout=0.5)
+    return got
+
+
+async def produce(namesrv: str, topic: str, bodies: list[bytes], queue_id: int = 0) -> None:
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body), selector=lambda qs, m, a: qs[queue_id])
+
+
+async def new_topic(namesrv: str, queues: int = 2) -> str:
+    topic = unique("LP")
+    async with Admin(config=config_for(namesrv)) as admin:
+        await admin.create_topic(topic, queue_nums=queues)
+    return topic
+
+
+def lite(namesrv: str, group: str, **options) -> LitePullConsumer:
+    options.setdefault("consume_from", ConsumeFrom.FIRST_OFFSET)
+    return LitePullConsumer(group, config=config_for(namesrv), **options)
+
+
+async def test_assign_commit_and_restart_resumes_from_commit(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=1)
+    await produce(namesrv, topic, [f"m{i}".encode() for i in range(30)])
+    group = unique("g")
+    async with lite(namesrv, group, auto_commit=False, pull_batch_size=8) as consumer:
+        [mq] = await consumer.fetch_message_queues(topic)
+        consumer.assign([mq])
+        first = await poll_n(consumer, 12)
+        assert [m.body for m in first[:12]] == [f"m{i}".encode() for i in range(12)]
+        # Commit exactly what was processed: the first 12.
+        await consumer.commit({mq: 12})
+        assert await consumer.committed(mq) == 12
+    # A new instance (new client id) of the group resumes after the commit, not before.
+    async with lite(namesrv, group, auto_commit=False) as again:
+        again.assign([mq])
+        rest = await poll_n(again, 18)
+        assert [m.body for m in rest] == [f"m{i}".encode() for i in range(12, 30)]
+        # Nothing more, and no duplicates.
+        assert await again.poll(timeout=0.3) == []
+
+
+async def test_auto_commit_on_shutdown(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=1)
+    await produce(namesrv, topic, [b"a", b"b", b"c"])
+    group = unique("g")
+    async with lite(namesrv, group) as consumer:
+        [mq] = await consumer.fetch_message_queues(topic)
+        consumer.assign([mq])
+        assert len(await poll_n(consumer, 3)) == 3
+    async with lite(namesrv, group) as again:
+        again.assign([mq])
+        assert await again.committed(mq) == 3
+        assert await again.poll(timeout=0.3) == []
+
+
+async def test_seek_to_offset_begin_end_and_timestamp(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=1)
+    await produce(namesrv, topic, [f"old{i}".encode() for i in range(10)])
+    await asyncio.sleep(0.05)
+    boundary = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    await produce(namesrv, topic, [f"new{i}".encode() for i in range(5)])
+    async with lite(namesrv, unique("g"), auto_commit=False) as consumer:
+        [mq] = await consumer.fetch_message_queues(topic)
+        consumer.assign([mq])
+        assert len(await poll_n(consumer, 15)) == 15
+        await consumer.seek(mq, 7)
+        again = await poll_n(consumer, 8)
+        assert [m.queue_offset for m in again] == list(range(7, 15))
+        await consumer.seek_to_begin(mq)
+        assert (await poll_n(consumer, 1))[0].body == b"old0"
+        await consumer.seek_to_timestamp(mq, boundary)
+        assert (await poll_n(consumer, 1))[0].body == b"new0"
+        await consumer.seek_to_end(mq)
+        assert await consumer.poll(timeout=0.3) == []
+        await produce(namesrv, topic, [b"after-end"])
+        assert [m.body for m in await poll_n(consumer, 1)] == [b"after-end"]
+
+
+async def test_pause_holds_a_queue_until_resume(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=2)
+    await produce(namesrv, topic, [b"q0"] * 3, queue_id=0)
+    await produce(namesrv, topic, [b"q1"] * 3, queue_id=1)
+    async with lite(namesrv, unique("g"), auto_commit=False) as consumer:
+        queues = await consumer.fetch_message_queues(topic)
+        consumer.assign(queues)
+        consumer.pause([queues[0]])
+        got = await poll_n(consumer, 3)
+        assert [m.body for m in got] == [b"q1"] * 3
+        assert await consumer.poll(timeout=0.3) == []
+        consumer.resume([queues[0]])
+        assert [m.body for m in await poll_n(consumer, 3)] == [b"q0"] * 3
+
+
+async def test_subscribe_splits_queues_between_members(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=4)
+    group = unique("g")
+    a = lite(namesrv, group, rebalance_interval=1.0)
+    b = lite(namesrv, group, rebalance_interval=1.0)
+    a.subscribe(topic)
+    b.subscribe(topic)
+    await a.start()
+    await b.start()
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            sa, sb = a.assignment(), b.assignment()
+            if len(sa) == 2 and len(sb) == 2 and not sa & sb:
+                break
+            await asyncio.sleep(0.1)
+        assert len(a.assignment()) == 2 and len(b.assignment()) == 2
+        assert not a.assignment() & b.assignment()
+        bodies = [f"s{i}".encode() for i in range(40)]
+        async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+            for body in bodies:
+                await producer.send(Message(topic, body))
+        got: list[MessageExt] = []
+        deadline = time.monotonic() + 15
+        while len(got) < 40 and time.monotonic() < deadline:
+            got += await a.poll(timeout=0.2)
+            got += await b.poll(timeout=0.2)
+        assert sorted(m.body for m in got) == sorted(bodies)
+    finally:
+        await a.shutdown()
+        await b.shutdown()
