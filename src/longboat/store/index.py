@@ -163,16 +163,16 @@ class KeyIndex:
         self.files: list[IndexFile] = []
         self._dirty: set[IndexFile] = set()
 
-    def load(self, log_min_offset: int) -> int:
+    def load(self, log_min_offset: int) -> int | None:
         """Map the files, deleting damaged ones (and any after them: their chains may point
-        into the damage); returns the commit-log offset the index covers up to, from which
-        the store re-indexes."""
+        into the damage).  Returns the commit-log offset to re-index from when files were
+        deleted, None when every file was sound."""
         self.directory.mkdir(parents=True, exist_ok=True)
         names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit())
-        damaged = False
+        rebuild_from: int | None = None
         for name in names:
             path = self.directory / name
-            if damaged:
+            if rebuild_from is not None:
                 path.unlink()
                 continue
             f = IndexFile(path, self.slots, self.max_entries)
@@ -180,16 +180,12 @@ class KeyIndex:
             if problem is not None:
                 log.warning("index: %s is damaged (%s); rebuilding it from the log", name, problem)
                 f.delete()
-                damaged = True
+                rebuild_from = self.files[-1].end_phys if self.files else log_min_offset
                 continue
             self.files.append(f)
-        if damaged:
+        if rebuild_from is not None:
             fsync_dir(self.directory)
-        return self.files[-1].end_phys if self.files else log_min_offset
-
-    @property
-    def indexed_to(self) -> int:
-        return self.files[-1].end_phys if self.files else 0
+        return rebuild_from
 
     def add(self, entries: list[tuple[int, int, int]], end_phys: int) -> None:
         """Index a batch of (hash, commit-log offset, store time), stored in log order;

@@ -148,9 +148,10 @@ class MessageStore:
         if unclean:
             log.warning("store: the last run did not close cleanly; recovering from %d", scan_from)
         self._load_queues()
-        index_from = self._index.load(self._log.min_offset)
-        if unclean or checkpoint is None:
-            index_from = min(index_from, scan_from)
+        # The checkpoint covers the index as it covers the queues; only a damaged index file
+        # sends recovery further back.
+        rebuild_index_from = self._index.load(self._log.min_offset)
+        index_from = scan_from if rebuild_index_from is None else min(scan_from, rebuild_index_from)
         self.last_recovery = recover(
             self._log,
             self._queues,
