@@ -7,6 +7,19 @@ from hypothesis import strategies as st
 
 from longboat.protocol.message import decode_records, encode_record, encode_record_batch
 
+# The order of BatchRecordFields, named as encode_record names them.
+ITEM_FIELDS = (
+    "body",
+    "properties",
+    "flag",
+    "sys_flag",
+    "born_timestamp",
+    "born_host",
+    "born_port",
+    "reconsume_times",
+    "prepared_transaction_offset",
+    "queue_offset",
+)
 hosts = st.sampled_from([b"\x7f\x00\x00\x01", b"\x0a\x01\x02\x03", bytes(range(16))])
 ints = st.integers(min_value=0, max_value=2**31 - 1)
 longs = st.integers(min_value=0, max_value=2**62)
@@ -54,25 +67,16 @@ def test_batch_encoding_equals_record_encoding(
     )
     expected = []
     phys = start
-    for (
-        body,
-        props,
-        flag,
-        sys_flag,
-        born_ts,
-        born_host,
-        born_port,
-        reconsume,
-        prepared,
-        qoff,
-    ) in batch:
+    for item in batch:
         record = encode_record(
-            topic=topic, body=body, properties=props, queue_id=queue_id, flag=flag,
-            queue_offset=qoff, commit_log_offset=phys, sys_flag=sys_flag, born_timestamp=born_ts,
-            born_host=born_host, born_port=born_port, store_timestamp=store_ts,
-            store_host=store_host, store_port=store_port, reconsume_times=reconsume,
-            prepared_transaction_offset=prepared,
-        )  # fmt: skip
+            topic=topic,
+            queue_id=queue_id,
+            commit_log_offset=phys,
+            store_timestamp=store_ts,
+            store_host=store_host,
+            store_port=store_port,
+            **dict(zip(ITEM_FIELDS, item, strict=True)),
+        )
         expected.append(record)
         phys += len(record)
     assert data == b"".join(expected)
