@@ -236,37 +236,126 @@ class TopicConfig:
 
 
 @dataclass(slots=True)
+class TopicConfigSerializeWrapper:
+    """The broker's topic table with its version: GET_ALL_TOPIC_CONFIG's body, and the core of
+    REGISTER_BROKER's."""
+
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_dict(),
+            "topicConfigTable": {k: v.to_dict() for k, v in self.topic_config_table.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> TopicConfigSerializeWrapper:
+        d = _obj(d or {}, "topicConfigSerializeWrapper")
+        return cls(
+            topic_config_table={
+                k: TopicConfig.from_dict(v) for k, v in (d.get("topicConfigTable") or {}).items()
+            },
+            data_version=DataVersion.from_dict(d.get("dataVersion")),
+        )
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> TopicConfigSerializeWrapper:
+        d = _load(data, "topic config wrapper")
+        with _malformed("topic config wrapper"):
+            return cls.from_dict(d)
+
+
+@dataclass(slots=True)
 class RegisterBrokerBody:
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
     filter_server_list: list[str] = field(default_factory=list)
 
     def to_json(self) -> bytes:
+        wrapper = TopicConfigSerializeWrapper(self.topic_config_table, self.data_version)
         return fastjson.dumps(
             {
                 "filterServerList": self.filter_server_list,
-                "topicConfigSerializeWrapper": {
-                    "dataVersion": self.data_version.to_dict(),
-                    "topicConfigTable": {
-                        k: v.to_dict() for k, v in self.topic_config_table.items()
-                    },
-                },
+                "topicConfigSerializeWrapper": wrapper.to_dict(),
             }
         )
 
     @classmethod
     def from_json(cls, data: bytes | str) -> RegisterBrokerBody:
         d = _load(data, "register body")
-        wrapper = _obj(d.get("topicConfigSerializeWrapper") or {}, "topicConfigSerializeWrapper")
         with _malformed("register body"):
+            wrapper = TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper"))
             return cls(
-                topic_config_table={
-                    k: TopicConfig.from_dict(v)
-                    for k, v in (wrapper.get("topicConfigTable") or {}).items()
-                },
-                data_version=DataVersion.from_dict(wrapper.get("dataVersion")),
+                topic_config_table=wrapper.topic_config_table,
+                data_version=wrapper.data_version,
                 filter_server_list=list(d.get("filterServerList") or []),
             )
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig:
+    """A consumer group's broker-side settings (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's body);
+    defaults are RocketMQ's."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "brokerId": self.broker_id,
+            "consumeBroadcastEnable": self.consume_broadcast_enable,
+            "consumeEnable": self.consume_enable,
+            "consumeFromMinEnable": self.consume_from_min_enable,
+            "groupName": self.group_name,
+            "notifyConsumerIdsChangedEnable": self.notify_consumer_ids_changed_enable,
+            "retryMaxTimes": self.retry_max_times,
+            "retryQueueNums": self.retry_queue_nums,
+            "whichBrokerWhenConsumeSlowly": self.which_broker_when_consume_slowly,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> SubscriptionGroupConfig:
+        d = _obj(d, "subscription group config")
+        defaults = cls(group_name="")
+        return cls(
+            group_name=str(d["groupName"]),
+            consume_enable=bool(d.get("consumeEnable", defaults.consume_enable)),
+            consume_from_min_enable=bool(
+                d.get("consumeFromMinEnable", defaults.consume_from_min_enable)
+            ),
+            consume_broadcast_enable=bool(
+                d.get("consumeBroadcastEnable", defaults.consume_broadcast_enable)
+            ),
+            retry_queue_nums=int(d.get("retryQueueNums", defaults.retry_queue_nums)),
+            retry_max_times=int(d.get("retryMaxTimes", defaults.retry_max_times)),
+            broker_id=int(d.get("brokerId", defaults.broker_id)),
+            which_broker_when_consume_slowly=int(
+                d.get("whichBrokerWhenConsumeSlowly", defaults.which_broker_when_consume_slowly)
+            ),
+            notify_consumer_ids_changed_enable=bool(
+                d.get("notifyConsumerIdsChangedEnable", defaults.notify_consumer_ids_changed_enable)
+            ),
+        )
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> SubscriptionGroupConfig:
+        d = _load(data, "subscription group config")
+        with _malformed("subscription group config"):
+            return cls.from_dict(d)
 
 
 # --------------------------------------------------------------------------- heartbeat
