@@ -1,0 +1,187 @@
+"""Concurrent consumption: a pool of workers calls the listener on batches from any queue.
+
+Every pulled batch is split into requests of at most `batch_max` messages and queued; one of
+`workers` tasks takes each request and calls the listener (a plain function on a thread pool
+of the same size, an async one on the loop).  Then:
+
+* consumed messages leave the process queue, and its new committed offset (the lowest offset
+  still pending) goes to the offset store, so a slow message holds the committed offset back
+  but never blocks the messages after it;
+* failed ones (RECONSUME_LATER, an exception, or past `ack_index`) are redelivered through the
+  broker (clustering, see `redelivery.py`) and then count as consumed; if the broker cannot
+  take them they stay in the process queue and are retried locally after `local_retry_delay`
+  with their reconsume count raised — so nothing is committed past a message that was
+  neither consumed nor handed back;
+* in broadcasting mode there is no retry topic: failures are retried locally up to
+  `max_reconsume_times`, then dropped with an error log.
+
+Requests of a dropped queue are discarded before their listener starts (the next owner
+delivers them from the committed offset); listeners already running are waited for by the
+rebalance (`inflight`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from longboat.client.push.inflight import InFlight
+from longboat.client.push.listener import (
+    ConcurrentContext,
+    ConcurrentListener,
+    ConsumeResult,
+    call_listener,
+    is_async,
+)
+from longboat.client.push.process_queue import ProcessQueue
+from longboat.client.push.redelivery import Redelivery
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.message import MessageExt
+
+log = logging.getLogger("longboat.client.push")
+
+Consumed = Callable[[MessageQueue, ProcessQueue, int | None], None]
+
+
+@dataclass(slots=True)
+class _Request:
+    mq: MessageQueue
+    pq: ProcessQueue
+    msgs: list[MessageExt]
+
+
+class ConcurrentConsumeService:
+    def __init__(
+        self,
+        listener: ConcurrentListener,
+        *,
+        workers: int,
+        batch_max: int,
+        max_reconsume_times: int,
+        redelivery: Redelivery | None,
+        consumed: Consumed,
+        local_retry_delay: float = 5.0,
+    ) -> None:
+        self.listener = listener
+        self._is_async = is_async(listener)
+        self.workers = workers
+        self.batch_max = batch_max
+        self.max_reconsume_times = max_reconsume_times
+        self.redelivery = redelivery
+        self._consumed = consumed
+        self.local_retry_delay = local_retry_delay
+        self.inflight = InFlight()
+        self._queue: asyncio.Queue[_Request] = asyncio.Queue()
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-consume")
+        self._tasks: list[asyncio.Task[None]] = []
+        self._timers: set[asyncio.TimerHandle] = set()
+        # Observability: messages handed back to the broker, and retried locally.
+        self.redelivered = 0
+        self.retried_locally = 0
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"consume worker {i}")
+            for i in range(self.workers)
+        ]
+
+    def submit(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        for i in range(0, len(msgs), self.batch_max):
+            self._queue.put_nowait(_Request(mq, pq, msgs[i : i + self.batch_max]))
+
+    async def stop(self, timeout: float) -> None:
+        """Let running listeners finish (up to `timeout`), drop queued requests, stop."""
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        while not self._queue.empty():
+            self._queue.get_nowait()
+        await self.inflight.wait_all_idle(timeout)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ workers
+
+    async def _work(self) -> None:
+        while True:
+            request = await self._queue.get()
+            if request.pq.dropped:
+                continue
+            self.inflight.begin(request.mq)
+            try:
+                await self._consume(request)
+            except Exception:
+                log.exception("consuming %s failed unexpectedly", request.mq)
+            finally:
+                self.inflight.end(request.mq)
+
+    async def _consume(self, request: _Request) -> None:
+        mq, pq, msgs = request.mq, request.pq, request.msgs
+        context = ConcurrentContext(mq)
+        try:
+            result = await call_listener(
+                self.listener, self._is_async, self._executor, msgs, context
+            )
+        except Exception:
+            log.exception("listener failed on %d message(s) of %s", len(msgs), mq)
+            result = ConsumeResult.RECONSUME_LATER
+        if result is None:
+            result = ConsumeResult.SUCCESS
+        if not isinstance(result, ConsumeResult):
+            log.error("listener returned %r, not a ConsumeResult: reconsuming later", result)
+            result = ConsumeResult.RECONSUME_LATER
+        if pq.dropped:
+            return
+        acked = len(msgs) - 1 if result is ConsumeResult.SUCCESS else -1
+        if context.ack_index is not None:
+            acked = min(acked, context.ack_index)
+        failed = msgs[acked + 1 :]
+        keep = await self._hand_back(mq, failed, context.delay_level_when_next_consume)
+        kept = {id(m) for m in keep}
+        done = [m for m in msgs if id(m) not in kept] if keep else msgs
+        self._consumed(mq, pq, pq.remove(done))
+        if keep:
+            self._retry_locally(mq, pq, keep)
+
+    async def _hand_back(
+        self, mq: MessageQueue, failed: list[MessageExt], delay_level: int
+    ) -> list[MessageExt]:
+        """Redeliver failures through the broker; returns those to retry locally."""
+        keep: list[MessageExt] = []
+        for msg in failed:
+            if self.redelivery is not None and await self.redelivery.redeliver(
+                mq, msg, delay_level, self.max_reconsume_times
+            ):
+                self.redelivered += 1
+            elif self.redelivery is None and msg.reconsume_times >= self.max_reconsume_times:
+                log.error(
+                    "dropping %s of %s after %d local retries (broadcasting has no retry topic)",
+                    msg.msg_id,
+                    mq,
+                    msg.reconsume_times,
+                )
+            else:
+                keep.append(msg)
+        return keep
+
+    def _retry_locally(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        self.retried_locally += len(msgs)
+        for msg in msgs:
+            msg.reconsume_times += 1
+        loop = asyncio.get_running_loop()
+
+        def resubmit() -> None:
+            self._timers.discard(timer)
+            if not pq.dropped:
+                self.submit(mq, pq, msgs)
+
+        timer = loop.call_later(self.local_retry_delay, resubmit)
+        self._timers.add(timer)

@@ -1,0 +1,495 @@
+"""`PushConsumer`: messages pushed to a listener, built on long-polling pulls.
+
+The parts and who owns what:
+
+* `RebalanceService` (client/rebalance) decides which queues this member owns and calls
+  `add_queues` / `drop_queues` here, one rebalance at a time;
+* per owned queue one `ProcessQueue` (the cache, flow control, committed offset) and one
+  `PullLoop` (the long-polling task);
+* one consume service for the whole consumer: `ConcurrentConsumeService` or
+  `OrderlyConsumeService`, by the listener registered;
+* one `OffsetStore`: the broker (clustering) or a local file (broadcasting).
+
+Dropping a queue is a handshake, in this order: mark the process queue dropped (no new
+listener call starts, results of late pulls are ignored), stop its pull loop and wait for it
+to end, wait for its running listeners (up to `drop_timeout`), commit its offset and wait for
+the broker to confirm, release its broker lock (orderly).  Only then does the rebalance add
+queues, so another member (or this one) starting the queue reads the committed offset.
+
+Shutdown: stop rebalancing, stop every pull loop, let running listeners finish (up to
+`shutdown_timeout`; queued batches are not started), commit every offset, release locks,
+unregister the group from the brokers, release the client instance.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import time
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
+from longboat.client.consume_from import ConsumeFrom, offset_for
+from longboat.client.errors import ClientError, ClientUsageError
+from longboat.client.instance import ClientInstance
+from longboat.client.lifecycle import InstanceUser
+from longboat.client.producer import Producer
+from longboat.client.push.concurrent import ConcurrentConsumeService
+from longboat.client.push.listener import ConcurrentListener, OrderlyListener
+from longboat.client.push.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
+from longboat.client.push.orderly import OrderlyConsumeService
+from longboat.client.push.process_queue import FlowLimits, MiB, ProcessQueue
+from longboat.client.push.pull_loop import PullLoop, PullSettings, Subscription
+from longboat.client.push.redelivery import Redelivery, restore_retry_topic, retry_topic
+from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
+from longboat.client.rebalance.service import RebalanceService
+from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from longboat.protocol.message import MessageExt
+from longboat.protocol.tags import TagExpression
+from longboat.protocol.topic_names import validate_topic
+
+log = logging.getLogger("longboat.client.push")
+
+DEFAULT_MAX_RECONSUME_TIMES = 16
+DEFAULT_OFFSET_STORE_DIR = Path.home() / ".longboat" / "offsets"
+
+
+class MessageModel(Enum):
+    # Each message to one member of the group; offsets on the broker.
+    CLUSTERING = "CLUSTERING"
+    # Each message to every member; offsets in a local file per member.
+    BROADCASTING = "BROADCASTING"
+
+
+@dataclass(eq=False, slots=True)
+class _Owned:
+    pq: ProcessQueue
+    pull: PullLoop
+
+
+ConsumeService = ConcurrentConsumeService | OrderlyConsumeService
+
+
+class PushConsumer(InstanceUser):
+    """Consumes subscribed topics for one group and hands messages to a listener."""
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+        message_model: MessageModel = MessageModel.CLUSTERING,
+        consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
+        consume_timestamp_ms: int | None = None,
+        allocate: AllocateStrategy = allocate_averagely,
+        consume_thread_max: int = 20,
+        consume_message_batch_max_size: int = 1,
+        pull_batch_size: int = 32,
+        pull_interval: float = 0.0,
+        pull_threshold_for_queue: int = 1000,
+        pull_threshold_size_for_queue: int = 100 * MiB,
+        consume_concurrently_max_span: int = 2000,
+        max_reconsume_times: int | None = None,
+        suspend_current_queue_time: float = 1.0,
+        broker_suspend_timeout: float = 15.0,
+        pull_timeout: float = 30.0,
+        rebalance_interval: float = 20.0,
+        drop_timeout: float = 30.0,
+        shutdown_timeout: float = 30.0,
+        local_retry_delay: float = 5.0,
+        offset_store_dir: Path | str | None = None,
+    ) -> None:
+        super().__init__(config, namesrv_addrs)
+        if problem := validate_topic(retry_topic(group)):
+            raise ClientUsageError(f"invalid consumer group {group!r}: {problem}")
+        if pull_timeout <= broker_suspend_timeout:
+            raise ClientUsageError(
+                "pull_timeout must exceed broker_suspend_timeout, or held pulls time out"
+            )
+        for name, value in (
+            ("consume_thread_max", consume_thread_max),
+            ("consume_message_batch_max_size", consume_message_batch_max_size),
+            ("pull_batch_size", pull_batch_size),
+            ("pull_threshold_for_queue", pull_threshold_for_queue),
+            ("pull_threshold_size_for_queue", pull_threshold_size_for_queue),
+            ("consume_concurrently_max_span", consume_concurrently_max_span),
+        ):
+            if value < 1:
+                raise ClientUsageError(f"{name} must be at least 1, not {value}")
+        if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
+            # RocketMQ's default: half an hour back.
+            consume_timestamp_ms = int(time.time() * 1000) - 30 * 60 * 1000
+        self.group = group
+        self.message_model = message_model
+        self.consume_from = consume_from
+        self.consume_timestamp_ms = consume_timestamp_ms
+        self.allocate = allocate
+        self.consume_thread_max = consume_thread_max
+        self.consume_message_batch_max_size = consume_message_batch_max_size
+        self.pull_settings = PullSettings(
+            pull_batch_size=pull_batch_size,
+            pull_interval=pull_interval,
+            broker_suspend_timeout=broker_suspend_timeout,
+            pull_timeout=pull_timeout,
+        )
+        self.pull_threshold_for_queue = pull_threshold_for_queue
+        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
+        self.consume_concurrently_max_span = consume_concurrently_max_span
+        self.max_reconsume_times = max_reconsume_times
+        self.suspend_current_queue_time = suspend_current_queue_time
+        self.rebalance_interval = rebalance_interval
+        self.drop_timeout = drop_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self.local_retry_delay = local_retry_delay
+        self.offset_store_dir = Path(offset_store_dir or DEFAULT_OFFSET_STORE_DIR)
+        self._subscriptions: dict[str, Subscription] = {}
+        self._listener: ConcurrentListener | OrderlyListener | None = None
+        self._orderly = False
+        self._owned: dict[MessageQueue, _Owned] = {}
+        self._running = asyncio.Event()
+        self._running.set()
+        self._service: ConsumeService | None = None
+        self._store: OffsetStore | None = None
+        self._rebalance: RebalanceService | None = None
+        self._producer: Producer | None = None
+        self._persist_task: asyncio.Task[None] | None = None
+
+    def __repr__(self) -> str:
+        return f"PushConsumer({self.group}, {self.message_model.value})"
+
+    @property
+    def broadcasting(self) -> bool:
+        return self.message_model is MessageModel.BROADCASTING
+
+    @property
+    def client_id(self) -> str:
+        return self.instance.client_id
+
+    # ------------------------------------------------------------------ configuration
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Consume `topic`'s messages whose tag matches `expression` ("TagA || TagB", "*")."""
+        if problem := validate_topic(topic):
+            raise ClientUsageError(f"cannot subscribe: {problem}")
+        self._subscriptions[topic] = Subscription(
+            TagExpression.parse(expression), int(time.time() * 1000)
+        )
+        if self._instance is not None:
+            self._instance.request_heartbeat()
+            self._request_rebalance()
+
+    def unsubscribe(self, topic: str) -> None:
+        if self._subscriptions.pop(topic, None) is not None and self._instance is not None:
+            self._instance.request_heartbeat()
+            self._request_rebalance()
+
+    def register_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
+    ) -> None:
+        """Set the listener (before `start`): concurrent by default, or orderly."""
+        if self._instance is not None:
+            raise ClientUsageError("register the listener before start()")
+        self._listener = listener
+        self._orderly = orderly
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        """Register the group, take this member's share of the queues and start pulling.
+
+        Raises ClientUsageError without a listener or subscription."""
+        if self._instance is not None:
+            return
+        if self._listener is None:
+            raise ClientUsageError("register a listener before start()")
+        if not self._subscriptions:
+            raise ClientUsageError("subscribe to at least one topic before start()")
+        instance = ClientInstance.acquire(self.config, consumer_group=self.group)
+        self._instance = instance
+        try:
+            await self._start_parts(instance)
+        except BaseException:
+            await self.shutdown()
+            raise
+
+    async def _start_parts(self, instance: ClientInstance) -> None:
+        self._store = self._open_store(instance)
+        redelivery = None
+        if not self.broadcasting:
+            inner_group = _inner_producer_group(self.group, instance)
+            self._producer = Producer(inner_group, config=self.config)
+            await self._producer.start()
+            redelivery = Redelivery(instance, self.group, self._producer)
+        self._service = self._make_service(instance, redelivery)
+        self._service.start()
+        instance.register_consumer(self)
+        self._rebalance = RebalanceService(
+            instance,
+            self.group,
+            self,
+            self.allocate,
+            broadcasting=self.broadcasting,
+            interval=self.rebalance_interval,
+        )
+        instance.route_listeners.append(self._rebalance.on_route_changed)
+        for topic in self._subscriptions:
+            try:
+                await instance.route(topic)
+            except ClientError as exc:
+                log.warning("%s subscribes to %s, which has no route yet: %s", self, topic, exc)
+        await instance.heartbeat_all()
+        if not self.broadcasting:
+            # The broker creates the retry topic on our heartbeat.
+            with contextlib.suppress(ClientError):
+                await instance.route(retry_topic(self.group), refresh=True)
+        await self._rebalance.start()
+        self._persist_task = asyncio.create_task(self._persist_loop(), name=f"offsets {self}")
+
+    def _open_store(self, instance: ClientInstance) -> OffsetStore:
+        if not self.broadcasting:
+            return RemoteOffsetStore(instance, self.group)
+        name = self.config.instance_name
+        if name == DEFAULT_INSTANCE_NAME:
+            name = f"{self.config.client_ip}@{DEFAULT_INSTANCE_NAME}"
+        store = LocalFileOffsetStore(
+            self.offset_store_dir / _file_name(self.group) / f"{_file_name(name)}.json"
+        )
+        store.open()
+        return store
+
+    def _make_service(
+        self, instance: ClientInstance, redelivery: Redelivery | None
+    ) -> ConsumeService:
+        assert self._listener is not None
+        if self._orderly:
+            return OrderlyConsumeService(
+                self._listener,  # type: ignore[arg-type]
+                instance=instance,
+                group=self.group,
+                workers=self.consume_thread_max,
+                batch_max=self.consume_message_batch_max_size,
+                max_reconsume_times=self.max_reconsume_times,
+                redelivery=redelivery,
+                consumed=self._consumed,
+                use_broker_locks=not self.broadcasting,
+                suspend_time=self.suspend_current_queue_time,
+            )
+        return ConcurrentConsumeService(
+            self._listener,  # type: ignore[arg-type]
+            workers=self.consume_thread_max,
+            batch_max=self.consume_message_batch_max_size,
+            max_reconsume_times=self.max_reconsume_times or DEFAULT_MAX_RECONSUME_TIMES,
+            redelivery=redelivery,
+            consumed=self._consumed,
+            local_retry_delay=self.local_retry_delay,
+        )
+
+    async def shutdown(self) -> None:
+        """Stop pulling, finish running listeners, commit, unregister (see module doc)."""
+        instance = self._instance
+        if instance is None:
+            return
+        if self._rebalance is not None:
+            await self._rebalance.stop()
+            with contextlib.suppress(ValueError):
+                instance.route_listeners.remove(self._rebalance.on_route_changed)
+        if self._persist_task is not None:
+            self._persist_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._persist_task
+        owned, self._owned = self._owned, {}
+        await asyncio.gather(*(o.pull.stop() for o in owned.values()))
+        if self._service is not None:
+            await self._service.stop(self.shutdown_timeout)
+        for mq, o in owned.items():
+            o.pq.dropped = True
+            self._record(mq, o.pq)
+        if self._store is not None:
+            try:
+                await self._store.persist(owned)
+            except (ClientError, OSError) as exc:
+                log.warning("%s: committing offsets at shutdown failed: %s", self, exc)
+            await self._store.close()
+        if isinstance(self._service, OrderlyConsumeService):
+            await asyncio.gather(*(self._service.release(mq) for mq in owned))
+        self._instance = None
+        await instance.unregister_consumer(self.group)
+        if self._producer is not None:
+            await self._producer.shutdown()
+        await instance.release()
+        self._service = self._store = self._rebalance = self._producer = None
+        self._persist_task = None
+
+    def suspend(self) -> None:
+        """Stop pulling (listeners finish what is cached); `resume` starts again."""
+        self._running.clear()
+
+    def resume(self) -> None:
+        self._running.set()
+
+    # ------------------------------------------------------------------ observation
+
+    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        """The owned queues and their process queues (a snapshot of the mapping)."""
+        return {mq: o.pq for mq, o in self._owned.items()}
+
+    async def rebalance(self) -> None:
+        """Rebalance now (normally automatic)."""
+        if self._rebalance is None:
+            raise ClientUsageError(f"{self!r} is not started")
+        await self._rebalance.rebalance()
+
+    # ------------------------------------------------------------------ for the client instance
+
+    def consumer_data(self) -> ConsumerData:
+        subs = [
+            SubscriptionData.of(topic, sub.expression.expression, sub.version)
+            for topic, sub in sorted(self._subscriptions.items())
+        ]
+        if not self.broadcasting:
+            subs.append(SubscriptionData.of(retry_topic(self.group), "*", 0))
+        return ConsumerData(
+            group_name=self.group,
+            consume_type="CONSUME_PASSIVELY",
+            message_model=self.message_model.value,
+            consume_from_where=self.consume_from.value,
+            subscription_data_set=subs,
+        )
+
+    def on_consumer_ids_changed(self) -> None:
+        self._request_rebalance()
+
+    def _request_rebalance(self) -> None:
+        if self._rebalance is not None:
+            self._rebalance.request()
+
+    # ------------------------------------------------------------------ for the rebalance
+
+    def topics(self) -> list[str]:
+        topics = sorted(self._subscriptions)
+        if not self.broadcasting:
+            topics.append(retry_topic(self.group))
+        return topics
+
+    def owned(self) -> set[MessageQueue]:
+        return set(self._owned)
+
+    async def add_queues(self, mqs: list[MessageQueue]) -> None:
+        for mq in mqs:
+            sub = self._subscriptions.get(mq.topic) or Subscription(TagExpression.parse("*"), 0)
+            pq = ProcessQueue(
+                FlowLimits(
+                    max_count=self.pull_threshold_for_queue,
+                    max_bytes=self.pull_threshold_size_for_queue,
+                    max_span=None if self._orderly else self.consume_concurrently_max_span,
+                )
+            )
+            pull = PullLoop(
+                self.instance,
+                self.group,
+                mq,
+                pq,
+                sub,
+                self.pull_settings,
+                start_offset=lambda mq=mq, pq=pq: self._start_offset(mq, pq),  # type: ignore[misc]
+                deliver=self._deliver,
+                offset_moved=self._offset_moved,
+                commit_offset=None if self.broadcasting else self._commit_offset,
+                running=self._running,
+            )
+            self._owned[mq] = _Owned(pq, pull)
+            pull.start()
+
+    async def drop_queues(self, mqs: list[MessageQueue]) -> None:
+        await asyncio.gather(*(self._drop(mq) for mq in mqs))
+
+    async def _drop(self, mq: MessageQueue) -> None:
+        owned = self._owned.pop(mq, None)
+        if owned is None:
+            return
+        service, store = self._service, self._store
+        assert service is not None and store is not None
+        owned.pq.dropped = True
+        await owned.pull.stop()
+        if not await service.inflight.wait_idle(mq, self.drop_timeout):
+            log.warning(
+                "%s: listener of %s still running after %.0fs; releasing the queue anyway "
+                "(its messages may be delivered again to the next owner)",
+                self,
+                mq,
+                self.drop_timeout,
+            )
+        self._record(mq, owned.pq)
+        try:
+            await store.persist([mq])
+        except (ClientError, OSError) as exc:
+            log.warning("%s: committing %s before releasing it failed: %s", self, mq, exc)
+        store.remove(mq)
+        if isinstance(service, OrderlyConsumeService):
+            await service.release(mq)
+
+    # ------------------------------------------------------------------ callbacks of the parts
+
+    async def _start_offset(self, mq: MessageQueue, pq: ProcessQueue) -> int:
+        service, store = self._service, self._store
+        assert service is not None and store is not None
+        if isinstance(service, OrderlyConsumeService):
+            await service.acquire(mq, pq)
+        offset = await store.read(mq)
+        if offset is None:
+            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+            offset = await offset_for(
+                self.instance.api, addr, mq, self.consume_from, self.consume_timestamp_ms
+            )
+            log.info("%s starts %s at %d (%s)", self, mq, offset, self.consume_from.value)
+        # Recorded at once, so a restart before the first consumed message starts here too.
+        store.update(mq, offset)
+        return offset
+
+    def _deliver(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        if mq.topic.startswith("%RETRY%"):
+            for msg in msgs:
+                restore_retry_topic(msg, self.group)
+        assert self._service is not None
+        self._service.submit(mq, pq, msgs)
+
+    def _consumed(self, mq: MessageQueue, pq: ProcessQueue, offset: int | None) -> None:
+        if pq.dropped:
+            return
+        if offset is not None and self._store is not None:
+            self._store.update(mq, offset)
+        owned = self._owned.get(mq)
+        if owned is not None:
+            owned.pull.wake()
+
+    def _offset_moved(self, mq: MessageQueue, offset: int) -> None:
+        if self._store is not None:
+            self._store.reset(mq, offset)
+
+    def _commit_offset(self, mq: MessageQueue) -> int | None:
+        return self._store.current(mq) if self._store is not None else None
+
+    def _record(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        offset = pq.committed_offset
+        if offset is not None and self._store is not None:
+            self._store.update(mq, offset)
+
+    async def _persist_loop(self) -> None:
+        assert self._store is not None
+        while True:
+            await asyncio.sleep(self.config.persist_consumer_offset_interval)
+            await self._store.persist_all()
+
+
+def _file_name(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.@-]", "_", text)
+
+
+def _inner_producer_group(group: str, instance: ClientInstance) -> str:
+    """A producer group of its own per consumer (retry copies), legal as a name."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", f"CLIENT_INNER_PRODUCER_{group}_{instance.client_id}")

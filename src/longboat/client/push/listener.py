@@ -1,0 +1,83 @@
+"""What applications register on a push consumer: listeners, their results and contexts.
+
+A listener may be a plain function (run on the consumer's thread pool, so it may block) or an
+`async def` (run on the event loop, so it must not block).  Both get a list of messages (at most
+`consume_message_batch_max_size`) and a context, and return a result; returning None means
+success, raising means failure (reconsume later / suspend), so the common listener is just a
+function that processes its messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, TypeVar
+
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.message import MessageExt
+
+R = TypeVar("R")
+
+
+class ConsumeResult(Enum):
+    """Outcome of a concurrent listener."""
+
+    SUCCESS = "CONSUME_SUCCESS"
+    # Deliver the failed messages again later (through the group's retry topic).
+    RECONSUME_LATER = "RECONSUME_LATER"
+
+
+class OrderlyResult(Enum):
+    """Outcome of an orderly listener."""
+
+    SUCCESS = "SUCCESS"
+    # Keep the batch at the head of its queue and try it again after `context.suspend_time`.
+    SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+@dataclass(slots=True)
+class ConcurrentContext:
+    mq: MessageQueue
+    # 0: the broker picks the delay from the reconsume count; >0 an explicit delay level.
+    delay_level_when_next_consume: int = 0
+    # With SUCCESS, messages after this index still count as failed (-1 = all failed);
+    # None means "as the result says".
+    ack_index: int | None = None
+
+
+@dataclass(slots=True)
+class OrderlyContext:
+    mq: MessageQueue
+    # Seconds to wait before a suspended batch is tried again.
+    suspend_time: float = 1.0
+
+
+ConcurrentListener = Callable[
+    [list[MessageExt], ConcurrentContext],
+    ConsumeResult | Awaitable[ConsumeResult | None] | None,
+]
+OrderlyListener = Callable[
+    [list[MessageExt], OrderlyContext],
+    OrderlyResult | Awaitable[OrderlyResult | None] | None,
+]
+
+
+def is_async(listener: Callable[..., Any]) -> bool:
+    call = getattr(listener, "__call__", None)  # noqa: B004 - objects with async __call__
+    return inspect.iscoroutinefunction(listener) or inspect.iscoroutinefunction(call)
+
+
+async def call_listener(
+    listener: Callable[..., Any],
+    is_coroutine: bool,
+    executor: Executor,
+    *args: Any,
+) -> Any:
+    """Run a listener where it belongs: awaited on the loop, or on the pool's threads."""
+    if is_coroutine:
+        return await listener(*args)
+    return await asyncio.get_running_loop().run_in_executor(executor, listener, *args)

@@ -1,0 +1,215 @@
+"""Where a push consumer keeps its progress: the broker (clustering) or a local file
+(broadcasting).
+
+Both stores hold the latest committed offset per queue in memory, updated after every
+consumed batch (cheap: a dict write), and write it out in the background every
+`persist_consumer_offset_interval` (5 s), coalesced: a queue is written only when its offset
+changed since the last write, however many batches it consumed meanwhile.  `persist(mqs)` writes
+the given queues now and waits for the write to be confirmed: rebalance calls it before
+releasing a queue, shutdown before unregistering, so the next owner starts where we stopped.
+
+Offsets only move forward through `update` (a late result of an older batch cannot move the
+committed offset back); `reset` is the one deliberate way back (OFFSET_ILLEGAL moves).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Protocol
+
+from longboat.client.errors import ClientError, ClientUsageError
+from longboat.client.instance import ClientInstance
+from longboat.protocol.bodies import MessageQueue
+
+log = logging.getLogger("longboat.client.push")
+
+
+class OffsetStore(Protocol):
+    async def read(self, mq: MessageQueue) -> int | None:
+        """The stored offset of `mq`, or None when there is none (a new group or queue)."""
+        ...
+
+    def update(self, mq: MessageQueue, offset: int) -> None:
+        """Record progress in memory (never backwards); written out later."""
+        ...
+
+    def reset(self, mq: MessageQueue, offset: int) -> None:
+        """Record `offset` even if lower than the current one."""
+        ...
+
+    def current(self, mq: MessageQueue) -> int | None:
+        """The offset in memory, persisted or not."""
+        ...
+
+    async def persist(self, mqs: Iterable[MessageQueue]) -> None:
+        """Write these queues' offsets now and wait for the write to be confirmed."""
+        ...
+
+    async def persist_all(self) -> None:
+        """Write every changed offset (the periodic commit); failures are logged."""
+        ...
+
+    def remove(self, mq: MessageQueue) -> None:
+        """Forget a released queue (after `persist`)."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+class _MemoryTable:
+    """The in-memory half both stores share: latest offsets and what changed since written."""
+
+    def __init__(self) -> None:
+        self.offsets: dict[MessageQueue, int] = {}
+        self.written: dict[MessageQueue, int] = {}
+
+    def update(self, mq: MessageQueue, offset: int) -> None:
+        if offset > self.offsets.get(mq, -1):
+            self.offsets[mq] = offset
+
+    def reset(self, mq: MessageQueue, offset: int) -> None:
+        self.offsets[mq] = offset
+
+    def current(self, mq: MessageQueue) -> int | None:
+        return self.offsets.get(mq)
+
+    def changed(self, mqs: Iterable[MessageQueue] | None = None) -> dict[MessageQueue, int]:
+        keys = self.offsets if mqs is None else [m for m in mqs if m in self.offsets]
+        return {mq: self.offsets[mq] for mq in keys if self.written.get(mq) != self.offsets[mq]}
+
+    def remove(self, mq: MessageQueue) -> None:
+        self.offsets.pop(mq, None)
+        self.written.pop(mq, None)
+
+
+class RemoteOffsetStore(_MemoryTable):
+    """Clustering: offsets live on the broker that owns the queue (UPDATE_CONSUMER_OFFSET).
+
+    The periodic write is oneway, like Java's: cheap, and a lost one is repeated 5 s later.
+    `persist` waits for the broker's answer, because the next owner reads right after."""
+
+    def __init__(self, instance: ClientInstance, group: str) -> None:
+        super().__init__()
+        self.instance = instance
+        self.group = group
+
+    async def read(self, mq: MessageQueue) -> int | None:
+        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        # setZeroIfNotFound=false: see longboat.client.consume_from for 4.x brokers' answer.
+        return await self.instance.api.query_consumer_offset(
+            addr, self.group, mq, set_zero_if_not_found=False
+        )
+
+    async def _write(self, mq: MessageQueue, offset: int, *, oneway: bool) -> None:
+        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        await self.instance.api.update_consumer_offset(addr, self.group, mq, offset, oneway=oneway)
+        self.written[mq] = offset
+
+    async def persist(self, mqs: Iterable[MessageQueue]) -> None:
+        for mq, offset in self.changed(mqs).items():
+            await self._write(mq, offset, oneway=False)
+
+    async def persist_all(self) -> None:
+        for mq, offset in self.changed().items():
+            try:
+                await self._write(mq, offset, oneway=True)
+            except ClientError as exc:
+                log.warning("committing %s at %d for %s failed: %s", mq, offset, self.group, exc)
+
+    async def close(self) -> None:
+        return None
+
+
+class LocalFileOffsetStore(_MemoryTable):
+    """Broadcasting: every member consumes every queue, so each keeps its own offsets, in a
+    JSON file written atomically (temporary file, fsync, rename).
+
+    The file is locked while the store is open: two live consumers sharing one file would
+    overwrite each other's progress, so the second one is refused with a clear error."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._lock_file: IO[bytes] | None = None
+        self._loaded = False
+
+    def open(self) -> None:
+        """Take the file's lock and load it; ClientUsageError if another consumer holds it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(self.path.with_suffix(".lock"), "ab")  # noqa: SIM115 - held until close
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.close()
+            raise ClientUsageError(
+                f"offset file {self.path} is in use by another broadcasting consumer; "
+                "give each member its own instance_name or offset_store_dir"
+            ) from None
+        self._lock_file = lock
+        if self.path.exists():
+            data = json.loads(self.path.read_bytes())
+            for entry in data.get("offsets", []):
+                mq = MessageQueue(entry["topic"], entry["brokerName"], int(entry["queueId"]))
+                self.offsets[mq] = self.written[mq] = int(entry["offset"])
+        self._loaded = True
+
+    async def read(self, mq: MessageQueue) -> int | None:
+        offset = self.offsets.get(mq)
+        return self.written.get(mq) if offset is None else offset
+
+    def _write_file(self, table: dict[MessageQueue, int]) -> None:
+        entries = [
+            {"topic": mq.topic, "brokerName": mq.broker_name, "queueId": mq.queue_id, "offset": o}
+            for mq, o in sorted(table.items())
+        ]
+        data = json.dumps({"offsets": entries}, indent=1).encode()
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=self.path.name, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    async def _flush(self) -> None:
+        if not self._loaded or not self.changed():
+            return
+        # Released queues stay in the file (their offsets are still this member's progress).
+        table = dict(self.written) | dict(self.offsets)
+        await asyncio.to_thread(self._write_file, table)
+        self.written.update(table)
+
+    async def persist(self, mqs: Iterable[MessageQueue]) -> None:
+        await self._flush()
+
+    async def persist_all(self) -> None:
+        try:
+            await self._flush()
+        except OSError as exc:
+            log.warning("writing offsets to %s failed: %s", self.path, exc)
+
+    def remove(self, mq: MessageQueue) -> None:
+        # Keep the written value: the file holds the member's progress on every queue it saw.
+        self.offsets.pop(mq, None)
+
+    async def close(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None

@@ -1,0 +1,281 @@
+"""Orderly consumption: each queue's messages reach the listener one batch at a time, in order.
+
+Scheduling (the invariant "never two workers on one queue"): a queue with messages to consume
+is in `_scheduled` from the moment it is put on the ready queue until a worker finds nothing
+left to do for it; while scheduled it is never put on the ready queue again, and a worker that
+takes it off consumes one batch, then puts it back at the tail (so busy queues share the
+workers fairly) or, when suspended, after `suspend_time` by timer — still scheduled meanwhile.
+So at any moment a queue is either waiting in the ready queue, waiting on its timer, or held
+by exactly one worker.
+
+Broker locks (clustering only): a queue is consumed only while this client holds the broker's
+lock on it (LOCK_BATCH_MQ).  The lock is taken before the queue's first pull (so its start
+offset is read after the previous owner committed and unlocked), renewed for every owned queue
+every `lock_interval` (20 s), and considered stale `lock_max_age` (30 s) after the last renewal
+the broker confirmed (the broker keeps it 60 s).  `locked` is set from the broker's reply
+itself (RocketMQ #2621: a flag set only by the periodic renewal stalls new queues 20 s).  A
+released queue is committed first and unlocked after.
+
+Failures (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception): the batch goes back to the head of
+its queue with reconsume counts raised and is tried again after `suspend_time`; a message that
+reached `max_reconsume_times` (None: never, as RocketMQ's orderly default) is sent to the
+group's dead-letter queue instead and the queue moves on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from longboat.client.errors import ClientError
+from longboat.client.instance import ClientInstance
+from longboat.client.push.concurrent import Consumed
+from longboat.client.push.inflight import InFlight
+from longboat.client.push.listener import (
+    OrderlyContext,
+    OrderlyListener,
+    OrderlyResult,
+    call_listener,
+    is_async,
+)
+from longboat.client.push.process_queue import ProcessQueue
+from longboat.client.push.redelivery import DEAD_LETTER, Redelivery
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.message import MessageExt
+
+log = logging.getLogger("longboat.client.push")
+
+
+class OrderlyConsumeService:
+    def __init__(
+        self,
+        listener: OrderlyListener,
+        *,
+        instance: ClientInstance,
+        group: str,
+        workers: int,
+        batch_max: int,
+        max_reconsume_times: int | None,
+        redelivery: Redelivery | None,
+        consumed: Consumed,
+        use_broker_locks: bool,
+        suspend_time: float = 1.0,
+        lock_interval: float = 20.0,
+        lock_max_age: float = 30.0,
+        lock_retry: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.listener = listener
+        self._is_async = is_async(listener)
+        self.instance = instance
+        self.group = group
+        self.workers = workers
+        self.batch_max = batch_max
+        self.max_reconsume_times = max_reconsume_times
+        self.redelivery = redelivery
+        self._consumed = consumed
+        self.use_broker_locks = use_broker_locks
+        self.suspend_time = suspend_time
+        self.lock_interval = lock_interval
+        self.lock_max_age = lock_max_age
+        self.lock_retry = lock_retry
+        self.clock = clock
+        self.inflight = InFlight()
+        self._queues: dict[MessageQueue, ProcessQueue] = {}
+        self._ready: asyncio.Queue[MessageQueue] = asyncio.Queue()
+        self._scheduled: set[MessageQueue] = set()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-orderly")
+        self._tasks: list[asyncio.Task[None]] = []
+        self.suspended = 0
+        self.dead_lettered = 0
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._work(), name=f"orderly worker {i}")
+            for i in range(self.workers)
+        ]
+        if self.use_broker_locks:
+            self._tasks.append(asyncio.create_task(self._renew_locks(), name="orderly locks"))
+
+    async def stop(self, timeout: float) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        while not self._ready.empty():
+            self._ready.get_nowait()
+        await self.inflight.wait_all_idle(timeout)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # ------------------------------------------------------------------ queues
+
+    async def acquire(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        """Before the queue's first pull: hold its broker lock (retrying until we do)."""
+        self._queues[mq] = pq
+        if not self.use_broker_locks:
+            return
+        while mq not in await self.lock([mq]):
+            await asyncio.sleep(self.lock_retry)
+
+    async def release(self, mq: MessageQueue) -> None:
+        """After the queue's offset was committed: give the broker lock back."""
+        pq = self._queues.pop(mq, None)
+        self._scheduled.discard(mq)
+        if not self.use_broker_locks or pq is None or not pq.locked:
+            return
+        pq.locked = False
+        try:
+            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+            await self.instance.api.unlock_batch(addr, self.group, self.instance.client_id, [mq])
+        except ClientError as exc:
+            log.warning("unlocking %s for %s failed (expires on its own): %s", mq, self.group, exc)
+
+    async def lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        """LOCK_BATCH_MQ per broker; marks what the broker granted, unmarks the rest."""
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for mq in mqs:
+            by_broker.setdefault(mq.broker_name, []).append(mq)
+        granted: set[MessageQueue] = set()
+        for broker, queues in by_broker.items():
+            try:
+                addr = await self.instance.find_master_addr(broker, queues[0].topic)
+                got = await self.instance.api.lock_batch(
+                    addr, self.group, self.instance.client_id, queues
+                )
+            except ClientError as exc:
+                log.info("locking %d queue(s) on %s failed: %s", len(queues), broker, exc)
+                continue
+            granted.update(got)
+        now = self.clock()
+        for mq in mqs:
+            pq = self._queues.get(mq)
+            if pq is None:
+                continue
+            if mq in granted:
+                pq.mark_locked(now)
+            elif pq.locked:
+                log.warning("lost the broker lock on %s for %s", mq, self.group)
+                pq.locked = False
+        return granted
+
+    async def _renew_locks(self) -> None:
+        while True:
+            await asyncio.sleep(self.lock_interval)
+            owned = [mq for mq, pq in self._queues.items() if not pq.dropped]
+            if owned:
+                await self.lock(owned)
+
+    # ------------------------------------------------------------------ consuming
+
+    def submit(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        self._queues.setdefault(mq, pq)
+        self._schedule(mq)
+
+    def _schedule(self, mq: MessageQueue) -> None:
+        if mq not in self._scheduled:
+            self._scheduled.add(mq)
+            self._ready.put_nowait(mq)
+
+    def _later(self, mq: MessageQueue, delay: float) -> None:
+        """Put a (still scheduled) queue back on the ready queue after `delay`."""
+
+        def fire() -> None:
+            self._timers.discard(timer)
+            if mq in self._scheduled:
+                self._ready.put_nowait(mq)
+
+        timer = asyncio.get_running_loop().call_later(delay, fire)
+        self._timers.add(timer)
+
+    async def _work(self) -> None:
+        while True:
+            mq = await self._ready.get()
+            pq = self._queues.get(mq)
+            if pq is None or pq.dropped:
+                self._scheduled.discard(mq)
+                continue
+            if (
+                self.use_broker_locks
+                and pq.lock_expired(self.clock(), self.lock_max_age)
+                and mq not in await self.lock([mq])
+            ):
+                self._later(mq, self.lock_retry)
+                continue
+            self.inflight.begin(mq)
+            try:
+                delay = await self._consume_batch(mq, pq)
+            except Exception:
+                log.exception("orderly consumption of %s failed unexpectedly", mq)
+                delay = self.suspend_time
+            finally:
+                self.inflight.end(mq)
+            if delay is not None:
+                self._later(mq, delay)
+            elif pq.count and not pq.dropped:
+                self._ready.put_nowait(mq)
+            else:
+                self._scheduled.discard(mq)
+
+    async def _consume_batch(self, mq: MessageQueue, pq: ProcessQueue) -> float | None:
+        """Consume one batch; returns the delay before the queue's next turn (None: now)."""
+        msgs = pq.take(self.batch_max)
+        if not msgs:
+            return None
+        context = OrderlyContext(mq, suspend_time=self.suspend_time)
+        try:
+            result = await call_listener(
+                self.listener, self._is_async, self._executor, msgs, context
+            )
+        except Exception:
+            log.exception("orderly listener failed on %s at offset %d", mq, msgs[0].queue_offset)
+            result = OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        if result is None:
+            result = OrderlyResult.SUCCESS
+        if pq.dropped:
+            pq.give_back()
+            return None
+        if result is OrderlyResult.SUCCESS:
+            self._consumed(mq, pq, pq.commit())
+            return None
+        if not isinstance(result, OrderlyResult):
+            log.error("orderly listener returned %r, not an OrderlyResult: suspending", result)
+        retry = await self._dead_letter_exhausted(mq, msgs)
+        self._consumed(mq, pq, pq.give_back(retry))
+        if not retry:
+            return None
+        for msg in retry:
+            msg.reconsume_times += 1
+        self.suspended += 1
+        return context.suspend_time
+
+    async def _dead_letter_exhausted(
+        self, mq: MessageQueue, msgs: list[MessageExt]
+    ) -> list[MessageExt]:
+        """Send messages past the maximum to the DLQ; returns the ones to retry."""
+        limit = self.max_reconsume_times
+        if limit is None:
+            return msgs
+        retry = []
+        for msg in msgs:
+            if msg.reconsume_times < limit:
+                retry.append(msg)
+            elif self.redelivery is not None and await self.redelivery.redeliver(
+                mq, msg, DEAD_LETTER, limit
+            ):
+                self.dead_lettered += 1
+            elif self.redelivery is None:
+                log.error("dropping %s of %s after %d attempts", msg.msg_id, mq, limit)
+            else:
+                retry.append(msg)
+        return retry

@@ -1,0 +1,206 @@
+"""One long-polling pull task per owned queue.
+
+States of a loop (one asyncio task; `stop()` cancels it and waits, so once it returns no pull
+of this queue is in flight or will be answered into the process queue):
+
+    STARTING  -> find the start offset (stored offset, else consume_from); retried on errors
+    WAITING   -> the consumer is suspended or the process queue is over a threshold:
+                 await `room` (set by `wake()` when consumption drained the cache) — no timer
+    PULLING   -> one PULL_MESSAGE with the suspend flag in flight (the broker holds it up to
+                 `broker_suspend_timeout` until a message arrives; our timeout is longer)
+    BACKOFF   -> after an error: sleep, doubling from `error_backoff` up to `max_backoff`
+
+Outcomes of a pull: FOUND → messages into the process queue and to the consume service, pull
+again from `nextBeginOffset`; NO_NEW_MSG (the hold expired) and NO_MATCHED_MSG (only filtered
+entries) → pull again at once from `nextBeginOffset`; OFFSET_ILLEGAL → move to the broker's
+`nextBeginOffset` and record it as the committed offset when nothing before it is pending.
+
+The subscription travels with every pull (subscription flag), so pulls never depend on the
+heartbeat having reached the broker first; the committed offset rides along too (commit
+flag) in clustering mode, which saves the broker a separate update for busy queues.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from longboat.client.api import PullStatus
+from longboat.client.errors import BrokerBusyError, ClientError
+from longboat.client.instance import ClientInstance
+from longboat.client.push.process_queue import ProcessQueue
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.headers import PullMessageRequestHeader
+from longboat.protocol.message import MessageExt
+from longboat.protocol.sysflags import PullSysFlag
+from longboat.protocol.tags import TagExpression
+
+log = logging.getLogger("longboat.client.push")
+
+
+@dataclass(frozen=True, slots=True)
+class PullSettings:
+    pull_batch_size: int = 32
+    # Pause between pulls of one queue (0: pull again as soon as a result is handled).
+    pull_interval: float = 0.0
+    broker_suspend_timeout: float = 15.0
+    pull_timeout: float = 30.0
+    error_backoff: float = 1.0
+    busy_backoff: float = 0.02
+    max_backoff: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Subscription:
+    expression: TagExpression
+    version: int
+
+
+class PullLoop:
+    """Pulls one queue into its process queue for as long as the queue is owned."""
+
+    def __init__(
+        self,
+        instance: ClientInstance,
+        group: str,
+        mq: MessageQueue,
+        pq: ProcessQueue,
+        subscription: Subscription,
+        settings: PullSettings,
+        *,
+        start_offset: Callable[[], Awaitable[int]],
+        deliver: Callable[[MessageQueue, ProcessQueue, list[MessageExt]], None],
+        offset_moved: Callable[[MessageQueue, int], None],
+        commit_offset: Callable[[MessageQueue], int | None] | None,
+        running: asyncio.Event,
+    ) -> None:
+        self.instance = instance
+        self.group = group
+        self.mq = mq
+        self.pq = pq
+        self.subscription = subscription
+        self.settings = settings
+        self._start_offset = start_offset
+        self._deliver = deliver
+        self._offset_moved = offset_moved
+        self._commit_offset = commit_offset
+        self._running = running
+        self.room = asyncio.Event()
+        self.next_offset: int | None = None
+        self._task: asyncio.Task[None] | None = None
+        # Observability: how often pulls waited for room, and consecutive failures.
+        self.flow_control_waits = 0
+        self.failures = 0
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"pull {self.mq}")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is None:
+            return
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    def wake(self) -> None:
+        """The process queue shrank (or the consumer resumed): re-check the room."""
+        self.room.set()
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _run(self) -> None:
+        while self.next_offset is None:
+            try:
+                self.next_offset = await self._start_offset()
+            except ClientError as exc:
+                await self._back_off(exc)
+        self.pq.start_at(self.next_offset)
+        self.failures = 0
+        while True:
+            size = await self._wait_for_room()
+            try:
+                await self._pull_once(size)
+            except ClientError as exc:
+                await self._back_off(exc)
+                continue
+            self.failures = 0
+            if self.settings.pull_interval > 0:
+                await asyncio.sleep(self.settings.pull_interval)
+
+    async def _wait_for_room(self) -> int:
+        """Block (no request in flight) until pulling is allowed; the batch size to ask for."""
+        while True:
+            if not self._running.is_set():
+                await self._running.wait()
+                continue
+            size = self.pq.pull_size(self.settings.pull_batch_size)
+            if size > 0 and self.pq.flow_control() is None:
+                return size
+            self.flow_control_waits += 1
+            self.room.clear()
+            # Re-check after clearing: a wake() between the check and the clear is not lost.
+            if self.pq.pull_size(self.settings.pull_batch_size) > 0 and (
+                self.pq.flow_control() is None
+            ):
+                continue
+            await self.room.wait()
+
+    async def _pull_once(self, size: int) -> None:
+        assert self.next_offset is not None
+        mq, sub, s = self.mq, self.subscription, self.settings
+        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        commit = self._commit_offset(mq) if self._commit_offset is not None else None
+        header = PullMessageRequestHeader(
+            consumerGroup=self.group,
+            topic=mq.topic,
+            queueId=mq.queue_id,
+            queueOffset=self.next_offset,
+            maxMsgNums=size,
+            sysFlag=PullSysFlag.build(
+                commit_offset=commit is not None and commit > 0, suspend=True, subscription=True
+            ),
+            commitOffset=commit if commit is not None and commit > 0 else 0,
+            suspendTimeoutMillis=int(s.broker_suspend_timeout * 1000),
+            subVersion=sub.version,
+            subscription=sub.expression.expression,
+            expressionType="TAG",
+        )
+        result = await self.instance.api.pull(
+            addr, header, timeout=s.pull_timeout, tag_filter=sub.expression
+        )
+        if self.pq.dropped:
+            return
+        if result.status is PullStatus.OFFSET_ILLEGAL:
+            log.warning(
+                "pull %s for %s: offset %d is outside [%d, %d]; moving to %d",
+                mq,
+                self.group,
+                self.next_offset,
+                result.min_offset,
+                result.max_offset,
+                result.next_begin_offset,
+            )
+            self.next_offset = result.next_begin_offset
+            if self.pq.move_to(result.next_begin_offset):
+                self._offset_moved(mq, result.next_begin_offset)
+            return
+        self.next_offset = result.next_begin_offset
+        fresh = self.pq.put(result.messages) if result.messages else []
+        self.pq.skip_to(result.next_begin_offset)
+        if fresh:
+            self._deliver(mq, self.pq, fresh)
+
+    async def _back_off(self, exc: ClientError) -> None:
+        self.failures += 1
+        s = self.settings
+        base = s.busy_backoff if isinstance(exc, BrokerBusyError) else s.error_backoff
+        delay = min(s.max_backoff, base * 2 ** (self.failures - 1))
+        delay *= random.uniform(0.8, 1.2)
+        level = logging.DEBUG if isinstance(exc, BrokerBusyError) else logging.WARNING
+        log.log(level, "pull %s for %s failed, again in %.2fs: %s", self.mq, self.group, delay, exc)
+        await asyncio.sleep(delay)
