@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.topic_names import SCHEDULE_TOPIC
 from longboat.store.message_inner import MessageInner
 
-SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 
 # Longest suffix first: "ms" must win over "s".

@@ -24,3 +24,28 @@ def validate_topic(name: str) -> str | None:
     if not _LEGAL.match(name):
         return f"the topic name {name!r} has characters outside ^[%|a-zA-Z0-9_-]+$"
     return None
+
+
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+# Topics producers may not send to: the broker's own bookkeeping (TopicValidator's
+# NOT_ALLOWED_SEND_TOPIC_SET).
+NOT_ALLOWED_SEND_TOPICS: frozenset[str] = frozenset(
+    {
+        SCHEDULE_TOPIC,
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "TRANS_CHECK_MAX_TIME_TOPIC",
+        "SELF_TEST_TOPIC",
+        "OFFSET_MOVED_EVENT",
+    }
+)
+
+# Topics an admin may not create or reconfigure (TopicValidator's SYSTEM_TOPIC_SET; a broker
+# also reserves its cluster name and broker name).
+SYSTEM_TOPICS: frozenset[str] = NOT_ALLOWED_SEND_TOPICS | {
+    AUTO_CREATE_TOPIC_KEY,
+    "BenchmarkTest",
+    "RMQ_SYS_TRACE_TOPIC",
+}
