@@ -35,6 +35,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench.protocol_codec
+	$(PY) -m bench.store_bench
 
 demo: $(STAMP)
 	$(VENV)/bin/longboat demo

@@ -129,3 +129,24 @@ def test_zeroed_page_on_a_record_boundary_is_a_hole_not_the_end(
     offset, _ = placed[100]
     overwrite(root, offset, bytes(512))  # zeros exactly from a record's start: looks like the end
     reopen_and_check(root, caplog, offset, "followed by data")
+
+
+def test_a_checkpoint_pointing_inside_a_record_does_not_cut_good_records(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    root, placed = crashed_copy(tmp_path)
+    offset, size = placed[250]
+    (root / "checkpoint.json").write_text(
+        f'{{"commitLogFlushed": {offset + size // 2}, "dispatched": {offset + size // 2}}}'
+    )
+    with caplog.at_level(logging.WARNING, logger="longboat.store"):
+        store = MessageStore(_config(root))
+        store.open()
+    try:
+        assert any("not the start of a record" in r.getMessage() for r in caplog.records)
+        assert not any("cut at offset" in r.getMessage() for r in caplog.records)
+        last_offset, last_size = placed[-1]
+        assert store.max_physical_offset == last_offset + last_size
+        assert len(assert_consistent(store)) == len(placed)
+    finally:
+        store.close()

@@ -39,7 +39,17 @@ def offset_msg_id(host: str, port: int, commit_log_offset: int) -> str:
 
 
 def offset_msg_id_from_bytes(host: bytes, port: int, commit_log_offset: int) -> str:
-    return (host + struct.pack(">iq", port, commit_log_offset)).hex().upper()
+    return offset_msg_id_prefix(host, port) + offset_msg_id_suffix(commit_log_offset)
+
+
+def offset_msg_id_prefix(host: bytes, port: int) -> str:
+    """The host and port part of an offset id, for callers that make many ids of one broker
+    (the store: one per appended message) and so build it once."""
+    return (host + struct.pack(">i", port)).hex().upper()
+
+
+def offset_msg_id_suffix(commit_log_offset: int) -> str:
+    return f"{commit_log_offset & 0xFFFF_FFFF_FFFF_FFFF:016X}"
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:

@@ -216,8 +216,8 @@ def encode_record_batch(
         raise ValueError(f"topic of {len(topic)} bytes exceeds {MAX_TOPIC_BYTES_V1}")
     parts: list[bytes] = []
     sizes: list[int] = []
-    add = parts.append
     pack = _FIXED_V4.pack
+    pack_i16 = _I16.pack
     crc32 = zlib.crc32
     topic_part = bytes((len(topic),)) + topic
     fixed = _FIXED_V4.size + len(topic_part) + 2
@@ -243,22 +243,24 @@ def encode_record_batch(
                 store_timestamp=store_timestamp, store_host=store_host, store_port=store_port,
                 reconsume_times=reconsume, prepared_transaction_offset=prepared,
             )  # fmt: skip
-            add(record)
+            parts.append(record)
             sizes.append(len(record))
             phys += len(record)
             continue
-        if len(props) > MAX_PROPERTIES_BYTES:
-            raise ValueError(f"properties of {len(props)} bytes exceed {MAX_PROPERTIES_BYTES}")
-        size = fixed + len(body) + len(props)
-        add(
+        body_len = len(body)
+        props_len = len(props)
+        if props_len > MAX_PROPERTIES_BYTES:
+            raise ValueError(f"properties of {props_len} bytes exceed {MAX_PROPERTIES_BYTES}")
+        size = fixed + body_len + props_len
+        parts += (
             pack(size, MAGIC_V1, crc32(body) & 0x7FFFFFFF, queue_id, flag, qoff, phys,
                  sys_flag & ~_V6_FLAGS, born_ts, born_host, born_port, store_timestamp,
-                 store_host, store_port, reconsume, prepared, len(body))
+                 store_host, store_port, reconsume, prepared, body_len),
+            body,
+            topic_part,
+            pack_i16(props_len),
+            props,
         )  # fmt: skip
-        add(body)
-        add(topic_part)
-        add(_I16.pack(len(props)))
-        add(props)
         sizes.append(size)
         phys += size
     return b"".join(parts), sizes

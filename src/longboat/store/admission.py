@@ -14,7 +14,7 @@ from longboat.protocol.message import MAX_PROPERTIES_BYTES
 from longboat.protocol.properties import KEY_SEPARATOR, Prop, properties_to_string
 from longboat.protocol.tags import tags_code
 from longboat.protocol.topic_names import validate_topic
-from longboat.store.index import key_hash
+from longboat.store.index import key_hash, topic_seed
 from longboat.store.message_inner import MessageInner
 from longboat.store.results import PutResult, PutStatus
 
@@ -31,7 +31,7 @@ class Admitted:
     properties: list[bytes]
     tags_codes: list[int]
     # Per message, the index hashes of its KEYS and UNIQ_KEY (often one or two).
-    key_hashes: list[list[int]]
+    key_hashes: list[tuple[int, ...]]
 
 
 class Admission:
@@ -39,7 +39,8 @@ class Admission:
         self.max_message_size = max_message_size
         self._tags_codes: dict[str, int] = {}
 
-    def _tags_code(self, tags: str | None) -> int:
+    def tags_code(self, tags: str | None) -> int:
+        """The tag hash, from a small cache: a store sees few distinct tags."""
         if not tags:
             return 0
         code = self._tags_codes.get(tags)
@@ -63,8 +64,9 @@ class Admission:
         limit = self.max_message_size
         props_out: list[bytes] = []
         codes: list[int] = []
-        hashes: list[list[int]] = []
+        hashes: list[tuple[int, ...]] = []
         tag_cache = self._tags_codes
+        seed = topic_seed(topic)
         for m in msgs:
             if (
                 m.topic != topic
@@ -77,7 +79,7 @@ class Admission:
             if not props:
                 props_out.append(b"")
                 codes.append(m.tags_code or 0)
-                hashes.append([])
+                hashes.append(())
                 continue
             encoded = properties_to_string(props).encode()
             if len(encoded) > MAX_PROPERTIES_BYTES:
@@ -91,26 +93,26 @@ class Admission:
             else:
                 tags = props.get(Prop.TAGS)
                 code = tag_cache.get(tags) if tags else 0
-                codes.append(self._tags_code(tags) if code is None else code)
+                codes.append(self.tags_code(tags) if code is None else code)
             keys = props.get(Prop.KEYS)
             uniq = props.get(Prop.UNIQ_KEY)
             if keys is None and uniq is not None:  # the common case: a producer's unique id
-                hashes.append([key_hash(topic, uniq)])
+                hashes.append((key_hash(seed, uniq),))
             else:
-                hashes.append(index_hashes(topic, props))
+                hashes.append(index_hashes(seed, props))
         return Admitted(topic, topic.encode(), queue_id, props_out, codes, hashes)
 
 
-def index_hashes(topic: str, props: dict[str, str]) -> list[int]:
-    """The key-index hashes of a message: each KEYS entry and its UNIQ_KEY."""
-    out: list[int] = []
+def index_hashes(seed: int, props: dict[str, str]) -> tuple[int, ...]:
+    """The key-index hashes of a message (`seed`: its topic's): each KEYS entry and its
+    UNIQ_KEY.  (Tuples: the
+    garbage collector stops tracking tuples of ints, lists it scans forever.)"""
     keys = props.get(Prop.KEYS)
-    if keys:
-        out += [key_hash(topic, k) for k in keys.split(KEY_SEPARATOR) if k]
+    out = [key_hash(seed, k) for k in keys.split(KEY_SEPARATOR) if k] if keys else []
     uniq = props.get(Prop.UNIQ_KEY)
     if uniq:
-        out.append(key_hash(topic, uniq))
-    return out
+        out.append(key_hash(seed, uniq))
+    return tuple(out)
 
 
 def _refuse_one(m: MessageInner, topic: str, queue_id: int, limit: int) -> PutResult:

@@ -132,6 +132,21 @@ class CommitLog:
 
     # ------------------------------------------------------------------ recovery
 
+    def starts_record(self, offset: int) -> bool:
+        """Whether a scan may begin at `offset`: a segment start, the zero end of the data, or
+        a record whose own offset field says it sits there (a checkpoint that points anywhere
+        else is damaged, and scanning from it would cut good records as garbage)."""
+        seg = self.chain.find(offset)
+        if seg is None or offset == seg.start:
+            return True
+        size, magic = _SIZE_MAGIC.unpack_from(seg.mm, offset - seg.start)
+        if size == 0 or magic == BLANK_MAGIC:
+            return size == 0 or size == seg.end - offset
+        try:
+            return decode_record(seg.mm, offset - seg.start).commit_log_offset == offset
+        except ProtocolError:
+            return False
+
     def scan(self, start: int) -> LogScan:
         return LogScan(self, start)
 
@@ -191,40 +206,47 @@ class LogScan:
     def __iter__(self) -> Iterator[MessageExt]:
         chain = self._log.chain
         offset = self.end
+        while (seg := chain.find(offset)) is not None:
+            with memoryview(seg.mm) as view:
+                yield from self._scan_segment(chain, seg, view, offset)
+            if self.problem is not None or self.end < seg.end:
+                return
+            offset = seg.end
+
+    def _scan_segment(
+        self, chain: SegmentChain, seg: MappedSegment, view: memoryview, offset: int
+    ) -> Iterator[MessageExt]:
+        """Records of one segment from `offset`; leaves `end` at seg.end only when the
+        segment was closed by an end marker."""
+        capacity = seg.capacity
+        base = seg.start
+        head = _SIZE_MAGIC.unpack_from
         while True:
-            seg = chain.find(offset)
-            if seg is None:
-                last = chain.last
-                if last is not None and offset < chain.min_offset:
-                    self.problem = f"offset {offset} is below the first segment"
-                break
-            rel = offset - seg.start
-            (size,) = _SIZE.unpack_from(seg.mm, rel)
+            rel = offset - base
+            size, magic = head(view, rel)
             if size == 0:
                 self.problem = _data_after_end(chain, seg, offset)
-                break
-            magic = _SIZE.unpack_from(seg.mm, rel + 4)[0] if rel + 8 <= seg.capacity else 0
+                return
             if magic == BLANK_MAGIC:
-                if size != seg.capacity - rel:
+                if size != capacity - rel:
                     self.problem = f"end-of-segment marker at {offset} has size {size}"
-                    break
-                offset = seg.end
-                self.end = offset
-                continue
-            if size < 0 or rel + size + END_MARKER_SIZE > seg.capacity:
+                    return
+                self.end = seg.end
+                return
+            if size < 0 or rel + size + END_MARKER_SIZE > capacity:
                 self.problem = f"record at {offset} claims size {size}"
-                break
+                return
             try:
-                msg = decode_record(seg.mm, rel)
+                msg = decode_record(view, rel)
             except ProtocolError as exc:
                 self.problem = f"the record does not decode: {exc} (segment-relative)"
-                break
+                return
             if body_crc(msg.body) != msg.body_crc:
                 self.problem = f"body CRC mismatch in the record at {offset}"
-                break
+                return
             if msg.commit_log_offset != offset:
                 self.problem = f"the record at {offset} says it belongs at {msg.commit_log_offset}"
-                break
+                return
             offset += size
             self.end = offset
             yield msg

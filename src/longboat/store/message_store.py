@@ -29,7 +29,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from longboat.protocol.errors import ProtocolError
-from longboat.protocol.ids import host_bytes, offset_msg_id_from_bytes
+from longboat.protocol.ids import host_bytes, offset_msg_id_prefix, offset_msg_id_suffix
 from longboat.protocol.message import (
     POS_PHYSICALOFFSET,
     MessageExt,
@@ -37,7 +37,6 @@ from longboat.protocol.message import (
     encode_record_batch,
 )
 from longboat.protocol.properties import KEY_SEPARATOR, Prop
-from longboat.protocol.tags import tags_code
 from longboat.store.admission import Admission, Admitted
 from longboat.store.checkpoint import (
     Checkpoint,
@@ -51,7 +50,7 @@ from longboat.store.config import FlushDiskType, StoreConfig
 from longboat.store.consume_queue import ENTRY, ConsumeQueue
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
-from longboat.store.index import KeyIndex, key_hash
+from longboat.store.index import KeyIndex, key_hash, topic_seed
 from longboat.store.message_inner import MessageInner
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_read import read_queue
@@ -73,10 +72,6 @@ class _State(Enum):
     NEW = "NEW"
     OPEN = "OPEN"
     CLOSED = "CLOSED"
-
-
-def _tags_code_of(msg: MessageExt) -> int:
-    return tags_code(msg.properties.get(Prop.TAGS))
 
 
 class MessageStore:
@@ -106,6 +101,7 @@ class MessageStore:
         self._retention = RetentionPolicy(config, disk_usage)
         self._store_host = host_bytes(config.store_host)
         self._store_port = config.store_port
+        self._msg_id_prefix = offset_msg_id_prefix(self._store_host, config.store_port)
         self._last_store_ms = 0
         self._dispatched = 0
         self._dirty_queues: set[ConsumeQueue] = set()
@@ -145,6 +141,7 @@ class MessageStore:
         if short_at is not None:
             log.warning("commit log: a segment file ends early at offset %d", short_at)
             scan_from = min(scan_from, short_at - short_at % cfg.commit_log_segment_size)
+        scan_from = max(scan_from, self._log.min_offset)
         if unclean:
             log.warning("store: the last run did not close cleanly; recovering from %d", scan_from)
         self._load_queues()
@@ -202,7 +199,7 @@ class MessageStore:
             code = self._tags_code_resolver(msg)
             if code is not None:
                 return code
-        return _tags_code_of(msg)
+        return self._admission.tags_code(msg.properties.get(Prop.TAGS))
 
     def _load_queues(self) -> None:
         root = self.config.consume_queue_dir
@@ -362,8 +359,9 @@ class MessageStore:
             end,
         )
         self._dispatched = end
+        prefix = self._msg_id_prefix
         appended = [
-            AppendedRecord(phys, qoff, rsize, now, offset_msg_id_from_bytes(host, port, phys))
+            AppendedRecord(phys, qoff, rsize, now, prefix + offset_msg_id_suffix(phys))
             for phys, qoff, rsize in zip(offsets, queue_offsets, sizes, strict=True)
         ]
         durable = self._flusher.request(end) if self._sync else None
@@ -470,7 +468,8 @@ class MessageStore:
         out: list[bytes] = []
         seen: set[int] = set()
         # Ask for more than max_num: hash collisions and cut records are filtered below.
-        for phys in self._index.lookup(key_hash(topic, key), begin_ms, end_ms, max_num * 4 + 16):
+        h = key_hash(topic_seed(topic), key)
+        for phys in self._index.lookup(h, begin_ms, end_ms, max_num * 4 + 16):
             if len(out) >= max_num:
                 break
             if phys in seen:
