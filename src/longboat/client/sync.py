@@ -27,11 +27,14 @@ from longboat.client import lite_pull as _lite_pull
 from longboat.client import producer as _producer
 from longboat.client.errors import ClientUsageError
 from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
+from longboat.client.push import consumer as _push
+from longboat.client.push.listener import ConcurrentListener, OrderlyListener
+from longboat.client.push.process_queue import ProcessQueue
 from longboat.protocol.bodies import ClusterInfo, TopicRouteData
 
 T = TypeVar("T")
 
-__all__ = ["Admin", "LitePullConsumer", "LoopThread", "Producer"]
+__all__ = ["Admin", "LitePullConsumer", "LoopThread", "Producer", "PushConsumer"]
 
 
 class LoopThread:
@@ -242,3 +245,34 @@ class Admin(_Blocking):
 
     def messages_by_key(self, topic: str, key: str, **options: Any) -> list[MessageExt]:
         return self._loop.run(self._async.messages_by_key(topic, key, **options))
+
+
+class PushConsumer(_Blocking):
+    """Blocking `longboat.client.push.PushConsumer`; same arguments, same errors.
+
+    Plain-function listeners run on the consumer's own worker threads (never on the caller's
+    thread); async listeners run on the facade's loop thread."""
+
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(loop_thread)
+        self._async: _push.PushConsumer = self._loop.call(_push.PushConsumer, *args, **kwargs)
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        self._loop.call(self._async.subscribe, topic, expression)
+
+    def unsubscribe(self, topic: str) -> None:
+        self._loop.call(self._async.unsubscribe, topic)
+
+    def register_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
+    ) -> None:
+        self._loop.call(self._async.register_listener, listener, orderly=orderly)
+
+    def suspend(self) -> None:
+        self._loop.call(self._async.suspend)
+
+    def resume(self) -> None:
+        self._loop.call(self._async.resume)
+
+    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        return self._loop.call(self._async.process_queues)

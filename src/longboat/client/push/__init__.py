@@ -1,0 +1,29 @@
+"""The push consumer: messages handed to a listener, built on long-polling pulls.
+
+See `docs/consumer.md` for how the parts (rebalance, pull loop, process queue, consume
+services, offset stores) work together.
+"""
+
+from __future__ import annotations
+
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.push.consumer import MessageModel, PushConsumer
+from longboat.client.push.listener import (
+    ConcurrentContext,
+    ConsumeResult,
+    OrderlyContext,
+    OrderlyResult,
+)
+from longboat.client.push.process_queue import FlowControl, ProcessQueue
+
+__all__ = [
+    "ConcurrentContext",
+    "ConsumeFrom",
+    "ConsumeResult",
+    "FlowControl",
+    "MessageModel",
+    "OrderlyContext",
+    "OrderlyResult",
+    "ProcessQueue",
+    "PushConsumer",
+]
