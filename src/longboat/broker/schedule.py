@@ -39,12 +39,18 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from longboat.broker.delay_levels import SCHEDULE_TOPIC, DelayLevels
+from longboat.protocol import RequestCode
+from longboat.protocol.fastjson import dumps as json_dumps
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
 from longboat.store import GetStatus, MessageInner, MessageStore, PutResult, PutStatus
 from longboat.store.json_file import read_json, write_json_atomic
+
+if TYPE_CHECKING:
+    from longboat.broker.controller import BrokerController
 
 log = logging.getLogger("longboat.broker.schedule")
 
@@ -339,3 +345,23 @@ class ScheduleService:
         await loop.run_in_executor(
             None, write_json_atomic, self.progress_path, {"offsetTable": table}
         )
+
+
+def delay_offset_body(service: ScheduleService) -> bytes:
+    """GET_ALL_DELAY_OFFSET's body: the progress file's shape, `{"offsetTable": {level: n}}`."""
+    return json_dumps({"offsetTable": {str(k): v for k, v in service.offsets().items()}})
+
+
+def install(controller: BrokerController) -> None:
+    store = controller.store
+    levels = controller.delay_levels
+    service = ScheduleService(
+        store, levels, controller.put_message, store.config.config_dir / "delayOffset.json"
+    )
+    store.add_arrival_listener(service.on_arrival)
+    controller.on_start(service.start)
+    controller.on_stop(service.stop)
+    controller.router.register(
+        RequestCode.GET_ALL_DELAY_OFFSET,
+        lambda conn, cmd: cmd.make_response(body=delay_offset_body(service)),
+    )

@@ -1,0 +1,151 @@
+"""Admin codes: topics, consumer progress, runtime figures, group settings.
+
+UPDATE_AND_CREATE_TOPIC (17) creates or reconfigures a topic and re-registers with the name
+servers at once, so its route exists when the call returns; system topics and the broker's
+own cluster and broker names are refused.  GET_ALL_TOPIC_CONFIG (21) is the topic table with
+its data version.  GET_CONSUME_STATS (208) is, per queue of the group's topics, where the queue
+ends, where the group is, and when the last consumed message was stored (lag time).
+GET_BROKER_RUNTIME_INFO (28) is a small table of figures.  UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
+(200) stores a group's retry settings (retryQueueNums, retryMaxTimes) for send-back.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import (
+    ConsumeStats,
+    MessageQueue,
+    OffsetWrapper,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    encode_kv_table,
+)
+from longboat.protocol.codes import VERSION_4_9_8
+from longboat.protocol.headers import CreateTopicRequestHeader, GetConsumeStatsRequestHeader
+from longboat.protocol.topic_names import SYSTEM_TOPICS, validate_topic
+from longboat.remoting import Connection
+
+if TYPE_CHECKING:
+    from longboat.broker.controller import BrokerController
+
+BROKER_VERSION_DESC = "V4_9_8"
+
+
+class AdminProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        self.boot_ms = int(time.time() * 1000)
+
+    # ------------------------------------------------------------------ topics
+
+    def topic_refusal(self, topic: str) -> str | None:
+        """Why an admin may not create `topic`, None when it may."""
+        cfg = self.controller.config
+        if topic in (cfg.broker_cluster_name, cfg.broker_name):
+            return f"the topic {topic!r} is the broker's cluster or broker name, a reserved word"
+        problem = validate_topic(topic)
+        if problem is not None:
+            return problem
+        if topic in SYSTEM_TOPICS:
+            return f"the topic {topic!r} is a system topic"
+        return None
+
+    async def create_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = CreateTopicRequestHeader.from_ext(cmd.ext_fields)
+        refusal = self.topic_refusal(header.topic)
+        if refusal is None and min(header.readQueueNums, header.writeQueueNums) < 1:
+            refusal = (
+                f"a topic needs at least one queue (read {header.readQueueNums}, "
+                f"write {header.writeQueueNums})"
+            )
+        if refusal is not None:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, refusal)
+        config = TopicConfig(
+            topic_name=header.topic,
+            read_queue_nums=header.readQueueNums,
+            write_queue_nums=header.writeQueueNums,
+            perm=header.perm,
+            topic_filter_type=header.topicFilterType,
+            topic_sys_flag=header.topicSysFlag or 0,
+            order=header.order,
+        )
+        self.controller.topics.create_topic(config)
+        await self.controller.register_now()
+        return cmd.make_response()
+
+    def all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        table = self.controller.store.topic_configs
+        wrapper = TopicConfigSerializeWrapper(table.all(), table.data_version)
+        return cmd.make_response(body=wrapper.to_json())
+
+    # ------------------------------------------------------------------ consumers
+
+    def consume_stats(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = GetConsumeStatsRequestHeader.from_ext(cmd.ext_fields)
+        return cmd.make_response(
+            body=self.consume_stats_of(header.consumerGroup, header.topic).to_json()
+        )
+
+    def consume_stats_of(self, group: str, topic: str | None) -> ConsumeStats:
+        """Per queue of `topic` (or of every topic the group committed offsets for)."""
+        ctl = self.controller
+        store, offsets = ctl.store, ctl.offsets
+        topics = [topic] if topic else sorted(offsets.snapshot().get(group, {}))
+        stats = ConsumeStats()
+        for name in topics:
+            config = store.topic_configs.get(name)
+            if config is None:
+                continue
+            committed = offsets.queue_offsets(group, name)
+            for queue_id in range(config.write_queue_nums):
+                consumer_offset = max(committed.get(queue_id, 0), 0)
+                last = 0
+                if consumer_offset > 0:
+                    last = store.store_time_at(name, queue_id, consumer_offset - 1) or 0
+                mq = MessageQueue(name, ctl.config.broker_name, queue_id)
+                stats.offset_table[mq] = OffsetWrapper(
+                    broker_offset=max(store.max_offset(name, queue_id), 0),
+                    consumer_offset=consumer_offset,
+                    last_timestamp=last,
+                )
+        return stats
+
+    def update_subscription_group(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        config = SubscriptionGroupConfig.from_json(cmd.body)
+        if not config.group_name:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "the group name is blank")
+        self.controller.subscription_groups.put(config)
+        return cmd.make_response()
+
+    # ------------------------------------------------------------------ figures
+
+    def runtime_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        store = self.controller.store
+        table = {
+            "brokerVersionDesc": BROKER_VERSION_DESC,
+            "brokerVersion": str(VERSION_4_9_8),
+            "bootTimestamp": str(self.boot_ms),
+            "commitLogMinOffset": str(store.min_physical_offset),
+            "commitLogMaxOffset": str(store.max_physical_offset),
+            "dispatchBehindBytes": str(
+                store.max_physical_offset - store.dispatched_physical_offset
+            ),
+            "commitLogDiskBytes": str(store.disk_bytes),
+        }
+        return cmd.make_response(body=encode_kv_table(table))
+
+
+def install(controller: BrokerController) -> None:
+    admin = AdminProcessor(controller)
+    router = controller.router
+    router.register(RequestCode.UPDATE_AND_CREATE_TOPIC, admin.create_topic)
+    router.register(RequestCode.GET_ALL_TOPIC_CONFIG, admin.all_topic_config)
+    router.register(RequestCode.GET_CONSUME_STATS, admin.consume_stats)
+    router.register(RequestCode.GET_BROKER_RUNTIME_INFO, admin.runtime_info)
+    router.register(
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, admin.update_subscription_group
+    )

@@ -1,0 +1,137 @@
+"""CONSUMER_SEND_MSG_BACK over the wire: retry copies through the delay ladder with rising
+reconsume times and the properties clients need, then straight to the DLQ."""
+
+from __future__ import annotations
+
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import SubscriptionGroupConfig
+from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader
+from longboat.protocol.message import MessageExt, decode_record
+from longboat.protocol.properties import Prop
+from longboat.remoting import RemotingClient
+from longboat.store import MessageInner
+
+from .extras_host import ExtrasHost, client, extras  # noqa: F401
+
+GROUP = "g1"
+RETRY = f"%RETRY%{GROUP}"
+DLQ = f"%DLQ%{GROUP}"
+
+
+async def send_back(
+    client: RemotingClient,  # noqa: F811
+    host: ExtrasHost,
+    msg: MessageExt,
+    *,
+    delay_level: int = 0,
+    max_times: int | None = 3,
+    version: int | None = None,
+) -> RemotingCommand:
+    header = ConsumerSendMsgBackRequestHeader(
+        offset=msg.commit_log_offset,
+        group=GROUP,
+        delayLevel=delay_level,
+        originMsgId=msg.offset_msg_id,
+        originTopic=msg.topic,
+        maxReconsumeTimes=max_times,
+    )
+    cmd = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+    if version is not None:
+        cmd.version = version
+    return await client.request(host.broker_addr, cmd, timeout=10)
+
+
+async def produce(host: ExtrasHost, topic: str = "T") -> MessageExt:
+    props = {Prop.TAGS: "TagA", Prop.KEYS: "order-1", Prop.UNIQ_KEY: "U1"}
+    result = await host.put_message(MessageInner(topic, 0, b"payload", props))
+    assert result.ok
+    msg = host.store.read_message(result.records[0].commit_log_offset)
+    assert msg is not None
+    return msg
+
+
+def message_at(host: ExtrasHost, topic: str, offset: int) -> MessageExt:
+    got = host.store.get_messages(topic, 0, offset, 1)
+    assert got.queue_offsets == [offset], got.status
+    return decode_record(got.records[0])
+
+
+async def test_retries_climb_the_ladder_then_land_in_the_dlq_at_once(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    original = await produce(extras)
+    current = original
+    for attempt in range(3):
+        response = await send_back(client, extras, current)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        assert extras.store.max_offset(RETRY, 0) == attempt  # delayed, not there yet
+        await extras.wait_queue(RETRY, 0, attempt + 1)
+        retried = message_at(extras, RETRY, attempt)
+        assert retried.body == b"payload"
+        assert retried.reconsume_times == attempt + 1
+        assert retried.properties[Prop.RETRY_TOPIC] == "T"
+        assert retried.properties[Prop.ORIGIN_MESSAGE_ID] == original.offset_msg_id
+        assert retried.properties[Prop.TAGS] == "TagA"
+        assert retried.properties[Prop.UNIQ_KEY] == "U1"
+        assert Prop.DELAY not in retried.properties
+        # Level 3 + reconsume times: each wait is one rung longer than the one before.
+        waited = retried.store_timestamp - current.store_timestamp
+        assert waited >= extras.delay_levels.delay_ms(3 + attempt)
+        current = retried
+
+    response = await send_back(client, extras, current)
+    assert response.code == ResponseCode.SUCCESS
+    # Stored before the answer: no trip through the schedule topic (RocketMQ #2724).
+    assert extras.store.max_offset(DLQ, 0) == 1
+    dead = message_at(extras, DLQ, 0)
+    assert dead.reconsume_times == 4
+    assert dead.properties[Prop.RETRY_TOPIC] == "T"
+    assert dead.properties[Prop.ORIGIN_MESSAGE_ID] == original.offset_msg_id
+    assert Prop.DELAY not in dead.properties
+    assert extras.topics.table.get(DLQ) is not None
+
+
+async def test_negative_level_goes_straight_to_the_dlq(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    msg = await produce(extras)
+    response = await send_back(client, extras, msg, delay_level=-1)
+    assert response.code == ResponseCode.SUCCESS
+    assert extras.store.max_offset(DLQ, 0) == 1
+    assert extras.store.max_offset(RETRY, 0) == 0
+
+
+async def test_explicit_level_is_honoured(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    msg = await produce(extras)
+    assert (await send_back(client, extras, msg, delay_level=1)).code == ResponseCode.SUCCESS
+    await extras.wait_queue(RETRY, 0, 1)
+    retried = message_at(extras, RETRY, 0)
+    assert retried.store_timestamp - msg.store_timestamp >= extras.delay_levels.delay_ms(1)
+
+
+async def test_old_clients_get_the_group_limit(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    """Below version 3.4.9 the header's limit is ignored: the group's retryMaxTimes rules."""
+    extras.subscription_groups.put(SubscriptionGroupConfig(GROUP, retry_max_times=0))
+    msg = await produce(extras)
+    response = await send_back(client, extras, msg, max_times=16, version=100)
+    assert response.code == ResponseCode.SUCCESS
+    assert extras.store.max_offset(DLQ, 0) == 1
+
+
+async def test_unknown_offset_is_a_system_error(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    await produce(extras)
+    bogus = MessageExt(topic="T", body=b"", commit_log_offset=123_456)
+    response = await send_back(client, extras, bogus)
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert "123456" in (response.remark or "")
