@@ -125,8 +125,8 @@ def append_sync(msgs: list[MessageInner], writers: int) -> Callable[[MessageStor
 def encoded_records(msgs: list[MessageInner]) -> bytes:
     items = [
         (m.body, properties_to_string(m.properties).encode(), 0, 0, m.born_timestamp, HOST,
-         m.born_port, 0, 0, i)
-        for i, m in enumerate(msgs)
+         m.born_port, 0, 0)
+        for m in msgs
     ]  # fmt: skip
     data, _ = encode_record_batch(
         topic=b"BenchTopic",
@@ -136,6 +136,7 @@ def encoded_records(msgs: list[MessageInner]) -> bytes:
         store_host=HOST,
         store_port=10911,
         items=items,
+        queue_offsets=list(range(len(items))),
     )
     return data
 

@@ -18,7 +18,6 @@ ITEM_FIELDS = (
     "born_port",
     "reconsume_times",
     "prepared_transaction_offset",
-    "queue_offset",
 )
 hosts = st.sampled_from([b"\x7f\x00\x00\x01", b"\x0a\x01\x02\x03", bytes(range(16))])
 ints = st.integers(min_value=0, max_value=2**31 - 1)
@@ -32,7 +31,6 @@ items = st.tuples(
     hosts,
     st.integers(min_value=0, max_value=65535),
     st.integers(min_value=0, max_value=16),
-    longs,
     longs,
 )
 
@@ -64,10 +62,11 @@ def test_batch_encoding_equals_record_encoding(
         store_host=store_host,
         store_port=store_port,
         items=batch,
+        queue_offsets=list(range(7, 7 + len(batch))),
     )
     expected = []
     phys = start
-    for item in batch:
+    for qoff, item in enumerate(batch, start=7):
         record = encode_record(
             topic=topic,
             queue_id=queue_id,
@@ -75,6 +74,7 @@ def test_batch_encoding_equals_record_encoding(
             store_timestamp=store_ts,
             store_host=store_host,
             store_port=store_port,
+            queue_offset=qoff,
             **dict(zip(ITEM_FIELDS, item, strict=True)),
         )
         expected.append(record)

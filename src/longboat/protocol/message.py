@@ -192,8 +192,8 @@ def encode_record(
 
 
 # One message of `encode_record_batch`: body, properties (UTF-8), flag, sys_flag, born
-# timestamp, born host, born port, reconsume times, prepared transaction offset, queue offset.
-BatchRecordFields = tuple[bytes, bytes, int, int, int, bytes, int, int, int, int]
+# timestamp, born host, born port, reconsume times, prepared transaction offset.
+BatchRecordFields = tuple[bytes, bytes, int, int, int, bytes, int, int, int]
 
 
 def encode_record_batch(
@@ -205,6 +205,7 @@ def encode_record_batch(
     store_host: bytes,
     store_port: int,
     items: list[BatchRecordFields],
+    queue_offsets: list[int],
 ) -> tuple[bytes, list[int]]:
     """Records for consecutive commit-log offsets from `commit_log_offset`, back to back, and
     their sizes: the same bytes as `encode_record` per item, at a third of the cost.
@@ -233,8 +234,7 @@ def encode_record_batch(
         born_port,
         reconsume,
         prepared,
-        qoff,
-    ) in items:
+    ), qoff in zip(items, queue_offsets, strict=True):
         if v6 or len(born_host) != 4:
             record = encode_record(
                 topic=topic, body=body, properties=props, queue_id=queue_id, flag=flag,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from longboat.protocol.message import MAX_PROPERTIES_BYTES
+from longboat.protocol.message import MAX_PROPERTIES_BYTES, BatchRecordFields
 from longboat.protocol.properties import KEY_SEPARATOR, Prop, properties_to_string
 from longboat.protocol.tags import tags_code
 from longboat.protocol.topic_names import validate_topic
@@ -19,6 +19,9 @@ from longboat.store.message_inner import MessageInner
 from longboat.store.results import PutResult, PutStatus
 
 _TAGS_CACHE_LIMIT = 4096
+_TRANSACTION_MASK = 0xC
+# Plain messages and committed halves of transactions go into consume queues.
+_CONSUMABLE = (0x0, 0x8)
 
 
 @dataclass(slots=True)
@@ -28,7 +31,11 @@ class Admitted:
     topic: str
     topic_bytes: bytes
     queue_id: int
-    properties: list[bytes]
+    # Per message, the record fields `encode_record_batch` takes (properties encoded).
+    items: list[BatchRecordFields]
+    # Per message, whether it gets a queue entry (not the prepared or rolled-back half of a
+    # transaction); None when every message does, the common case.
+    consumable: list[bool] | None
     tags_codes: list[int]
     # Per message, the index hashes of its KEYS and UNIQ_KEY (often one or two).
     key_hashes: list[tuple[int, ...]]
@@ -62,7 +69,8 @@ class Admission:
         if not isinstance(queue_id, int) or queue_id < 0:
             return _illegal(f"queue id {queue_id!r} is not a non-negative integer")
         limit = self.max_message_size
-        props_out: list[bytes] = []
+        items: list[BatchRecordFields] = []
+        plain_flags: list[bool] = []
         codes: list[int] = []
         hashes: list[tuple[int, ...]] = []
         tag_cache = self._tags_codes
@@ -75,19 +83,23 @@ class Admission:
                 or len(m.born_host) not in (4, 16)
             ):
                 return _refuse_one(m, topic, queue_id, limit)
+            sys_flag = m.sys_flag
+            plain_flags.append(sys_flag & _TRANSACTION_MASK in _CONSUMABLE)
             props = m.properties
-            if not props:
-                props_out.append(b"")
-                codes.append(m.tags_code or 0)
-                hashes.append(())
-                continue
-            encoded = properties_to_string(props).encode()
+            encoded = properties_to_string(props).encode() if props else b""
             if len(encoded) > MAX_PROPERTIES_BYTES:
                 return PutResult(
                     PutStatus.PROPERTIES_SIZE_EXCEEDED,
                     error=f"properties of {len(encoded)} bytes exceed {MAX_PROPERTIES_BYTES}",
                 )
-            props_out.append(encoded)
+            items.append(
+                (m.body, encoded, m.flag, sys_flag, m.born_timestamp, m.born_host, m.born_port,
+                 m.reconsume_times, m.prepared_transaction_offset)
+            )  # fmt: skip
+            if not props:
+                codes.append(m.tags_code or 0)
+                hashes.append(())
+                continue
             if m.tags_code is not None:
                 codes.append(m.tags_code)
             else:
@@ -100,7 +112,8 @@ class Admission:
                 hashes.append((key_hash(seed, uniq),))
             else:
                 hashes.append(index_hashes(seed, props))
-        return Admitted(topic, topic.encode(), queue_id, props_out, codes, hashes)
+        consumable = None if all(plain_flags) else plain_flags
+        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes, hashes)
 
 
 def index_hashes(seed: int, props: dict[str, str]) -> tuple[int, ...]:

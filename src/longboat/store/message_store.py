@@ -64,8 +64,6 @@ log = logging.getLogger("longboat.store")
 ArrivalListener = Callable[[str, int, int, int, dict[str, str]], None]
 
 _PHYS = struct.Struct(">q")
-_TRANSACTION_MASK = 0xC
-_TRANSACTION_COMMIT = 0x8
 
 
 class _State(Enum):
@@ -279,7 +277,7 @@ class MessageStore:
             return PutResult(PutStatus.UNKNOWN_ERROR, error=f"append failed: {exc}")
         listeners = self._listeners
         if listeners:
-            self._notify(listeners, topic, queue_id, new_max, msgs, admitted.tags_codes)
+            self._notify(listeners, topic, queue_id, new_max, msgs, admitted)
         return result
 
     def _append(self, msgs: list[MessageInner], admitted: Admitted) -> PutResult:
@@ -293,14 +291,13 @@ class MessageStore:
         commit_log = self._log
         start = commit_log.write_offset
         first_queue_offset = cq.max_offset
-        if all(m.sys_flag & _TRANSACTION_MASK in (0, _TRANSACTION_COMMIT) for m in msgs):
-            consumable = None
+        consumable = admitted.consumable
+        if consumable is None:
             queue_offsets: list[int] = list(
                 range(first_queue_offset, first_queue_offset + len(msgs))
             )
         else:
             # Prepared and rolled-back halves of transactions get no queue entry (offset 0).
-            consumable = [m.sys_flag & _TRANSACTION_MASK in (0, _TRANSACTION_COMMIT) for m in msgs]
             queue_offsets = []
             next_offset = first_queue_offset
             for plain in consumable:
@@ -314,12 +311,9 @@ class MessageStore:
             store_timestamp=now,
             store_host=host,
             store_port=port,
-            items=[
-                (m.body, props, m.flag, m.sys_flag, m.born_timestamp, m.born_host, m.born_port,
-                 m.reconsume_times, m.prepared_transaction_offset, qoff)
-                for m, props, qoff in zip(msgs, admitted.properties, queue_offsets, strict=True)
-            ],
-        )  # fmt: skip
+            items=admitted.items,
+            queue_offsets=queue_offsets,
+        )
         size = len(data)
         if size > commit_log.max_record_size:
             return PutResult(
@@ -374,11 +368,12 @@ class MessageStore:
         queue_id: int,
         new_max: int,
         msgs: list[MessageInner],
-        codes: list[int],
+        admitted: Admitted,
     ) -> None:
         seen: set[int] = set()
-        for m, code in zip(msgs, codes, strict=True):
-            if code in seen or m.sys_flag & _TRANSACTION_MASK not in (0, _TRANSACTION_COMMIT):
+        consumable = admitted.consumable
+        for i, (m, code) in enumerate(zip(msgs, admitted.tags_codes, strict=True)):
+            if code in seen or (consumable is not None and not consumable[i]):
                 continue
             seen.add(code)
             for listener in listeners:
