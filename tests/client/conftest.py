@@ -29,3 +29,12 @@ def namesrv(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def namesrv_no_autocreate(request: pytest.FixtureRequest) -> str:
     return _namesrv(request, auto_create_topic=False)
+
+
+# Retry and delay levels of 100 ms each, so retry/DLQ tests take a second, not minutes.
+SHORT_DELAY_LEVELS = " ".join(["100ms"] * 18)
+
+
+@pytest.fixture
+def namesrv_short_delays(request: pytest.FixtureRequest) -> str:
+    return _namesrv(request, message_delay_level=SHORT_DELAY_LEVELS)
