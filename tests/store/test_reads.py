@@ -167,3 +167,12 @@ def test_topics_and_queue_ids(store: MessageStore) -> None:
     assert store.topics() == ["A", "B"]
     assert store.queue_ids("B") == [1, 3]
     assert store.queue_ids("missing") == []
+
+
+def test_raw_log_range_reads(store: MessageStore) -> None:
+    results = [store.put_message(message(body=b"%d" % i)).records[0] for i in range(3)]
+    first, last = results[0], results[-1]
+    span = last.commit_log_offset + last.size - first.commit_log_offset
+    raw = store.read_log(first.commit_log_offset, span)
+    assert [m.body for m in decode_records(raw)] == [b"0", b"1", b"2"]
+    assert store.read_log(store.max_physical_offset, 1) is None

@@ -452,6 +452,11 @@ class MessageStore:
         """The stored record at a commit-log offset, None when no record starts there."""
         return self._log.read_record(commit_log_offset)
 
+    def read_log(self, commit_log_offset: int, size: int) -> bytes | None:
+        """Raw commit-log bytes (within one segment), for replication and tools; None when
+        the range is not (or no longer) in the log."""
+        return self._log.read(commit_log_offset, size)
+
     def read_message(self, commit_log_offset: int) -> MessageExt | None:
         return self._log.decode_at(commit_log_offset)
 
