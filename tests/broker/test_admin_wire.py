@@ -1,0 +1,141 @@
+"""Admin codes over the wire: topic creation and its refusals, the topic table, consume stats,
+runtime figures, group settings that send-back then follows."""
+
+from __future__ import annotations
+
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import (
+    ConsumeStats,
+    MessageQueue,
+    SubscriptionGroupConfig,
+    TopicConfigSerializeWrapper,
+)
+from longboat.protocol.fastjson import loads
+from longboat.protocol.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+)
+from longboat.remoting import RemotingClient
+from longboat.store import MessageInner
+
+from .extras_host import ExtrasHost, client, extras  # noqa: F401
+
+
+async def call(
+    client: RemotingClient,  # noqa: F811
+    host: ExtrasHost,
+    code: int,
+    ext: dict[str, str] | None = None,
+    body: bytes = b"",
+) -> RemotingCommand:
+    cmd = RemotingCommand.request(code, ext, body)
+    return await client.request(host.broker_addr, cmd, timeout=5)
+
+
+def create(topic: str, queues: int = 4, perm: int = 6) -> dict[str, str]:
+    return CreateTopicRequestHeader(
+        topic=topic,
+        defaultTopic="TBW102",
+        readQueueNums=queues,
+        writeQueueNums=queues,
+        perm=perm,
+    ).to_ext()
+
+
+async def test_create_topic_registers_and_shows_in_the_table(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    response = await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Orders", 3))
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    assert extras.registrations == 1
+
+    response = await call(client, extras, RequestCode.GET_ALL_TOPIC_CONFIG)
+    wrapper = TopicConfigSerializeWrapper.from_json(response.body)
+    orders = wrapper.topic_config_table["Orders"]
+    assert (orders.read_queue_nums, orders.write_queue_nums, orders.perm) == (3, 3, 6)
+    assert wrapper.data_version.counter >= 1
+
+    # Updating is the same call.
+    await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Orders", 8, perm=4))
+    assert extras.store.topic_configs.get("Orders").write_queue_nums == 8  # type: ignore[union-attr]
+
+
+async def test_reserved_and_bad_topic_names_are_refused(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    for name in ("SCHEDULE_TOPIC_XXXX", "TBW102", "DefaultCluster", "broker-a", "bad topic"):
+        response = await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create(name))
+        assert response.code == ResponseCode.SYSTEM_ERROR, name
+        assert response.remark
+        assert extras.store.topic_configs.get(name) is None
+    response = await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Z", 0))
+    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert extras.registrations == 0
+
+
+async def test_consume_stats_per_queue(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("T", 2))
+    for i in range(5):
+        await extras.put_message(MessageInner("T", i % 2, b"x", {}))
+    extras.offsets.commit("g", "T", 0, 2)
+    stored_at = extras.store.store_time_at("T", 0, 1)
+
+    response = await call(
+        client, extras, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader("g").to_ext()
+    )
+    stats = ConsumeStats.from_json(response.body)
+    q0, q1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
+    assert set(stats.offset_table) == {q0, q1}
+    assert stats.offset_table[q0].broker_offset == 3
+    assert stats.offset_table[q0].consumer_offset == 2
+    assert stats.offset_table[q0].last_timestamp == stored_at
+    assert (stats.offset_table[q1].broker_offset, stats.offset_table[q1].consumer_offset) == (2, 0)
+    # Standard JSON: a list of entries, not fastjson's object keys.
+    assert isinstance(loads(response.body)["offsetTable"], list)
+
+    response = await call(
+        client,
+        extras,
+        RequestCode.GET_CONSUME_STATS,
+        GetConsumeStatsRequestHeader("nobody", "T").to_ext(),
+    )
+    stats = ConsumeStats.from_json(response.body)
+    assert {w.consumer_offset for w in stats.offset_table.values()} == {0}
+
+
+async def test_runtime_info_is_a_kv_table(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    response = await call(client, extras, RequestCode.GET_BROKER_RUNTIME_INFO)
+    table = loads(response.body)["table"]
+    assert table["brokerVersionDesc"] == "V4_9_8"
+    assert table["dispatchBehindBytes"] == "0"
+    assert int(table["commitLogMaxOffset"]) == extras.store.max_physical_offset
+
+
+async def test_group_settings_are_stored_and_followed_by_send_back(
+    extras: ExtrasHost,  # noqa: F811
+    client: RemotingClient,  # noqa: F811
+) -> None:
+    body = SubscriptionGroupConfig("g", retry_queue_nums=0).to_json()
+    response = await call(
+        client, extras, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body
+    )
+    assert response.code == ResponseCode.SUCCESS
+    assert extras.subscription_groups.get("g").retry_queue_nums == 0
+    saved = loads(extras.subscription_groups.path.read_bytes())
+    assert saved["subscriptionGroupTable"]["g"]["retryQueueNums"] == 0
+
+    # retryQueueNums 0: RocketMQ's "no retries" switch — accepted and dropped.
+    result = await extras.put_message(MessageInner("T", 0, b"x", {}))
+    header = ConsumerSendMsgBackRequestHeader(result.records[0].commit_log_offset, "g", 0)
+    response = await call(client, extras, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+    assert response.code == ResponseCode.SUCCESS
+    assert extras.store.topics() == ["T"]
