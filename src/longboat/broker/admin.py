@@ -30,13 +30,13 @@ from longboat.protocol.topic_names import SYSTEM_TOPICS, validate_topic
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import FeatureHost
 
 BROKER_VERSION_DESC = "V4_9_8"
 
 
 class AdminProcessor:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: FeatureHost) -> None:
         self.controller = controller
         self.boot_ms = int(time.time() * 1000)
 
@@ -139,7 +139,7 @@ class AdminProcessor:
         return cmd.make_response(body=encode_kv_table(table))
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: FeatureHost) -> None:
     admin = AdminProcessor(controller)
     router = controller.router
     router.register(RequestCode.UPDATE_AND_CREATE_TOPIC, admin.create_topic)

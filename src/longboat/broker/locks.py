@@ -34,7 +34,7 @@ from longboat.protocol.bodies import LockBatchRequest, MessageQueue, encode_lock
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import FeatureHost
 
 # rocketmq.broker.rebalance.lockMaxLiveTime
 LOCK_MAX_LIVE_S = 60.0
@@ -128,7 +128,7 @@ class LockProcessor:
 _EXPIRE_EVERY_S = 60.0
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: FeatureHost) -> None:
     processor = LockProcessor(QueueLockTable())
     controller.router.register(RequestCode.LOCK_BATCH_MQ, processor.lock_batch)
     controller.router.register(RequestCode.UNLOCK_BATCH_MQ, processor.unlock_batch)

@@ -22,7 +22,7 @@ from longboat.remoting import Connection
 from longboat.store import MessageStore
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import FeatureHost
 
 # RocketMQ's defaultQueryMaxNum: what a unique-key query gets whatever it asked, and the cap
 # on a key query (the store's maxMsgsNumBatch is 64; a reply of 32 whole records is plenty).
@@ -66,7 +66,7 @@ class LookupProcessor:
         return cmd.make_response(ext_fields=ext, body=b"".join(records))
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: FeatureHost) -> None:
     processor = LookupProcessor(controller.store)
     controller.router.register(RequestCode.VIEW_MESSAGE_BY_ID, processor.view_by_id)
     controller.router.register(RequestCode.QUERY_MESSAGE, processor.query_by_key)

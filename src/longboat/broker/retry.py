@@ -30,7 +30,7 @@ from longboat.remoting import Connection
 from longboat.store import MessageInner, PutStatus
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import FeatureHost
     from longboat.broker.subscription_groups import SubscriptionGroupTable
 
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
@@ -65,7 +65,7 @@ def max_reconsume_times(
 
 
 def route_retry_send(
-    controller: BrokerController,
+    controller: FeatureHost,
     msg: MessageInner,
     *,
     reconsume_times: int | None,
@@ -91,7 +91,7 @@ def route_retry_send(
 
 
 class SendBackProcessor:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: FeatureHost) -> None:
         self.controller = controller
 
     async def send_back(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -146,6 +146,6 @@ class SendBackProcessor:
         )
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: FeatureHost) -> None:
     processor = SendBackProcessor(controller)
     controller.router.register(RequestCode.CONSUMER_SEND_MSG_BACK, processor.send_back)

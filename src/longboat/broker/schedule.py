@@ -50,7 +50,7 @@ from longboat.store import GetStatus, MessageInner, MessageStore, PutResult, Put
 from longboat.store.json_file import read_json, write_json_atomic
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import FeatureHost
 
 log = logging.getLogger("longboat.broker.schedule")
 
@@ -352,7 +352,7 @@ def delay_offset_body(service: ScheduleService) -> bytes:
     return json_dumps({"offsetTable": {str(k): v for k, v in service.offsets().items()}})
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: FeatureHost) -> None:
     store = controller.store
     levels = controller.delay_levels
     service = ScheduleService(

@@ -1,0 +1,75 @@
+"""What a broker feature module needs from the composition root, and nothing more.
+
+Feature modules (retry, schedule, locks, lookups, admin) each expose
+`install(host: FeatureHost) -> None`, which registers request handlers on `host.router`, store
+arrival listeners, start/stop hooks and periodic jobs.  They are typed against this protocol
+rather than the controller class, so the controller stays the one place that knows every
+module, and tests can install a feature on any object that offers these members.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from longboat.broker.delay_levels import DelayLevels
+from longboat.broker.subscription_groups import SubscriptionGroupTable
+from longboat.protocol.bodies import TopicConfig
+from longboat.remoting import Router
+from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
+
+
+class BrokerIdentity(Protocol):
+    broker_name: str
+    broker_cluster_name: str
+
+
+class TopicCreator(Protocol):
+    def ensure_retry_topic(self, group: str) -> TopicConfig:
+        """`%RETRY%<group>`, created (and registered) on first use."""
+        ...
+
+    def ensure_dlq_topic(self, group: str) -> TopicConfig:
+        """`%DLQ%<group>`, created (and registered) on first use."""
+        ...
+
+    def create_topic(self, config: TopicConfig) -> None:
+        """Create or replace a topic's config (the caller re-registers)."""
+        ...
+
+
+class FeatureHost(Protocol):
+    @property
+    def config(self) -> BrokerIdentity: ...
+    @property
+    def store(self) -> MessageStore: ...
+    @property
+    def router(self) -> Router: ...
+    @property
+    def topics(self) -> TopicCreator: ...
+    @property
+    def offsets(self) -> ConsumerOffsetTable: ...
+    @property
+    def subscription_groups(self) -> SubscriptionGroupTable: ...
+    @property
+    def delay_levels(self) -> DelayLevels: ...
+
+    def put_message(self, msg: MessageInner) -> Awaitable[PutResult]:
+        """Store as the send path does: DELAY → schedule topic, SYNC_FLUSH waited for."""
+        ...
+
+    def register_now(self) -> Awaitable[None]:
+        """Register with the name servers at once (after a topic change)."""
+        ...
+
+    def on_start(self, hook: Callable[[], None]) -> None:
+        """Run `hook` on the event loop once the store is open, before serving."""
+        ...
+
+    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+        """Await `hook` at shutdown after the server stops accepting, before the store closes."""
+        ...
+
+    def add_periodic(self, interval_s: float, job: Callable[[], object]) -> None:
+        """Run `job` every `interval_s` seconds while the broker runs."""
+        ...
