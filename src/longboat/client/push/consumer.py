@@ -33,7 +33,7 @@ from enum import Enum
 from pathlib import Path
 
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from longboat.client.consume_from import ConsumeFrom, offset_for
+from longboat.client.consume_from import RETRY_TOPIC_PREFIX, ConsumeFrom, offset_for
 from longboat.client.errors import ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
@@ -44,7 +44,11 @@ from longboat.client.push.offset_store import LocalFileOffsetStore, OffsetStore,
 from longboat.client.push.orderly import OrderlyConsumeService
 from longboat.client.push.process_queue import FlowLimits, MiB, ProcessQueue
 from longboat.client.push.pull_loop import PullLoop, PullSettings, Subscription
-from longboat.client.push.redelivery import Redelivery, restore_retry_topic, retry_topic
+from longboat.client.push.redelivery import (
+    Redelivery,
+    restore_retry_topic,
+    retry_topic,
+)
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.rebalance.service import RebalanceService
 from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
@@ -452,7 +456,7 @@ class PushConsumer(InstanceUser):
         return offset
 
     def _deliver(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
-        if mq.topic.startswith("%RETRY%"):
+        if mq.topic.startswith(RETRY_TOPIC_PREFIX):
             for msg in msgs:
                 restore_retry_topic(msg, self.group)
         assert self._service is not None

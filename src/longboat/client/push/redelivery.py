@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 
+from longboat.client.consume_from import RETRY_TOPIC_PREFIX
 from longboat.client.errors import ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.message import Message
@@ -22,7 +23,6 @@ from longboat.protocol.properties import Prop
 
 log = logging.getLogger("longboat.client.push")
 
-RETRY_PREFIX = "%RETRY%"
 # Java's first retry delay level for a message consumed `n` times is 3 + n (10 s, 30 s, ...).
 FIRST_RETRY_DELAY_LEVEL = 3
 DEAD_LETTER = -1
@@ -31,7 +31,7 @@ _PULL_ONLY_PROPS = (Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.DELAY, Prop.REAL_TOPI
 
 
 def retry_topic(group: str) -> str:
-    return f"{RETRY_PREFIX}{group}"
+    return f"{RETRY_TOPIC_PREFIX}{group}"
 
 
 def restore_retry_topic(msg: MessageExt, group: str) -> None:

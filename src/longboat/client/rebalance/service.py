@@ -89,14 +89,14 @@ class RebalanceService:
         self._task = asyncio.create_task(self._loop(), name=f"rebalance {self.group}")
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        # A rebalance in progress finishes its handshakes before the caller moves on.
+        # Under the lock: a rebalance in progress finishes its handshakes first, and the
+        # task is cancelled only while it waits, never halfway through dropping a queue.
         async with self._lock:
-            pass
+            task, self._task = self._task, None
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     def request(self) -> None:
         """Rebalance soon (never blocks; callable from request handlers)."""
