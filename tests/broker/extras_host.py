@@ -16,7 +16,7 @@ import pytest
 from longboat.broker import admin, locks, lookups, retry, schedule
 from longboat.broker.delay_levels import DelayLevels, reroute_delayed
 from longboat.broker.subscription_groups import SubscriptionGroupTable
-from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
 from longboat.remoting import RemotingClient, RemotingServer, Router
 from longboat.store import MessageInner, MessageStore, PutResult, PutStatus, StoreConfig
 
@@ -32,15 +32,21 @@ class Topics:
     def __init__(self, store: MessageStore) -> None:
         self.table = store.topic_configs
 
-    def _ensure(self, name: str) -> TopicConfig:
+    def _ensure(self, name: str, queue_nums: int = 1) -> TopicConfig:
         cfg = self.table.get(name)
         if cfg is None:
-            cfg = TopicConfig(name, 1, 1)
+            cfg = TopicConfig(name, queue_nums, queue_nums)
             self.table.put(cfg)
         return cfg
 
-    def ensure_retry_topic(self, group: str) -> TopicConfig:
-        return self._ensure(f"%RETRY%{group}")
+    def get(self, topic: str) -> TopicConfig | None:
+        return self.table.get(topic)
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        return TopicConfigSerializeWrapper(self.table.all(), self.table.data_version)
+
+    def ensure_retry_topic(self, group: str, queue_nums: int = 1) -> TopicConfig:
+        return self._ensure(f"%RETRY%{group}", queue_nums)
 
     def ensure_dlq_topic(self, group: str) -> TopicConfig:
         return self._ensure(f"%DLQ%{group}")

@@ -3,6 +3,7 @@ reconsume times and the properties clients need, then straight to the DLQ."""
 
 from __future__ import annotations
 
+from longboat.broker.retry import route_retry_send
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader
@@ -135,3 +136,37 @@ async def test_unknown_offset_is_a_system_error(
     response = await send_back(client, extras, bogus)
     assert response.code == ResponseCode.SYSTEM_ERROR
     assert "123456" in (response.remark or "")
+
+
+async def test_client_produced_retry_copies_go_to_the_dlq_once_exhausted(
+    extras: ExtrasHost,  # noqa: F811
+) -> None:
+    """The send-side rule for clients whose send-back failed (header j >= l)."""
+
+    def copy() -> MessageInner:
+        return MessageInner(RETRY, 0, b"x", {Prop.DELAY: "3", Prop.RETRY_TOPIC: "T"})
+
+    fresh = copy()
+    assert not route_retry_send(
+        extras, fresh, reconsume_times=2, max_reconsume_header=16, request_version=409
+    )
+    assert fresh.topic == RETRY
+
+    done = copy()
+    assert route_retry_send(
+        extras, done, reconsume_times=16, max_reconsume_header=16, request_version=409
+    )
+    assert (done.topic, done.queue_id) == (DLQ, 0)
+    assert Prop.DELAY not in done.properties
+    assert extras.topics.get(DLQ) is not None
+
+    # An old client's header limit is ignored: the group's 16 rules.
+    old = copy()
+    assert not route_retry_send(
+        extras, old, reconsume_times=5, max_reconsume_header=1, request_version=100
+    )
+
+    other = MessageInner("T", 0, b"x", {})
+    assert not route_retry_send(
+        extras, other, reconsume_times=99, max_reconsume_header=1, request_version=409
+    )

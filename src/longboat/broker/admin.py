@@ -21,7 +21,6 @@ from longboat.protocol.bodies import (
     OffsetWrapper,
     SubscriptionGroupConfig,
     TopicConfig,
-    TopicConfigSerializeWrapper,
     encode_kv_table,
 )
 from longboat.protocol.codes import VERSION_4_9_8
@@ -78,9 +77,7 @@ class AdminProcessor:
         return cmd.make_response()
 
     def all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        table = self.controller.store.topic_configs
-        wrapper = TopicConfigSerializeWrapper(table.all(), table.data_version)
-        return cmd.make_response(body=wrapper.to_json())
+        return cmd.make_response(body=self.controller.topics.wrapper().to_json())
 
     # ------------------------------------------------------------------ consumers
 
@@ -97,7 +94,7 @@ class AdminProcessor:
         topics = [topic] if topic else sorted(offsets.snapshot().get(group, {}))
         stats = ConsumeStats()
         for name in topics:
-            config = store.topic_configs.get(name)
+            config = ctl.topics.get(name)
             if config is None:
                 continue
             committed = offsets.queue_offsets(group, name)

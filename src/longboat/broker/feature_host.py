@@ -14,7 +14,7 @@ from typing import Protocol
 
 from longboat.broker.delay_levels import DelayLevels
 from longboat.broker.subscription_groups import SubscriptionGroupTable
-from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
 from longboat.remoting import Router
 from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
 
@@ -25,7 +25,13 @@ class BrokerIdentity(Protocol):
 
 
 class TopicCreator(Protocol):
-    def ensure_retry_topic(self, group: str) -> TopicConfig:
+    def get(self, topic: str) -> TopicConfig | None: ...
+
+    def wrapper(self) -> TopicConfigSerializeWrapper:
+        """The topic table with its data version."""
+        ...
+
+    def ensure_retry_topic(self, group: str, queue_nums: int = 1) -> TopicConfig:
         """`%RETRY%<group>`, created (and registered) on first use."""
         ...
 

@@ -120,7 +120,7 @@ class SendBackProcessor:
             topic, queue_id = DLQ_GROUP_TOPIC_PREFIX + group, 0
             props.pop(Prop.DELAY, None)
         else:
-            retry = ctl.topics.ensure_retry_topic(group)
+            retry = ctl.topics.ensure_retry_topic(group, settings.retry_queue_nums)
             queues = max(1, min(settings.retry_queue_nums, retry.write_queue_nums))
             topic, queue_id = RETRY_GROUP_TOPIC_PREFIX + group, random.randrange(queues)
             props[Prop.DELAY] = str(plan.delay_level)
