@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import random
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from longboat.client.push.process_queue import FlowControl, FlowLimits, ProcessQueue
 from longboat.protocol.message import MessageExt
 
@@ -94,3 +99,44 @@ def test_orderly_take_commit_and_give_back() -> None:
     assert pq.give_back([batch[0], batch[2]]) == 2
     assert [m.queue_offset for m in pq.take(10)] == [2, 4]
     assert pq.count == 2 and pq.size_bytes == 20
+
+
+OPS = ["pull", "skip", "consume", "take", "commit", "back"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("pull skip consume take commit back"), st.integers(1, 90)))
+)
+def test_committed_offset_matches_a_reference_model(ops: list[tuple[str, int]]) -> None:
+    """Against a model that recomputes everything: committed = lowest pending, else the end."""
+    pq = ProcessQueue(FlowLimits(max_count=10**9, max_span=None))
+    pq.start_at(0)
+    pending: set[int] = set()
+    end = 0
+    rng = random.Random(len(ops))
+    for op, n in ops:
+        if op == "pull":
+            got = pq.put(msgs(end, n))
+            assert len(got) == n
+            pending |= set(range(end, end + n))
+            end += n
+        elif op == "skip":
+            end += n
+            pq.skip_to(end)
+        elif op == "consume" and pending:
+            if not pq.has_taken:  # concurrent and orderly use are not mixed on one queue
+                chosen = rng.sample(sorted(pending), min(n, len(pending)))
+                pq.remove([MessageExt("T", b"", queue_offset=o) for o in chosen])
+                pending -= set(chosen)
+        elif op == "take" and not pq.has_taken:
+            taken = pq.take(n)
+            assert [m.queue_offset for m in taken] == sorted(pending)[: len(taken)]
+        elif op == "commit" and pq.has_taken:
+            taken_offsets = sorted(pending)[: len(pq._taken)]
+            pq.commit()
+            pending -= set(taken_offsets)
+        elif op == "back" and pq.has_taken:
+            pq.give_back()
+        assert pq.committed_offset == (min(pending) if pending else end)
+        assert pq.count == len(pending)
