@@ -72,8 +72,8 @@ class ExtrasHost:
             root / "config" / "subscriptionGroup.json"
         )
         self.registrations = 0
-        self._start: list[Callable[[], None]] = []
-        self._stop: list[Callable[[], Awaitable[None]]] = []
+        self._start: list[Callable[[], object]] = []
+        self._stop: list[Callable[[], object]] = []
         self._periodic: list[tuple[float, Callable[[], object]]] = []
         for feature in (retry, schedule, locks, lookups, admin):
             feature.install(self)  # type: ignore[arg-type]
@@ -82,10 +82,10 @@ class ExtrasHost:
     def broker_addr(self) -> str:
         return f"127.0.0.1:{self.server.port}"
 
-    def on_start(self, hook: Callable[[], None]) -> None:
+    def add_start_hook(self, hook: Callable[[], object]) -> None:
         self._start.append(hook)
 
-    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
+    def add_stop_hook(self, hook: Callable[[], object]) -> None:
         self._stop.append(hook)
 
     def add_periodic(self, interval: float, job: Callable[[], object]) -> None:
@@ -114,7 +114,9 @@ class ExtrasHost:
     async def stop(self) -> None:
         await self.server.close()
         for hook in self._stop:
-            await hook()
+            done = hook()
+            if isinstance(done, Awaitable):
+                await done
         self.store.close()
 
     async def wait_queue(self, topic: str, queue_id: int, count: int, timeout: float = 20) -> None:

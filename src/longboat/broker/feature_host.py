@@ -2,9 +2,10 @@
 
 Feature modules (retry, schedule, locks, lookups, admin) each expose
 `install(host: FeatureHost) -> None`, which registers request handlers on `host.router`, store
-arrival listeners, start/stop hooks and periodic jobs.  They are typed against this protocol
-rather than the controller class, so the controller stays the one place that knows every
-module, and tests can install a feature on any object that offers these members.
+arrival listeners, start/stop hooks and periodic jobs.  `BrokerController` is the real host.
+They are typed against this protocol rather than the controller class, so the controller stays
+the one place that knows every module, and tests can install a feature on any object that
+offers these members.
 """
 
 from __future__ import annotations
@@ -64,18 +65,19 @@ class FeatureHost(Protocol):
         """Store as the send path does: DELAY → schedule topic, SYNC_FLUSH waited for."""
         ...
 
-    def register_now(self) -> Awaitable[None]:
+    def register_now(self) -> Awaitable[object]:
         """Register with the name servers at once (after a topic change)."""
         ...
 
-    def on_start(self, hook: Callable[[], None]) -> None:
-        """Run `hook` on the event loop once the store is open, before serving."""
+    def add_start_hook(self, hook: Callable[[], object]) -> None:
+        """Run `hook` (plain or async) on the loop once the store is open, before serving."""
         ...
 
-    def on_stop(self, hook: Callable[[], Awaitable[None]]) -> None:
-        """Await `hook` at shutdown after the server stops accepting, before the store closes."""
+    def add_stop_hook(self, hook: Callable[[], object]) -> None:
+        """Run `hook` (plain or async) at shutdown, after held pulls are answered and while
+        the store is still open."""
         ...
 
     def add_periodic(self, interval_s: float, job: Callable[[], object]) -> None:
-        """Run `job` every `interval_s` seconds while the broker runs."""
+        """Run `job` (plain or async) every `interval_s` seconds while the broker runs."""
         ...

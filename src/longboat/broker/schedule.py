@@ -359,8 +359,8 @@ def install(controller: FeatureHost) -> None:
         store, levels, controller.put_message, store.config.config_dir / "delayOffset.json"
     )
     store.add_arrival_listener(service.on_arrival)
-    controller.on_start(service.start)
-    controller.on_stop(service.stop)
+    controller.add_start_hook(service.start)
+    controller.add_stop_hook(service.stop)
     controller.router.register(
         RequestCode.GET_ALL_DELAY_OFFSET,
         lambda conn, cmd: cmd.make_response(body=delay_offset_body(service)),
