@@ -68,6 +68,7 @@ def batches_by_queue(msgs: list[MessageInner]) -> list[list[MessageInner]]:
 class Figure:
     msgs_per_s: float
     mb_per_s: float
+    appends_per_sync: float  # SYNC_FLUSH: durability requests served per fdatasync
 
 
 def store_config(root: Path, flush: FlushDiskType) -> StoreConfig:
@@ -76,8 +77,9 @@ def store_config(root: Path, flush: FlushDiskType) -> StoreConfig:
 
 def timed_store_run(
     base: Path, flush: FlushDiskType, work: Callable[[MessageStore], int]
-) -> tuple[float, int, int]:
-    """(seconds, messages, log bytes) of `work` on a fresh store; open/close not timed."""
+) -> tuple[float, int, int, float]:
+    """(seconds, messages, log bytes, appends per fdatasync) of `work` on a fresh store;
+    open and close are not timed."""
     root = Path(tempfile.mkdtemp(dir=base))
     store = MessageStore(store_config(root, flush))
     store.open()
@@ -86,10 +88,11 @@ def timed_store_run(
         count = work(store)
         elapsed = time.perf_counter() - start
         size = store.max_physical_offset
+        syncs, requests = store.flush_stats
     finally:
         store.close()
         shutil.rmtree(root)
-    return elapsed, count, size
+    return elapsed, count, size, requests / syncs if syncs else 0.0
 
 
 def appends(method: str, units: list, count: int) -> Callable[[MessageStore], int]:
@@ -302,15 +305,18 @@ def recovery_case(base: Path, gib: float) -> dict[str, float]:
     return out
 
 
-def median_runs(runs: int, fn: Callable[[], tuple[float, int, int]]) -> tuple[Figure, float]:
+def median_runs(runs: int, fn: Callable[[], tuple[float, int, int, float]]) -> tuple[Figure, float]:
     """Median figures over runs; also the spread (max/min of msgs/s)."""
     rates = []
     mbs = []
+    grouping = []
     for _ in range(runs):
-        seconds, count, size = fn()
+        seconds, count, size, per_sync = fn()
         rates.append(count / seconds)
         mbs.append(size / seconds / 1e6)
-    return Figure(statistics.median(rates), statistics.median(mbs)), max(rates) / min(rates)
+        grouping.append(per_sync)
+    figure = Figure(statistics.median(rates), statistics.median(mbs), statistics.median(grouping))
+    return figure, max(rates) / min(rates)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -371,7 +377,7 @@ def run(args: argparse.Namespace, base: Path) -> None:
                 f"| SYNC_FLUSH append {body_size} B, {writers} writer(s), each waits | "
                 f"{fig.msgs_per_s:,.0f} | {fig.mb_per_s:,.1f} | {spread:.2f}x | "
                 f"{fig.msgs_per_s / fsync_rate:.2f}x of write+fdatasync per message "
-                f"({fsync_rate:,.0f}/s) |"
+                f"({fsync_rate:,.0f}/s); {fig.appends_per_sync:.1f} appends per fdatasync |"
             )
     msgs = make_messages(args.messages, 256)
     samples = [read_case(base, msgs) for _ in range(runs)]

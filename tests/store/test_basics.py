@@ -54,3 +54,23 @@ def test_bad_input_is_refused_with_nothing_written(store: MessageStore) -> None:
         assert result.error, name
     assert store.max_physical_offset == 0
     assert store.topics() == []
+
+
+def test_oversized_properties_and_mixed_batches_are_refused(store: MessageStore) -> None:
+    huge = store.put_message(message(KEYS="k" * 40_000))
+    assert huge.status is PutStatus.PROPERTIES_SIZE_EXCEEDED and "32767" in (huge.error or "")
+    mixed = store.put_messages([message(queue_id=0), message(queue_id=1)])
+    assert mixed.status is PutStatus.MESSAGE_ILLEGAL and "one queue" in (mixed.error or "")
+    assert store.put_messages([]).status is PutStatus.MESSAGE_ILLEGAL
+    negative = store.put_message(message(queue_id=-1))
+    assert negative.status is PutStatus.MESSAGE_ILLEGAL
+    assert store.max_physical_offset == 0 and store.topics() == []
+
+
+def test_a_closed_store_refuses_appends(store_dir: Path) -> None:
+    store = MessageStore(small_config(store_dir))
+    store.open()
+    store.close()
+    store.close()  # idempotent
+    result = store.put_message(message())
+    assert result.status is PutStatus.SERVICE_NOT_AVAILABLE

@@ -104,7 +104,7 @@ class MessageStore:
         self._dispatched = 0
         self._dirty_queues: set[ConsumeQueue] = set()
         self._refusal: str | None = None  # why puts are refused (disk full), if they are
-        self._sync = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self._sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )

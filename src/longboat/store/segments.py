@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import mmap
 import os
-from bisect import bisect_right
 from pathlib import Path
 
 from longboat.store.errors import StoreCorruptedError
@@ -113,7 +112,6 @@ class SegmentChain:
         self.capacity = capacity
         self.preallocate = preallocate
         self.segments: tuple[MappedSegment, ...] = ()
-        self._starts: tuple[int, ...] = ()
 
     def load(self) -> int | None:
         """Map the existing files.  Returns the lowest offset where a file was found shorter
@@ -146,7 +144,6 @@ class SegmentChain:
 
     def _set(self, segments: list[MappedSegment]) -> None:
         self.segments = tuple(segments)
-        self._starts = tuple(s.start for s in segments)
 
     @property
     def min_offset(self) -> int:
@@ -158,12 +155,11 @@ class SegmentChain:
 
     def find(self, offset: int) -> MappedSegment | None:
         """The segment holding `offset`, or None when it is below the first or past the last."""
-        segments = self.segments
-        i = bisect_right(self._starts, offset) - 1
-        if i < 0 or i >= len(segments):
+        segments = self.segments  # one snapshot: contiguity makes the index arithmetic
+        if not segments or offset < segments[0].start:
             return None
-        seg = segments[i]
-        return seg if offset < seg.end else None
+        i = (offset - segments[0].start) // self.capacity
+        return segments[i] if i < len(segments) else None
 
     def segment_for_write(self, offset: int) -> MappedSegment:
         """The segment holding `offset`, creating it (and announcing it durably) if new."""
