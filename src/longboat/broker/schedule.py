@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from longboat.broker.delay_levels import SCHEDULE_TOPIC, DelayLevels
-from longboat.protocol import RequestCode
+from longboat.protocol import ProtocolError, RequestCode
 from longboat.protocol.fastjson import dumps as json_dumps
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
@@ -247,7 +247,17 @@ class ScheduleService:
             if got.status is not GetStatus.FOUND:
                 return None
             for record, offset in zip(got.records, got.queue_offsets, strict=True):
-                msg = decode_record(record)
+                try:
+                    msg = decode_record(record)
+                except ProtocolError as exc:
+                    log.error(
+                        "delay level %d: record %d unreadable (%s); skipped",
+                        state.level,
+                        offset,
+                        exc,
+                    )
+                    self._advance(state, offset + 1)
+                    continue
                 due = self.levels.deliver_at(state.level, msg.store_timestamp)
                 if due > int(self._clock() * 1000):
                     return due
