@@ -26,12 +26,12 @@ up: $(STAMP)
 
 ## Install everything (Python extras and the Node test peers) and run the whole suite.
 test: $(STAMP) node-peers
-	$(VENV)/bin/ruff check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench examples
-	$(VENV)/bin/ruff format --check src tests bench examples
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
 
 bench: $(STAMP)
 	$(PY) -m bench.protocol_codec

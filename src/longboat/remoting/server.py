@@ -43,12 +43,21 @@ class RemotingServer:
             on_close=self._closed,
         )
 
-    async def start(self) -> None:
+    async def start(self, *, serving: bool = True) -> None:
+        """Bind the port; with `serving=False` connections are refused until `serve()` (a
+        server whose state depends on its port, like a broker's message ids, binds first)."""
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(
-            self._make_protocol, self.host, self.port, reuse_address=True
+            self._make_protocol, self.host, self.port, reuse_address=True, start_serving=serving
         )
         self.port = self._server.sockets[0].getsockname()[1]
+        if serving:
+            log.info("%s listening on %s:%s", self.router.name, self.host, self.port)
+
+    async def serve(self) -> None:
+        """Start accepting connections on a port bound with `start(serving=False)`."""
+        assert self._server is not None, "serve() before start()"
+        await self._server.start_serving()
         log.info("%s listening on %s:%s", self.router.name, self.host, self.port)
 
     def stop_accepting(self) -> None:

@@ -1,0 +1,99 @@
+"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), and the broker's
+NOTIFY_CONSUMER_IDS_CHANGED (40) to a group's members whenever its member list or topics change.
+
+A heartbeat also creates the group's `%RETRY%<group>` topic (which registers it with the name
+servers at once: clients subscribe to it right after).  A connection silent for
+`channelExpiredTimeout` (120 s) is closed, which removes it like any closed connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import HeartbeatData, encode_consumer_id_list
+from longboat.protocol.headers import ConsumerGroupHeader, UnregisterClientRequestHeader
+from longboat.remoting import Connection
+
+if TYPE_CHECKING:
+    from longboat.broker.controller import BrokerController
+
+log = logging.getLogger("longboat.broker.clients")
+
+# A silent connection is found within this many seconds of its deadline.
+MAX_SCAN_INTERVAL_S = 10.0
+
+
+class ClientRequests:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    def heartbeat(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        data = HeartbeatData.from_json(cmd.body)
+        ctl = self.controller
+        for consumer in data.consumer_data_set:
+            group = consumer.group_name
+            settings = ctl.subscription_groups.get(group)
+            ctl.topics.ensure_retry_topic(group, max(1, settings.retry_queue_nums))
+            changed = ctl.consumers.heartbeat(
+                conn, data.client_id, int(cmd.language), cmd.version, consumer
+            )
+            if changed:
+                log.info(
+                    "consumer group %s changed: members %s", group, ctl.consumers.client_ids(group)
+                )
+                self.notify_ids_changed(group)
+        return cmd.make_response()
+
+    def unregister(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = UnregisterClientRequestHeader.from_ext(cmd.ext_fields)
+        group = header.consumerGroup
+        if group and self.controller.consumers.unregister(group, conn, header.clientID):
+            self.notify_ids_changed(group)
+        return cmd.make_response()
+
+    def consumer_list(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = ConsumerGroupHeader.from_ext(cmd.ext_fields)
+        ids = self.controller.consumers.client_ids(header.consumerGroup)
+        if not ids:
+            return cmd.make_response(
+                ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumerGroup}"
+            )
+        return cmd.make_response(body=encode_consumer_id_list(ids))
+
+    # ------------------------------------------------------------------ membership changes
+
+    def notify_ids_changed(self, group: str) -> None:
+        """Tell every member to rebalance now (oneway, JSON: ali-ons reads nothing else)."""
+        ext = ConsumerGroupHeader(consumerGroup=group).to_ext()
+        for member in self.controller.consumers.members(group):
+            try:
+                member.oneway(
+                    RemotingCommand.request(
+                        RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, dict(ext), oneway=True
+                    )
+                )
+            except Exception as exc:  # a member that just went away
+                log.debug("notify %s of group %s failed: %s", member.peer, group, exc)
+
+    def connection_closed(self, conn: Connection) -> None:
+        for group in self.controller.consumers.remove_connection(conn):
+            log.info("consumer %s left group %s (connection closed)", conn.peer, group)
+            self.notify_ids_changed(group)
+
+    def close_silent(self) -> None:
+        timeout_s = self.controller.config.channel_expired_timeout / 1000
+        for conn in self.controller.consumers.silent_connections(timeout_s):
+            log.warning("closing %s: no heartbeat for %.0f s", conn.peer, timeout_s)
+            conn.close()  # its close callback removes it from its groups
+
+
+def install(controller: BrokerController) -> None:
+    requests = ClientRequests(controller)
+    controller.router.register(RequestCode.HEART_BEAT, requests.heartbeat)
+    controller.router.register(RequestCode.UNREGISTER_CLIENT, requests.unregister)
+    controller.router.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, requests.consumer_list)
+    controller.add_connection_closed_listener(requests.connection_closed)
+    interval = min(MAX_SCAN_INTERVAL_S, controller.config.channel_expired_timeout / 2000)
+    controller.add_periodic(interval, requests.close_silent)

@@ -1,0 +1,308 @@
+"""Broker settings: RocketMQ's `broker.conf` keys and defaults, with environment and
+command-line overrides.
+
+Every setting has one Java-style key (the broker.conf name: `brokerName`, `listenPort`,
+`brokerIP1`, ...) and one Python attribute (its snake_case form: `broker_name`, `listen_port`,
+`broker_ip1`).  Sources apply in order, later winning: defaults, the broker.conf file,
+`LONGBOAT_<UPPER_SNAKE>` environment variables (plus RocketMQ's own `NAMESRV_ADDR`), then
+command-line `--key value` pairs.  An unknown key is warned about and ignored (a broker.conf
+written for RocketMQ carries keys we do not implement); a value that does not parse is refused
+with `ConfigError` naming the key and where it came from — a broker must not start on a
+setting it misread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from longboat.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from longboat.broker.java_properties import parse_properties
+from longboat.protocol.bodies import PERM_READ, PERM_WRITE
+from longboat.protocol.ids import host_bytes
+from longboat.store import FlushDiskType, StoreConfig
+
+log = logging.getLogger("longboat.broker.config")
+
+ENV_PREFIX = "LONGBOAT_"
+CONSUME_QUEUE_ENTRY_SIZE = 20
+
+
+def default_data_dir() -> Path:
+    """`$LONGBOAT_HOME/store`, else `~/.longboat/store`."""
+    home = os.environ.get("LONGBOAT_HOME")
+    base = Path(home).expanduser() if home else Path.home() / ".longboat"
+    return base / "store"
+
+
+class ConfigError(ValueError):
+    """A setting is wrong (the operator's to fix): the message names the key and its source."""
+
+
+@dataclass(slots=True)
+class BrokerConfig:
+    broker_cluster_name: str = "DefaultCluster"
+    # RocketMQ defaults to the host name; a fixed name keeps routes stable across hosts.
+    broker_name: str = "broker-a"
+    broker_id: int = 0
+    listen_port: int = 10911
+    # Ours: the address the broker binds (RocketMQ binds every interface).
+    listen_host: str = "0.0.0.0"
+    # Name servers, `host:port` separated by `;` (RocketMQ's format).
+    namesrv_addr: str = ""
+    store_path_root_dir: Path = field(default_factory=default_data_dir)
+    flush_disk_type: FlushDiskType = FlushDiskType.ASYNC_FLUSH
+    # The address advertised in routes and message ids; empty = this host's first
+    # non-loopback IPv4 address.
+    broker_ip1: str = ""
+    broker_permission: int = PERM_READ | PERM_WRITE
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1000
+    message_delay_level: str = DEFAULT_MESSAGE_DELAY_LEVEL
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    max_message_size: int = 4 * 1024 * 1024
+    file_reserved_time: float = 72.0
+    delete_when: str = "04"
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    mapped_file_size_consume_queue: int = 300_000 * CONSUME_QUEUE_ENTRY_SIZE
+    flush_interval_commit_log: int = 500
+    sync_flush_timeout: int = 5000
+    disk_max_used_space_ratio: int = 75
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6000
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    # Ours (RocketMQ hard-codes 120 s): a client connection silent this long is dropped.
+    channel_expired_timeout: int = 120_000
+    # Ours: bounds that keep memory bounded when clients or the disk fall behind.
+    max_held_pull_requests: int = 100_000
+    max_pending_sync_flushes: int = 10_000
+
+    # ------------------------------------------------------------------ derived
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def delay_levels(self) -> DelayLevels:
+        return DelayLevels.parse(self.message_delay_level)
+
+    @property
+    def advertised_ip(self) -> str:
+        return self.broker_ip1 or host_address()
+
+    def store_config(self, store_port: int) -> StoreConfig:
+        """The store's settings; `store_port` is the port the broker actually listens on (it
+        goes into every record's store-host field and message id)."""
+        return StoreConfig(
+            root_dir=self.store_path_root_dir,
+            commit_log_segment_size=self.mapped_file_size_commit_log,
+            consume_queue_entries_per_file=max(
+                1, self.mapped_file_size_consume_queue // CONSUME_QUEUE_ENTRY_SIZE
+            ),
+            flush_disk_type=self.flush_disk_type,
+            flush_interval_ms=self.flush_interval_commit_log,
+            sync_flush_timeout_ms=self.sync_flush_timeout,
+            max_message_size=self.max_message_size,
+            file_reserved_time_hours=self.file_reserved_time,
+            delete_when=int(self.delete_when),
+            disk_max_used_ratio=self.disk_max_used_space_ratio / 100,
+            store_host=self.advertised_ip,
+            store_port=store_port,
+            max_transfer_bytes=self.max_transfer_bytes_on_message_in_memory,
+            max_transfer_count=self.max_transfer_count_on_message_in_memory,
+        )
+
+    # ------------------------------------------------------------------ loading
+
+    @classmethod
+    def load(
+        cls,
+        path: Path | None = None,
+        *,
+        env: Mapping[str, str] | None = None,
+        overrides: Iterable[tuple[str, Any]] = (),
+    ) -> BrokerConfig:
+        """Defaults, then the broker.conf at `path`, then `env` (os.environ when None), then
+        `overrides` ((key, value) pairs; keys in either spelling, values strings or typed)."""
+        config = cls()
+        if path is not None:
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+            try:
+                entries = parse_properties(text)
+            except ValueError as exc:
+                raise ConfigError(f"{path}: {exc}") from None
+            for lineno, key, value in entries:
+                config.set(key, value, source=f"{path}:{lineno}")
+        environ = os.environ if env is None else env
+        if environ.get("NAMESRV_ADDR"):
+            config.set("namesrvAddr", environ["NAMESRV_ADDR"], source="$NAMESRV_ADDR")
+        for name, value in sorted(environ.items()):
+            if name.startswith(ENV_PREFIX) and name != "LONGBOAT_HOME":
+                attr = name[len(ENV_PREFIX) :].lower()
+                if attr in _FIELDS:
+                    config.set(attr, value, source=f"${name}")
+        for key, value in overrides:
+            config.set(key, value, source="the command line")
+        config.validate()
+        return config
+
+    def set(self, key: str, value: Any, *, source: str = "an override") -> bool:
+        """Set one setting by either spelling; False (and a warning) for an unknown key."""
+        attr = attribute_name(key)
+        spec = _FIELDS.get(attr)
+        if spec is None:
+            log.warning("ignoring unknown broker setting %r (from %s)", key, source)
+            return False
+        try:
+            parsed = value if _is_typed(value, spec.type) else spec.parse(str(value).strip())
+        except (ValueError, TypeError) as exc:
+            raise ConfigError(
+                f"{java_key(attr)} = {value!r} (from {source}) is not valid: {exc}"
+            ) from None
+        setattr(self, attr, parsed)
+        return True
+
+    def updated(self, **values: Any) -> BrokerConfig:
+        """A copy with some settings changed (keys in either spelling), validated."""
+        copy = dataclasses.replace(self)
+        for key, value in values.items():
+            if not copy.set(key, value, source="the caller"):
+                raise ConfigError(f"unknown broker setting {key!r}")
+        copy.validate()
+        return copy
+
+    def validate(self) -> None:
+        """Refuse combinations and ranges that cannot work, naming the key."""
+        checks: list[tuple[str, bool, str]] = [
+            ("listen_port", 0 <= self.listen_port <= 65535, "a port is 0..65535"),
+            ("broker_id", self.broker_id >= 0, "broker ids are >= 0 (0 is the master)"),
+            ("default_topic_queue_nums", 1 <= self.default_topic_queue_nums <= 1024, "1..1024"),
+            ("short_polling_time_mills", self.short_polling_time_mills >= 0, "must be >= 0"),
+            ("max_message_size", self.max_message_size > 0, "must be > 0"),
+            ("mapped_file_size_commit_log", self.mapped_file_size_commit_log >= 4096, ">= 4096"),
+            (
+                "mapped_file_size_consume_queue",
+                self.mapped_file_size_consume_queue >= CONSUME_QUEUE_ENTRY_SIZE,
+                f">= {CONSUME_QUEUE_ENTRY_SIZE}",
+            ),
+            ("flush_interval_commit_log", self.flush_interval_commit_log > 0, "must be > 0"),
+            ("sync_flush_timeout", self.sync_flush_timeout > 0, "must be > 0"),
+            ("disk_max_used_space_ratio", 10 <= self.disk_max_used_space_ratio <= 95, "10..95"),
+            ("register_name_server_period", self.register_name_server_period >= 100, ">= 100"),
+            ("broker_permission", 0 <= self.broker_permission <= 15, "perm bits 0..15"),
+            ("channel_expired_timeout", self.channel_expired_timeout > 0, "must be > 0"),
+            ("max_held_pull_requests", self.max_held_pull_requests > 0, "must be > 0"),
+            ("max_pending_sync_flushes", self.max_pending_sync_flushes > 0, "must be > 0"),
+            ("broker_name", bool(self.broker_name.strip()), "must not be empty"),
+            ("broker_cluster_name", bool(self.broker_cluster_name.strip()), "not empty"),
+        ]
+        for attr, ok, rule in checks:
+            if not ok:
+                raise ConfigError(
+                    f"{java_key(attr)} = {getattr(self, attr)!r} is not valid: {rule}"
+                )
+        if not (self.delete_when.isdigit() and 0 <= int(self.delete_when) <= 23):
+            raise ConfigError(
+                f"deleteWhen = {self.delete_when!r} is not valid: one hour of the day, 00..23"
+            )
+        try:
+            DelayLevels.parse(self.message_delay_level)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        if self.broker_ip1:
+            try:
+                host_bytes(self.broker_ip1)
+            except ValueError as exc:
+                raise ConfigError(f"brokerIP1 = {self.broker_ip1!r} is not valid: {exc}") from None
+        for addr in self.namesrv_addrs:
+            host, _, port = addr.rpartition(":")
+            if not host or not port.isdigit():
+                raise ConfigError(f"namesrvAddr: {addr!r} is not host:port")
+
+
+# --------------------------------------------------------------------------- key spellings
+
+
+def attribute_name(key: str) -> str:
+    """`brokerIP1` → `broker_ip1`, `listen-port` → `listen_port`; snake_case passes through."""
+    key = key.strip().replace("-", "_")
+    if key.lower() in _FIELDS:
+        return key.lower()
+    return _CAMEL.sub("_", key).lower()
+
+
+def java_key(attr: str) -> str:
+    return _JAVA_KEYS.get(attr, attr)
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _parse_bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered not in ("true", "false"):
+        raise ValueError("expected true or false")
+    return lowered == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    type: type
+    parse: Callable[[str], Any]
+
+
+def _spec_for(tp: Any) -> _Spec:
+    if tp in (bool, "bool"):
+        return _Spec(bool, _parse_bool)
+    if tp in (int, "int"):
+        return _Spec(int, int)
+    if tp in (float, "float"):
+        return _Spec(float, float)
+    if tp in (Path, "Path"):
+        return _Spec(Path, lambda s: Path(s).expanduser())
+    if tp in (FlushDiskType, "FlushDiskType"):
+        return _Spec(FlushDiskType, lambda s: FlushDiskType(s.upper()))
+    return _Spec(str, str)
+
+
+def _is_typed(value: Any, tp: type) -> bool:
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp in (int, float):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    return isinstance(value, tp) and tp is not str
+
+
+_FIELDS: dict[str, _Spec] = {f.name: _spec_for(f.type) for f in dataclasses.fields(BrokerConfig)}
+# The broker.conf spelling of each attribute (RocketMQ's, including its `brokerIP1`).
+_JAVA_KEYS: dict[str, str] = {
+    name: re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name) for name in _FIELDS
+}
+_JAVA_KEYS["broker_ip1"] = "brokerIP1"
+
+
+def host_address() -> str:
+    """This host's first non-loopback IPv4 address (127.0.0.1 when it has none), found from
+    the interface table: no DNS and no packets."""
+    import psutil
+
+    for addrs in psutil.net_if_addrs().values():
+        for addr in addrs:
+            if addr.family.name == "AF_INET" and not addr.address.startswith("127."):
+                return addr.address
+    return "127.0.0.1"

@@ -1,0 +1,354 @@
+"""The broker's composition root: builds the store, the managers and the router, installs the
+feature modules, and runs the start/stop lifecycle.  It wires; the logic lives in the modules.
+
+Feature modules (the seam, see README.md in this package): each exposes
+`install(controller: BrokerController) -> None`, called once during `start()` after the store
+is open and the managers exist.  An install registers request handlers on `controller.router`
+and, as it needs, arrival listeners (`add_arrival_listener`), periodic jobs (`add_periodic`),
+start and stop hooks (`add_start_hook` / `add_stop_hook`) and connection-closed listeners.
+
+Lifecycle (state as data):
+
+    NEW --start()--> STARTING --(port bound, store open, features installed, hooks run,
+                                 serving, registered)--> RUNNING --stop()--> STOPPING --> STOPPED
+
+    start(): bind the port without accepting (message ids need it) → open the store (recovery
+      runs in a worker thread) → managers → install features → start hooks → periodic jobs →
+      accept connections → register with the name servers.
+    stop(): stop accepting → cancel periodic jobs → answer every held pull → stop hooks
+      (reverse order) → let running handlers finish (bounded) → unregister → close
+      connections → close the store (flush, checkpoint, consumer offsets).
+    stop() is idempotent; a failed start() leaves nothing running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from enum import Enum
+from typing import Any
+
+from longboat.broker import (
+    admin,
+    client_requests,
+    locks,
+    lookups,
+    offset_requests,
+    pull,
+    retry,
+    schedule,
+    send,
+)
+from longboat.broker.config import BrokerConfig
+from longboat.broker.consumers import ConsumerManager
+from longboat.broker.delay_levels import reroute_delayed
+from longboat.broker.hold import HoldService
+from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
+from longboat.broker.subscription_groups import SubscriptionGroupTable
+from longboat.broker.topics import TopicManager
+from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
+from longboat.store import (
+    ConsumerOffsetTable,
+    MessageInner,
+    MessageStore,
+    PutResult,
+    PutStatus,
+)
+from longboat.store.message_store import ArrivalListener
+
+log = logging.getLogger("longboat.broker")
+
+Feature = Callable[["BrokerController"], None]
+Hook = Callable[[], Awaitable[Any] | Any]
+
+# The broker's own request handling, installed first, then the extras.  Order matters only
+# where two modules register the same code (the later one wins), which none do.
+CORE_FEATURES: tuple[Feature, ...] = (
+    send.install,
+    pull.install,
+    client_requests.install,
+    offset_requests.install,
+)
+EXTRA_FEATURES: tuple[Feature, ...] = (
+    retry.install,
+    schedule.install,
+    locks.install,
+    lookups.install,
+    admin.install,
+)
+DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
+
+# How long stop() lets running handlers (sends waiting for an fsync) finish.
+DRAIN_TIMEOUT_S = 5.0
+UNREGISTER_TIMEOUT_S = 3.0
+
+
+class Phase(Enum):
+    NEW = "NEW"
+    STARTING = "STARTING"
+    RUNNING = "RUNNING"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+
+
+class BrokerController:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        features: Sequence[Feature] = DEFAULT_FEATURES,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`clock` is the wall clock (seconds) of the store and the delay levels."""
+        self.config = config
+        self.clock = clock
+        self.phase = Phase.NEW
+        self.delay_levels = config.delay_levels
+        self.router = Router("broker")
+        self.server = RemotingServer(
+            self.router,
+            config.listen_host,
+            config.listen_port,
+            on_connection_closed=self._connection_closed,
+        )
+        # Outgoing connections (name servers); broker-to-client requests go out on the
+        # clients' own connections.
+        self.client = RemotingClient()
+        self.consumers = ConsumerManager()
+        self.store_host = config.advertised_ip
+        self.broker_addr = ""  # host:port, once start() bound the port
+        self._features = tuple(features)
+        self._start_hooks: list[Hook] = []
+        self._stop_hooks: list[Hook] = []
+        self._periodic: list[tuple[float, Hook]] = []
+        self._periodic_tasks: list[asyncio.Task[None]] = []
+        self._closed_listeners: list[Callable[[Connection], None]] = []
+        self._pending_durable = 0
+        # Set by start():
+        self.store: MessageStore
+        self.offsets: ConsumerOffsetTable
+        self.topics: TopicManager
+        self.subscription_groups: SubscriptionGroupTable
+        self.hold: HoldService
+        self.registrar: NameServerRegistrar
+
+    # ------------------------------------------------------------------ the seam
+
+    def add_periodic(self, interval_s: float, job: Hook) -> None:
+        """Run `job` (plain or async) every `interval_s` while the broker runs; failures are
+        logged and the next round runs anyway."""
+        self._periodic.append((interval_s, job))
+        if self.phase is Phase.RUNNING:
+            self._periodic_tasks.append(asyncio.ensure_future(self._every(interval_s, job)))
+
+    def add_start_hook(self, hook: Hook) -> None:
+        """Run at start, after every feature is installed and before connections are accepted."""
+        self._start_hooks.append(hook)
+
+    def add_stop_hook(self, hook: Hook) -> None:
+        """Run at stop (in reverse order of adding), after held pulls are answered and while
+        the store is still open."""
+        self._stop_hooks.append(hook)
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """`listener(topic, queue_id, new_max_offset, tags_code, properties)` on every append
+        (on the appending thread: the event loop for everything the broker stores)."""
+        self.store.add_arrival_listener(listener)
+
+    def add_connection_closed_listener(self, listener: Callable[[Connection], None]) -> None:
+        self._closed_listeners.append(listener)
+
+    # ------------------------------------------------------------------ storing
+
+    def store_message(self, msg: MessageInner) -> PutResult:
+        """Append one message now (on the loop, so appends keep arrival order); a DELAY
+        property reroutes it to its schedule-topic queue first.  Durability under SYNC_FLUSH
+        is awaited separately (`await_durable`)."""
+        reroute_delayed(msg, self.delay_levels, int(self.clock() * 1000))
+        return self.store.put_message(msg)
+
+    def store_batch(self, msgs: list[MessageInner]) -> PutResult:
+        """Append a batch (one topic and queue; batches may not be delayed)."""
+        return self.store.put_messages(msgs)
+
+    @property
+    def flush_backlog_full(self) -> bool:
+        """Too many appends are waiting for an fsync: the disk is behind, refuse more."""
+        return self._pending_durable >= self.config.max_pending_sync_flushes
+
+    async def await_durable(self, result: PutResult) -> PutResult:
+        """Wait for the fsync of a SYNC_FLUSH append (bounded by syncFlushTimeout); a late
+        one turns into FLUSH_DISK_TIMEOUT (stored, but not yet known durable)."""
+        if result.durable is None or result.status is not PutStatus.PUT_OK:
+            return result
+        self._pending_durable += 1
+        try:
+            await asyncio.wait_for(
+                asyncio.wrap_future(result.durable), self.config.sync_flush_timeout / 1000
+            )
+        except TimeoutError:
+            result.status = PutStatus.FLUSH_DISK_TIMEOUT
+        finally:
+            self._pending_durable -= 1
+        return result
+
+    async def put_message(self, msg: MessageInner) -> PutResult:
+        """Store one message the way the send path does, durability included."""
+        return await self.await_durable(self.store_message(msg))
+
+    # ------------------------------------------------------------------ name servers
+
+    async def register_now(self) -> bool:
+        """Register with every name server now; True when all accepted."""
+        return await self.registrar.register()
+
+    def register_soon(self) -> None:
+        if self.phase in (Phase.STARTING, Phase.RUNNING):
+            self.registrar.register_soon()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        if self.phase is not Phase.NEW:
+            raise RuntimeError(f"start() on a broker that is {self.phase.value}")
+        self.phase = Phase.STARTING
+        try:
+            await self._start()
+        except BaseException:
+            await self._shutdown()
+            raise
+        self.phase = Phase.RUNNING
+        log.info(
+            "broker %s (cluster %s, id %d) serving at %s, store at %s",
+            self.config.broker_name,
+            self.config.broker_cluster_name,
+            self.config.broker_id,
+            self.broker_addr,
+            self.config.store_path_root_dir,
+        )
+
+    async def _start(self) -> None:
+        cfg = self.config
+        await self.server.start(serving=False)
+        port = self.server.port
+        self.broker_addr = f"{self.store_host}:{port}"
+        self.store = MessageStore(
+            cfg.store_config(port),
+            clock=self.clock,
+            tags_code_resolver=self.delay_levels.tags_code_of,
+        )
+        await asyncio.to_thread(self.store.open)
+        self.offsets = self.store.offsets
+        self.subscription_groups = SubscriptionGroupTable(
+            cfg.store_path_root_dir / "config" / "subscriptionGroup.json", clock=self.clock
+        )
+        self.subscription_groups.load()
+        self.topics = TopicManager(
+            self.store.topic_configs,
+            auto_create=cfg.auto_create_topic_enable,
+            default_queue_nums=cfg.default_topic_queue_nums,
+            schedule_queue_nums=self.delay_levels.max_level,
+            on_change=self.register_soon,
+        )
+        self.topics.bootstrap()
+        self.registrar = NameServerRegistrar(
+            self.client,
+            cfg.namesrv_addrs,
+            BrokerIdentity(
+                cfg.broker_cluster_name,
+                cfg.broker_name,
+                cfg.broker_id,
+                self.broker_addr,
+                f"{self.store_host}:{port + 1}",
+            ),
+            self.topics.wrapper,
+            timeout_s=cfg.register_broker_timeout_mills / 1000,
+        )
+        # The pull module's install sets `hold.answer` (it owns re-running a pull).
+        self.hold = HoldService(
+            self.store.max_offset,
+            long_polling=cfg.long_polling_enable,
+            short_polling_ms=cfg.short_polling_time_mills,
+            max_held=cfg.max_held_pull_requests,
+        )
+        self.hold.start()
+        self.store.add_arrival_listener(self.hold.on_arrival)
+        for install in self._features:
+            install(self)
+        for hook in self._start_hooks:
+            await _maybe_await(hook())
+        self.add_periodic(cfg.register_name_server_period / 1000, self.registrar.register)
+        for interval, job in self._periodic:
+            self._periodic_tasks.append(asyncio.ensure_future(self._every(interval, job)))
+        await self.server.serve()
+        await self.registrar.register()
+
+    async def stop(self) -> None:
+        """Graceful shutdown; idempotent."""
+        if self.phase in (Phase.STOPPING, Phase.STOPPED, Phase.NEW):
+            self.phase = Phase.STOPPED
+            return
+        self.phase = Phase.STOPPING
+        await self._shutdown()
+        log.info("broker %s stopped", self.config.broker_name)
+
+    async def _shutdown(self) -> None:
+        self.server.stop_accepting()
+        for task in self._periodic_tasks:
+            task.cancel()
+        await asyncio.gather(*self._periodic_tasks, return_exceptions=True)
+        self._periodic_tasks.clear()
+        hold = getattr(self, "hold", None)
+        if hold is not None:
+            answered = hold.answer_all()
+            if answered:
+                log.info("answered %d held pull(s) at shutdown", answered)
+        for hook in reversed(self._stop_hooks):
+            try:
+                await _maybe_await(hook())
+            except Exception:
+                log.exception("broker stop hook %r failed", hook)
+        try:
+            await asyncio.wait_for(self.router.drain(), DRAIN_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("some requests were still running after %.0f s", DRAIN_TIMEOUT_S)
+        registrar = getattr(self, "registrar", None)
+        if registrar is not None:
+            try:
+                await asyncio.wait_for(registrar.unregister(), UNREGISTER_TIMEOUT_S)
+            except TimeoutError:
+                log.warning("unregistering from the name servers timed out")
+        await self.server.close()
+        await self.client.close()
+        store = getattr(self, "store", None)
+        if store is not None:
+            await asyncio.to_thread(store.close)
+        self.phase = Phase.STOPPED
+
+    # ------------------------------------------------------------------ internals
+
+    def _connection_closed(self, conn: Connection) -> None:
+        for listener in self._closed_listeners:
+            try:
+                listener(conn)
+            except Exception:
+                log.exception("connection-closed listener %r failed", listener)
+
+    async def _every(self, interval_s: float, job: Hook) -> None:
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await _maybe_await(job())
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("periodic job %r failed", job)
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

@@ -1,0 +1,218 @@
+"""The hold service: long polling without scans, sleeps or lost wake-ups.
+
+A pull that finds nothing new (PULL_NOT_FOUND) and carries the suspend flag is parked here
+instead of answered.  It is answered — by re-running the pull without suspend — the moment the
+store reports an arrival on its queue at or past its offset whose tags code passes its filter,
+or when its own timer fires (`loop.call_at`, one per request: 10,000 parked pulls cost 10,000
+heap entries and no CPU while nothing happens).
+
+State of one held pull (as data):
+
+    HELD --arrival: new max > offset, tags code passes the filter--> ANSWERED
+    HELD --its timer fires-----------------------------------------> ANSWERED
+    HELD --stop() (graceful shutdown)------------------------------> ANSWERED
+    HELD --its connection closes-----------------------------------> DROPPED (nobody to answer)
+
+Invariants: a pull is HELD iff it is in `_queues[(topic, queue_id)]` (long polling only) and in
+`_by_conn[conn]` and its timer is pending; leaving HELD (`_release`, or `drop_connection` for a
+whole connection) undoes all three at once, so a pull is answered at most once.  A connection
+keeps its (possibly empty) `_by_conn` entry until it closes, so its close callback is added
+once per connection, not once per held pull.
+
+No lost wake-up: `hold` registers first and re-checks the queue's max offset after (RocketMQ
+#7358 is the missing re-check) — a message that landed between the pull's empty read and its
+registration is seen by the re-check, one that lands after is seen by the arrival listener.
+
+Short polling (`longPollingEnable=false`, RocketMQ's semantics): arrivals do not wake; a pull is
+held `shortPollingTimeMills` (at most its own suspendTimeoutMillis) and then re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from longboat.protocol import RemotingCommand
+from longboat.remoting import Connection
+
+log = logging.getLogger("longboat.broker.hold")
+
+QueueKey = tuple[str, int]
+
+
+class HeldPull:
+    """One parked pull request and what its wake-up needs."""
+
+    __slots__ = ("codes", "conn", "header", "key", "offset", "request", "timer")
+
+    def __init__(
+        self,
+        conn: Connection,
+        request: RemotingCommand,
+        header: Any,
+        key: QueueKey,
+        offset: int,
+        codes: frozenset[int] | None,
+    ) -> None:
+        self.conn = conn
+        self.request = request
+        self.header = header  # the parsed request header, for the re-run
+        self.key = key
+        self.offset = offset
+        self.codes = codes  # tags codes that wake it; None: every message
+        self.timer: asyncio.TimerHandle | None = None
+
+
+def _no_answerer(held: HeldPull) -> None:
+    raise RuntimeError("the hold service has no pull processor to answer with")
+
+
+class HoldService:
+    def __init__(
+        self,
+        max_offset: Callable[[str, int], int],
+        *,
+        long_polling: bool,
+        short_polling_ms: int,
+        max_held: int,
+    ) -> None:
+        """`max_offset` is the store's, read by the re-check.  `answer(pull)` re-runs a
+        released pull and writes its response; the pull processor sets it."""
+        self.answer: Callable[[HeldPull], None] = _no_answerer
+        self._max_offset = max_offset
+        self.long_polling = long_polling
+        self.short_polling_ms = short_polling_ms
+        self.max_held = max_held
+        self._queues: dict[QueueKey, dict[HeldPull, None]] = {}
+        self._by_conn: dict[Connection, dict[HeldPull, None]] = {}
+        self._count = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
+        # Tests set this to act between a pull's empty read and its registration (the race
+        # the re-check closes); called with (topic, queue_id).
+        self.before_hold: Callable[[str, int], None] | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    @property
+    def held_count(self) -> int:
+        return self._count
+
+    # ------------------------------------------------------------------ holding
+
+    def hold(
+        self,
+        conn: Connection,
+        request: RemotingCommand,
+        header: Any,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        codes: frozenset[int] | None,
+        suspend_ms: int,
+    ) -> bool:
+        """Park a pull; False when it cannot be held (the caller answers at once): the
+        connection is gone, the service is not started, or `max_held` pulls are parked."""
+        loop = self._loop
+        if loop is None or conn.closed or self._count >= self.max_held:
+            return False
+        if self.before_hold is not None:
+            self.before_hold(topic, queue_id)
+        key = (topic, queue_id)
+        held = HeldPull(conn, request, header, key, offset, codes)
+        hold_ms = suspend_ms if self.long_polling else min(self.short_polling_ms, suspend_ms)
+        held.timer = loop.call_at(loop.time() + max(0, hold_ms) / 1000, self._expired, held)
+        if self.long_polling:
+            waiters = self._queues.get(key)
+            if waiters is None:
+                waiters = self._queues[key] = {}
+            waiters[held] = None
+        mine = self._by_conn.get(conn)
+        if mine is None:
+            mine = self._by_conn[conn] = {}
+            conn.add_close_callback(self.drop_connection)
+        mine[held] = None
+        self._count += 1
+        # The re-check: anything stored since the read wakes the pull now.
+        if self.long_polling and self._max_offset(topic, queue_id) > offset:
+            self._release(held)
+            self.answer(held)
+        return True
+
+    # ------------------------------------------------------------------ waking
+
+    def on_arrival(
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
+    ) -> None:
+        """Store arrival listener: answer the pulls of this queue the arrival satisfies."""
+        waiters = self._queues.get((topic, queue_id))
+        if not waiters:
+            return
+        if threading.get_ident() != self._loop_thread:
+            assert self._loop is not None
+            self._loop.call_soon_threadsafe(
+                self.on_arrival, topic, queue_id, new_max, tags_code, props
+            )
+            return
+        woken = [
+            held
+            for held in waiters
+            if held.offset < new_max and (held.codes is None or tags_code in held.codes)
+        ]
+        for held in woken:
+            self._release(held)
+        for held in woken:
+            self._wake(held)
+
+    def _expired(self, held: HeldPull) -> None:
+        held.timer = None
+        self._release(held)
+        self._wake(held)
+
+    def _wake(self, held: HeldPull) -> None:
+        try:
+            self.answer(held)
+        except Exception:
+            log.exception("answering a held pull from %s failed", held.conn.peer)
+
+    # ------------------------------------------------------------------ leaving
+
+    def _release(self, held: HeldPull) -> None:
+        mine = self._by_conn.get(held.conn)
+        if mine is not None and held in mine:
+            del mine[held]
+            self._unpark(held)
+
+    def _unpark(self, held: HeldPull) -> None:
+        """Cancel the timer and leave the queue's waiters; the caller has taken `held` out of
+        its connection's entry."""
+        if held.timer is not None:
+            held.timer.cancel()
+            held.timer = None
+        waiters = self._queues.get(held.key)
+        if waiters is not None and held in waiters:
+            del waiters[held]
+            if not waiters:
+                del self._queues[held.key]
+        self._count -= 1
+
+    def drop_connection(self, conn: Connection) -> None:
+        """Forget the pulls of a closed connection: there is nobody to answer."""
+        for held in self._by_conn.pop(conn, {}):
+            self._unpark(held)
+
+    def answer_all(self) -> int:
+        """Graceful shutdown: answer every held pull now (with whatever the store has); pulls
+        arriving after this are answered at once instead of held."""
+        self._loop = None
+        everyone = [held for mine in self._by_conn.values() for held in mine]
+        for held in everyone:
+            self._release(held)
+        for held in everyone:
+            self._wake(held)
+        return len(everyone)

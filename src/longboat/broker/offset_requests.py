@@ -1,0 +1,102 @@
+"""Consumer offsets and queue positions: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
+GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and
+GET_EARLIEST_MSG_STORETIME (32).
+
+Rules for a group with no committed offset on a queue (QUERY_CONSUMER_OFFSET):
+
+| setZeroIfNotFound | queue's first message (offset 0) still stored? | answer          |
+|-------------------|-------------------------------------------------|-----------------|
+| absent or true    | yes, or the queue is empty                      | SUCCESS, 0      |
+| absent or true    | no (retention moved the minimum)                | QUERY_NOT_FOUND |
+| false             | either                                          | QUERY_NOT_FOUND |
+
+The first row is what 4.x brokers do and 4.x clients expect: a new group on a young queue starts
+at 0 even with CONSUME_FROM_LAST_OFFSET (tests written against RocketMQ rely on it).  RocketMQ 5
+clients send setZeroIfNotFound=false to apply their own consume-from setting instead.  Unlike
+RocketMQ we never consult page-cache residency: the rule is deterministic (RocketMQ #334).
+
+An update with a negative offset (ali-ons sends -1 for queues it has not consumed) never
+overwrites anything: it is acknowledged and ignored.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.headers import (
+    EarliestMsgStoreTimeResponseHeader,
+    OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueueRequestHeader,
+    SearchOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from longboat.remoting import Connection
+
+if TYPE_CHECKING:
+    from longboat.broker.controller import BrokerController
+
+
+class OffsetRequests:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+
+    def query_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = QueryConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
+        ctl = self.controller
+        stored = ctl.offsets.query(header.consumerGroup, header.topic, header.queueId)
+        if stored is not None and stored >= 0:
+            return _offset(cmd, stored)
+        if header.setZeroIfNotFound is not False and (
+            ctl.store.min_offset(header.topic, header.queueId) <= 0
+        ):
+            return _offset(cmd, 0)
+        return cmd.make_response(
+            ResponseCode.QUERY_NOT_FOUND,
+            f"Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first "
+            f"(group {header.consumerGroup} has no offset on {header.topic}:{header.queueId})",
+        )
+
+    def update_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
+        if header.commitOffset >= 0:
+            self.controller.offsets.commit(
+                header.consumerGroup, header.topic, header.queueId, header.commitOffset
+            )
+        return cmd.make_response()
+
+    def max_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = QueueRequestHeader.from_ext(cmd.ext_fields)
+        return _offset(cmd, self.controller.store.max_offset(header.topic, header.queueId))
+
+    def min_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = QueueRequestHeader.from_ext(cmd.ext_fields)
+        return _offset(cmd, self.controller.store.min_offset(header.topic, header.queueId))
+
+    def search_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = SearchOffsetRequestHeader.from_ext(cmd.ext_fields)
+        offset = self.controller.store.offset_by_timestamp(
+            header.topic, header.queueId, header.timestamp
+        )
+        return _offset(cmd, offset)
+
+    def earliest_store_time(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = QueueRequestHeader.from_ext(cmd.ext_fields)
+        ts = self.controller.store.earliest_store_time(header.topic, header.queueId)
+        return cmd.make_response(ext_fields=EarliestMsgStoreTimeResponseHeader(ts).to_ext())
+
+
+def _offset(cmd: RemotingCommand, offset: int) -> RemotingCommand:
+    return cmd.make_response(ext_fields=OffsetResponseHeader(offset).to_ext())
+
+
+def install(controller: BrokerController) -> None:
+    requests = OffsetRequests(controller)
+    register = controller.router.register
+    register(RequestCode.QUERY_CONSUMER_OFFSET, requests.query_consumer_offset)
+    register(RequestCode.UPDATE_CONSUMER_OFFSET, requests.update_consumer_offset)
+    register(RequestCode.GET_MAX_OFFSET, requests.max_offset)
+    register(RequestCode.GET_MIN_OFFSET, requests.min_offset)
+    register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, requests.search_offset)
+    register(RequestCode.GET_EARLIEST_MSG_STORETIME, requests.earliest_store_time)

@@ -1,0 +1,262 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320).
+
+The append happens in-line in the handler, on the event loop, so messages on one connection are
+stored in the order they arrived; only the wait for an fsync (SYNC_FLUSH) is asynchronous.
+
+Checks, in RocketMQ's order: broker writable, topic name legal, not a broker-internal topic,
+topic known or auto-created through the default topic (TBW102), topic writable, queue id in
+range (negative: the broker picks one), no transaction halves (not supported: refused rather
+than stored and never committed).  Every answer, success or not, carries `MSG_REGION` and
+`TRACE_ON` (the Java client reads MSG_REGION unconditionally); stored answers (0 and 10)
+carry `msgId` (the offset id), `queueId` and `queueOffset`.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Awaitable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from longboat.broker import retry
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.batch import decode_batch
+from longboat.protocol.bodies import PERM_WRITE
+from longboat.protocol.headers import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from longboat.protocol.ids import host_bytes
+from longboat.protocol.properties import Prop, string_to_properties
+from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.topic_names import NOT_ALLOWED_SEND_TOPICS, validate_topic
+from longboat.remoting import Connection
+from longboat.store import MessageInner, PutResult, PutStatus
+
+if TYPE_CHECKING:
+    from longboat.broker.controller import BrokerController
+
+_PUT_CODES: dict[PutStatus, int] = {
+    PutStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+    PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+    PutStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
+    PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+}
+_BORN_HOST = "longboat.born_host"
+_LOOPBACK = b"\x7f\x00\x00\x01"
+BUSY_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
+
+SendAnswer = RemotingCommand | Awaitable[RemotingCommand]
+
+
+class SendRefused(Exception):
+    """A send the broker will not store; carries the response code and remark."""
+
+    def __init__(self, code: int, remark: str) -> None:
+        super().__init__(remark)
+        self.code = code
+        self.remark = remark
+
+
+@dataclass(slots=True)
+class _Send:
+    """A validated send: its messages, the queue used, whether to wait for durability."""
+
+    messages: list[MessageInner]
+    queue_id: int
+    wait: bool
+
+
+class SendProcessor:
+    def __init__(self, controller: BrokerController) -> None:
+        self.controller = controller
+        cfg = controller.config
+        self._extra = {"MSG_REGION": cfg.region_id, "TRACE_ON": "true" if cfg.trace_on else "false"}
+
+    def handle(self, conn: Connection, cmd: RemotingCommand) -> SendAnswer:
+        header_cls = (
+            SendMessageRequestHeader
+            if cmd.code == RequestCode.SEND_MESSAGE
+            else SendMessageRequestHeaderV2
+        )
+        header = header_cls.from_ext(cmd.ext_fields)
+        try:
+            send = self._prepare(conn, cmd, header)
+        except SendRefused as refused:
+            return self._answer(cmd, refused.code, refused.remark)
+        ctl = self.controller
+        msgs = send.messages
+        if send.wait and ctl.flush_backlog_full:
+            return self._answer(cmd, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
+        result = ctl.store_message(msgs[0]) if len(msgs) == 1 else ctl.store_batch(msgs)
+        if send.wait and result.durable is not None:
+            return self._after_flush(cmd, send.queue_id, result)
+        return self._stored(cmd, send.queue_id, result)
+
+    async def _after_flush(
+        self, cmd: RemotingCommand, queue_id: int, result: PutResult
+    ) -> RemotingCommand:
+        return self._stored(cmd, queue_id, await self.controller.await_durable(result))
+
+    def _stored(self, cmd: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:
+        code = _PUT_CODES[result.status]
+        if code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT):
+            return self._answer(cmd, code, f"{result.status.value}: {result.error or ''}")
+        first = result.records[0]
+        ext = SendMessageResponseHeader(
+            msgId=",".join(r.msg_id for r in result.records)
+            if len(result.records) > 1
+            else first.msg_id,
+            queueId=queue_id,
+            queueOffset=first.queue_offset,
+        ).to_ext()
+        ext.update(self._extra)
+        remark = None if code == ResponseCode.SUCCESS else "flush to disk timed out"
+        return cmd.make_response(code, remark, ext_fields=ext)
+
+    def _answer(self, cmd: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+        return cmd.make_response(code, remark, ext_fields=dict(self._extra))
+
+    # ------------------------------------------------------------------ validation
+
+    def _prepare(
+        self, conn: Connection, cmd: RemotingCommand, header: SendMessageRequestHeader
+    ) -> _Send:
+        ctl = self.controller
+        topic = header.topic
+        if not ctl.config.broker_permission & PERM_WRITE:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{ctl.config.broker_name}] sending message is forbidden",
+            )
+        problem = validate_topic(topic)
+        if problem is not None:
+            raise SendRefused(ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)")
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION, f"sending message to topic[{topic}] is forbidden"
+            )
+        config = ctl.topics.create_on_send(topic, header.defaultTopic, header.defaultTopicQueueNums)
+        if config is None:
+            raise SendRefused(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! "
+                "(auto-creation is off or the default topic cannot be inherited)",
+            )
+        if not config.perm & PERM_WRITE:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        queue_id = header.queueId
+        limit = max(config.read_queue_nums, config.write_queue_nums)
+        if queue_id < 0:
+            queue_id = random.randrange(max(1, config.write_queue_nums))
+        elif queue_id >= limit:
+            raise SendRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal, topic {topic} has {limit} queues",
+            )
+        sys_flag = header.sysFlag
+        if MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{ctl.config.broker_name}] does not support transaction messages",
+            )
+        if config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= MessageSysFlag.MULTI_TAGS
+        props = string_to_properties(header.properties or "")
+        props[Prop.CLUSTER] = ctl.config.broker_cluster_name
+        # WAIT=false: the producer does not wait for durability (the WAIT property is not stored).
+        wait = props.pop(Prop.WAIT, "true") != "false"
+        born_host = self._born_host(conn)
+        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        if not batch:
+            msg = MessageInner(
+                topic=topic,
+                queue_id=queue_id,
+                body=cmd.body,
+                properties=props,
+                flag=header.flag,
+                sys_flag=sys_flag,
+                born_timestamp=header.bornTimestamp,
+                born_host=born_host,
+                born_port=conn.peer_port,
+                reconsume_times=header.reconsumeTimes or 0,
+            )
+            retry.route_retry_send(
+                ctl,
+                msg,
+                reconsume_times=header.reconsumeTimes,
+                max_reconsume_header=header.maxReconsumeTimes,
+                request_version=cmd.version,
+            )
+            return _Send([msg], queue_id, wait)
+        msgs = self._batch(conn, cmd, header, topic, queue_id, sys_flag, props, born_host)
+        return _Send(msgs, queue_id, wait)
+
+    def _batch(
+        self,
+        conn: Connection,
+        cmd: RemotingCommand,
+        header: SendMessageRequestHeader,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        batch_props: dict[str, str],
+        born_host: bytes,
+    ) -> list[MessageInner]:
+        if topic.startswith(retry.RETRY_GROUP_TOPIC_PREFIX):
+            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "batches may not go to retry topics")
+        items = decode_batch(cmd.body)
+        if not items:
+            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
+        msgs: list[MessageInner] = []
+        for item in items:
+            props = {**item.properties, **batch_props}
+            if props.get(Prop.DELAY, "0") not in ("", "0"):
+                raise SendRefused(
+                    ResponseCode.MESSAGE_ILLEGAL, "messages of a batch may not be delayed"
+                )
+            props.pop(Prop.WAIT, None)
+            msgs.append(
+                MessageInner(
+                    topic=topic,
+                    queue_id=queue_id,
+                    body=item.body,
+                    properties=props,
+                    flag=item.flag,
+                    sys_flag=sys_flag,
+                    born_timestamp=header.bornTimestamp,
+                    born_host=born_host,
+                    born_port=conn.peer_port,
+                )
+            )
+        return msgs
+
+    @staticmethod
+    def _born_host(conn: Connection) -> bytes:
+        cached = conn.attributes.get(_BORN_HOST)
+        if isinstance(cached, bytes):
+            return cached
+        try:
+            host = host_bytes(conn.peer_host)
+        except ValueError:
+            host = _LOOPBACK
+        if host[:12] == b"\x00" * 10 + b"\xff\xff":  # IPv4-mapped IPv6: store as IPv4
+            host = host[12:]
+        conn.attributes[_BORN_HOST] = host
+        return host
+
+
+def install(controller: BrokerController) -> None:
+    processor = SendProcessor(controller)
+    for code in (
+        RequestCode.SEND_MESSAGE,
+        RequestCode.SEND_MESSAGE_V2,
+        RequestCode.SEND_BATCH_MESSAGE,
+    ):
+        controller.router.register(code, processor.handle)

@@ -1,0 +1,186 @@
+"""The name server: route queries for clients, registration for brokers.
+
+Codes: REGISTER_BROKER (103), UNREGISTER_BROKER (104), GET_ROUTEINFO_BY_TOPIC (105),
+GET_BROKER_CLUSTER_INFO (106), GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206), QUERY_DATA_VERSION
+(322), DELETE_TOPIC_IN_NAMESRV (216), and the KV-config codes (100-102) as harmless no-ops (no
+4.x client depends on their content; ordered-topic KV configs are not supported).
+
+Route bodies follow the client's JSON dialect: standard JSON (quoted numeric keys) for request
+version >= 4.9.4 or `acceptStandardJsonOnly=true`, fastjson's bare integer keys otherwise
+(old Go clients cannot read the standard form; Java and ali-ons read both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import zlib
+from collections.abc import Callable
+
+from longboat.namesrv.routes import BROKER_EXPIRY_S, RouteTable
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
+from longboat.protocol.bodies import (
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfigSerializeWrapper,
+    encode_topic_list,
+)
+from longboat.protocol.codes import VERSION_REGISTER_BODY, VERSION_STANDARD_ROUTE_JSON
+from longboat.protocol.headers import (
+    BrokerIdentityHeader,
+    GetRouteInfoRequestHeader,
+    QueryDataVersionResponseHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+)
+from longboat.remoting import Connection, RemotingServer, Router
+
+log = logging.getLogger("longboat.namesrv")
+
+DEFAULT_PORT = 9876
+# RocketMQ scans for expired brokers every 10 s.
+EXPIRY_SCAN_S = 10.0
+_FAQ = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+
+
+class NameServer:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = DEFAULT_PORT,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        expiry_s: float = BROKER_EXPIRY_S,
+        scan_interval_s: float = EXPIRY_SCAN_S,
+    ) -> None:
+        self.routes = RouteTable(clock=clock, expiry_s=expiry_s)
+        self.router = Router("name server")
+        self.server = RemotingServer(
+            self.router, host, port, on_connection_closed=self._connection_closed
+        )
+        self.scan_interval_s = scan_interval_s
+        self._scanner: asyncio.Task[None] | None = None
+        register = self.router.register
+        register(RequestCode.REGISTER_BROKER, self.register_broker)
+        register(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
+        register(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.route_info)
+        register(RequestCode.GET_BROKER_CLUSTER_INFO, self.cluster_info)
+        register(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.topic_list)
+        register(RequestCode.QUERY_DATA_VERSION, self.query_data_version)
+        register(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic)
+        register(RequestCode.PUT_KV_CONFIG, self.kv_accept)
+        register(RequestCode.DELETE_KV_CONFIG, self.kv_accept)
+        register(RequestCode.GET_KV_CONFIG, self.kv_get)
+
+    @property
+    def addr(self) -> str:
+        return f"{self.server.host}:{self.server.port}"
+
+    async def start(self) -> None:
+        await self.server.start()
+        self._scanner = asyncio.ensure_future(self._scan())
+
+    async def stop(self) -> None:
+        if self._scanner is not None:
+            self._scanner.cancel()
+            await asyncio.gather(self._scanner, return_exceptions=True)
+            self._scanner = None
+        await self.server.close()
+
+    async def _scan(self) -> None:
+        while True:
+            await asyncio.sleep(self.scan_interval_s)
+            self.routes.expire()
+
+    def _connection_closed(self, conn: Connection) -> None:
+        gone = self.routes.remove_channel(conn)
+        if gone:
+            log.info("broker connection %s closed: removed %s", conn.peer, ", ".join(gone))
+
+    # ------------------------------------------------------------------ brokers
+
+    def register_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
+        if header.bodyCrc32 and header.bodyCrc32 != zlib.crc32(cmd.body) & 0x7FFFFFFF:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
+        if header.compressed:
+            return cmd.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                "compressed registration bodies are not supported; set compressedRegister=false",
+            )
+        if not cmd.body:
+            wrapper = TopicConfigSerializeWrapper()
+        elif cmd.version >= VERSION_REGISTER_BODY:
+            body = RegisterBrokerBody.from_json(cmd.body)
+            wrapper = TopicConfigSerializeWrapper(body.topic_config_table, body.data_version)
+        else:
+            wrapper = TopicConfigSerializeWrapper.from_json(cmd.body)
+        registered = self.routes.register(
+            header.clusterName,
+            header.brokerName,
+            header.brokerAddr,
+            header.brokerId,
+            header.haServerAddr,
+            wrapper.topic_config_table,
+            wrapper.data_version,
+            conn,
+        )
+        ext = RegisterBrokerResponseHeader(
+            haServerAddr=registered.ha_addr, masterAddr=registered.master_addr
+        ).to_ext()
+        return cmd.make_response(ext_fields=ext)
+
+    def unregister_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = BrokerIdentityHeader.from_ext(cmd.ext_fields)
+        if self.routes.unregister(header.brokerName, header.brokerAddr, header.brokerId):
+            log.info("broker %s (%s) unregistered", header.brokerName, header.brokerAddr)
+        return cmd.make_response()
+
+    def query_data_version(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = BrokerIdentityHeader.from_ext(cmd.ext_fields)
+        theirs = DataVersion.from_dict(_json_or_empty(cmd.body))
+        changed = self.routes.data_version_changed(header.brokerAddr, theirs)
+        ours = self.routes.data_version(header.brokerAddr)
+        return cmd.make_response(
+            ext_fields=QueryDataVersionResponseHeader(changed=changed).to_ext(),
+            body=fastjson.dumps(ours.to_dict()) if ours is not None else b"",
+        )
+
+    def delete_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        topic = cmd.ext_fields.get("topic", "")
+        self.routes.delete_topic(topic)
+        return cmd.make_response()
+
+    # ------------------------------------------------------------------ clients
+
+    def route_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        header = GetRouteInfoRequestHeader.from_ext(cmd.ext_fields)
+        route = self.routes.route(header.topic)
+        if route is None:
+            return cmd.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"No topic route info in name server for the topic: {header.topic}\n{_FAQ}",
+            )
+        standard = cmd.version >= VERSION_STANDARD_ROUTE_JSON or bool(header.acceptStandardJsonOnly)
+        return cmd.make_response(body=route.to_json(standard=standard))
+
+    def cluster_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.make_response(body=self.routes.cluster_info().to_json(standard=False))
+
+    def topic_list(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.make_response(body=encode_topic_list(self.routes.topic_names()))
+
+    def kv_accept(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        return cmd.make_response()
+
+    def kv_get(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        key = cmd.ext_fields.get("key", "")
+        return cmd.make_response(ResponseCode.QUERY_NOT_FOUND, f"No config item, Key: {key}")
+
+
+def _json_or_empty(body: bytes) -> dict[str, object]:
+    if not body:
+        return {}
+    value = fastjson.loads(body)
+    return value if isinstance(value, dict) else {}
