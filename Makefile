@@ -26,12 +26,12 @@ up: $(STAMP)
 
 ## Install everything (Python extras and the Node test peers) and run the whole suite.
 test: $(STAMP) node-peers
-	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests bench
-	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
 	$(PY) -m bench.protocol_codec
