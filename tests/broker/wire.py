@@ -1,0 +1,193 @@
+"""A bare protocol client for broker and name-server tests: requests built from our typed headers,
+sent with `longboat.remoting`, answers returned as they came off the wire.
+
+The client packages are deliberately not used here: these tests prove the servers against the
+protocol itself, so a client-side workaround cannot hide a server bug.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from longboat.protocol import RemotingCommand, RequestCode
+from longboat.protocol.batch import BatchItem, encode_batch
+from longboat.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
+from longboat.protocol.header_fields import Header
+from longboat.protocol.headers import (
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from longboat.protocol.message import MessageExt, decode_records
+from longboat.protocol.properties import Prop, properties_to_string
+from longboat.protocol.sysflags import PullSysFlag
+from longboat.remoting import RemotingClient, Router
+
+TIMEOUT_S = 10.0
+
+
+class Wire:
+    """One connection to one server (a client per `Wire`, so two `Wire`s are two sockets)."""
+
+    def __init__(self, addr: str, router: Router | None = None) -> None:
+        self.addr = addr
+        self.client = RemotingClient(router)
+
+    async def call(
+        self,
+        code: int,
+        header: Header | dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        timeout: float = TIMEOUT_S,
+    ) -> RemotingCommand:
+        ext = header.to_ext() if isinstance(header, Header) else dict(header or {})
+        return await self.client.request(
+            self.addr, RemotingCommand.request(code, ext, body), timeout
+        )
+
+    async def send(
+        self,
+        topic: str,
+        body: bytes,
+        *,
+        tags: str | None = None,
+        queue_id: int = 0,
+        props: dict[str, str] | None = None,
+    ) -> RemotingCommand:
+        properties = dict(props or {})
+        if tags is not None:
+            properties[Prop.TAGS] = tags
+        return await self.call(
+            RequestCode.SEND_MESSAGE_V2, send_header(topic, queue_id, properties), body
+        )
+
+    async def send_batch(
+        self, topic: str, bodies: list[bytes], *, queue_id: int = 0, tags: str | None = None
+    ) -> RemotingCommand:
+        props = {Prop.TAGS: tags} if tags is not None else {}
+        items = [BatchItem(body, dict(props)) for body in bodies]
+        header = send_header(topic, queue_id, {}, batch=True)
+        return await self.call(RequestCode.SEND_BATCH_MESSAGE, header, encode_batch(items))
+
+    async def pull(
+        self, topic: str, queue_id: int, offset: int, *, timeout: float = TIMEOUT_S, **options: Any
+    ) -> RemotingCommand:
+        """PULL_MESSAGE; `options` are `pull_header`'s (group, subscription, suspend_ms, ...)."""
+        header = pull_header(topic, queue_id, offset, **options)
+        return await self.call(RequestCode.PULL_MESSAGE, header, timeout=timeout)
+
+    async def heartbeat(self, client_id: str, group: str, topic: str, expr: str = "*") -> None:
+        data = HeartbeatData(
+            client_id,
+            consumer_data_set=[
+                ConsumerData(group, subscription_data_set=[SubscriptionData.of(topic, expr, 1)])
+            ],
+        )
+        response = await self.call(RequestCode.HEART_BEAT, body=data.to_json())
+        assert response.code == 0, response.remark
+
+    async def query_offset(
+        self, group: str, topic: str, queue_id: int, *, set_zero: bool | None = None
+    ) -> RemotingCommand:
+        header = QueryConsumerOffsetRequestHeader(group, topic, queue_id, set_zero)
+        return await self.call(RequestCode.QUERY_CONSUMER_OFFSET, header)
+
+    async def commit(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        header = UpdateConsumerOffsetRequestHeader(group, topic, queue_id, offset)
+        response = await self.call(RequestCode.UPDATE_CONSUMER_OFFSET, header)
+        assert response.code == 0, response.remark
+
+    async def close(self) -> None:
+        await self.client.close()
+
+
+def send_header(
+    topic: str, queue_id: int, props: dict[str, str], *, batch: bool = False
+) -> SendMessageRequestHeaderV2:
+    return SendMessageRequestHeaderV2(
+        producerGroup="pg",
+        topic=topic,
+        defaultTopic="TBW102",
+        defaultTopicQueueNums=8,
+        queueId=queue_id,
+        sysFlag=0,
+        bornTimestamp=int(time.time() * 1000),
+        flag=0,
+        properties=properties_to_string(props),
+        reconsumeTimes=0,
+        batch=batch or None,
+    )
+
+
+def pull_header(
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    group: str = "g",
+    subscription: str = "*",
+    suspend_ms: int = 0,
+    max_nums: int = 32,
+    commit_offset: int = -1,
+) -> PullMessageRequestHeader:
+    flag = PullSysFlag.build(
+        commit_offset=commit_offset >= 0, suspend=suspend_ms > 0, subscription=True
+    )
+    return PullMessageRequestHeader(
+        consumerGroup=group,
+        topic=topic,
+        queueId=queue_id,
+        queueOffset=offset,
+        maxMsgNums=max_nums,
+        sysFlag=int(flag),
+        commitOffset=max(commit_offset, 0),
+        suspendTimeoutMillis=suspend_ms,
+        subscription=subscription,
+        expressionType="TAG",
+    )
+
+
+def pulled(response: RemotingCommand) -> PullMessageResponseHeader:
+    return PullMessageResponseHeader.from_ext(response.ext_fields)
+
+
+def records(response: RemotingCommand) -> list[MessageExt]:
+    return decode_records(response.body) if response.body else []
+
+
+def sent(response: RemotingCommand) -> SendMessageResponseHeader:
+    assert response.code == 0, f"send refused: {response.code} {response.remark}"
+    return SendMessageResponseHeader.from_ext(response.ext_fields)
+
+
+def offset_of(response: RemotingCommand) -> int:
+    assert response.code == 0, f"{response.code} {response.remark}"
+    return OffsetResponseHeader.from_ext(response.ext_fields).offset
+
+
+async def eventually(
+    check: Callable[[], bool] | Callable[[], Awaitable[bool]],
+    what: str,
+    timeout: float = 20.0,
+    poll: float = 0.01,
+) -> None:
+    """Wait until `check()` holds (state owned by another thread has no event to await)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result: Any = check()
+        if inspect.isawaitable(result):
+            result = await result
+        if result:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        await asyncio.sleep(poll)
