@@ -87,6 +87,8 @@ class BrokerConfig:
     # Ours: bounds that keep memory bounded when clients or the disk fall behind.
     max_held_pull_requests: int = 100_000
     max_pending_sync_flushes: int = 10_000
+    # Ours: the Prometheus endpoint's port on listen_host (0 = no endpoint).
+    metrics_port: int = 0
 
     # ------------------------------------------------------------------ derived
 
@@ -190,6 +192,7 @@ class BrokerConfig:
         """Refuse combinations and ranges that cannot work, naming the key."""
         checks: list[tuple[str, bool, str]] = [
             ("listen_port", 0 <= self.listen_port <= 65535, "a port is 0..65535"),
+            ("metrics_port", 0 <= self.metrics_port <= 65535, "a port is 0..65535 (0 = off)"),
             ("broker_id", self.broker_id >= 0, "broker ids are >= 0 (0 is the master)"),
             ("default_topic_queue_nums", 1 <= self.default_topic_queue_nums <= 1024, "1..1024"),
             ("short_polling_time_mills", self.short_polling_time_mills >= 0, "must be >= 0"),

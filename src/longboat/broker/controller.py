@@ -36,6 +36,7 @@ from longboat.broker import (
     client_requests,
     locks,
     lookups,
+    metrics,
     offset_requests,
     pull,
     retry,
@@ -120,13 +121,15 @@ class BrokerController:
         self.consumers = ConsumerManager()
         self.store_host = config.advertised_ip
         self.broker_addr = ""  # host:port, once start() bound the port
-        self._features = tuple(features)
+        # Metrics wrap the other modules' handlers, so they install last.
+        self._features = tuple(features) + ((metrics.install,) if config.metrics_port else ())
         self._start_hooks: list[Hook] = []
         self._stop_hooks: list[Hook] = []
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
         self._pending_durable = 0
+        self.metrics: metrics.BrokerMetrics | None = None  # set by metrics.install
         # Set by start():
         self.store: MessageStore
         self.offsets: ConsumerOffsetTable

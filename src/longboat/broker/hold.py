@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -81,7 +82,7 @@ class HoldService:
     ) -> None:
         """`max_offset` is the store's, read by the re-check.  `answer(pull)` re-runs a
         released pull and writes its response; the pull processor sets it."""
-        self.answer: Callable[[HeldPull], None] = _no_answerer
+        self.answer: Callable[[HeldPull], object] = _no_answerer
         self._max_offset = max_offset
         self.long_polling = long_polling
         self.short_polling_ms = short_polling_ms
@@ -94,6 +95,12 @@ class HoldService:
         # Tests set this to act between a pull's empty read and its registration (the race
         # the re-check closes); called with (topic, queue_id).
         self.before_hold: Callable[[str, int], None] | None = None
+        # Figures for the metrics module, read at scrape time: pulls answered by an arrival
+        # and by their timer; `on_wake_latency(seconds)`, when set, hears how long each
+        # woken pull took from the arrival call to its answer being written.
+        self.woken = 0
+        self.expired = 0
+        self.on_wake_latency: Callable[[float], None] | None = None
 
     def start(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -153,6 +160,7 @@ class HoldService:
         waiters = self._queues.get((topic, queue_id))
         if not waiters:
             return
+        started = time.perf_counter()
         if threading.get_ident() != self._loop_thread:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(
@@ -166,12 +174,17 @@ class HoldService:
         ]
         for held in woken:
             self._release(held)
+        self.woken += len(woken)
+        observe = self.on_wake_latency
         for held in woken:
             self._wake(held)
+            if observe is not None:
+                observe(time.perf_counter() - started)
 
     def _expired(self, held: HeldPull) -> None:
         held.timer = None
         self._release(held)
+        self.expired += 1
         self._wake(held)
 
     def _wake(self, held: HeldPull) -> None:

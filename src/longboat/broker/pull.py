@@ -91,11 +91,14 @@ class PullProcessor:
             return None
         return self._response(cmd, got, code)
 
-    def answer_held(self, held: HeldPull) -> None:
-        """Re-run a released pull without suspend and write its answer (hold service)."""
+    def answer_held(self, held: HeldPull) -> RemotingCommand:
+        """Re-run a released pull without suspend and write its answer (hold service); the
+        answer is returned for whoever wraps `hold.answer` (metrics)."""
         header: PullMessageRequestHeader = held.header
         got = self._read(header, held.codes)
-        held.conn.send(self._response(held.request, got, self._code(got, header.queueOffset)))
+        response = self._response(held.request, got, self._code(got, header.queueOffset))
+        held.conn.send(response)
+        return response
 
     # ------------------------------------------------------------------ internals
 

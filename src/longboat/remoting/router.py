@@ -34,6 +34,10 @@ class Router:
     def handles(self, code: int) -> bool:
         return int(code) in self._handlers
 
+    def handler(self, code: int) -> Handler | None:
+        """The handler registered for `code`, so a later module can wrap it (metrics)."""
+        return self._handlers.get(int(code))
+
     def handle(self, conn: Connection, cmd: RemotingCommand) -> None:
         handler = self._handlers.get(cmd.code)
         if handler is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Callable
 
 log = logging.getLogger("longboat.store")
@@ -33,6 +34,8 @@ class FlushService:
         # How many syncs ran and how many requests they covered (group-commit evidence).
         self.syncs = 0
         self.requests = 0
+        # Hears each sync's duration in seconds, on the flush thread (metrics).
+        self.on_sync: Callable[[float], None] | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -58,6 +61,7 @@ class FlushService:
                 return
 
     def _sync_and_resolve(self, pending: list[tuple[int, concurrent.futures.Future[bool]]]) -> None:
+        started = time.perf_counter()
         try:
             covered = self._flush()
         except OSError as exc:
@@ -66,6 +70,8 @@ class FlushService:
                 fut.set_exception(exc)
             return
         self.syncs += 1
+        if self.on_sync is not None:
+            self.on_sync(time.perf_counter() - started)
         late = []
         for offset, fut in pending:
             if offset <= covered:

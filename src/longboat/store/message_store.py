@@ -600,6 +600,11 @@ class MessageStore:
             total += cq.chain.disk_bytes
         return total
 
+    def observe_flushes(self, on_sync: Callable[[float], None] | None) -> None:
+        """`on_sync(seconds)` hears the duration of every commit-log sync, on the flush
+        thread (it must be quick and thread-safe)."""
+        self._flusher.on_sync = on_sync
+
     @property
     def flush_stats(self) -> tuple[int, int]:
         """(syncs run, durability requests served): under SYNC_FLUSH with concurrent writers
