@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from longboat.protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_parts
 from longboat.protocol.command import OpaqueCounter
@@ -48,7 +48,8 @@ class RemotingProtocol(asyncio.Protocol):
         self._on_close = on_close
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        # A stream transport (uvloop's is not an asyncio.Transport subclass, so no isinstance).
+        transport = cast(asyncio.Transport, transport)
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.conn = Connection(transport, self.router)
         if self._on_close is not None:

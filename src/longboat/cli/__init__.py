@@ -1,0 +1,1 @@
+"""The `longboat` command: thin wrappers over the server and client packages."""

@@ -1,0 +1,97 @@
+"""What every `longboat` command shares: consoles, the error policy, logging, the event loop.
+
+Error policy (one place, so every command behaves alike): a failure prints one line on stderr
+saying whose fault it is — `usage` (the command line), `config` (a setting), `broker`
+(the remote said no, with its response code and whether a retry can help), `network` (the
+remote could not be reached) or `system` (the local OS) — and exits 1.  `--verbose` adds the
+traceback.  Ctrl-C outside a command that handles it exits 130 with one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+from rich.logging import RichHandler
+
+from longboat.broker.config import ConfigError
+from longboat.client.errors import BrokerError, ClientUsageError, TransportError
+
+T = TypeVar("T")
+
+console = Console(highlight=False)
+err_console = Console(stderr=True, highlight=False)
+
+EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130
+
+# Whose fault, by exception type; the first match wins.
+_FAULTS: tuple[tuple[type[BaseException], str], ...] = (
+    (ClientUsageError, "usage"),
+    (ConfigError, "config"),
+    (BrokerError, "broker"),
+    (TransportError, "network"),
+    (OSError, "system"),
+    (ValueError, "usage"),
+)
+
+
+@dataclass(slots=True)
+class CliState:
+    verbose: bool = False
+
+
+class ErrorReportingGroup(click.Group):
+    """A click group that turns any escaping exception into one line and a non-zero exit."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except KeyboardInterrupt:
+            err_console.print("[yellow]interrupted[/]")
+            ctx.exit(EXIT_INTERRUPTED)
+        except Exception as exc:
+            state = ctx.find_object(CliState)
+            if state is not None and state.verbose:
+                err_console.print_exception(show_locals=False)
+            err_console.print(f"[bold red]error[/] ({fault_of(exc)}): {exc}", markup=True)
+            ctx.exit(EXIT_FAILURE)
+
+
+def fault_of(exc: BaseException) -> str:
+    for kind, fault in _FAULTS:
+        if isinstance(exc, kind):
+            return fault
+    return type(exc).__name__
+
+
+def configure_logging(verbose: bool, *, level: int = logging.WARNING) -> None:
+    """Rich log lines on stderr: DEBUG with --verbose, else `level` (servers ask for INFO)."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, RichHandler):
+            root.removeHandler(handler)
+    handler = RichHandler(console=err_console, show_path=verbose, rich_tracebacks=verbose)
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG if verbose else level)
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine to completion on uvloop when it is installed."""
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
+        return asyncio.run(coro)
+    return uvloop.run(coro)
+
+
+def fail(message: str) -> None:
+    """Stop the command with one line on stderr (the user's input is at fault)."""
+    raise click.ClickException(message)

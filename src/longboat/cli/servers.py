@@ -1,0 +1,195 @@
+"""Server commands: `longboat up` (name server + broker in one process), `longboat namesrv`,
+`longboat broker`.
+
+Lifecycle of a server process (state as data):
+
+    starting --(every server listening)--> serving --(SIGINT/SIGTERM)--> stopping --> exit 0
+    starting --(bind, config or store error)--> exit 1, after stopping what had started
+
+Servers start in order (the name server first: the broker registers with it on start) and
+stop in reverse: the broker stops accepting, answers its held pulls, flushes, checkpoints and
+unregisters while the name server is still up; then the name server closes.  A second signal
+while stopping is reported and otherwise ignored: the stop is bounded by the broker's own
+drain and unregister timeouts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import click
+from rich.table import Table
+
+from longboat.broker import BrokerConfig, BrokerController
+from longboat.broker.config import default_data_dir
+from longboat.cli.runtime import (
+    CliState,
+    configure_logging,
+    console,
+    err_console,
+    fail,
+    run,
+)
+from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
+from longboat.namesrv import NameServer
+
+log = logging.getLogger("longboat.cli")
+
+LOOPBACK = "127.0.0.1"
+BROKER_PORT = 10911
+# The port RocketMQ's Prometheus exporter uses.
+METRICS_PORT = 5557
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class Server(Protocol):
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def serve(factories: Sequence[Callable[[], Server]], describe: Callable[[], Table]) -> None:
+    """Build and start each server in order (a factory may read the ones started before it),
+    print `describe()`, and on SIGINT/SIGTERM stop them in reverse order."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+
+    def on_signal(signum: int) -> None:
+        if stop.is_set():
+            err_console.print(f"{signal.Signals(signum).name}: already stopping")
+        stop.set()
+
+    for signum in _STOP_SIGNALS:
+        loop.add_signal_handler(signum, on_signal, signum)
+    started: list[Server] = []
+    try:
+        for factory in factories:
+            server = factory()
+            await server.start()
+            started.append(server)
+        console.print(describe())
+        console.print("[dim]Ctrl-C stops[/]")
+        await stop.wait()
+        console.print("stopping: answering held pulls, flushing, unregistering")
+    finally:
+        for server in reversed(started):
+            await server.stop()
+        for signum in _STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+    console.print("stopped")
+
+
+def listening_table(namesrv: NameServer | None, broker: BrokerController | None) -> Table:
+    """Called once every server is started: the ports shown are the bound ones."""
+    table = Table(title="longboat", show_header=False, title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    if namesrv is not None:
+        table.add_row("name server", namesrv.addr)
+    if broker is not None:
+        cfg = broker.config
+        name = f"{cfg.broker_name} (cluster {cfg.broker_cluster_name})"
+        table.add_row("broker", f"{name} {broker.broker_addr}")
+        table.add_row("name servers", cfg.namesrv_addr or "none (not registered anywhere)")
+        table.add_row("store", str(cfg.store_path_root_dir))
+        metrics_port = getattr(cfg, "metrics_port", 0)
+        if metrics_port:
+            table.add_row("metrics", f"http://{broker.store_host}:{metrics_port}/metrics")
+    return table
+
+
+def server_logging() -> None:
+    state = click.get_current_context().find_object(CliState)
+    configure_logging(bool(state and state.verbose), level=logging.INFO)
+
+
+@click.command()
+@click.option(
+    "--data",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Store directory [default: $LONGBOAT_HOME/store, else ~/.longboat/store].",
+)
+@click.option("--namesrv-port", default=NAMESRV_PORT, show_default=True, help="0: any free port.")
+@click.option("--broker-port", default=BROKER_PORT, show_default=True, help="0: any free port.")
+@click.option(
+    "--metrics-port", default=METRICS_PORT, show_default=True, help="Prometheus; 0 turns it off."
+)
+def up(data: Path | None, namesrv_port: int, broker_port: int, metrics_port: int) -> None:
+    """Run a name server and a broker in this process, on 127.0.0.1.
+
+    Ctrl-C (or SIGTERM) stops both cleanly: held pulls are answered, the store is flushed and
+    the broker unregisters.  Other broker settings come from $LONGBOAT_<SETTING> variables.
+    """
+    server_logging()
+    config = BrokerConfig.load(
+        overrides=[
+            ("listenHost", LOOPBACK),
+            ("listenPort", broker_port),
+            ("brokerIP1", LOOPBACK),
+            ("storePathRootDir", data if data is not None else default_data_dir()),
+            ("metricsPort", metrics_port),
+        ]
+    )
+    namesrv = NameServer(LOOPBACK, namesrv_port)
+    broker: list[BrokerController] = []
+
+    def make_broker() -> BrokerController:
+        # After the name server started: its port is the bound one even when 0 was asked.
+        broker.append(BrokerController(config.updated(namesrv_addr=namesrv.addr)))
+        return broker[0]
+
+    run(serve([lambda: namesrv, make_broker], lambda: listening_table(namesrv, broker[0])))
+
+
+@click.command()
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option("--port", default=NAMESRV_PORT, show_default=True, help="0: any free port.")
+def namesrv(host: str, port: int) -> None:
+    """Run a name server alone (brokers register here; clients look up routes here)."""
+    server_logging()
+    server = NameServer(host, port)
+    run(serve([lambda: server], lambda: listening_table(server, None)))
+
+
+@click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A RocketMQ-style broker.conf (Java properties).",
+)
+@click.pass_context
+def broker(ctx: click.Context, config_path: Path | None) -> None:
+    """Run a broker alone: settings from broker.conf, then $LONGBOAT_<SETTING> (and
+    $NAMESRV_ADDR), then `--key value` options (any broker.conf key, e.g. --listenPort 10911
+    --namesrvAddr 127.0.0.1:9876)."""
+    server_logging()
+    config = BrokerConfig.load(config_path, overrides=key_value_pairs(ctx.args))
+    controller = BrokerController(config)
+    run(serve([lambda: controller], lambda: listening_table(None, controller)))
+
+
+def key_value_pairs(args: Sequence[str]) -> list[tuple[str, str]]:
+    """`--key value` and `--key=value` pairs, in order; anything else is a usage error."""
+    pairs: list[tuple[str, str]] = []
+    items = iter(args)
+    for item in items:
+        if not item.startswith("--") or item == "--":
+            fail(f"unexpected argument {item!r}: broker settings are given as --key value")
+        key, eq, value = item[2:].partition("=")
+        if not eq:
+            following = next(items, None)
+            if following is None:
+                fail(f"--{key} needs a value")
+            value = str(following)
+        pairs.append((key, value))
+    return pairs
+
+
+COMMANDS = (up, namesrv, broker)

@@ -1,0 +1,131 @@
+"""`longboat up` / `namesrv` / `broker` as real processes: serve, stop on a signal, keep data."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from longboat.client import ClientConfig, Message
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.sync import Admin, LitePullConsumer, Producer
+
+from .processes import ServerProcess
+
+TOPIC = "CliUpTopic"
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[list[ServerProcess]]:
+    started: list[ServerProcess] = []
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+def start(servers: list[ServerProcess], home: Path, *args: str) -> ServerProcess:
+    proc = ServerProcess(args, home)
+    servers.append(proc)
+    proc.wait_for("Ctrl-C stops")
+    return proc
+
+
+def up_args(data: Path) -> list[str]:
+    return [
+        "up",
+        "--data",
+        str(data),
+        "--namesrv-port",
+        "0",
+        "--broker-port",
+        "0",
+        "--metrics-port",
+        "0",
+    ]
+
+
+def consume_all(namesrv: str, group: str, expected: int) -> list[bytes]:
+    config = ClientConfig([namesrv], client_ip="127.0.0.1")
+    bodies: list[bytes] = []
+    with LitePullConsumer(
+        group, config=config, consume_from=ConsumeFrom.FIRST_OFFSET, auto_commit=False
+    ) as consumer:
+        consumer.subscribe(TOPIC)
+        for _ in range(60):
+            bodies += [m.body for m in consumer.poll(1.0)]
+            if len(bodies) >= expected:
+                break
+        consumer.commit()
+    return bodies
+
+
+def test_up_serves_stops_on_sigint_and_keeps_data(servers, tmp_path: Path) -> None:
+    data = tmp_path / "store"
+    up = start(servers, tmp_path, *up_args(data))
+    namesrv = up.address_of("name server")
+    config = ClientConfig([namesrv], client_ip="127.0.0.1")
+    sent = [f"m{i}".encode() for i in range(10)]
+    with Producer("cli-test", config=config) as producer:
+        for body in sent:
+            assert producer.send(Message(TOPIC, body)).ok
+    assert sorted(consume_all(namesrv, "cli-g1", len(sent))) == sorted(sent)
+
+    assert up.interrupt(signal.SIGINT) == 0
+    assert "stopped" in up.output
+
+    again = start(servers, tmp_path, *up_args(data))
+    namesrv = again.address_of("name server")
+    assert sorted(consume_all(namesrv, "cli-g2", len(sent))) == sorted(sent)
+    # The first group's committed offsets survived: nothing is left for it.
+    with Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin:
+        progress = admin.group_progress("cli-g1", TOPIC)
+    assert sum(p.consumer_offset for p in progress) == len(sent)
+    assert again.interrupt(signal.SIGTERM) == 0
+
+
+def test_namesrv_and_broker_processes_with_broker_conf(servers, tmp_path: Path) -> None:
+    namesrv_proc = start(servers, tmp_path, "namesrv", "--host", "127.0.0.1", "--port", "0")
+    namesrv = namesrv_proc.address_of("name server")
+    conf = tmp_path / "broker.conf"
+    conf.write_text(
+        "brokerClusterName = CliCluster\n"
+        "brokerName = broker-conf\n"
+        f"storePathRootDir = {tmp_path / 'broker-store'}\n"
+        "listenPort = 0\n"
+        "someRocketMqOnlyKey = ignored\n"
+    )
+    broker_proc = start(
+        servers,
+        tmp_path,
+        "broker",
+        "-c",
+        str(conf),
+        "--listenHost",
+        "127.0.0.1",
+        "--brokerIP1=127.0.0.1",
+        "--namesrvAddr",
+        namesrv,
+        "--metricsPort",
+        "0",
+    )
+    assert "broker-conf (cluster CliCluster)" in broker_proc.output
+    assert "someRocketMqOnlyKey" in broker_proc.output  # warned about, not fatal
+    config = ClientConfig([namesrv], client_ip="127.0.0.1")
+    with Producer("cli-test", config=config) as producer:
+        assert producer.send(Message(TOPIC, b"via broker.conf")).ok
+    assert consume_all(namesrv, "cli-g3", 1) == [b"via broker.conf"]
+    assert broker_proc.interrupt() == 0
+    assert namesrv_proc.interrupt() == 0
+
+
+def test_a_bad_setting_is_one_line_and_exit_1(tmp_path: Path) -> None:
+    proc = ServerProcess(["broker", "--listenPort", "not-a-port"], tmp_path)
+    assert proc.proc.wait(60) == 1
+    proc.kill()
+    lines = [line for line in proc.output.splitlines() if line.strip()]
+    assert lines == [
+        "error (config): listenPort = 'not-a-port' (from the command line) is not valid: "
+        "invalid literal for int() with base 10: 'not-a-port'"
+    ]
