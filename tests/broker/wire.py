@@ -134,13 +134,17 @@ def pull_header(
     offset: int,
     *,
     group: str = "g",
-    subscription: str = "*",
+    subscription: str | None = "*",
     suspend_ms: int = 0,
     max_nums: int = 32,
     commit_offset: int = -1,
+    sub_version: int = 0,
 ) -> PullMessageRequestHeader:
+    """A pull; `subscription=None` leaves the subscription to the group's heartbeat."""
     flag = PullSysFlag.build(
-        commit_offset=commit_offset >= 0, suspend=suspend_ms > 0, subscription=True
+        commit_offset=commit_offset >= 0,
+        suspend=suspend_ms > 0,
+        subscription=subscription is not None,
     )
     return PullMessageRequestHeader(
         consumerGroup=group,
@@ -151,8 +155,9 @@ def pull_header(
         sysFlag=int(flag),
         commitOffset=max(commit_offset, 0),
         suspendTimeoutMillis=suspend_ms,
+        subVersion=sub_version,
         subscription=subscription,
-        expressionType="TAG",
+        expressionType="TAG" if subscription is not None else None,
     )
 
 
