@@ -48,11 +48,14 @@ class Wire:
         body: bytes = b"",
         *,
         timeout: float = TIMEOUT_S,
+        version: int | None = None,
     ) -> RemotingCommand:
+        """One request; `version` poses as a client of that protocol version."""
         ext = header.to_ext() if isinstance(header, Header) else dict(header or {})
-        return await self.client.request(
-            self.addr, RemotingCommand.request(code, ext, body), timeout
-        )
+        cmd = RemotingCommand.request(code, ext, body)
+        if version is not None:
+            cmd.version = version
+        return await self.client.request(self.addr, cmd, timeout)
 
     async def send(
         self,
