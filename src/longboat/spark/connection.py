@@ -1,0 +1,205 @@
+"""One lazily opened client per Python process, shared by every reader and writer in it.
+
+Spark runs the data source in several processes (planner, source runner, executor workers),
+pickling the reader and writer objects between them; sockets and event loops cannot travel,
+so those objects hold only options and ask `link(namesrv)` for the process's client when they
+first need the broker.  The client lives on the blocking facade's loop thread
+(`LoopThread.shared()`), so Spark's synchronous calls just wait for coroutines there; a
+reused executor worker keeps its connections from one task to the next.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import threading
+import zlib
+from collections.abc import Coroutine, Iterable
+from typing import Any, TypeVar
+
+from longboat.client.api import PullResult
+from longboat.client.config import ClientConfig
+from longboat.client.errors import NoRouteError
+from longboat.client.instance import ClientInstance
+from longboat.client.producer import Producer
+from longboat.client.sync import LoopThread
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.headers import PullMessageRequestHeader
+from longboat.protocol.sysflags import PullSysFlag
+
+T = TypeVar("T")
+
+# A plain read of a range: no suspend (the range is known to exist), subscription in the
+# request so no heartbeat is needed, nothing committed by the pull.
+_PULL_FLAGS = PullSysFlag.build(
+    commit_offset=False, suspend=False, subscription=True, lite_pull=True
+)
+_IMPLICIT_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|SCHEDULE_TOPIC_XXXX$|TBW102$)")
+
+
+class BrokerLink:
+    """The process's client for one name-server list; every method blocks its caller."""
+
+    def __init__(self, namesrv: str, request_timeout: float) -> None:
+        self.loop_thread = LoopThread.shared()
+        # Client instances are shared per client id: one id per name-server list, so two
+        # clusters used from one process never share routes.
+        name = f"{os.getpid()}-spark-{zlib.crc32(namesrv.encode()):08x}"
+        self.config = ClientConfig(namesrv, request_timeout=request_timeout, instance_name=name)
+        self.instance: ClientInstance = self.loop_thread.call(ClientInstance.acquire, self.config)
+        self._producers: dict[str, Producer] = {}
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.loop_thread.run(coro)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Any:
+        return self.loop_thread.submit(coro)
+
+    # ------------------------------------------------------------------ what to read
+
+    def queues(self, topics: Iterable[str], pattern: str | None) -> list[MessageQueue]:
+        """Readable queues of the topics (or of every topic matching `pattern`), sorted."""
+        return self.run(self._queues(list(topics), pattern))
+
+    async def _queues(self, topics: list[str], pattern: str | None) -> list[MessageQueue]:
+        if pattern is not None:
+            every = await self.instance.api.get_all_topics()
+            topics = sorted(
+                t for t in every if re.fullmatch(pattern, t) and not _IMPLICIT_TOPIC.match(t)
+            )
+        out: list[MessageQueue] = []
+        for topic in topics:
+            try:
+                route = await self.instance.route(topic, refresh=True)
+            except NoRouteError:
+                if pattern is not None:
+                    continue
+                raise
+            out.extend(route.subscribe_queues)
+        return sorted(out)
+
+    async def _addr(self, mq: MessageQueue) -> str:
+        return await self.instance.find_master_addr(mq.broker_name, mq.topic)
+
+    def offsets(self, mqs: Iterable[MessageQueue], at: str | int) -> dict[MessageQueue, int]:
+        """Per queue: "min" (first kept), "max" (next to be written) or the first offset
+        stored at or after a timestamp (ms); asked of all brokers at once."""
+        return self.run(self._offsets(list(mqs), at))
+
+    async def _offsets(self, mqs: list[MessageQueue], at: str | int) -> dict[MessageQueue, int]:
+        api = self.instance.api
+
+        async def one(mq: MessageQueue) -> int:
+            addr = await self._addr(mq)
+            if at == "min":
+                return await api.get_min_offset(addr, mq)
+            if at == "max":
+                return await api.get_max_offset(addr, mq)
+            return await api.search_offset(addr, mq, int(at))
+
+        values = await asyncio.gather(*(one(mq) for mq in mqs))
+        return dict(zip(mqs, values, strict=True))
+
+    # ------------------------------------------------------------------ reading
+
+    def pull_async(self, mq: MessageQueue, offset: int, count: int, tags: str, group: str) -> Any:
+        """Start one pull of up to `count` messages at `offset` (a concurrent future)."""
+        return self.submit(self._pull(mq, offset, count, tags, group))
+
+    async def _pull(
+        self, mq: MessageQueue, offset: int, count: int, tags: str, group: str
+    ) -> PullResult:
+        header = PullMessageRequestHeader(
+            consumerGroup=group,
+            topic=mq.topic,
+            queueId=mq.queue_id,
+            queueOffset=offset,
+            maxMsgNums=count,
+            sysFlag=_PULL_FLAGS,
+            commitOffset=0,
+            suspendTimeoutMillis=0,
+            subscription=tags,
+            expressionType="TAG",
+        )
+        return await self.instance.api.pull(
+            await self._addr(mq), header, timeout=self.config.request_timeout, decode=False
+        )
+
+    # ------------------------------------------------------------------ group offsets
+
+    def commit_group(self, group: str, positions: dict[MessageQueue, int]) -> None:
+        self.run(self._commit_group(group, positions))
+
+    async def _commit_group(self, group: str, positions: dict[MessageQueue, int]) -> None:
+        api = self.instance.api
+
+        async def one(mq: MessageQueue, offset: int) -> None:
+            await api.update_consumer_offset(await self._addr(mq), group, mq, offset)
+
+        await asyncio.gather(*(one(mq, o) for mq, o in positions.items()))
+
+    def group_offset(self, group: str, mq: MessageQueue) -> int | None:
+        async def ask() -> int | None:
+            return await self.instance.api.query_consumer_offset(
+                await self._addr(mq), group, mq, set_zero_if_not_found=False
+            )
+
+        return self.run(ask())
+
+    # ------------------------------------------------------------------ writing
+
+    def producer(self, group: str, *, retry_times: int = 2) -> Producer:
+        """A started producer of `group`, kept for the life of the process."""
+        producer = self._producers.get(group)
+        if producer is None:
+
+            async def start() -> Producer:
+                p = Producer(group, config=self.config, retry_times=retry_times)
+                await p.start()
+                return p
+
+            producer = self._producers[group] = self.run(start())
+        return producer
+
+    def has_unique_key(self, topic: str, key: str) -> bool:
+        """Whether any master of `topic` holds a message whose UNIQ_KEY is `key`."""
+
+        async def ask() -> bool:
+            route = await self.instance.route(topic, refresh=True)
+            addrs = [a for b in route.brokers if (a := b.master_addr)]
+            found = await asyncio.gather(
+                *(
+                    self.instance.api.query_message(addr, topic, key, max_num=1, unique_key=True)
+                    for addr in addrs
+                )
+            )
+            return any(found)
+
+        return self.run(ask())
+
+    def marker_queue(self, topic: str) -> MessageQueue:
+        """The queue whose consumer offset holds a sink's marker for `topic`: the first one."""
+
+        async def first() -> MessageQueue:
+            route = await self.instance.route(topic, allow_default=True)
+            queues = sorted(route.subscribe_queues or route.publish_queues)
+            if not queues:
+                raise NoRouteError(0, f"topic {topic} has no queue to keep a marker on")
+            return queues[0]
+
+        return self.run(first())
+
+
+_links: dict[tuple[int, str, float], BrokerLink] = {}
+_links_lock = threading.Lock()
+
+
+def link(namesrv: str, request_timeout: float) -> BrokerLink:
+    """This process's client for `namesrv`, opened on first use (also after a fork)."""
+    key = (os.getpid(), namesrv, request_timeout)
+    with _links_lock:
+        found = _links.get(key)
+        if found is None:
+            found = _links[key] = BrokerLink(namesrv, request_timeout)
+        return found

@@ -1,0 +1,237 @@
+"""The `longboat` sink: DataFrames and streams published to topics.
+
+Two delivery modes for streams (batch writes are always at-least-once):
+
+* **at-least-once** (default): each task publishes its rows from the executor, in batch sends
+  with a few in flight.  A task or micro-batch that Spark runs again publishes again.
+* **exactlyOnce=true, sinkId=…**: tasks only *stage* their rows (returned to the driver in
+  the commit message); `commit(messages, batchId)` publishes them from the driver in a fixed
+  order, in chunks sent one at a time, each message carrying a deterministic UNIQ_KEY
+  derived from (sinkId, batchId, topic, chunk, index).  A durable marker — the consumer
+  offset of group `longboat-sink-<sinkId>` on the topic's first queue — records
+  "every batch before N is published".  A replayed commit skips topics whose marker is past
+  the batch, and otherwise finds the first chunk not yet stored by looking its first UNIQ_KEY
+  up in the broker's index (chunks are stored whole and in order, so the stored ones form a
+  prefix: a binary search finds the end).  A send that timed out is looked up the same way
+  before it is sent again.  Limits: the micro-batch travels through the driver (size it with
+  the source's maxOffsetsPerTrigger), and the lookup relies on the broker's UNIQ_KEY index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from longboat.client.errors import TransportError
+from longboat.client.message import Message, SendResult
+from longboat.spark.arrow import SINK_COLUMNS, OutgoingRow, check_sink_schema, rows_of
+from longboat.spark.connection import BrokerLink, link
+from longboat.spark.options import WriteOptions, parse_write_options
+
+log = logging.getLogger("longboat.spark")
+
+# Batch sends a task keeps in flight at once (at-least-once mode).
+SENDS_IN_FLIGHT = 4
+# Bytes of bodies per batch send, well under the broker's 4 MiB message limit.
+CHUNK_BYTES = 1024 * 1024
+SEND_ATTEMPTS = 3
+
+
+@dataclass
+class SinkCommit(WriterCommitMessage):
+    """What a task reports: how many rows it published, or (exactly-once) the staged rows."""
+
+    partition: int
+    published: int = 0
+    staged: list[pa.RecordBatch] = field(default_factory=list)
+
+
+def marker_group(sink_id: str) -> str:
+    return f"longboat-sink-{sink_id}"
+
+
+def _messages(rows: Iterable[OutgoingRow]) -> Iterator[Message]:
+    for r in rows:
+        yield Message(
+            topic=r.topic, body=r.body, tags=r.tags, keys=r.keys, properties=r.properties or {}
+        )
+
+
+def chunks(messages: Iterable[Message], max_count: int) -> Iterator[list[Message]]:
+    """Consecutive runs of one topic, at most `max_count` messages and about CHUNK_BYTES."""
+    chunk: list[Message] = []
+    size = 0
+    for m in messages:
+        if chunk and (
+            m.topic != chunk[0].topic or len(chunk) >= max_count or size + len(m.body) > CHUNK_BYTES
+        ):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(m)
+        size += len(m.body)
+    if chunk:
+        yield chunk
+
+
+def publish_at_least_once(bl: BrokerLink, opts: WriteOptions, rows: Iterable[OutgoingRow]) -> int:
+    """Send every row, a few batch sends in flight; raises on the first failed send."""
+    producer = bl.producer(opts.producer_group)
+    in_flight: list[Future[SendResult]] = []
+    count = 0
+    for chunk in chunks(_messages(rows), opts.send_batch_size):
+        in_flight.append(bl.submit(producer.send_batch(chunk)))
+        count += len(chunk)
+        if len(in_flight) >= SENDS_IN_FLIGHT:
+            in_flight.pop(0).result()
+    for f in in_flight:
+        f.result()
+    return count
+
+
+class _Writer:
+    def __init__(self, options: WriteOptions) -> None:
+        self.opts = options
+
+    @property
+    def link(self) -> BrokerLink:
+        return link(self.opts.namesrv, self.opts.request_timeout)
+
+    def _publish(self, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
+        partition = _partition_id()
+        if self.opts.exactly_once:
+            staged = [_project(b) for b in batches if b.num_rows]
+            return SinkCommit(partition, staged=staged)
+        count = publish_at_least_once(self.link, self.opts, rows_of(batches, self.opts.topic))
+        return SinkCommit(partition, published=count)
+
+
+def _partition_id() -> int:
+    ctx = TaskContext.get()
+    return ctx.partitionId() if ctx is not None else 0
+
+
+def _project(batch: pa.RecordBatch) -> pa.RecordBatch:
+    names = [n for n in SINK_COLUMNS if n in batch.schema.names]
+    return batch.select(names)
+
+
+class BatchWriter(_Writer, DataSourceArrowWriter):
+    """`df.write.format("longboat")`: at-least-once, published by the tasks."""
+
+    @classmethod
+    def create(cls, options: Mapping[str, str], schema: StructType) -> BatchWriter:
+        opts = parse_write_options(options, streaming=False)
+        check_sink_schema(schema, opts.topic)
+        return cls(opts)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return self._publish(iterator)
+
+
+class StreamWriter(_Writer, DataSourceStreamArrowWriter):
+    """`df.writeStream.format("longboat")`: at-least-once, or exactly-once (module docstring)."""
+
+    @classmethod
+    def create(cls, options: Mapping[str, str], schema: StructType) -> StreamWriter:
+        opts = parse_write_options(options, streaming=True)
+        check_sink_schema(schema, opts.topic)
+        return cls(opts)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
+        return self._publish(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if not self.opts.exactly_once:
+            return
+        staged = sorted((m for m in messages if isinstance(m, SinkCommit)), key=_by_partition)
+        batches = [b for m in staged for b in m.staged]
+        ExactlyOncePublisher(self.link, self.opts).publish(batchId, batches)
+
+    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        if not self.opts.exactly_once:
+            log.warning(
+                "micro-batch %d failed; rows its finished tasks published stay published "
+                "(at-least-once: a retry publishes them again)",
+                batchId,
+            )
+
+
+def _by_partition(m: SinkCommit) -> int:
+    return m.partition
+
+
+class ExactlyOncePublisher:
+    """Publishes one micro-batch from the driver so that a replay publishes nothing twice."""
+
+    def __init__(self, bl: BrokerLink, opts: WriteOptions) -> None:
+        assert opts.sink_id is not None
+        self.link = bl
+        self.opts = opts
+        self.sink_id = opts.sink_id
+        self.group = marker_group(opts.sink_id)
+        self.producer = bl.producer(f"{opts.producer_group}-{opts.sink_id}", retry_times=0)
+
+    def publish(self, batch_id: int, batches: list[pa.RecordBatch]) -> None:
+        by_topic: dict[str, list[Message]] = {}
+        for m in _messages(rows_of(batches, self.opts.topic)):
+            by_topic.setdefault(m.topic, []).append(m)
+        for topic in sorted(by_topic):
+            self._publish_topic(batch_id, topic, by_topic[topic])
+
+    def unique_key(self, batch_id: int, topic: str, chunk: int, index: int) -> str:
+        text = f"{self.sink_id}\0{batch_id}\0{topic}\0{chunk}\0{index}"
+        return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest().upper()
+
+    def _publish_topic(self, batch_id: int, topic: str, messages: list[Message]) -> None:
+        marker_mq = self.link.marker_queue(topic)
+        marker = self.link.group_offset(self.group, marker_mq)
+        if marker is not None and marker > batch_id:
+            log.info("batch %d to %s was published before; skipping it", batch_id, topic)
+            return
+        parts = list(chunks(messages, self.opts.send_batch_size))
+        for c, part in enumerate(parts):
+            for i, m in enumerate(part):
+                m.properties["UNIQ_KEY"] = self.unique_key(batch_id, topic, c, i)
+        first = self._first_unpublished(batch_id, topic, parts)
+        if first:
+            log.info("batch %d to %s: %d chunk(s) were published before", batch_id, topic, first)
+        for c in range(first, len(parts)):
+            self._send_chunk(batch_id, topic, c, parts[c])
+        self.link.commit_group(self.group, {marker_mq: batch_id + 1})
+
+    def _stored(self, batch_id: int, topic: str, chunk: int) -> bool:
+        return self.link.has_unique_key(topic, self.unique_key(batch_id, topic, chunk, 0))
+
+    def _first_unpublished(self, batch_id: int, topic: str, parts: list[list[Message]]) -> int:
+        lo, hi = 0, len(parts)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._stored(batch_id, topic, mid):
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    def _send_chunk(self, batch_id: int, topic: str, c: int, part: list[Message]) -> None:
+        for attempt in itertools.count(1):
+            try:
+                self.link.run(self.producer.send_batch(part))
+                return
+            except TransportError:
+                if self._stored(batch_id, topic, c):
+                    return
+                if attempt >= SEND_ATTEMPTS:
+                    raise

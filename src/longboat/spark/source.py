@@ -1,0 +1,345 @@
+"""The `longboat` data source: batch and streaming reads of topics, and the entry to the sink.
+
+Where each piece runs (Spark decides; see docs/spark.md): options are parsed and the batch is
+planned in a planner process; a stream's offsets are tracked by one long-lived "source runner"
+process per query; `read()` runs in executor workers, one task per `QueueRange`.  Reader
+objects are pickled between them, so they carry only parsed options and open the broker link
+lazily (`__getstate__` drops it).
+
+Stream offsets and their invariants:
+
+* an offset is `{"topic": {"broker:queue": next_offset}}` with sorted keys (`offsets.py`);
+  Spark compares offsets as JSON strings, so equal positions must give equal strings;
+* `latestOffset` never drops a queue it has seen and never moves a queue backwards;
+  queues that appear later (topic expanded, pattern matched a new topic) are added and read
+  from their first kept message;
+* `partitions(start, end)` depends on nothing but its arguments and the options, so a
+  micro-batch replayed after a failure reads the very same ranges;
+* under `Trigger.AvailableNow` the end is clamped to the high-water marks taken in
+  `prepareForTriggerAvailableNow`, so the query stops by itself even while producers write;
+* `commit(end)` arrives one micro-batch late (Spark calls it when it plans the next batch),
+  so the `consumerGroup` offsets written there are the end of the last batch Spark has
+  *committed*: they trail the sink by at most one micro-batch and never run ahead of it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+from pyspark.sql.types import StructType
+
+from longboat.client.api import PullStatus
+from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.message import MessageExt, decode_records
+from longboat.protocol.tags import TagExpression
+from longboat.spark.arrow import SCHEMA, messages_to_batch
+from longboat.spark.connection import BrokerLink, link
+from longboat.spark.offsets import EARLIEST, LATEST, Offsets, from_offsets, to_offsets
+from longboat.spark.options import (
+    OptionError,
+    ReadOptions,
+    check_read_names,
+    parse_read_options,
+)
+from longboat.spark.planning import QueueRange, plan_ranges, spread_limit
+
+log = logging.getLogger("longboat.spark")
+
+# Rows per Arrow batch handed to Spark: big enough to amortise per-batch costs.
+ARROW_BATCH_ROWS = 8192
+# Broker high-water marks are asked at most this often; Spark polls `latestOffset` every
+# 10 ms when idle, and would otherwise send a request per queue each time.
+HWM_MIN_INTERVAL_S = 0.1
+# How long a stream trusts its list of queues before asking the name server again.
+QUEUE_REFRESH_S = 5.0
+
+
+class DataLossError(RuntimeError):
+    """Messages the query must read are no longer on the broker (retention deleted them, or
+    the queue was reset).  Not retriable: restart with failOnDataLoss=false to skip them."""
+
+
+class LongboatDataSource(DataSource):
+    """`spark.read.format("longboat")`, `readStream`, `write` and `writeStream`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "longboat"
+
+    def schema(self) -> StructType:
+        check_read_names(self.options)
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return BatchReader(parse_read_options(self.options, streaming=False))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StreamReader(parse_read_options(self.options, streaming=True))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from longboat.spark.sink import BatchWriter
+
+        return BatchWriter.create(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from longboat.spark.sink import StreamWriter
+
+        return StreamWriter.create(self.options, schema)
+
+
+class _LinkHolder:
+    """Options travel; the broker link is opened lazily in whichever process uses it."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        self.opts = options
+        self._link: BrokerLink | None = None
+
+    @property
+    def link(self) -> BrokerLink:
+        if self._link is None:
+            self._link = link(self.opts.namesrv, self.opts.request_timeout)
+        return self._link
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_link"] = None
+        return state
+
+    def read(self, partition: QueueRange) -> Iterator[pa.RecordBatch]:
+        return read_range(self.link, self.opts, partition)
+
+
+def resolve_start(
+    bl: BrokerLink, opts: ReadOptions, queues: list[MessageQueue]
+) -> dict[MessageQueue, int]:
+    """The first offset to read of each queue, as the starting options say."""
+    if opts.starting_timestamp is not None:
+        return bl.offsets(queues, opts.starting_timestamp)
+    if opts.starting == "earliest":
+        return bl.offsets(queues, "min")
+    if opts.starting == "latest":
+        return bl.offsets(queues, "max")
+    assert isinstance(opts.starting, dict)
+    return _resolve_json(bl, "startingOffsets", opts.starting, queues, default=EARLIEST)
+
+
+def _resolve_json(
+    bl: BrokerLink,
+    option: str,
+    given: Offsets,
+    queues: list[MessageQueue],
+    *,
+    default: int | None,
+) -> dict[MessageQueue, int]:
+    wanted = from_offsets(given)
+    unknown = sorted(set(wanted) - set(queues))
+    if unknown:
+        raise OptionError(
+            option, f"names queues the topics do not have: {', '.join(map(str, unknown))}"
+        )
+    chosen = {mq: wanted.get(mq, default) for mq in queues}
+    picked = {mq: o for mq, o in chosen.items() if o is not None}
+    need_min = [mq for mq, o in picked.items() if o == EARLIEST]
+    need_max = [mq for mq, o in picked.items() if o == LATEST]
+    if need_min:
+        picked.update(bl.offsets(need_min, "min"))
+    if need_max:
+        picked.update(bl.offsets(need_max, "max"))
+    return picked
+
+
+# ---------------------------------------------------------------------------- reading ranges
+
+
+def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[pa.RecordBatch]:
+    """The messages of `part` as Arrow batches.  The next pull is in flight while the last
+    answer is decoded."""
+    mq = part.mq
+    expression = TagExpression.parse(opts.tags)
+    exact = None if expression.matches_all else expression
+    offset = part.start
+    pending: list[MessageExt] = []
+    future = None
+    while offset < part.end or future is not None:
+        if future is None:
+            future = bl.pull_async(
+                mq,
+                offset,
+                min(opts.pull_batch_size, part.end - offset),
+                opts.tags,
+                opts.pull_group,
+            )
+        result = future.result()
+        future = None
+        status = result.status
+        if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
+            next_offset = result.next_begin_offset
+            if next_offset < part.end:
+                future = bl.pull_async(
+                    mq,
+                    next_offset,
+                    min(opts.pull_batch_size, part.end - next_offset),
+                    opts.tags,
+                    opts.pull_group,
+                )
+            if status is PullStatus.FOUND:
+                for m in decode_records(result.body, decompress=True):
+                    if m.queue_offset >= part.end:
+                        break
+                    if exact is None or exact.matches_tag(m.tags):
+                        pending.append(m)
+                if len(pending) >= ARROW_BATCH_ROWS:
+                    yield messages_to_batch(pending, part.broker)
+                    pending = []
+            if next_offset <= offset:
+                raise RuntimeError(f"broker did not advance {mq} past offset {offset}")
+            offset = next_offset
+            continue
+        # OFFSET_ILLEGAL or NO_NEW_MSG inside a range that existed when it was planned.
+        if status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+            resume = min(result.min_offset, part.end)
+        else:
+            resume = part.end
+        _lost(opts, part, offset, resume, result.min_offset, result.max_offset)
+        offset = resume
+    if pending:
+        yield messages_to_batch(pending, part.broker)
+
+
+def _lost(
+    opts: ReadOptions, part: QueueRange, frm: int, to: int, min_offset: int, max_offset: int
+) -> None:
+    if part.new_queue and to <= min_offset:
+        return  # a queue found after the start: it begins at its first kept message
+    what = (
+        f"{part.mq}: offsets [{frm}, {to}) are no longer on broker {part.broker} "
+        f"(it keeps [{min_offset}, {max_offset}))"
+    )
+    if opts.fail_on_data_loss:
+        raise DataLossError(
+            f"{what}. Retention deleted them or the queue was reset. Set failOnDataLoss=false "
+            f"to skip missing messages (they are logged)."
+        )
+    log.warning("skipping lost messages: %s", what)
+
+
+# ---------------------------------------------------------------------------- batch
+
+
+class BatchReader(_LinkHolder, DataSourceReader):
+    """`spark.read`: from the starting offsets (or time) to the ending ones, planned once."""
+
+    def partitions(self) -> list[QueueRange]:
+        bl, opts = self.link, self.opts
+        queues = bl.queues(opts.topics, opts.topic_pattern)
+        start = resolve_start(bl, opts, queues)
+        if opts.ending_timestamp is not None:
+            end = bl.offsets(queues, opts.ending_timestamp)
+        elif opts.ending == "latest":
+            end = bl.offsets(queues, "max")
+        else:
+            assert isinstance(opts.ending, dict)
+            end = _resolve_json(bl, "endingOffsets", opts.ending, queues, default=None)
+        start = {mq: o for mq, o in start.items() if mq in end}
+        return plan_ranges(start, end, opts.max_offsets_per_partition)
+
+
+# ---------------------------------------------------------------------------- streaming
+
+
+class StreamReader(_LinkHolder, DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """`spark.readStream`: micro-batches over moving high-water marks, admission-controlled."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        super().__init__(options)
+        self._initial: Offsets | None = None
+        self._queues: list[MessageQueue] = []
+        self._queues_at = -QUEUE_REFRESH_S
+        self._hwm: dict[MessageQueue, int] = {}
+        self._hwm_at = -HWM_MIN_INTERVAL_S
+        self._target: dict[MessageQueue, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state.update(_queues=[], _queues_at=-QUEUE_REFRESH_S, _hwm={}, _hwm_at=-HWM_MIN_INTERVAL_S)
+        return state
+
+    def _current_queues(self) -> list[MessageQueue]:
+        now = time.monotonic()
+        if now - self._queues_at >= QUEUE_REFRESH_S:
+            self._queues = self.link.queues(self.opts.topics, self.opts.topic_pattern)
+            self._queues_at = now
+        return self._queues
+
+    def _high_water_marks(self) -> dict[MessageQueue, int]:
+        now = time.monotonic()
+        if now - self._hwm_at >= HWM_MIN_INTERVAL_S:
+            queues = self._current_queues()
+            self._hwm = self.link.offsets(queues, "max") if queues else {}
+            self._hwm_at = now
+        return self._hwm
+
+    def initialOffset(self) -> Offsets:
+        # Spark asks twice on a fresh query; both answers must agree.
+        if self._initial is None:
+            queues = self._current_queues()
+            self._initial = to_offsets(resolve_start(self.link, self.opts, queues))
+        return self._initial
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        cap = self.opts.max_offsets_per_trigger
+        return ReadMaxRows(cap) if cap else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._hwm_at = -HWM_MIN_INTERVAL_S
+        self._target = dict(self._high_water_marks())
+
+    def latestOffset(self, start: Offsets, limit: ReadLimit) -> Offsets:
+        positions = from_offsets(start)
+        available = dict(self._high_water_marks())
+        if self._target is not None:
+            available = {
+                mq: min(o, self._target[mq]) for mq, o in available.items() if mq in self._target
+            }
+        for mq, at in positions.items():
+            available[mq] = max(at, available.get(mq, at))
+        if isinstance(limit, ReadMaxRows):
+            available = spread_limit(positions, available, limit.max_rows)
+        return to_offsets(available)
+
+    def reportLatestOffset(self) -> Offsets:
+        return to_offsets(self._hwm)
+
+    def partitions(self, start: Offsets, end: Offsets) -> list[QueueRange]:
+        return plan_ranges(
+            from_offsets(start), from_offsets(end), self.opts.max_offsets_per_partition
+        )
+
+    def commit(self, end: Offsets) -> None:
+        group = self.opts.consumer_group
+        if group is None:
+            return
+        try:
+            self.link.commit_group(group, from_offsets(end))
+        except Exception as exc:  # progress reporting must never fail the query
+            log.warning("could not store progress of consumer group %s: %s", group, exc)
+
+    def stop(self) -> None:
+        self._link = None

@@ -1,0 +1,121 @@
+"""One SparkSession for the whole test session, and a two-broker cluster Spark can reach.
+
+Spark runs the data source in Python processes of its own, so the brokers must be real TCP
+servers: the shared `start_cluster` helper runs a name server and a broker on a loop thread
+in this process, and a second broker joins the same name server (the "two brokers" cases).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Cluster, broker_config, start_cluster
+from longboat.broker import BrokerController
+from longboat.client import ClientConfig
+from longboat.client.message import Message
+from longboat.client.sync import Admin, Producer
+
+pyspark = pytest.importorskip("pyspark")
+
+pytestmark = pytest.mark.spark
+
+
+@dataclass
+class SparkCluster:
+    cluster: Cluster
+    second: BrokerController
+
+    @property
+    def namesrv(self) -> str:
+        return self.cluster.namesrv_addr
+
+    @property
+    def broker_names(self) -> list[str]:
+        return sorted([self.cluster.config.broker_name, self.second.config.broker_name])
+
+    def client_config(self) -> ClientConfig:
+        return ClientConfig([self.namesrv], client_ip="127.0.0.1")
+
+    def new_topic(self, queues: int = 2, *, both_brokers: bool = False) -> str:
+        """A fresh topic with `queues` queues on the first broker (or on both)."""
+        topic = f"t-{uuid.uuid4().hex[:10]}"
+        cluster = None if both_brokers else self.cluster.config.broker_cluster_name
+        with Admin(config=self.client_config()) as admin:
+            admin.create_topic(topic, queue_nums=queues, cluster=cluster)
+        return topic
+
+    def produce(
+        self,
+        topic: str,
+        count: int,
+        *,
+        tags: Callable[[int], str | None] = lambda i: None,
+        body: Callable[[int], bytes] = lambda i: f"m{i}".encode(),
+    ) -> None:
+        """`count` messages spread round robin over the topic's queues (one send each)."""
+        with Producer(config=self.client_config()) as producer:
+            for i in range(count):
+                producer.send(Message(topic, body(i), tags=tags(i), keys=f"k{i}"))
+
+
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
+    root = tmp_path_factory.mktemp("spark-brokers")
+    cluster = start_cluster(root / "a", broker_name="spark-a")
+    # Its own cluster name, so topics can be created on the first broker alone.
+    config = broker_config(
+        root / "b", cluster.namesrv_addr, broker_name="spark-b", broker_cluster_name="spark-b"
+    )
+    second = BrokerController(config)
+    cluster.runner.run(second.start())
+    try:
+        yield SparkCluster(cluster, second)
+    finally:
+        cluster.runner.run(second.stop())
+        cluster.stop()
+
+
+def build_session(master: str = "local[2]") -> Any:
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    return (
+        SparkSession.builder.master(master)
+        .appName("longboat-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.log.level", "ERROR")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    # local[2,2]: two cores, and a failed task gets one retry (the retry tests need it; every
+    # other test is unaffected since its tasks do not fail).
+    session = build_session("local[2,2]")
+    from longboat.spark import register
+
+    register(session)
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def checkpoint(tmp_path: Path) -> str:
+    return str(tmp_path / "checkpoint")
