@@ -124,17 +124,8 @@ class SendBackProcessor:
             queues = max(1, min(settings.retry_queue_nums, retry.write_queue_nums))
             topic, queue_id = RETRY_GROUP_TOPIC_PREFIX + group, random.randrange(queues)
             props[Prop.DELAY] = str(plan.delay_level)
-        copy = MessageInner(
-            topic=topic,
-            queue_id=queue_id,
-            body=original.body,
-            properties=props,
-            flag=original.flag,
-            sys_flag=original.sys_flag,
-            born_timestamp=original.born_timestamp,
-            born_host=original.born_host,
-            born_port=original.born_port,
-            reconsume_times=original.reconsume_times + 1,
+        copy = MessageInner.moved(
+            original, topic, queue_id, props, reconsume_times=original.reconsume_times + 1
         )
         result = await ctl.put_message(copy)
         if result.status is PutStatus.PUT_OK:

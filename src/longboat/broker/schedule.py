@@ -98,19 +98,7 @@ def restored_message(msg: MessageExt) -> MessageInner | None:
     if not topic:
         return None
     props.pop(Prop.DELAY, None)
-    return MessageInner(
-        topic=topic,
-        queue_id=queue_id,
-        body=msg.body,
-        properties=props,
-        flag=msg.flag,
-        sys_flag=msg.sys_flag,
-        born_timestamp=msg.born_timestamp,
-        born_host=msg.born_host,
-        born_port=msg.born_port,
-        reconsume_times=msg.reconsume_times,
-        prepared_transaction_offset=msg.prepared_transaction_offset,
-    )
+    return MessageInner.moved(msg, topic, queue_id, props)
 
 
 class ScheduleService:

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from longboat.protocol.message import MessageExt
 
 
 @dataclass(slots=True)
@@ -22,3 +26,29 @@ class MessageInner:
     # Overrides the consume-queue tag code, which is otherwise the hash of TAGS: the delay
     # service stores the delivery time here so its scan needs no commit-log read.
     tags_code: int | None = None
+
+    @classmethod
+    def moved(
+        cls,
+        stored: MessageExt,
+        topic: str,
+        queue_id: int,
+        properties: dict[str, str],
+        *,
+        reconsume_times: int | None = None,
+    ) -> MessageInner:
+        """A stored message re-stored elsewhere (retry, dead letter, delay delivery): the
+        producer's fields travel unchanged, so ids, born time and host stay the original's."""
+        return cls(
+            topic=topic,
+            queue_id=queue_id,
+            body=stored.body,
+            properties=properties,
+            flag=stored.flag,
+            sys_flag=stored.sys_flag,
+            born_timestamp=stored.born_timestamp,
+            born_host=stored.born_host,
+            born_port=stored.born_port,
+            reconsume_times=stored.reconsume_times if reconsume_times is None else reconsume_times,
+            prepared_transaction_offset=stored.prepared_transaction_offset,
+        )
