@@ -15,10 +15,11 @@ import socket
 import subprocess
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
+from longboat.bench.usage import Sample, sample
+
+__all__ = ["HOST", "Sample", "ServerProcess", "command_output", "free_port", "sample"]
 
 HOST = "127.0.0.1"
 
@@ -102,22 +103,6 @@ class ServerProcess:
 def _stop_all() -> None:
     for server in list(_live):
         server.stop(grace_s=5.0)
-
-
-@dataclass(frozen=True)
-class Sample:
-    """CPU seconds (user + system, all threads) and resident set size of one process."""
-
-    cpu_s: float
-    rss: int
-    at: float
-
-
-def sample(pid: int) -> Sample:
-    proc = psutil.Process(pid)
-    with proc.oneshot():
-        t = proc.cpu_times()
-        return Sample(cpu_s=t.user + t.system, rss=proc.memory_info().rss, at=time.monotonic())
 
 
 def command_output(argv: Sequence[str], timeout_s: float = 10.0) -> str:

@@ -1,10 +1,12 @@
-"""Percentiles, medians over runs, and the candidate-to-peer ratio for the README table."""
+"""Medians over runs and the candidate-to-peer ratio for the README table (percentiles live
+in `longboat.bench.stats`, shared with `longboat bench`)."""
 
 from __future__ import annotations
 
-import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+
+from longboat.bench.stats import latency_figures, percentile
 
 #: Which way is better for each figure; figures not listed (counts, sizes) are context only.
 HIGHER_IS_BETTER: dict[str, bool] = {
@@ -19,25 +21,9 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "rss_bytes_per_poll": False,
 }
 
+__all__ = ["HIGHER_IS_BETTER", "latency_figures", "median_figures", "percentile", "ratios"]
+
 Medians = Mapping[str, Mapping[str, Mapping[str, float]]]  # system -> workload -> figure -> value
-
-
-def percentile(sorted_values: Sequence[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100) of an already sorted sequence."""
-    if not sorted_values:
-        raise ValueError("no values")
-    rank = max(1, math.ceil(round(q * len(sorted_values) / 100.0, 9)))
-    return float(sorted_values[min(rank, len(sorted_values)) - 1])
-
-
-def latency_figures(latencies_us: Iterable[float]) -> dict[str, float]:
-    values = sorted(latencies_us)
-    return {
-        "p50_us": percentile(values, 50),
-        "p99_us": percentile(values, 99),
-        "p999_us": percentile(values, 99.9),
-        "max_us": values[-1],
-    }
 
 
 def median_figures(runs: Sequence[Mapping[str, object]]) -> dict[str, float]:

@@ -1,0 +1,105 @@
+"""`longboat bench` against a real name server and broker on loopback, with tiny sizes: every
+case moves what it says it moved, reports sane percentiles, and the CLI prints JSON and plots."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import start_cluster
+from longboat.bench import loadgen
+from longboat.bench.stats import BenchResult, latency_figures
+from longboat.cli.main import cli
+
+
+@pytest.fixture(scope="module")
+def namesrv(tmp_path_factory: pytest.TempPathFactory):
+    cluster = start_cluster(tmp_path_factory.mktemp("bench"))
+    yield cluster.namesrv_addr
+    cluster.stop()
+
+
+def sane(result: BenchResult) -> dict:
+    figures = result.figures()
+    assert figures["tps"] > 0
+    assert 0 < figures["p50_us"] <= figures["p99_us"] <= figures["p999_us"] <= figures["max_us"]
+    return figures
+
+
+def test_latency_figures_are_nearest_rank() -> None:
+    assert latency_figures(range(1, 1001)) == {
+        "p50_us": 500.0, "p99_us": 990.0, "p999_us": 999.0, "max_us": 1000.0,
+    }  # fmt: skip
+    assert latency_figures([]) == {}
+
+
+async def test_produce_moves_exactly_the_budget_in_batches(namesrv: str) -> None:
+    opts = loadgen.LoadOptions(namesrv, concurrency=3, batch=4, messages=50, duration=30)
+    result = await loadgen.produce(opts)
+    assert result.messages == 50
+    # 50 in batches of at most 4 from a shared budget: 13 requests.
+    assert len(result.latencies_us) == 13
+    sane(result)
+
+
+async def test_consume_drains_every_preloaded_message(namesrv: str) -> None:
+    opts = loadgen.LoadOptions(namesrv, batch=32, duration=30, queues=2)
+    result = await loadgen.consume(opts, preloaded=300)
+    assert result.messages == 300
+    sane(result)
+
+
+async def test_e2e_delivers_every_sent_message(namesrv: str) -> None:
+    opts = loadgen.LoadOptions(namesrv, concurrency=2, messages=40, duration=30, queues=2)
+    result = await loadgen.e2e(opts)
+    assert result.messages == result.extra["sent"] == 40
+    sane(result)
+
+
+async def test_wakeup_times_each_round(namesrv: str) -> None:
+    opts = loadgen.LoadOptions(namesrv, duration=30)
+    result = await loadgen.wakeup(opts, rounds=20, warmup=2)
+    assert result.messages == 20
+    sane(result)
+
+
+async def test_holds_parks_and_wakes_every_pull(namesrv: str) -> None:
+    opts = loadgen.LoadOptions(namesrv, duration=30)
+    result = await loadgen.holds(opts, count=200, window_s=0.3, settle_s=0.3, pid=os.getpid())
+    assert result.messages == 200  # one message answered every parked pull
+    assert result.extra["parked"] == 200
+    assert result.extra["cpu_pct"] >= 0
+
+
+def test_cli_prints_json_and_writes_a_plot(namesrv: str, tmp_path: Path) -> None:
+    plot = tmp_path / "lat.png"
+    out = CliRunner().invoke(
+        cli,
+        [
+            "bench",
+            "produce",
+            "--namesrv",
+            namesrv,
+            "-n",
+            "30",
+            "-w",
+            "2",
+            "--json",
+            "--plot",
+            str(plot),
+        ],
+    )
+    assert out.exit_code == 0, out.output
+    figures = json.loads(out.output)
+    assert figures["messages"] == 30 and figures["p99_us"] > 0
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_cli_rejects_a_body_too_small_for_the_timestamp(namesrv: str) -> None:
+    out = CliRunner().invoke(cli, ["bench", "produce", "--namesrv", namesrv, "-s", "4"])
+    assert out.exit_code != 0
+    assert "at least 8 bytes" in out.output
