@@ -44,6 +44,10 @@ class SparkCluster:
     def client_config(self) -> ClientConfig:
         return ClientConfig([self.namesrv], client_ip="127.0.0.1")
 
+    def admin(self) -> Admin:
+        """A blocking admin (use it as a context manager)."""
+        return Admin(config=self.client_config())
+
     def new_topic(self, queues: int = 2, *, both_brokers: bool = False) -> str:
         """A fresh topic with `queues` queues on the first broker (or on both)."""
         topic = f"t-{uuid.uuid4().hex[:10]}"
