@@ -202,8 +202,17 @@ class Puller:
         return await wait_for_route(self.instance, self.opts.topic)
 
     async def pull(
-        self, mq: MessageQueue, offset: int, *, max_msgs: int, suspend_s: float, commit: int = -1
+        self,
+        mq: MessageQueue,
+        offset: int,
+        *,
+        max_msgs: int,
+        suspend_s: float,
+        commit: int = -1,
+        group: str | None = None,
     ) -> PullResult:
+        """One pull for `group` (default: the options' group); `commit` >= 0 commits that
+        offset with it; `suspend_s` > 0 lets the broker park it that long."""
         addr = self._addr.get(mq.broker_name)
         if addr is None:
             addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
@@ -212,7 +221,7 @@ class Puller:
             commit_offset=commit >= 0, suspend=suspend_s > 0, subscription=True
         )
         header = PullMessageRequestHeader(
-            self.opts.group, mq.topic, mq.queue_id, offset, max_msgs, flag,
+            group or self.opts.group, mq.topic, mq.queue_id, offset, max_msgs, flag,
             max(commit, 0), int(suspend_s * 1000), 0, self.opts.tags or "*", "TAG",
         )  # fmt: skip
         return await self.instance.api.pull(addr, header, timeout=suspend_s + 10)
