@@ -39,7 +39,7 @@ def _missing(name: str) -> str | None:
 
 
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("name", ["redis", "nats"])
+@pytest.mark.parametrize("name", ["redis", "nats", "longboat"])
 def test_workloads_return_sane_figures(name: str) -> None:
     reason = _missing(name)
     if reason:
