@@ -57,10 +57,11 @@ class RemotingClient:
         host, port = split_addr(addr)
         loop = asyncio.get_running_loop()
         try:
-            _, proto = await asyncio.wait_for(
-                loop.create_connection(lambda: RemotingProtocol(self.router), host, port),
-                self.connect_timeout,
-            )
+            # Not wait_for: it can swallow a cancellation that lands as the connect completes.
+            async with asyncio.timeout(self.connect_timeout):
+                _, proto = await loop.create_connection(
+                    lambda: RemotingProtocol(self.router), host, port
+                )
         except (OSError, TimeoutError) as exc:
             raise ConnectError(f"cannot connect to {addr}: {exc or 'timed out'}") from None
         assert proto.conn is not None

@@ -161,7 +161,10 @@ class Connection:
         self._pending[cmd.opaque] = fut
         self.send(cmd)
         try:
-            return await asyncio.wait_for(fut, timeout)
+            # asyncio.timeout, not wait_for: on 3.11 wait_for returns the answer and swallows a
+            # cancellation that lands as the answer arrives, so a cancelled caller runs on.
+            async with asyncio.timeout(timeout):
+                return await fut
         except TimeoutError:
             raise RequestTimeout(
                 f"no response from {self.peer} to request code {cmd.code} within {timeout:.1f}s"
