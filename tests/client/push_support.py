@@ -88,3 +88,26 @@ async def positioned(*consumers: PushConsumer, timeout: float = 15.0) -> None:
             for c in consumers
         ):
             await asyncio.sleep(0.05)
+
+
+async def settled(
+    consumers: list[PushConsumer], queues_per_topic: dict[str, int], timeout: float = 30.0
+) -> None:
+    """Wait until these members partition each topic's queues: every queue owned by exactly
+    one of them. Rebalances after a membership change finish at different times on each
+    member, so a queue may briefly be held by two (or none) before this holds."""
+
+    def partition() -> dict[str, tuple[int, int]]:
+        found = {}
+        for topic in queues_per_topic:
+            owned = [{mq for mq in c.process_queues() if mq.topic == topic} for c in consumers]
+            found[topic] = (sum(len(o) for o in owned), len(set().union(*owned)))
+        return found
+
+    want = {topic: (n, n) for topic, n in queues_per_topic.items()}
+    try:
+        async with asyncio.timeout(timeout):
+            while partition() != want:
+                await asyncio.sleep(0.05)
+    except TimeoutError:
+        raise AssertionError(f"(owned, distinct) per topic {partition()} != {want}") from None

@@ -28,7 +28,7 @@ from longboat.protocol.headers import (
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
-from longboat.remoting import Connection, RemotingServer, Router
+from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 
 Handler = Callable[[Connection, RemotingCommand], RemotingCommand | None]
 
@@ -173,3 +173,36 @@ async def test_members_of_one_group_get_distinct_client_ids() -> None:
         for inst in (first, second, other_group):
             await inst.release()
     assert first.closed and second.closed
+
+
+async def test_a_request_cancelled_as_its_answer_arrives_stays_cancelled(
+    servers: list[RemotingServer],
+) -> None:
+    """A pull loop stopped at the moment its pull was answered must stop; a swallowed
+    cancellation left it pulling forever and its consumer's shutdown hanging."""
+    broker = await serve({RequestCode.GET_MAX_OFFSET: lambda c, r: r.make_response()})
+    servers.append(broker)
+    client = RemotingClient()
+    conn = await client.connection(f"127.0.0.1:{broker.port}")
+    request = asyncio.create_task(
+        conn.request(RemotingCommand.request(RequestCode.GET_MAX_OFFSET), 5)
+    )
+    loop = asyncio.get_running_loop()
+    answers: list[asyncio.Future[RemotingCommand]] = []
+
+    def cancel_as_answered() -> None:
+        # Runs once per loop turn; cancels in the same turn the answer lands in its future,
+        # before the waiting request has seen it.
+        answers.extend(f for f in conn._pending.values() if f not in answers)
+        if answers and answers[0].done():
+            request.cancel()
+        else:
+            loop.call_soon(cancel_as_answered)
+
+    loop.call_soon(cancel_as_answered)
+    try:
+        with pytest.raises(asyncio.CancelledError):
+            await request
+        assert answers[0].done() and not answers[0].cancelled()  # the answer had arrived
+    finally:
+        await client.close()
