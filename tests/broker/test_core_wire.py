@@ -302,6 +302,32 @@ async def test_heartbeats_make_a_group_and_members_hear_every_change(
         await w.close()
 
 
+async def test_a_silent_member_is_closed_and_the_others_are_told(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """channelExpiredTimeout shortened to 0.3 s (120 s by default)."""
+    cluster = loopback_cluster(channel_expired_timeout=300)
+    sent(await (producer := Wire(cluster.broker_addr)).send(TOPIC, b"x"))
+    live_side = Notified()
+    silent, live = Wire(cluster.broker_addr), Wire(cluster.broker_addr, live_side.router)
+    await silent.heartbeat("client-silent", "grp", TOPIC)
+    silent_conn = await silent.client.connection(cluster.broker_addr)
+    await live.heartbeat("client-live", "grp", TOPIC)
+    assert await consumer_ids(live, "grp") == ["client-live", "client-silent"]
+    told = len(live_side.groups)
+
+    async def silent_one_dropped() -> bool:
+        await live.heartbeat("client-live", "grp", TOPIC)  # the live one keeps its lease
+        return await consumer_ids(live, "grp") == ["client-live"]
+
+    await eventually(silent_one_dropped, "the silent member to be closed", timeout=10, poll=0.05)
+    assert len(live_side.groups) > told
+    # By closing the silent connection (the client sees the close).
+    await eventually(lambda: silent_conn.closed, "the silent connection to close")
+    for w in (silent, live, producer):
+        await w.close()
+
+
 # ---------------------------------------------------------------------- bad input
 
 
