@@ -6,7 +6,7 @@ import asyncio
 import itertools
 import os
 
-from longboat.client import ClientConfig, MessageExt
+from longboat.client import ClientConfig, MessageExt, NoRouteError
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
 
@@ -24,7 +24,10 @@ def config_for(namesrv: str, name: str | None = None) -> ClientConfig:
 async def read_topic(
     namesrv: str, topic: str, count: int, timeout: float = 20.0
 ) -> list[MessageExt]:
-    """Every message of `topic` from the first offset, until `count` arrived (or timeout)."""
+    """Every message of `topic` from the first offset, until `count` arrived (or timeout).
+
+    A topic the broker creates on its own (a DLQ on the first dead letter) reaches the name
+    server a moment later: until then, asking for its route again is the only way to learn."""
     consumer = LitePullConsumer(
         unique("reader"),
         config=config_for(namesrv),
@@ -33,11 +36,18 @@ async def read_topic(
         pull_batch_size=32,
     )
     await consumer.start()
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
     try:
-        consumer.assign(await consumer.fetch_message_queues(topic))
+        while True:
+            try:
+                consumer.assign(await consumer.fetch_message_queues(topic))
+                break
+            except NoRouteError:
+                if loop.time() >= deadline:
+                    raise
+                await asyncio.sleep(0.05)
         got: list[MessageExt] = []
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
         while len(got) < count and loop.time() < deadline:
             got += await consumer.poll(timeout=min(1.0, deadline - loop.time()))
         return got

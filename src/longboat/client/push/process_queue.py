@@ -73,9 +73,10 @@ class ProcessQueue:
         # Orderly consumption: the broker lock and when it was last confirmed (caller's clock).
         self.locked = False
         self.last_lock_time = 0.0
-        # Highest count/bytes ever held: what tests and metrics read to check flow control.
+        # Highest count/bytes/span ever held: what tests and metrics read to check flow control.
         self.peak_count = 0
         self.peak_bytes = 0
+        self.peak_span = 0
 
     # ------------------------------------------------------------------ sizes
 
@@ -159,6 +160,7 @@ class ProcessQueue:
             self._cache = dict(sorted(self._cache.items()))
         self.peak_count = max(self.peak_count, self.count)
         self.peak_bytes = max(self.peak_bytes, self._bytes)
+        self.peak_span = max(self.peak_span, self.span)
         return added
 
     def skip_to(self, offset: int) -> None:
