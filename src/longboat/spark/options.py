@@ -59,8 +59,9 @@ _WRITE_OPTIONS = (
     "sinkId",
     "requestTimeout",
 )
-# Spark adds `path` when `.load(path)` / `.save(path)` is used; we have no use for a path.
-_SPARK_SUPPLIED = ("path",)
+# Spark adds `path` (`.load(path)` / `.save(path)`) and a stream sink gets
+# `checkpointLocation`; neither means anything to this source.
+_SPARK_SUPPLIED = ("path", "checkpointLocation")
 
 Start = Literal["earliest", "latest"] | Offsets
 End = Literal["latest"] | Offsets | None
