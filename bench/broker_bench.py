@@ -1,0 +1,315 @@
+"""Broker benchmark: produce (one at a time and batched), consume, long-poll wake-up latency and
+the idle cost of parked pulls, over the wire against a broker in another process.
+
+    python -m bench.broker_bench [--runs 3] [--rounds 1000] [--holds 10000] [--messages 50000]
+
+A child process runs a name server, a broker (ASYNC_FLUSH, temporary data directory) and a bare
+asyncio echo server on random 127.0.0.1 ports, on uvloop; this process generates the load, in
+two ways:
+
+* "client" cases use `longboat.bench.loadgen` (the load generator shared with `longboat bench`):
+  Longboat's producer and typed pull requests, so they include the Python client's cost per
+  message, which on 2 cores competes with the broker for CPU;
+* "bare" cases send requests built once with `longboat.protocol` over `longboat.remoting`, so
+  they show what the broker itself can do when the client costs next to nothing.
+
+Throughput cases also report the broker process's CPU over the case and messages per broker
+CPU-second (the broker's capacity, independent of how much CPU the client left it).  Each case
+runs `--runs` times and the median of each figure is printed.
+
+Same-run baseline: the round trip of a 256-byte write through the bare echo server (the same
+loopback, the same loops, the same 2 ms pacing, nothing stored).  A wake-up is at least one such
+round trip (send in, answer out), so `wake-up / echo` is what the broker adds: store the
+message, find the parked pull, re-read the queue, encode the answer.
+
+Targets (issue #4): wake-up p50 <= 0.5 ms and p99 <= 2 ms, batched produce >= 100,000 msgs/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import replace
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+from longboat.bench import loadgen
+from longboat.bench.stats import latency_figures
+from longboat.bench.usage import sample
+from longboat.cli.runtime import run
+from longboat.protocol import RemotingCommand, RequestCode
+from longboat.protocol.batch import BatchItem, encode_batch
+from longboat.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from longboat.protocol.sysflags import PullSysFlag
+from longboat.remoting import RemotingClient
+
+BODY = 256
+BATCH = 64
+IN_FLIGHT = 4
+WARMUP = 20
+PARK_S = 0.002  # time a parked pull gets to reach the broker before the send
+
+
+# ---------------------------------------------------------------------------- the servers
+
+
+class Echo(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: Any = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.transport.write(data)
+
+
+async def _serve(data_dir: str, ready: Any, stop: Event) -> None:
+    from longboat.broker import BrokerConfig, BrokerController
+    from longboat.namesrv import NameServer
+
+    namesrv = NameServer("127.0.0.1", 0)
+    await namesrv.start()
+    broker = BrokerController(
+        BrokerConfig(
+            listen_host="127.0.0.1",
+            listen_port=0,
+            broker_ip1="127.0.0.1",
+            namesrv_addr=namesrv.addr,
+            store_path_root_dir=Path(data_dir),
+            mapped_file_size_commit_log=256 * 1024 * 1024,
+        )
+    )
+    await broker.start()
+    loop = asyncio.get_running_loop()
+    echo = await loop.create_server(Echo, "127.0.0.1", 0)
+    echo_port = echo.sockets[0].getsockname()[1]
+    ready.put((namesrv.addr, broker.broker_addr, echo_port))
+    await loop.run_in_executor(None, stop.wait)
+    echo.close()
+    await broker.stop()
+    await namesrv.stop()
+
+
+def _server_child(data_dir: str, ready: Any, stop: Event) -> None:
+    run(_serve(data_dir, ready, stop))
+
+
+# ---------------------------------------------------------------------------- bare clients
+
+
+async def echo_round_trips(port: int, rounds: int) -> dict[str, float]:
+    """The baseline: p50/p99/max of a 256-byte write answered by the bare echo server, paced
+    like the wake-up rounds."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    frame = b"x" * BODY
+    samples: list[float] = []
+    for i in range(rounds + WARMUP):
+        t0 = time.perf_counter()
+        writer.write(frame)
+        await reader.readexactly(BODY)
+        if i >= WARMUP:
+            samples.append((time.perf_counter() - t0) * 1e6)
+        await asyncio.sleep(PARK_S)
+    writer.close()
+    return latency_figures(samples)
+
+
+def bare_send(topic: str, queue_id: int, body: bytes, *, batch: bool) -> RemotingCommand:
+    """A send request built once and re-sent (the remoting layer sets a fresh opaque)."""
+    header = SendMessageRequestHeaderV2(
+        "bench_pg", topic, "TBW102", 8, queue_id, 0, int(time.time() * 1000), 0, "TAGS\x01TagA\x02",
+        batch=batch or None,
+    )  # fmt: skip
+    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+    return RemotingCommand.request(code, header.to_ext(), body)
+
+
+async def bare_produce(broker: str, messages: int) -> dict[str, float]:
+    """Batches of 64 pre-encoded once, 4 in flight over one connection: what the broker can
+    take when the client costs next to nothing."""
+    client = RemotingClient()
+    topic = loadgen.unique("BenchBare")
+    body = encode_batch([BatchItem(b"x" * BODY, {"TAGS": "TagA"}) for _ in range(BATCH)])
+    requests = [bare_send(topic, q, body, batch=True) for q in range(4)]
+    await client.request(broker, replace(requests[0]), 10)  # creates the topic
+    batches = messages // BATCH
+    started = time.perf_counter()
+
+    async def sender(k: int) -> None:
+        for i in range(k, batches, IN_FLIGHT):
+            response = await client.request(broker, replace(requests[i % 4]), 10)
+            assert response.code == 0, response.remark
+
+    await asyncio.gather(*(sender(k) for k in range(IN_FLIGHT)))
+    seconds = time.perf_counter() - started
+    await client.close()
+    return {"messages": batches * BATCH, "seconds": seconds, "tps": batches * BATCH / seconds}
+
+
+async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
+    """Park a pull on one connection, 2 ms later send one message on another; time from the
+    send's write to the pull's answer."""
+    consumer, producer = RemotingClient(), RemotingClient()
+    topic = loadgen.unique("BenchBareWake")
+    send = bare_send(topic, 0, b"x" * BODY, batch=False)
+    await producer.request(broker, replace(send), 10)
+    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
+    samples: list[float] = []
+    for offset in range(1, rounds + WARMUP + 1):
+        header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 5000, 0, "*")
+        pull = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
+        parked = asyncio.ensure_future(consumer.request(broker, pull, 10))
+        await asyncio.sleep(PARK_S)
+        t0 = time.perf_counter()
+        sent = asyncio.ensure_future(producer.request(broker, replace(send), 10))
+        response = await parked
+        elapsed = time.perf_counter() - t0
+        assert response.code == 0 and (await sent).code == 0, response.remark
+        if offset > WARMUP:
+            samples.append(elapsed * 1e6)
+    await consumer.close()
+    await producer.close()
+    return latency_figures(samples)
+
+
+# ---------------------------------------------------------------------------- the cases
+
+
+Case = Callable[[], Coroutine[Any, Any, dict[str, Any]]]
+WAKEUP = "wake-up, client (send -> parked pull answered)"
+BARE_WAKEUP = "wake-up, bare (send -> parked pull answered)"
+ECHO = "baseline: echo round trip"
+
+
+def cases(
+    args: argparse.Namespace, namesrv: str, broker: str, echo_port: int, pid: int
+) -> dict[str, Case]:
+    opts = loadgen.LoadOptions(namesrv=namesrv, size=BODY, duration=60.0)
+
+    def with_broker_cpu(case: Case) -> Case:
+        """Adds the broker process's CPU over the case, and messages per broker CPU-second."""
+
+        async def measured() -> dict[str, Any]:
+            first = sample(pid)
+            figures = await case()
+            last = sample(pid)
+            cpu_s = last.cpu_s - first.cpu_s
+            figures["broker_cpu_pct"] = 100 * cpu_s / max(last.at - first.at, 1e-9)
+            if figures.get("messages"):
+                figures["msgs_per_broker_cpu_s"] = figures["messages"] / max(cpu_s, 1e-9)
+            return figures
+
+        return measured
+
+    async def produce_single() -> dict[str, Any]:
+        single = replace(opts, messages=args.messages // 5)
+        return (await loadgen.produce(single)).figures()
+
+    async def produce_batched() -> dict[str, Any]:
+        batched = replace(opts, messages=args.messages, batch=BATCH, concurrency=IN_FLIGHT)
+        return (await loadgen.produce(batched)).figures()
+
+    async def consume() -> dict[str, Any]:
+        return (await loadgen.consume(replace(opts, batch=32), preloaded=args.messages)).figures()
+
+    async def wakeup() -> dict[str, Any]:
+        return (await loadgen.wakeup(opts, rounds=args.rounds)).figures()
+
+    async def holds() -> dict[str, Any]:
+        result = await loadgen.holds(opts, count=args.holds, window_s=args.window, pid=pid)
+        return result.figures()
+
+    return {
+        "produce, client, 1 per request": with_broker_cpu(produce_single),
+        f"produce, client, batches of {BATCH} x {IN_FLIGHT}": with_broker_cpu(produce_batched),
+        f"produce, bare, batches of {BATCH} x {IN_FLIGHT}": with_broker_cpu(
+            lambda: bare_produce(broker, args.messages)
+        ),
+        "consume, client, pulls of 32 x 4 queues": with_broker_cpu(consume),
+        WAKEUP: wakeup,
+        BARE_WAKEUP: lambda: bare_wakeup(broker, args.rounds),
+        ECHO: lambda: echo_round_trips(echo_port, args.rounds),
+        f"idle {args.holds} parked pulls": holds,
+    }
+
+
+def medians(runs: list[dict[str, Any]]) -> dict[str, float]:
+    keys = [k for k, v in runs[0].items() if isinstance(v, int | float) and k != "broker_pid"]
+    return {k: statistics.median(float(r[k]) for r in runs) for k in keys}
+
+
+SHOWN = (
+    "tps",
+    "p50_us",
+    "p99_us",
+    "max_us",
+    "broker_cpu_pct",
+    "msgs_per_broker_cpu_s",
+    "cpu_pct",
+    "rss_bytes_per_poll",
+)
+
+
+def report(name: str, figures: dict[str, float]) -> None:
+    shown = ", ".join(f"{k} {figures[k]:,.1f}" for k in SHOWN if k in figures)
+    print(f"  {name:<46} {shown}", flush=True)
+
+
+async def bench(
+    args: argparse.Namespace, namesrv: str, broker: str, echo_port: int, pid: int
+) -> None:
+    table = cases(args, namesrv, broker, echo_port, pid)
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
+    for r in range(args.runs):
+        print(f"run {r + 1}/{args.runs}", flush=True)
+        for name, case in table.items():
+            figures = await case()
+            results[name].append(figures)
+            report(name, medians([figures]))
+    print(f"\nmedians of {args.runs} runs", flush=True)
+    summary = {name: medians(runs) for name, runs in results.items()}
+    for name, figures in summary.items():
+        report(name, figures)
+    echo = summary[ECHO]
+    for name in (WAKEUP, BARE_WAKEUP):
+        wake = summary[name]
+        print(
+            f"{name} / echo round trip: p50 {wake['p50_us'] / echo['p50_us']:.2f}x, "
+            f"p99 {wake['p99_us'] / echo['p99_us']:.2f}x",
+            flush=True,
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=1000, help="wake-up rounds per run")
+    parser.add_argument("--holds", type=int, default=10_000, help="parked pulls")
+    parser.add_argument("--window", type=float, default=3.0, help="idle sampling window (s)")
+    parser.add_argument("--messages", type=int, default=50_000, help="batched produce, consume")
+    args = parser.parse_args()
+
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Queue()
+    stop = ctx.Event()
+    with tempfile.TemporaryDirectory(prefix="longboat-broker-bench-") as data_dir:
+        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop), daemon=True)
+        child.start()
+        try:
+            namesrv, broker_addr, echo_port = ready.get(timeout=60)
+            assert child.pid is not None
+            print(f"broker {broker_addr} (pid {child.pid}), name server {namesrv}", flush=True)
+            run(bench(args, namesrv, broker_addr, echo_port, child.pid))
+        finally:
+            stop.set()
+            child.join(30)
+            if child.is_alive():
+                child.kill()
+
+
+if __name__ == "__main__":
+    main()
