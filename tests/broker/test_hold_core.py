@@ -197,6 +197,44 @@ async def test_held_pulls_of_a_closed_connection_are_dropped(
     await staying.close()
 
 
+async def test_pulls_beyond_the_hold_limit_are_answered_at_once(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """maxHeldPullRequests bounds the memory parked pulls can take: the pull over the limit is
+    answered PULL_NOT_FOUND at once (the client pulls again) instead of queued."""
+    cluster = loopback_cluster(max_held_pull_requests=10)
+    w = Wire(cluster.broker_addr)
+    await created(w, queues=1)
+    held = [asyncio.ensure_future(w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS)) for _ in range(10)]
+    await eventually(lambda: cluster.broker.hold.held_count == 10, "10 held pulls")
+    response = await w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS, timeout=5)
+    assert response.code == ResponseCode.PULL_NOT_FOUND
+    assert not any(f.done() for f in held)
+    sent(await w.send(TOPIC, b"wakes the ten"))
+    answers = await asyncio.wait_for(asyncio.gather(*held), 10)
+    assert {a.code for a in answers} == {ResponseCode.SUCCESS}
+    await w.close()
+
+
+async def test_a_delayed_message_wakes_a_held_pull_when_it_is_due(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """DELAY on send: stored in the schedule topic first, delivered to the real queue when due
+    (delay level 1 shortened to 300 ms), where it wakes the parked pull."""
+    cluster = loopback_cluster(message_delay_level="300ms 1s")
+    w = Wire(cluster.broker_addr)
+    await created(w, queues=1)
+    pull = asyncio.ensure_future(w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS, timeout=10))
+    await eventually(lambda: cluster.broker.hold.held_count == 1, "the pull to be held")
+    started = time.monotonic()
+    sent(await w.send(TOPIC, b"later", tags="TagA", props={Prop.DELAY: "1"}))
+    response = await pull
+    assert time.monotonic() - started >= 0.3
+    [msg] = records(response)
+    assert (msg.body, msg.tags, msg.topic, msg.queue_offset) == (b"later", "TagA", TOPIC, 1)
+    await w.close()
+
+
 async def test_graceful_stop_answers_held_pulls_and_unregisters(
     loopback_cluster: Callable[..., Cluster],
 ) -> None:
