@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import zlib
 from collections.abc import Callable
+from dataclasses import asdict
 
 from conftest import Cluster
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -18,14 +19,16 @@ from longboat.protocol.headers import (
     GetRouteInfoRequestHeader,
     QueueRequestHeader,
     SearchOffsetRequestHeader,
+    SendMessageRequestHeader,
     UnregisterClientRequestHeader,
 )
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.properties import Prop
+from longboat.protocol.sysflags import MessageSysFlag
 from longboat.remoting import Connection, Router
 from longboat.store import FlushDiskType
 
-from .wire import Wire, eventually, offset_of, pulled, records, sent
+from .wire import Wire, eventually, offset_of, pulled, records, send_header, sent
 
 TOPIC = "CoreTopic"
 
@@ -146,6 +149,41 @@ async def test_pull_answers_follow_rocketmq_for_every_position(
     # A queue id the topic does not have.
     response = await w.pull(TOPIC, 99, 0)
     assert response.code == ResponseCode.SYSTEM_ERROR
+    await w.close()
+
+
+async def test_v1_sends_byte_limits_per_pull_and_permissions(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = loopback_cluster(max_transfer_bytes_on_message_in_memory=1024)
+    w = Wire(cluster.broker_addr)
+    # SEND_MESSAGE (10) carries the long header names that SEND_MESSAGE_V2 shortens.
+    v1 = SendMessageRequestHeader(**asdict(send_header(TOPIC, 0, {Prop.TAGS: "TagA"})))
+    for i in range(10):
+        response = await w.call(RequestCode.SEND_MESSAGE, v1, b"x" * 300)
+        assert sent(response).queueOffset == i
+    # About 1 KiB per answer: the byte limit cuts the batch of 32 asked for.
+    response = await w.pull(TOPIC, 0, 0, max_nums=32)
+    got = records(response)
+    assert 1 <= len(got) <= 3
+    assert pulled(response).nextBeginOffset == len(got)
+
+    # A transaction half is refused rather than stored and never committed.
+    prepared = send_header(TOPIC, 0, {})
+    response = await w.call(
+        RequestCode.SEND_MESSAGE_V2,
+        {**prepared.to_ext(), "f": str(MessageSysFlag.TRANSACTION_PREPARED_TYPE)},
+        b"half",
+    )
+    assert response.code == ResponseCode.NO_PERMISSION
+    await w.close()
+
+    # A read-only broker (brokerPermission=4) refuses sends.
+    read_only = loopback_cluster(broker_permission=4)
+    w = Wire(read_only.broker_addr)
+    response = await w.send(TOPIC, b"x")
+    assert response.code == ResponseCode.NO_PERMISSION
+    assert "forbidden" in (response.remark or "")
     await w.close()
 
 
