@@ -60,8 +60,8 @@ _WRITE_OPTIONS = (
     "requestTimeout",
 )
 # Spark adds `path` (`.load(path)` / `.save(path)`) and a stream sink gets
-# `checkpointLocation`; neither means anything to this source.
-_SPARK_SUPPLIED = ("path", "checkpointLocation")
+# `checkpointLocation` and `queryName`; none of them means anything to this source.
+_SPARK_SUPPLIED = ("path", "checkpointLocation", "queryName")
 
 Start = Literal["earliest", "latest"] | Offsets
 End = Literal["latest"] | Offsets | None
