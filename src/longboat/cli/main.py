@@ -15,7 +15,7 @@ import click
 
 from longboat.cli.runtime import CliState, ErrorReportingGroup, configure_logging
 
-COMMAND_MODULES: tuple[str, ...] = ("longboat.cli.servers", "longboat.cli.bench")
+COMMAND_MODULES: tuple[str, ...] = ("longboat.cli.servers", "longboat.cli.bench", "longboat.cli.demo")
 
 
 def _version() -> str:
