@@ -15,7 +15,11 @@ import click
 
 from longboat.cli.runtime import CliState, ErrorReportingGroup, configure_logging
 
-COMMAND_MODULES: tuple[str, ...] = ("longboat.cli.servers", "longboat.cli.bench", "longboat.cli.demo")
+COMMAND_MODULES: tuple[str, ...] = (
+    "longboat.cli.servers",
+    "longboat.cli.bench",
+    "longboat.cli.demo",
+)
 
 
 def _version() -> str:
