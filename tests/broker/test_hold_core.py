@@ -62,6 +62,37 @@ async def test_held_pull_is_woken_by_a_matching_send_not_by_another_tag(
     await producer.close()
 
 
+async def test_an_arrival_wakes_exactly_the_pulls_whose_filter_it_passes(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    cluster = loopback_cluster()
+    w = Wire(cluster.broker_addr)
+    await created(w, queues=1)
+    filters = ["TagA", "TagB", "TagA || TagB", "*", "TagC"] * 20
+    pulls = [
+        asyncio.ensure_future(w.pull(TOPIC, 0, 1, subscription=f, suspend_ms=LONG_MS))
+        for f in filters
+    ]
+    await eventually(lambda: cluster.broker.hold.held_count == 100, "100 held pulls")
+
+    # A batch whose only tag is TagB, then a TagC message in the middle of a batch.
+    sent(await w.send_batch(TOPIC, [b"b1", b"b2"], tags="TagB"))
+    await eventually(lambda: cluster.broker.hold.held_count == 40, "the TagB and * pulls")
+    woken = {f for f, p in zip(filters, pulls, strict=True) if p.done()}
+    assert woken == {"TagB", "TagA || TagB", "*"}
+    for p in pulls:
+        if p.done():
+            assert [m.body for m in records(p.result())] == [b"b1", b"b2"]
+
+    sent(await w.send(TOPIC, b"c", tags="TagC"))
+    await eventually(lambda: cluster.broker.hold.held_count == 20, "the TagC pulls")
+    assert all(p.done() for f, p in zip(filters, pulls, strict=True) if f != "TagA")
+    sent(await w.send(TOPIC, b"a", tags="TagA"))
+    answers = await asyncio.wait_for(asyncio.gather(*pulls), 10)
+    assert all(a.code == ResponseCode.SUCCESS for a in answers)
+    await w.close()
+
+
 async def test_held_pull_times_out_with_pull_not_found_at_its_own_timeout(wire: Wire) -> None:
     await created(wire, queues=1)
     started = time.monotonic()

@@ -13,9 +13,13 @@ State of one held pull (as data):
     HELD --stop() (graceful shutdown)------------------------------> ANSWERED
     HELD --its connection closes-----------------------------------> DROPPED (nobody to answer)
 
-Invariants: a pull is HELD iff it is in `_queues[(topic, queue_id)]` (long polling only) and in
+Invariants: a pull is HELD iff it is in its queue's `Waiters` (long polling only) and in
 `_by_conn[conn]` and its timer is pending; leaving HELD (`_release`, or `drop_connection` for a
-whole connection) undoes all three at once, so a pull is answered at most once.  A connection
+whole connection) undoes all three at once, so a pull is answered at most once.  In its queue's
+`Waiters` a pull that takes every message is in `every`, one with a tag filter is in
+`by_code[c]` for each tags code `c` of its filter (a `TagA || TagB` pull sits in two), so an
+arrival looks only at the pulls it can wake: a message tagged TagB never visits the thousand
+pulls parked for TagA (RocketMQ scans every pull of the queue per arrival).  A connection
 keeps its (possibly empty) `_by_conn` entry until it closes, so its close callback is added
 once per connection, not once per held pull.
 
@@ -67,6 +71,48 @@ class HeldPull:
         self.timer: asyncio.TimerHandle | None = None
 
 
+class Waiters:
+    """The pulls parked on one queue, indexed by the tags codes that wake them."""
+
+    __slots__ = ("by_code", "every")
+
+    def __init__(self) -> None:
+        self.every: dict[HeldPull, None] = {}
+        self.by_code: dict[int, dict[HeldPull, None]] = {}
+
+    def add(self, held: HeldPull) -> None:
+        if held.codes is None:
+            self.every[held] = None
+            return
+        for code in held.codes:
+            pulls = self.by_code.get(code)
+            if pulls is None:
+                pulls = self.by_code[code] = {}
+            pulls[held] = None
+
+    def remove(self, held: HeldPull) -> None:
+        if held.codes is None:
+            self.every.pop(held, None)
+            return
+        for code in held.codes:
+            pulls = self.by_code.get(code)
+            if pulls is not None:
+                pulls.pop(held, None)
+                if not pulls:
+                    del self.by_code[code]
+
+    def woken_by(self, new_max: int, tags_code: int) -> list[HeldPull]:
+        """The pulls an arrival with `tags_code` that moved the max offset to `new_max` wakes."""
+        woken = [held for held in self.every if held.offset < new_max]
+        tagged = self.by_code.get(tags_code)
+        if tagged:
+            woken += [held for held in tagged if held.offset < new_max]
+        return woken
+
+    def __bool__(self) -> bool:
+        return bool(self.every or self.by_code)
+
+
 def _no_answerer(held: HeldPull) -> None:
     raise RuntimeError("the hold service has no pull processor to answer with")
 
@@ -87,7 +133,7 @@ class HoldService:
         self.long_polling = long_polling
         self.short_polling_ms = short_polling_ms
         self.max_held = max_held
-        self._queues: dict[QueueKey, dict[HeldPull, None]] = {}
+        self._queues: dict[QueueKey, Waiters] = {}
         self._by_conn: dict[Connection, dict[HeldPull, None]] = {}
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -137,8 +183,8 @@ class HoldService:
         if self.long_polling:
             waiters = self._queues.get(key)
             if waiters is None:
-                waiters = self._queues[key] = {}
-            waiters[held] = None
+                waiters = self._queues[key] = Waiters()
+            waiters.add(held)
         mine = self._by_conn.get(conn)
         if mine is None:
             mine = self._by_conn[conn] = {}
@@ -167,11 +213,7 @@ class HoldService:
                 self.on_arrival, topic, queue_id, new_max, tags_code, props
             )
             return
-        woken = [
-            held
-            for held in waiters
-            if held.offset < new_max and (held.codes is None or tags_code in held.codes)
-        ]
+        woken = waiters.woken_by(new_max, tags_code)
         for held in woken:
             self._release(held)
         self.woken += len(woken)
@@ -208,8 +250,8 @@ class HoldService:
             held.timer.cancel()
             held.timer = None
         waiters = self._queues.get(held.key)
-        if waiters is not None and held in waiters:
-            del waiters[held]
+        if waiters is not None:
+            waiters.remove(held)
             if not waiters:
                 del self._queues[held.key]
         self._count -= 1
