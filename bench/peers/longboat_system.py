@@ -93,11 +93,8 @@ class LongboatClient(Client):
         self._acked: dict[GroupKey, int] = {}
 
     async def close(self) -> None:
-        api = self._instance.api
         for (stream, group), offset in self._acked.items():
-            mq = self._queues[stream]
-            addr = await self._instance.find_master_addr(mq.broker_name, stream)
-            await api.update_consumer_offset(addr, group, mq, offset)
+            await self._puller.commit(self._queues[stream], offset, group)
         await self._producer.shutdown()
         await self._admin.shutdown()
         await self._instance.release()

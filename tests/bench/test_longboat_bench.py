@@ -51,6 +51,20 @@ async def test_consume_drains_every_preloaded_message(namesrv: str) -> None:
     result = await loadgen.consume(opts, preloaded=300)
     assert result.messages == 300
     sane(result)
+    # Every queue's offset is committed to its end, the last pull's included.
+    opts = loadgen.LoadOptions(
+        namesrv, topic=str(result.extra["topic"]), group=str(result.extra["group"])
+    )
+    puller = await loadgen.Puller.open(opts)
+    try:
+        queues = await puller.queues()
+        addr = await puller.instance.find_master_addr(queues[0].broker_name, opts.topic)
+        committed = [
+            await puller.instance.api.query_consumer_offset(addr, opts.group, mq) for mq in queues
+        ]
+    finally:
+        await puller.close()
+    assert len(committed) == 2 and sum(committed) == 300
 
 
 async def test_e2e_delivers_every_sent_message(namesrv: str) -> None:

@@ -213,10 +213,7 @@ class Puller:
     ) -> PullResult:
         """One pull for `group` (default: the options' group); `commit` >= 0 commits that
         offset with it; `suspend_s` > 0 lets the broker park it that long."""
-        addr = self._addr.get(mq.broker_name)
-        if addr is None:
-            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-            self._addr[mq.broker_name] = addr
+        addr = await self._broker(mq)
         flag = PullSysFlag.build(
             commit_offset=commit >= 0, suspend=suspend_s > 0, subscription=True
         )
@@ -225,6 +222,18 @@ class Puller:
             max(commit, 0), int(suspend_s * 1000), 0, self.opts.tags or "*", "TAG",
         )  # fmt: skip
         return await self.instance.api.pull(addr, header, timeout=suspend_s + 10)
+
+    async def commit(self, mq: MessageQueue, offset: int, group: str | None = None) -> None:
+        """Commit an offset on its own (the last one, which no next pull carries)."""
+        addr = await self._broker(mq)
+        await self.instance.api.update_consumer_offset(addr, group or self.opts.group, mq, offset)
+
+    async def _broker(self, mq: MessageQueue) -> str:
+        addr = self._addr.get(mq.broker_name)
+        if addr is None:
+            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+            self._addr[mq.broker_name] = addr
+        return addr
 
 
 # ---------------------------------------------------------------------------- consume
@@ -257,12 +266,13 @@ async def consume(opts: LoadOptions, *, preloaded: int) -> BenchResult:
                 result.latencies_us.append((perf() - t0) * 1e6)
                 result.messages += len(got.messages)
                 offset = got.next_begin_offset
+            await puller.commit(mq, offset)  # what the last pull read (untimed)
 
         await asyncio.gather(*(drain(mq) for mq in queues))
         result.seconds = time.perf_counter() - started
     finally:
         await puller.close()
-    result.extra.update(topic=opts.topic, preloaded=preloaded, batch=opts.batch)
+    result.extra.update(topic=opts.topic, group=opts.group, preloaded=preloaded, batch=opts.batch)
     return result
 
 
