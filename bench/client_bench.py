@@ -26,9 +26,12 @@ import multiprocessing
 import os
 import resource
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from bench.broker_bench import _server_child
 
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
@@ -107,14 +110,16 @@ async def drain_with_raw_pulls(namesrv: str, topic: str, n: int, group: str) -> 
     try:
         route = await instance.route(topic)
         got = 0
+        all_in = asyncio.Event()
         cpu0, t0 = cpu_seconds(), time.perf_counter()
 
         async def pull_queue(q: int) -> None:
+            # Long polls, like a consumer's: a drained queue's pull is held until the end.
             nonlocal got
             mq = route.subscribe_queues[q]
             addr = await instance.find_master_addr(mq.broker_name, topic)
             offset = 0
-            while got < n:
+            while True:
                 header = PullMessageRequestHeader(
                     group, topic, mq.queue_id, offset, 32,
                     PullSysFlag.build(commit_offset=False, suspend=True, subscription=True),
@@ -124,11 +129,15 @@ async def drain_with_raw_pulls(namesrv: str, topic: str, n: int, group: str) -> 
                 offset = result.next_begin_offset
                 if result.status is PullStatus.FOUND:
                     got += len(result.messages)
-                elif result.status is PullStatus.NO_NEW_MSG:
-                    return
+                    if got >= n:
+                        all_in.set()
 
-        await asyncio.gather(*(pull_queue(q) for q in range(QUEUES)))
+        tasks = [asyncio.create_task(pull_queue(q)) for q in range(QUEUES)]
+        await all_in.wait()
         elapsed, cpu = time.perf_counter() - t0, cpu_seconds() - cpu0
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         await instance.release()
     return Figures(got / elapsed, cpu * 1e6 / max(got, 1))
@@ -154,7 +163,11 @@ async def live(namesrv: str, topic: str, n: int, group: str) -> float:
     consumer.subscribe(topic)
     consumer.register_listener(listener)
     await consumer.start()
-    await asyncio.sleep(0.5)  # let every queue find its start offset (LAST_OFFSET)
+    # LAST_OFFSET: every queue must know where it starts before the first send.
+    while not consumer.process_queues() or any(
+        pq.committed_offset is None for pq in consumer.process_queues().values()
+    ):
+        await asyncio.sleep(0.01)
     ctx = multiprocessing.get_context("spawn")
     started: multiprocessing.Queue = ctx.Queue()
     child = ctx.Process(target=_producer_child, args=(namesrv, topic, n, started))
@@ -212,18 +225,31 @@ async def bench(namesrv: str, runs: int, n: int) -> None:
     r_cpu = median([f.cpu_ms_per_1000 for f in raw])
     e, a = median(e2e), median(alone)
     rows = [
-        (f"drain {n} msgs, push consumer", f"{p_rate:,.0f} msgs/s",
-         f"raw pull loop {r_rate:,.0f} msgs/s", p_rate / r_rate),
-        ("consumer CPU per 1,000 msgs", f"{p_cpu:.1f} ms",
-         f"raw pull loop {r_cpu:.1f} ms", p_cpu / r_cpu),
-        ("live producer → push consumer", f"{e:,.0f} msgs/s",
-         f"producer alone {a:,.0f} msgs/s", e / a),
+        (
+            f"drain {n} msgs, push consumer",
+            f"{p_rate:,.0f} msgs/s",
+            f"raw pull loop {r_rate:,.0f} msgs/s",
+            p_rate / r_rate,
+        ),
+        (
+            "consumer CPU per 1,000 msgs",
+            f"{p_cpu:.1f} ms",
+            f"raw pull loop {r_cpu:.1f} ms",
+            p_cpu / r_cpu,
+        ),
+        (
+            "live producer → push consumer",
+            f"{e:,.0f} msgs/s",
+            f"producer alone {a:,.0f} msgs/s",
+            e / a,
+        ),
     ]
     print()
     print("| case | median | baseline (same run) | ratio |")
     print("|---|---:|---:|---:|")
     for case, value, baseline, ratio in rows:
         print(f"| {case} | {value} | {baseline} | {ratio:.2f}x |")
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -234,7 +260,21 @@ def main() -> None:
     if args.namesrv:
         asyncio.run(bench(args.namesrv, args.runs, args.messages))
         return
-    raise SystemExit("starting servers is not wired yet: pass --namesrv")
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Queue()
+    stop = ctx.Event()
+    with tempfile.TemporaryDirectory(prefix="longboat-client-bench-") as data_dir:
+        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop), daemon=True)
+        child.start()
+        try:
+            namesrv, broker_addr, _ = ready.get(timeout=60)
+            print(f"broker {broker_addr} (pid {child.pid}), name server {namesrv}", flush=True)
+            asyncio.run(bench(namesrv, args.runs, args.messages))
+        finally:
+            stop.set()
+            child.join(30)
+            if child.is_alive():
+                child.kill()
 
 
 if __name__ == "__main__":
