@@ -253,3 +253,25 @@ async def test_two_brokers_serve_one_topic_and_the_route_lists_both(
     finally:
         for b in brokers:
             await b.stop()
+
+
+async def test_a_running_broker_keeps_its_lease_by_registering_periodically(
+    namesrv: NameServer, tmp_path: Path
+) -> None:
+    """Name-server expiry 0.5 s, broker registration every 100 ms: the routes stay through
+    several expiry scans; once the broker stops (unregistering), they go."""
+    broker = BrokerController(
+        broker_config(tmp_path / "b", namesrv.addr, register_name_server_period=100)
+    )
+    await broker.start()
+    try:
+        sent(await (w := Wire(broker.broker_addr)).send("Leased", b"x"))
+        await w.close()
+        start = broker.registrar.registrations
+        await eventually(
+            lambda: broker.registrar.registrations >= start + 10, "ten more registrations"
+        )
+        assert namesrv.routes.route("Leased") is not None  # 1 s of 0.5 s leases, still routed
+    finally:
+        await broker.stop()
+    assert namesrv.routes.route("Leased") is None
