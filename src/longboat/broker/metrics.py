@@ -273,7 +273,8 @@ class StateCollector(Collector):
 
 def consumer_lag(ctl: BrokerController, now_s: float) -> Iterator[Metric]:
     """Per group, topic and queue: messages behind the queue's end, and how long the oldest
-    unconsumed one has waited (0 when caught up)."""
+    unconsumed one has waited (0 when caught up; no sample when its store time is unreadable,
+    e.g. retention deleted it)."""
     labels = ["group", "topic", "queue"]
     lag = GaugeMetricFamily(
         "longboat_consumer_lag_messages",
@@ -291,14 +292,17 @@ def consumer_lag(ctl: BrokerController, now_s: float) -> Iterator[Metric]:
         for topic, queues in sorted(topics.items()):
             for queue_id, offset in sorted(queues.items()):
                 behind = max(0, store.max_offset(topic, queue_id) - offset)
-                age = 0.0
-                if behind:
-                    stored = store.store_time_at(topic, queue_id, max(offset, 0))
-                    if stored is not None:
-                        age = max(0.0, (now_ms - stored) / 1000)
                 values = [group, topic, str(queue_id)]
                 lag.add_metric(values, behind)
-                lag_time.add_metric(values, age)
+                age: float | None = 0.0
+                if behind:
+                    try:
+                        stored = store.store_time_at(topic, queue_id, max(offset, 0))
+                    except ValueError:  # its segment was deleted under the read (retention)
+                        stored = None
+                    age = None if stored is None else max(0.0, (now_ms - stored) / 1000)
+                if age is not None:
+                    lag_time.add_metric(values, age)
     yield lag
     yield lag_time
 
