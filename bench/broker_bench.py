@@ -33,7 +33,8 @@ import multiprocessing
 import statistics
 import tempfile
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from multiprocessing.synchronize import Event
 from pathlib import Path
@@ -96,6 +97,27 @@ async def _serve(data_dir: str, ready: Any, stop: Event) -> None:
 
 def _server_child(data_dir: str, ready: Any, stop: Event) -> None:
     run(_serve(data_dir, ready, stop))
+
+
+@contextmanager
+def servers_in_child() -> Iterator[tuple[str, str, int, int]]:
+    """A name server, a broker and an echo server in a child process on loopback ports, with a
+    temporary data directory; yields (name-server addr, broker addr, echo port, child pid)."""
+    ctx = multiprocessing.get_context("spawn")
+    ready = ctx.Queue()
+    stop = ctx.Event()
+    with tempfile.TemporaryDirectory(prefix="longboat-bench-") as data_dir:
+        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop), daemon=True)
+        child.start()
+        try:
+            namesrv, broker_addr, echo_port = ready.get(timeout=60)
+            assert child.pid is not None
+            yield namesrv, broker_addr, echo_port, child.pid
+        finally:
+            stop.set()
+            child.join(30)
+            if child.is_alive():
+                child.kill()
 
 
 # ---------------------------------------------------------------------------- bare clients
@@ -293,22 +315,9 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=50_000, help="batched produce, consume")
     args = parser.parse_args()
 
-    ctx = multiprocessing.get_context("spawn")
-    ready = ctx.Queue()
-    stop = ctx.Event()
-    with tempfile.TemporaryDirectory(prefix="longboat-broker-bench-") as data_dir:
-        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop), daemon=True)
-        child.start()
-        try:
-            namesrv, broker_addr, echo_port = ready.get(timeout=60)
-            assert child.pid is not None
-            print(f"broker {broker_addr} (pid {child.pid}), name server {namesrv}", flush=True)
-            run(bench(args, namesrv, broker_addr, echo_port, child.pid))
-        finally:
-            stop.set()
-            child.join(30)
-            if child.is_alive():
-                child.kill()
+    with servers_in_child() as (namesrv, broker_addr, echo_port, pid):
+        print(f"broker {broker_addr} (pid {pid}), name server {namesrv}", flush=True)
+        run(bench(args, namesrv, broker_addr, echo_port, pid))
 
 
 if __name__ == "__main__":

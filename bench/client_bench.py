@@ -26,12 +26,11 @@ import multiprocessing
 import os
 import resource
 import statistics
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from bench.broker_bench import _server_child
+from bench.broker_bench import servers_in_child
 
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
@@ -260,21 +259,9 @@ def main() -> None:
     if args.namesrv:
         asyncio.run(bench(args.namesrv, args.runs, args.messages))
         return
-    ctx = multiprocessing.get_context("spawn")
-    ready = ctx.Queue()
-    stop = ctx.Event()
-    with tempfile.TemporaryDirectory(prefix="longboat-client-bench-") as data_dir:
-        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop), daemon=True)
-        child.start()
-        try:
-            namesrv, broker_addr, _ = ready.get(timeout=60)
-            print(f"broker {broker_addr} (pid {child.pid}), name server {namesrv}", flush=True)
-            asyncio.run(bench(namesrv, args.runs, args.messages))
-        finally:
-            stop.set()
-            child.join(30)
-            if child.is_alive():
-                child.kill()
+    with servers_in_child() as (namesrv, broker_addr, _, pid):
+        print(f"broker {broker_addr} (pid {pid}), name server {namesrv}", flush=True)
+        asyncio.run(bench(namesrv, args.runs, args.messages))
 
 
 if __name__ == "__main__":
