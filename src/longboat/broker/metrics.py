@@ -297,7 +297,8 @@ def consumer_lag(ctl: BrokerController, now_s: float) -> Iterator[Metric]:
                 age: float | None = 0.0
                 if behind:
                     try:
-                        stored = store.store_time_at(topic, queue_id, max(offset, 0))
+                        oldest = max(offset, store.min_offset(topic, queue_id))
+                        stored = store.store_time_at(topic, queue_id, oldest)
                     except ValueError:  # its segment was deleted under the read (retention)
                         stored = None
                     age = None if stored is None else max(0.0, (now_ms - stored) / 1000)
