@@ -7,8 +7,6 @@ in this process, and a second broker joins the same name server (the "two broker
 
 from __future__ import annotations
 
-import os
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from longboat.broker import BrokerController
 from longboat.client import ClientConfig
 from longboat.client.message import Message
 from longboat.client.sync import Admin, Producer
+from spark.spark_session import build_session
 
 pyspark = pytest.importorskip("pyspark")
 
@@ -85,25 +84,6 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
     finally:
         cluster.runner.run(second.stop())
         cluster.stop()
-
-
-def build_session(master: str = "local[2]") -> Any:
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    return (
-        SparkSession.builder.master(master)
-        .appName("longboat-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.log.level", "ERROR")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
 
 
 @pytest.fixture(scope="session")

@@ -165,7 +165,7 @@ def _longboat_up(data: Path) -> Iterator[str]:
     cmd = [
         sys.executable,
         "-m",
-        "longboat",
+        "longboat.cli",
         "up",
         "--data",
         str(data),

@@ -1,0 +1,44 @@
+"""A Spark driver for the SIGKILL test: topic → Parquet, run until killed or caught up.
+
+    python crash_driver.py NAMESRV TOPIC OUT CHECKPOINT (run|finish)
+
+`run` streams with a small cap per micro-batch until it is killed; `finish` restarts from the
+checkpoint with Trigger.AvailableNow and exits once it has caught up.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from spark_session import build_session
+
+from longboat.spark import register
+
+
+def main() -> None:
+    namesrv, topic, out, checkpoint, mode = sys.argv[1:6]
+    spark = build_session("local[2]")
+    register(spark)
+    df = (
+        spark.readStream.format("longboat")
+        .option("namesrv", namesrv)
+        .option("topic", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", "40")
+        .load()
+        .select("queue_id", "queue_offset", "body")
+    )
+    writer = (
+        df.writeStream.format("parquet")
+        .option("path", out)
+        .option("checkpointLocation", checkpoint)
+    )
+    if mode == "finish":
+        writer.trigger(availableNow=True).start().awaitTermination()
+    else:
+        writer.trigger(processingTime="0 seconds").start().awaitTermination()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""SIGKILL of the Spark driver mid-stream, restart from the checkpoint: Parquet output read
+through Spark holds every message once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from spark.conftest import SparkCluster
+
+pytestmark = pytest.mark.spark
+DRIVER = Path(__file__).with_name("crash_driver.py")
+
+
+def _driver(cluster: SparkCluster, topic: str, out: Path, cp: Path, mode: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(DRIVER), cluster.namesrv, topic, str(out), str(cp), mode],
+        cwd=DRIVER.parent,
+        start_new_session=True,  # its own process group: the kill takes JVM and workers too
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _committed(cp: Path) -> int:
+    commits = cp / "commits"
+    return len([p for p in commits.iterdir() if p.name.isdigit()]) if commits.exists() else 0
+
+
+def test_sigkill_of_the_driver_loses_and_duplicates_nothing(
+    spark, spark_cluster: SparkCluster, tmp_path: Path
+) -> None:
+    topic = spark_cluster.new_topic(queues=2)
+    spark_cluster.produce(topic, 400)
+    out, cp = tmp_path / "out", tmp_path / "cp"
+    proc = _driver(spark_cluster, topic, out, cp, "run")
+    try:
+        deadline = time.monotonic() + 120
+        while _committed(cp) < 3:
+            assert proc.poll() is None, "the driver exited before it was killed"
+            assert time.monotonic() < deadline, "the driver committed no micro-batches"
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+    assert _committed(cp) < 10, "the whole topic was read before the kill"
+    finisher = _driver(spark_cluster, topic, out, cp, "finish")
+    assert finisher.wait(180) == 0
+    rows = spark.read.parquet(str(out)).collect()
+    keys = [(r.queue_id, r.queue_offset) for r in rows]
+    assert len(keys) == 400 and len(set(keys)) == 400
+    assert sorted(r.body for r in rows) == sorted(f"m{i}".encode() for i in range(400))
