@@ -6,6 +6,7 @@ protocol client (see wire.py)."""
 from __future__ import annotations
 
 import asyncio
+import time
 import zlib
 from collections.abc import Callable
 from dataclasses import asdict
@@ -227,6 +228,38 @@ async def test_consumer_offset_rules(loopback_cluster: Callable[..., Cluster]) -
     response = await w.pull(TOPIC, 0, 4, group="g1", commit_offset=4)
     assert [m.body for m in records(response)] == [b"m4"]
     assert offset_of(await w.query_offset("g1", TOPIC, 0)) == 4
+    await w.close()
+
+
+async def test_after_retention_a_new_group_is_not_told_zero_and_old_offsets_move(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """Retention deleted the queue's first messages: a group with no offset gets
+    QUERY_NOT_FOUND (not 0, which would point at nothing) and a pull below the minimum is
+    moved to it."""
+    cluster = loopback_cluster(mapped_file_size_commit_log=4096)
+    w = Wire(cluster.broker_addr)
+    for i in range(60):
+        sent(await w.send(TOPIC, f"{i:0200d}".encode()))
+    store = cluster.broker.store
+
+    async def expire() -> int:  # on the broker's loop, as its retention job runs
+        store.flush()
+        later = int((time.time() + 1000 * 3600) * 1000)  # past fileReservedTime (72 h)
+        return store.delete_expired(now_ms=later, force=True)
+
+    assert cluster.runner.run(expire()) > 0
+    first = offset_of(
+        await w.call(RequestCode.GET_MIN_OFFSET, QueueRequestHeader(topic=TOPIC, queueId=0))
+    )
+    assert 0 < first < 60
+    response = await w.query_offset("new-group", TOPIC, 0)
+    assert response.code == ResponseCode.QUERY_NOT_FOUND
+    response = await w.pull(TOPIC, 0, 0)
+    assert response.code == ResponseCode.PULL_OFFSET_MOVED
+    assert pulled(response).nextBeginOffset == first
+    response = await w.pull(TOPIC, 0, first)
+    assert records(response)[0].body == f"{first:0200d}".encode()
     await w.close()
 
 
