@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 
 from conftest import Cluster
-from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, encode_frame
 from longboat.protocol.bodies import TopicRouteData, decode_consumer_id_list
 from longboat.protocol.headers import (
     ConsumerGroupHeader,
@@ -29,7 +29,7 @@ from longboat.protocol.sysflags import MessageSysFlag
 from longboat.remoting import Connection, Router
 from longboat.store import FlushDiskType
 
-from .wire import Wire, eventually, offset_of, pulled, records, send_header, sent
+from .wire import Wire, eventually, offset_of, pull_header, pulled, records, send_header, sent
 
 TOPIC = "CoreTopic"
 
@@ -446,6 +446,39 @@ async def test_bad_input_is_refused_and_the_broker_keeps_serving_others(
     sent(await good.send(TOPIC, b"after"))
     response = await good.pull(TOPIC, 0, 0)
     assert [m.body for m in records(response)] == [b"before", b"after"]
+    await good.close()
+
+
+async def test_a_client_that_stops_reading_is_paused_not_buffered_without_bound(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """A peer that pipelines pulls and never reads the answers: once its answers pass the
+    write high-water mark the broker stops reading its requests (TCP back-pressure reaches the
+    peer), so the broker's memory for it stays bounded; other clients are served meanwhile."""
+    cluster = loopback_cluster()
+    good = Wire(cluster.broker_addr)
+    for _ in range(32):
+        sent(await good.send(TOPIC, b"x" * 1024))
+    host, port = cluster.broker_addr.split(":")
+    _unread, writer = await asyncio.open_connection(host, int(port))
+    frame = encode_frame(
+        RemotingCommand.request(RequestCode.PULL_MESSAGE, pull_header(TOPIC, 0, 0).to_ext())
+    )
+    blocked = False
+    for _ in range(5_000):  # 5,000 answers of 32 KiB would be 160 MiB
+        writer.write(frame * 20)
+        try:
+            await asyncio.wait_for(writer.drain(), 1.0)
+        except TimeoutError:
+            blocked = True
+            break
+    assert blocked, "the broker kept reading requests whose answers nobody read"
+    buffered = max(c.transport.get_write_buffer_size() for c in cluster.broker.server.connections)
+    assert buffered < 16 * 1024 * 1024
+    # Meanwhile the broker serves others.
+    response = await good.pull(TOPIC, 0, 0, timeout=5)
+    assert len(records(response)) == 32
+    writer.transport.abort()
     await good.close()
 
 
