@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -41,6 +42,10 @@ async def test_group_progress_and_reset(namesrv: str) -> None:
         await admin.create_topic(topic, queue_nums=1)
         async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
             for i in range(10):
+                if i == 6:  # store times are in ms: keep the boundary between 5 and 6 distinct
+                    await asyncio.sleep(0.01)
+                    boundary_ms = int(time.time() * 1000)
+                    await asyncio.sleep(0.01)
                 await producer.send(Message(topic, f"{i}".encode()))
         consumer = LitePullConsumer(group, config=config_for(namesrv), auto_commit=False)
         consumer.subscribe(topic)
@@ -59,6 +64,9 @@ async def test_group_progress_and_reset(namesrv: str) -> None:
         assert await admin.reset_offsets(group, topic, "earliest") == {mq: 0}
         assert await admin.reset_offsets(group, topic, "latest") == {mq: 10}
         assert await admin.reset_offsets(group, topic, int(time.time() * 1000) - 600_000) == {mq: 0}
+        # To a time: the first message stored at or after it.
+        assert await admin.reset_offsets(group, topic, boundary_ms) == {mq: 6}
+        assert await admin.reset_offsets(group, topic, "earliest") == {mq: 0}
         [row] = await admin.group_progress(group, topic)
         assert row.consumer_offset == 0 and row.lag == 10
 
