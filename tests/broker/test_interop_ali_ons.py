@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from cli.processes import ServerProcess
 from conftest import Cluster
 from longboat.protocol import RequestCode
+from longboat.protocol.bodies import ClusterInfo
 from longboat.protocol.headers import CreateTopicRequestHeader, QueueRequestHeader
 from peers.ali_ons import node_peer_available, run_node_peer, start_node_peer
 
@@ -37,7 +40,23 @@ SHORT_LADDER = " ".join(["100ms"] * 18)
 
 async def create_topic(cluster: Cluster, topic: str) -> None:
     """ali-ons never falls back to TBW102, so its topics must exist before it sends."""
-    w = Wire(cluster.broker_addr)
+    await create_topic_at(cluster.broker_addr, topic)
+    await eventually(lambda: cluster.namesrv.routes.route(topic) is not None, "the topic route")
+
+
+async def broker_of(namesrv: str) -> str:
+    """The one broker registered with `namesrv` (GET_BROKER_CLUSTER_INFO)."""
+    w = Wire(namesrv)
+    try:
+        info = ClusterInfo.from_json((await w.call(RequestCode.GET_BROKER_CLUSTER_INFO)).body)
+    finally:
+        await w.close()
+    [broker] = info.broker_addr_table.values()
+    return broker.broker_addrs[0]
+
+
+async def create_topic_at(broker_addr: str, topic: str) -> None:
+    w = Wire(broker_addr)
     header = CreateTopicRequestHeader(
         topic=topic,
         defaultTopic="TBW102",
@@ -48,7 +67,6 @@ async def create_topic(cluster: Cluster, topic: str) -> None:
     response = await w.call(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
     assert response.code == 0, response.remark
     await w.close()
-    await eventually(lambda: cluster.namesrv.routes.route(topic) is not None, "the topic route")
 
 
 async def produce(
@@ -160,3 +178,25 @@ async def test_ali_ons_failed_messages_come_back_through_the_retry_topic(
         assert retried["originMsgId"] == deliveries[0]["msgId"]
     # The copies went through the group's retry topic on the broker.
     assert await max_offsets(cluster, f"%RETRY%{group}", queues=1) == {0: 12}
+
+
+async def test_ali_ons_against_a_longboat_up_process(tmp_path: Path) -> None:
+    """The same client against `longboat up` as a user starts it (its own process, uvloop,
+    Ctrl-C to stop): produce, consume by tag, and a clean exit."""
+    ports = ("--namesrv-port", "0", "--broker-port", "0", "--metrics-port", "0")
+    up = ServerProcess(["up", "--data", str(tmp_path / "data"), *ports], tmp_path)
+    try:
+        namesrv = await asyncio.to_thread(up.address_of, "name server")
+        broker = await broker_of(namesrv)
+        topic, group = "AliOnsUp", "ali-ons-up-group"
+        await create_topic_at(broker, topic)
+        args = consumer_args(namesrv, topic, group, "--tags", "TagA", "--expect", "5")
+        with start_node_peer("consume.js", *args, "--timeout-ms", "60000") as consumer:
+            await asyncio.to_thread(consumer.wait_for, "ready", 40)
+            sends = await produce(namesrv, topic, 10, "TagA,TagB", "up-{i}")
+            events = await asyncio.to_thread(consumer.wait, 60)
+        got = sorted(e["body"] for e in events if e["event"] == "msg")
+        assert got == sorted(f"up-{e['i']}" for e in sends if e["tags"] == "TagA")
+        assert await asyncio.to_thread(up.interrupt) == 0
+    finally:
+        up.kill()
