@@ -186,20 +186,9 @@ async def test_consumer_requests_and_answers(replay: tuple[Replay, ClientAPI]) -
 
 
 def _pull_header(theirs: Vector) -> PullMessageRequestHeader:
-    ext = theirs.header["extFields"]
-    return PullMessageRequestHeader(
-        consumerGroup=ext["consumerGroup"],
-        topic=ext["topic"],
-        queueId=ext["queueId"],
-        queueOffset=ext["queueOffset"],
-        maxMsgNums=ext["maxMsgNums"],
-        sysFlag=ext["sysFlag"],
-        commitOffset=ext["commitOffset"],
-        suspendTimeoutMillis=ext["suspendTimeoutMillis"],
-        subVersion=ext["subVersion"],
-        subscription=ext["subscription"],
-        expressionType="TAG",
-    )
+    """The same pull as the real client's, plus `expressionType` as Java clients send it."""
+    header = PullMessageRequestHeader.from_ext(java_ext(theirs.header["extFields"]))
+    return replace(header, expressionType="TAG")
 
 
 async def test_pulls_long_polls_and_send_back(replay: tuple[Replay, ClientAPI]) -> None:
