@@ -159,3 +159,13 @@ def test_bad_option_fails_before_reading(spark, spark_cluster: SparkCluster) -> 
     )
     with pytest.raises(PySparkException, match="endingOffsets"):
         stream.writeStream.format("noop").start().awaitTermination(60)
+
+
+def test_compressed_and_plain_bodies_in_one_range(spark, spark_cluster: SparkCluster) -> None:
+    topic = spark_cluster.new_topic(queues=1)
+    big = bytes(range(256)) * 64  # over the producer's compression threshold
+    spark_cluster.produce(topic, 6, body=lambda i: big + bytes([i]) if i % 2 else b"small%d" % i)
+    rows = read(spark, spark_cluster.namesrv, topic=topic).orderBy("queue_offset").collect()
+    assert [r.body for r in rows] == [
+        big + bytes([i]) if i % 2 else b"small%d" % i for i in range(6)
+    ]

@@ -46,6 +46,12 @@ POS_PHYSICALOFFSET = 28
 POS_SYSFLAG = 36
 POS_BORNTIMESTAMP = 40
 POS_BORNHOST = 48
+# Further positions when both hosts are IPv4 (no *_V6 sys flag): what every 4.x peer sends.
+POS_STORETIMESTAMP_V4 = 56
+POS_STOREHOST_V4 = 64
+POS_RECONSUMETIMES_V4 = 72
+POS_BODYLEN_V4 = 84
+POS_BODY_V4 = 88
 
 _HEAD = struct.Struct(">iiiiiqqiq")  # size .. borntimestamp (48 bytes)
 _I32 = struct.Struct(">i")

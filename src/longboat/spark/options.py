@@ -19,7 +19,7 @@ from longboat.spark.offsets import Offsets, parse_offsets
 DEFAULT_CONSUMER_GROUP = "longboat-spark"
 DEFAULT_PRODUCER_GROUP = "longboat-spark-sink"
 DEFAULT_MAX_OFFSETS_PER_PARTITION = 200_000
-DEFAULT_PULL_BATCH_SIZE = 32
+DEFAULT_PULL_BATCH_SIZE = 1024  # brokers cap it (RocketMQ and Longboat: 32 by default)
 DEFAULT_SEND_BATCH_SIZE = 256
 DEFAULT_REQUEST_TIMEOUT_S = 10.0
 

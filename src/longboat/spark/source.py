@@ -47,9 +47,9 @@ from pyspark.sql.types import StructType
 
 from longboat.client.api import PullStatus
 from longboat.protocol.bodies import MessageQueue
-from longboat.protocol.message import MessageExt, decode_records
+from longboat.protocol.message import decode_records
 from longboat.protocol.tags import TagExpression
-from longboat.spark.arrow import SCHEMA, messages_to_batch
+from longboat.spark.arrow import SCHEMA, decode_to_batch, messages_to_batch
 from longboat.spark.connection import BrokerLink, link
 from longboat.spark.offsets import EARLIEST, LATEST, Offsets, from_offsets, to_offsets
 from longboat.spark.options import (
@@ -173,43 +173,31 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
     answer is decoded."""
     mq = part.mq
     expression = TagExpression.parse(opts.tags)
-    exact = None if expression.matches_all else expression
+    exact = None if expression.matches_all else expression.tags
     offset = part.start
-    pending: list[MessageExt] = []
+    # Pull answers are decoded together, ARROW_BATCH_ROWS at a time: the columnar decoder's
+    # cost is mostly per call, not per record.
+    bodies: list[bytes] = []
+    counted = 0
     future = None
     while offset < part.end or future is not None:
         if future is None:
-            future = bl.pull_async(
-                mq,
-                offset,
-                min(opts.pull_batch_size, part.end - offset),
-                opts.tags,
-                opts.pull_group,
-            )
+            future = _pull(bl, opts, part, offset)
         result = future.result()
         future = None
         status = result.status
         if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
             next_offset = result.next_begin_offset
-            if next_offset < part.end:
-                future = bl.pull_async(
-                    mq,
-                    next_offset,
-                    min(opts.pull_batch_size, part.end - next_offset),
-                    opts.tags,
-                    opts.pull_group,
-                )
-            if status is PullStatus.FOUND:
-                for m in decode_records(result.body, decompress=True):
-                    if m.queue_offset >= part.end:
-                        break
-                    if exact is None or exact.matches_tag(m.tags):
-                        pending.append(m)
-                if len(pending) >= ARROW_BATCH_ROWS:
-                    yield messages_to_batch(pending, part.broker)
-                    pending = []
             if next_offset <= offset:
                 raise RuntimeError(f"broker did not advance {mq} past offset {offset}")
+            if next_offset < part.end:
+                future = _pull(bl, opts, part, next_offset)
+            if status is PullStatus.FOUND:
+                bodies.append(result.body)
+                counted += next_offset - offset
+                if counted >= ARROW_BATCH_ROWS:
+                    yield _decode(b"".join(bodies), part, exact)
+                    bodies, counted = [], 0
             offset = next_offset
             continue
         # OFFSET_ILLEGAL or NO_NEW_MSG inside a range that existed when it was planned.
@@ -219,8 +207,25 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
             resume = part.end
         _lost(opts, part, offset, resume, result.min_offset, result.max_offset)
         offset = resume
-    if pending:
-        yield messages_to_batch(pending, part.broker)
+    if bodies:
+        yield _decode(b"".join(bodies), part, exact)
+
+
+def _pull(bl: BrokerLink, opts: ReadOptions, part: QueueRange, offset: int) -> Any:
+    count = min(opts.pull_batch_size, part.end - offset)
+    return bl.pull_async(part.mq, offset, count, opts.tags, opts.pull_group)
+
+
+def _decode(body: bytes, part: QueueRange, tags: frozenset[str] | None) -> pa.RecordBatch:
+    batch = decode_to_batch(body, part.topic, part.broker, part.end, tags)
+    if batch is not None:
+        return batch
+    messages = [
+        m
+        for m in decode_records(body, decompress=True)
+        if m.queue_offset < part.end and (tags is None or m.tags in tags)
+    ]
+    return messages_to_batch(messages, part.broker)
 
 
 def _lost(
