@@ -23,7 +23,6 @@ rebalance (`inflight`).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +35,7 @@ from longboat.client.push.listener import (
     ConsumeResult,
     call_listener,
     is_async,
+    stop_workers,
 )
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.redelivery import Redelivery
@@ -95,18 +95,14 @@ class ConcurrentConsumeService:
 
     async def stop(self, timeout: float) -> None:
         """Let running listeners finish (up to `timeout`), drop queued requests, stop."""
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
-        while not self._queue.empty():
-            self._queue.get_nowait()
-        await self.inflight.wait_all_idle(timeout)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        await stop_workers(
+            timers=self._timers,
+            pending=self._queue,
+            inflight=self.inflight,
+            tasks=self._tasks,
+            executor=self._executor,
+            timeout=timeout,
+        )
 
     # ------------------------------------------------------------------ workers
 

@@ -10,15 +10,19 @@ function that processes its messages.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
+
+if TYPE_CHECKING:
+    from longboat.client.push.inflight import InFlight
 
 R = TypeVar("R")
 
@@ -81,3 +85,30 @@ async def call_listener(
     if is_coroutine:
         return await listener(*args)
     return await asyncio.get_running_loop().run_in_executor(executor, listener, *args)
+
+
+async def stop_workers(
+    *,
+    timers: list[asyncio.TimerHandle],
+    pending: asyncio.Queue[Any],
+    inflight: InFlight,
+    tasks: Iterable[asyncio.Task[None]],
+    executor: Executor,
+    timeout: float,
+) -> None:
+    """Stop a consume service: no more scheduled retries, queued work dropped (its messages
+    stay uncommitted, so they are pulled again), running listeners given `timeout` to finish
+    so their offsets can be committed, then the workers and the pool go."""
+    for timer in timers:
+        timer.cancel()
+    timers.clear()
+    while not pending.empty():
+        pending.get_nowait()
+    await inflight.wait_all_idle(timeout)
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    for task in tasks:
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    executor.shutdown(wait=False, cancel_futures=True)

@@ -25,7 +25,6 @@ group's dead-letter queue instead and the queue moves on.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -41,6 +40,7 @@ from longboat.client.push.listener import (
     OrderlyResult,
     call_listener,
     is_async,
+    stop_workers,
 )
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.redelivery import DEAD_LETTER, Redelivery
@@ -105,18 +105,14 @@ class OrderlyConsumeService:
             self._tasks.append(asyncio.create_task(self._renew_locks(), name="orderly locks"))
 
     async def stop(self, timeout: float) -> None:
-        for timer in self._timers:
-            timer.cancel()
-        self._timers.clear()
-        while not self._ready.empty():
-            self._ready.get_nowait()
-        await self.inflight.wait_all_idle(timeout)
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        await stop_workers(
+            timers=self._timers,
+            pending=self._ready,
+            inflight=self.inflight,
+            tasks=self._tasks,
+            executor=self._executor,
+            timeout=timeout,
+        )
 
     # ------------------------------------------------------------------ queues
 
