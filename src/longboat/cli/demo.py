@@ -159,7 +159,7 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _longboat_up(data: Path) -> Iterator[str]:
+def longboat_up(data: Path) -> Iterator[str]:
     """`longboat up` in a child process on free loopback ports; its name-server address."""
     namesrv_port, broker_port = _free_port(), _free_port()
     cmd = [
@@ -236,7 +236,7 @@ def demo(namesrv: str | None, orders: int, workdir: Path | None) -> None:
     with contextlib.ExitStack() as stack:
         if namesrv is None:
             with console.status("starting longboat up"):
-                namesrv = stack.enter_context(_longboat_up(workdir / "store"))
+                namesrv = stack.enter_context(longboat_up(workdir / "store"))
             console.print(f"[green]✓[/] longboat up: name server {namesrv}")
         with console.status("starting Spark (local[2])"):
             spark = spark_session()

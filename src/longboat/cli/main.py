@@ -17,6 +17,8 @@ from longboat.cli.runtime import CliState, ErrorReportingGroup, configure_loggin
 
 COMMAND_MODULES: tuple[str, ...] = (
     "longboat.cli.servers",
+    "longboat.cli.produce",
+    "longboat.cli.consume",
     "longboat.cli.bench",
     "longboat.cli.demo",
 )

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Coroutine
+import signal
+from collections.abc import Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import click
 from rich.console import Console
 from rich.logging import RichHandler
+from rich.markup import escape
 
 from longboat.broker.config import ConfigError
 from longboat.client.errors import BrokerError, ClientUsageError, TransportError
@@ -29,6 +32,7 @@ err_console = Console(stderr=True, highlight=False)
 
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 # Whose fault, by exception type; the first match wins.
 _FAULTS: tuple[tuple[type[BaseException], str], ...] = (
@@ -61,8 +65,20 @@ class ErrorReportingGroup(click.Group):
             state = ctx.find_object(CliState)
             if state is not None and state.verbose:
                 err_console.print_exception(show_locals=False)
-            err_console.print(f"[bold red]error[/] ({fault_of(exc)}): {exc}", markup=True)
+            err_console.print(
+                f"[bold red]error[/] ({fault_of(exc)}): {escape(str(exc))}", soft_wrap=True
+            )
             ctx.exit(EXIT_FAILURE)
+
+
+def say(text: str) -> None:
+    """A plain line on stdout: never wrapped, no markup read from names or bodies in it."""
+    console.print(text, soft_wrap=True, markup=False, highlight=False)
+
+
+def warn(text: str) -> None:
+    """A plain line on stderr (reports that must not mix with a command's data output)."""
+    err_console.print(text, soft_wrap=True, markup=False, highlight=False)
 
 
 def fault_of(exc: BaseException) -> str:
@@ -95,3 +111,18 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
 def fail(message: str) -> None:
     """Stop the command with one line on stderr (the user's input is at fault)."""
     raise click.ClickException(message)
+
+
+@contextmanager
+def stop_on_signal() -> Iterator[asyncio.Event]:
+    """An event set by SIGINT or SIGTERM while the block runs (inside a running loop), so a
+    command can finish cleanly (commit, flush, report) instead of dying mid-request."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, stop.set)
+    try:
+        yield stop
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)

@@ -9,18 +9,16 @@ Lifecycle of a server process (state as data):
 Servers start in order (the name server first: the broker registers with it on start) and
 stop in reverse: the broker stops accepting, answers its held pulls, flushes, checkpoints and
 unregisters while the name server is still up; then the name server closes.  A second signal
-while stopping is reported and otherwise ignored: the stop is bounded by the broker's own
-drain and unregister timeouts.
+while stopping is ignored: the stop is bounded by the broker's own drain and unregister
+timeouts.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import signal
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import click
 from rich.table import Table
@@ -31,9 +29,9 @@ from longboat.cli.runtime import (
     CliState,
     configure_logging,
     console,
-    err_console,
     fail,
     run,
+    stop_on_signal,
 )
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
@@ -44,7 +42,6 @@ LOOPBACK = "127.0.0.1"
 BROKER_PORT = 10911
 # The port RocketMQ's Prometheus exporter uses.
 METRICS_PORT = 5557
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class Server(Protocol):
@@ -56,31 +53,20 @@ class Server(Protocol):
 async def serve(factories: Sequence[Callable[[], Server]], describe: Callable[[], Table]) -> None:
     """Build and start each server in order (a factory may read the ones started before it),
     print `describe()`, and on SIGINT/SIGTERM stop them in reverse order."""
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-
-    def on_signal(signum: int) -> None:
-        if stop.is_set():
-            err_console.print(f"{signal.Signals(signum).name}: already stopping")
-        stop.set()
-
-    for signum in _STOP_SIGNALS:
-        loop.add_signal_handler(signum, on_signal, signum)
     started: list[Server] = []
-    try:
-        for factory in factories:
-            server = factory()
-            await server.start()
-            started.append(server)
-        console.print(describe())
-        console.print("[dim]Ctrl-C stops[/]")
-        await stop.wait()
-        console.print("stopping: answering held pulls, flushing, unregistering")
-    finally:
-        for server in reversed(started):
-            await server.stop()
-        for signum in _STOP_SIGNALS:
-            loop.remove_signal_handler(signum)
+    with stop_on_signal() as stop:
+        try:
+            for factory in factories:
+                server = factory()
+                await server.start()
+                started.append(server)
+            console.print(describe())
+            console.print("[dim]Ctrl-C stops[/]")
+            await stop.wait()
+            console.print("stopping: answering held pulls, flushing, unregistering")
+        finally:
+            for server in reversed(started):
+                await server.stop()
     console.print("stopped")
 
 

@@ -44,6 +44,7 @@ from longboat.protocol.sysflags import PullSysFlag
 
 ResetTarget = Literal["earliest", "latest"] | int | datetime
 _ROUTE_POLL_INTERVAL = 0.05
+RETRY_GROUP_PREFIX = "%RETRY%"
 
 
 class GroupOnlineError(ClientError):
@@ -61,6 +62,18 @@ class GroupOnlineError(ClientError):
 
 class MessageNotFoundError(ClientError):
     """No broker holds a message matching the lookup; the text says what was searched."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    mq: MessageQueue
+    # The oldest offset still stored and the next offset to be written.
+    min_offset: int
+    max_offset: int
+
+    @property
+    def messages(self) -> int:
+        return max(0, self.max_offset - self.min_offset)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +177,52 @@ class Admin(InstanceUser):
             await self._wait_for_route(topic, set(masters), config, timeout)
         return sorted(masters)
 
+    async def update_topic(
+        self,
+        topic: str,
+        *,
+        read_queue_nums: int | None = None,
+        write_queue_nums: int | None = None,
+        perm: int | None = None,
+        order: bool | None = None,
+        timeout: float = 10.0,
+    ) -> list[str]:
+        """Change settings of an existing topic on the brokers that serve it, keeping what is
+        not given (per broker); NoRouteError when no broker serves it.  Returns broker names."""
+        route = await self.route(topic)
+        current = {q.broker_name: q for q in route.queue_datas}
+        for name, queue in sorted(current.items()):
+            config = TopicConfig(
+                topic_name=topic,
+                read_queue_nums=read_queue_nums or queue.read_queue_nums,
+                write_queue_nums=write_queue_nums or queue.write_queue_nums,
+                perm=queue.perm if perm is None else perm,
+                topic_sys_flag=queue.topic_sys_flag,
+                order=bool(order),
+            )
+            addr = await self.instance.find_master_addr(name, topic)
+            await self.instance.api.create_topic(addr, config)
+            await self._wait_for_route(topic, {name}, config, timeout)
+        return sorted(current)
+
+    async def topic_status(self, topic: str) -> list[QueueStatus]:
+        """Min and max offset of every queue of `topic`, on every broker that serves it."""
+        route = await self.instance.route(topic, refresh=True)
+        queues = sorted(route.subscribe_queues)
+        api = self.instance.api
+
+        async def status(mq: MessageQueue) -> QueueStatus:
+            addr = await self.instance.find_master_addr(mq.broker_name, topic)
+            return QueueStatus(
+                mq, await api.get_min_offset(addr, mq), await api.get_max_offset(addr, mq)
+            )
+
+        return list(await asyncio.gather(*(status(mq) for mq in queues)))
+
+    async def broker_topics(self, addr: str) -> dict[str, TopicConfig]:
+        """The topic table of the broker at `addr` (system topics included)."""
+        return await self.instance.api.get_topic_configs(addr)
+
     async def _wait_for_route(
         self, topic: str, brokers: set[str], config: TopicConfig, timeout: float
     ) -> None:
@@ -193,6 +252,12 @@ class Admin(InstanceUser):
             await asyncio.sleep(_ROUTE_POLL_INTERVAL)
 
     # ------------------------------------------------------------------ groups
+
+    async def groups(self) -> list[str]:
+        """Consumer groups known to the name servers: every group that ever sent a heartbeat
+        has a `%RETRY%group` topic (RocketMQ keeps no other cluster-wide group list)."""
+        prefix = RETRY_GROUP_PREFIX
+        return sorted(t[len(prefix) :] for t in await self.topics() if t.startswith(prefix))
 
     async def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         """Live members of `group`, asked of a master of `topic` (or of any broker)."""
@@ -260,10 +325,17 @@ class Admin(InstanceUser):
         return result.messages[0].store_timestamp if result.messages else 0
 
     async def reset_offsets(
-        self, group: str, topic: str, to: ResetTarget, *, force: bool = False
+        self,
+        group: str,
+        topic: str,
+        to: ResetTarget,
+        *,
+        force: bool = False,
+        queue_id: int | None = None,
     ) -> dict[MessageQueue, int]:
-        """Move `group`'s offsets on every queue of `topic` to `to`: "earliest", "latest", or a
-        time (epoch ms or datetime; the first message stored at or after it).
+        """Move `group`'s offsets on every queue of `topic` (or only queue `queue_id`, on each
+        broker) to `to`: "earliest", "latest", or a time (epoch ms or datetime; the first
+        message stored at or after it).
 
         Raises GroupOnlineError while members are connected, unless `force`."""
         if not force:
@@ -277,7 +349,10 @@ class Admin(InstanceUser):
         if isinstance(to, str) and to not in ("earliest", "latest"):
             raise ClientUsageError(f"reset target must be earliest, latest or a time, not {to!r}")
         result: dict[MessageQueue, int] = {}
-        for mq in route.subscribe_queues:
+        queues = [q for q in route.subscribe_queues if queue_id in (None, q.queue_id)]
+        if not queues:
+            raise ClientUsageError(f"topic {topic} has no queue {queue_id}")
+        for mq in queues:
             addr = await self.instance.find_master_addr(mq.broker_name, topic)
             if to == "earliest":
                 offset = await api.get_min_offset(addr, mq)

@@ -34,6 +34,7 @@ from longboat.protocol.bodies import (
     LockBatchRequest,
     MessageQueue,
     TopicConfig,
+    TopicConfigSerializeWrapper,
     TopicRouteData,
     decode_consumer_id_list,
     decode_lock_batch_response,
@@ -476,6 +477,13 @@ class ClientAPI:
             order=config.order,
         )
         await self._call(addr, self._command(RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext()))
+
+    async def get_topic_configs(self, addr: str) -> dict[str, TopicConfig]:
+        """GET_ALL_TOPIC_CONFIG: the broker's topic table (system topics included)."""
+        response = await self._call(addr, self._command(RequestCode.GET_ALL_TOPIC_CONFIG))
+        if not response.body:
+            return {}
+        return TopicConfigSerializeWrapper.from_json(response.body).topic_config_table
 
     async def get_consume_stats(
         self, addr: str, group: str, topic: str | None = None

@@ -30,7 +30,7 @@ from longboat.client.message import Message, MessageExt, MessageQueue, SendResul
 from longboat.client.push import consumer as _push
 from longboat.client.push.listener import ConcurrentListener, OrderlyListener
 from longboat.client.push.process_queue import ProcessQueue
-from longboat.protocol.bodies import ClusterInfo, TopicRouteData
+from longboat.protocol.bodies import ClusterInfo, TopicConfig, TopicRouteData
 
 T = TypeVar("T")
 
@@ -227,6 +227,18 @@ class Admin(_Blocking):
     def create_topic(self, topic: str, **options: Any) -> list[str]:
         return self._loop.run(self._async.create_topic(topic, **options))
 
+    def update_topic(self, topic: str, **options: Any) -> list[str]:
+        return self._loop.run(self._async.update_topic(topic, **options))
+
+    def topic_status(self, topic: str) -> list[_admin.QueueStatus]:
+        return self._loop.run(self._async.topic_status(topic))
+
+    def broker_topics(self, addr: str) -> dict[str, TopicConfig]:
+        return self._loop.run(self._async.broker_topics(addr))
+
+    def groups(self) -> list[str]:
+        return self._loop.run(self._async.groups())
+
     def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         return self._loop.run(self._async.consumer_ids(group, topic))
 
@@ -236,9 +248,17 @@ class Admin(_Blocking):
         return self._loop.run(self._async.group_progress(group, topic, with_lag_time=with_lag_time))
 
     def reset_offsets(
-        self, group: str, topic: str, to: _admin.ResetTarget, *, force: bool = False
+        self,
+        group: str,
+        topic: str,
+        to: _admin.ResetTarget,
+        *,
+        force: bool = False,
+        queue_id: int | None = None,
     ) -> dict[MessageQueue, int]:
-        return self._loop.run(self._async.reset_offsets(group, topic, to, force=force))
+        return self._loop.run(
+            self._async.reset_offsets(group, topic, to, force=force, queue_id=queue_id)
+        )
 
     def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
         return self._loop.run(self._async.message_by_id(msg_id, topic))

@@ -89,7 +89,7 @@ async def call_listener(
 
 async def stop_workers(
     *,
-    timers: list[asyncio.TimerHandle],
+    timers: set[asyncio.TimerHandle],
     pending: asyncio.Queue[Any],
     inflight: InFlight,
     tasks: Iterable[asyncio.Task[None]],
