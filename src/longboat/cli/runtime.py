@@ -65,8 +65,9 @@ class ErrorReportingGroup(click.Group):
             state = ctx.find_object(CliState)
             if state is not None and state.verbose:
                 err_console.print_exception(show_locals=False)
+            one_line = " ".join(str(exc).split())
             err_console.print(
-                f"[bold red]error[/] ({fault_of(exc)}): {escape(str(exc))}", soft_wrap=True
+                f"[bold red]error[/] ({fault_of(exc)}): {escape(one_line)}", soft_wrap=True
             )
             ctx.exit(EXIT_FAILURE)
 

@@ -1,0 +1,42 @@
+"""How client commands reach the cluster: the `--namesrv` option and the config built on it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from longboat.client import ClientConfig
+from longboat.client.admin import Admin
+from longboat.client.config import parse_namesrv_addrs
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+NAMESRV_ENV = "LONGBOAT_NAMESRV"
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+
+
+def namesrv_option(fn: F) -> F:
+    """`--namesrv host:port[;host:port]`, else $LONGBOAT_NAMESRV, else 127.0.0.1:9876."""
+    return click.option(
+        "--namesrv",
+        envvar=NAMESRV_ENV,
+        default=DEFAULT_NAMESRV,
+        show_default=True,
+        show_envvar=True,
+        metavar="HOST:PORT[;...]",
+        help="Name server address(es).",
+    )(fn)
+
+
+def client_config(namesrv: str) -> ClientConfig:
+    try:
+        return ClientConfig(parse_namesrv_addrs(namesrv))
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--namesrv") from None
+
+
+def admin_for(namesrv: str) -> Admin:
+    """An admin client (use as `async with`)."""
+    return Admin(config=client_config(namesrv))

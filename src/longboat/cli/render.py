@@ -1,0 +1,114 @@
+"""How the CLI shows things: messages (text, JSON lines, a detail table), times, durations,
+and the time arguments it reads."""
+
+from __future__ import annotations
+
+import base64
+import time
+from datetime import datetime
+
+import click
+import orjson
+from rich.table import Table
+
+from longboat.client.message import MessageExt
+from longboat.protocol.properties import Prop
+
+# Properties shown as their own fields, so not repeated under "properties".
+_SHOWN_PROPS = frozenset({Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY})
+
+
+def body_text(body: bytes) -> str:
+    return body.decode("utf-8", errors="replace")
+
+
+def message_record(msg: MessageExt) -> dict[str, object]:
+    """One message as a JSON object; a body that is not UTF-8 travels as base64."""
+    record: dict[str, object] = {
+        "topic": msg.topic,
+        "queueId": msg.queue_id,
+        "queueOffset": msg.queue_offset,
+        "msgId": msg.msg_id,
+        "offsetMsgId": msg.offset_msg_id,
+        "tags": msg.tags,
+        "keys": msg.key_list,
+        "bornTimestamp": msg.born_timestamp,
+        "storeTimestamp": msg.store_timestamp,
+        "bornHost": msg.born_host_str,
+        "storeHost": msg.store_host_str,
+        "reconsumeTimes": msg.reconsume_times,
+        "properties": {k: v for k, v in msg.properties.items() if k not in _SHOWN_PROPS},
+    }
+    try:
+        record["body"] = msg.body.decode("utf-8")
+    except UnicodeDecodeError:
+        record["body"] = base64.b64encode(msg.body).decode("ascii")
+        record["bodyEncoding"] = "base64"
+    return record
+
+
+def message_json(msg: MessageExt) -> str:
+    return orjson.dumps(message_record(msg)).decode()
+
+
+def message_table(msg: MessageExt) -> Table:
+    table = Table(show_header=False, title=f"message {msg.msg_id}", title_justify="left")
+    table.add_column(style="bold")
+    table.add_column(overflow="fold")
+    rows = [
+        ("topic", msg.topic),
+        ("queue", f"{msg.queue_id} (broker {msg.store_host_str})"),
+        ("queue offset", str(msg.queue_offset)),
+        ("msg id", msg.msg_id),
+        ("offset msg id", msg.offset_msg_id),
+        ("tags", msg.tags or ""),
+        ("keys", " ".join(msg.key_list)),
+        ("born", f"{format_ms(msg.born_timestamp)} from {msg.born_host_str}"),
+        ("stored", format_ms(msg.store_timestamp)),
+        ("reconsume times", str(msg.reconsume_times)),
+        ("body size", f"{len(msg.body)} bytes"),
+    ]
+    for name, value in rows:
+        table.add_row(name, value)
+    for key, value in sorted(msg.properties.items()):
+        if key not in _SHOWN_PROPS:
+            table.add_row(f"property {key}", value)
+    table.add_row("body", body_text(msg.body))
+    return table
+
+
+def format_ms(epoch_ms: int) -> str:
+    """Local time with milliseconds; '-' for 0 (unknown)."""
+    if not epoch_ms:
+        return "-"
+    stamp = datetime.fromtimestamp(epoch_ms / 1000).astimezone()
+    return stamp.isoformat(timespec="milliseconds")
+
+
+def format_duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f}{unit}"
+    return f"{seconds:.1f}s"
+
+
+def parse_time_ms(text: str, param_hint: str) -> int:
+    """An ISO 8601 time (local time when it names no zone) as epoch milliseconds."""
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is not an ISO 8601 time (e.g. 2024-05-01T12:00:00 or 2024-05-01)",
+            param_hint=param_hint,
+        ) from None
+    return int(stamp.timestamp() * 1000)
+
+
+def rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:,.0f}/s" if seconds > 0 else "-"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
