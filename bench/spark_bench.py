@@ -1,0 +1,266 @@
+"""Spark connector benchmark: what reading from and writing to Longboat costs a Spark job.
+
+    python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024]
+
+Run from the repository root (Spark's Python workers import this module as `bench.spark_bench`
+from the working directory).  A `longboat up` child process serves a 4-queue topic holding
+`--rows` 100-byte messages with a tag, a key and a UNIQ_KEY, as the producer sends them; its
+`maxTransferCountOnMessageInMemory` is raised to `--pull-batch` so one pull carries that many
+messages (RocketMQ's default of 32 is also measured, `longboat-32`).
+
+Cases, each `--runs` times, medians reported; Spark `local[2]`, one session, both sources read
+through the same streaming query (`Trigger.AvailableNow`, 4 input partitions, same schema):
+
+* source → noop sink and → Parquet: `longboat` against `synthetic`, an in-memory Arrow source
+  that yields slices of a prebuilt record batch (the engine's ceiling for this schema).
+  rows/s = rows / the micro-batch's `triggerExecution` time (query start-up excluded);
+  ratio = longboat / synthetic, measured in the same run.
+* sink: a batch DataFrame of `--rows` 100-byte bodies (from `synthetic`) written to a topic
+  with `df.write.format("longboat")` (at-least-once, published by the tasks); rows/s = rows /
+  wall time of the write.  Baseline: the same DataFrame into the noop sink.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    InputPartition,
+)
+from pyspark.sql.types import StructType
+
+from longboat.spark.arrow import SCHEMA, arrow_schema
+
+TOPIC = "spark-bench"
+QUEUES = 4
+BODY = b"o" * 100
+SLICE_ROWS = 8192
+
+
+# ---------------------------------------------------------------------------- synthetic source
+
+
+@cache
+def _prebuilt() -> pa.RecordBatch:
+    n = SLICE_ROWS
+    schema = arrow_schema()
+    ts = pa.array([1_700_000_000_000_000] * n, pa.timestamp("us", tz="UTC"))
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([TOPIC] * n, pa.string()),
+            pa.array(["broker-a"] * n, pa.string()),
+            pa.array([0] * n, pa.int32()),
+            pa.array(range(n), pa.int64()),
+            pa.array([f"{i:032X}" for i in range(n)], pa.string()),
+            pa.array([f"k{i}" for i in range(n)], pa.string()),
+            pa.array(["t"] * n, pa.string()),
+            pa.array([BODY] * n, pa.binary()),
+            ts,
+            ts,
+            pa.array([0] * n, pa.int32()),
+            pa.MapArray.from_arrays(
+                pa.array([0] * (n + 1), pa.int32()),
+                pa.array([], pa.string()),
+                pa.array([], pa.string()),
+                type=schema.field("properties").type,
+            ),
+        ],
+        schema=schema,
+    )
+
+
+class Slice(InputPartition):
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+
+def _slices(rows: int) -> Any:
+    batch = _prebuilt()
+    while rows > 0:
+        take = min(rows, SLICE_ROWS)
+        yield batch.slice(0, take)
+        rows -= take
+
+
+class SyntheticSource(DataSource):
+    """An in-memory Arrow source with the `longboat` schema; option `rows`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "synthetic"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return SyntheticBatch(int(self.options["rows"]))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return SyntheticStream(int(self.options["rows"]))
+
+
+def _split(rows: int) -> list[Slice]:
+    share, extra = divmod(rows, QUEUES)
+    return [Slice(share + (1 if i < extra else 0)) for i in range(QUEUES)]
+
+
+class SyntheticBatch(DataSourceReader):
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def partitions(self) -> list[Slice]:
+        return _split(self.rows)
+
+    def read(self, partition: Slice) -> Any:
+        return _slices(partition.rows)
+
+
+class SyntheticStream(DataSourceStreamReader):
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"rows": 0}
+
+    def latestOffset(self) -> dict[str, int]:
+        return {"rows": self.rows}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Slice]:
+        return _split(end["rows"] - start["rows"])
+
+    def read(self, partition: Slice) -> Any:
+        return _slices(partition.rows)
+
+
+# ---------------------------------------------------------------------------- measuring
+
+
+def stream_rows_per_s(spark: Any, source: str, options: dict[str, str], sink: str) -> float:
+    reader = spark.readStream.format(source)
+    for k, v in options.items():
+        reader = reader.option(k, v)
+    with tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp:
+        writer = reader.load().writeStream.option("checkpointLocation", f"{tmp}/cp")
+        if sink == "parquet":
+            writer = writer.format("parquet").option("path", f"{tmp}/out")
+        else:
+            writer = writer.format("noop")
+        query = writer.trigger(availableNow=True).start()
+        query.awaitTermination()
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+        progress = [p for p in query.recentProgress if p["numInputRows"]]
+    rows = sum(p["numInputRows"] for p in progress)
+    seconds = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+    return rows / seconds
+
+
+def write_rows_per_s(spark: Any, rows: int, fmt: str, options: dict[str, str]) -> float:
+    df = spark.read.format("synthetic").option("rows", str(rows)).load().select("body", "tags")
+    writer = df.write.format(fmt).mode("append")
+    for k, v in options.items():
+        writer = writer.option(k, v)
+    t0 = time.perf_counter()
+    writer.save()
+    return rows / (time.perf_counter() - t0)
+
+
+def produce(namesrv: str, topic: str, rows: int) -> None:
+    from longboat.client import ClientConfig, Message
+    from longboat.client.sync import Admin, Producer
+
+    config = ClientConfig([namesrv], client_ip="127.0.0.1")
+    with Admin(config=config) as admin:
+        admin.create_topic(topic, queue_nums=QUEUES)
+    with Producer(config=config) as producer:
+        for start in range(0, rows, 500):
+            producer.send_batch(
+                [
+                    Message(topic, BODY, tags="t", keys=f"k{i}")
+                    for i in range(start, min(rows, start + 500))
+                ]
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--pull-batch", type=int, default=1024)
+    args = parser.parse_args()
+    os.environ["LONGBOAT_MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY"] = str(args.pull_batch)
+    os.environ["LONGBOAT_MAX_TRANSFER_BYTES_ON_MESSAGE_IN_MEMORY"] = str(4 * 1024 * 1024)
+    from bench import spark_bench as me  # workers import the classes by this name
+    from longboat.cli.demo import longboat_up, spark_session
+    from longboat.spark import register
+
+    results: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp, contextlib.ExitStack() as st:
+        namesrv = st.enter_context(longboat_up(Path(tmp) / "store"))
+        t0 = time.perf_counter()
+        produce(namesrv, TOPIC, args.rows)
+        print(f"produced {args.rows} messages in {time.perf_counter() - t0:.1f}s", flush=True)
+        spark = spark_session()
+        st.callback(spark.stop)
+        register(spark)
+        spark.dataSource.register(me.SyntheticSource)
+        lb = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
+        lb32 = dict(lb, pullBatchSize="32")
+        syn = {"rows": str(args.rows)}
+        stream_rows_per_s(spark, "longboat", lb, "noop")  # warm-up: workers, JIT, caches
+        stream_rows_per_s(spark, "synthetic", syn, "noop")
+        for run in range(args.runs):
+            for sink in ("noop", "parquet"):
+                for name, source, opts in (
+                    ("synthetic", "synthetic", syn),
+                    ("longboat", "longboat", lb),
+                    ("longboat-32", "longboat", lb32),
+                ):
+                    value = stream_rows_per_s(spark, source, opts, sink)
+                    results.setdefault(f"{name} → {sink}", []).append(value)
+            sink_topic = f"{TOPIC}-sink-{run}"
+            results.setdefault("synthetic → noop (batch write)", []).append(
+                write_rows_per_s(spark, args.rows, "noop", {})
+            )
+            results.setdefault("synthetic → longboat sink", []).append(
+                write_rows_per_s(
+                    spark, args.rows, "longboat", {"namesrv": namesrv, "topic": sink_topic}
+                )
+            )
+            print(f"run {run + 1}/{args.runs} done", flush=True)
+    med = {k: statistics.median(v) for k, v in results.items()}
+    print(f"\nrows={args.rows} runs={args.runs} pull batch={args.pull_batch}, Spark local[2]")
+    print(f"{'case':40} {'median rows/s':>14}  {'runs':>30}")
+    for k, v in results.items():
+        print(f"{k:40} {med[k]:>14,.0f}  {', '.join(f'{x:,.0f}' for x in v):>30}")
+    for sink in ("noop", "parquet"):
+        base = med[f"synthetic → {sink}"]
+        for name in ("longboat", "longboat-32"):
+            ratios = [
+                a / b
+                for a, b in zip(
+                    results[f"{name} → {sink}"], results[f"synthetic → {sink}"], strict=True
+                )
+            ]
+            print(
+                f"ratio {name}/synthetic → {sink}: {med[f'{name} → {sink}'] / base:.2f} "
+                f"(per-run median {statistics.median(ratios):.2f})"
+            )
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
