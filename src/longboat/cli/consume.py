@@ -25,6 +25,7 @@ from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
 
 PULL_BATCH = 32
+SHUTDOWN_TIMEOUT_S = 10.0
 
 
 @click.command()
@@ -119,8 +120,11 @@ class Consumption:
         )
         consumer.subscribe(self.topic, self.tags)
         with stop_on_signal() as stop:
-            async with consumer:
+            await consumer.start()
+            try:
                 await self.loop(consumer, stop, count, idle_timeout)
+            finally:
+                await stop_consumer(consumer)
         return self.consumed
 
     async def loop(
@@ -178,6 +182,18 @@ class Consumption:
                 )
             return max(0, written - 1)
         return written
+
+
+async def stop_consumer(consumer: LitePullConsumer) -> None:
+    """Leave the group, bounded: everything printed is committed already, so a broker that
+    does not answer the unregister must not keep the command alive."""
+    try:
+        await asyncio.wait_for(consumer.shutdown(), SHUTDOWN_TIMEOUT_S)
+    except TimeoutError:
+        warn(
+            f"the consumer did not leave its group within {SHUTDOWN_TIMEOUT_S:.0f}s; "
+            "the broker drops it when its connection closes"
+        )
 
 
 def queue_of(consumer: LitePullConsumer, msg: MessageExt) -> MessageQueue:

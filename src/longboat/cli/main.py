@@ -19,6 +19,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "longboat.cli.servers",
     "longboat.cli.produce",
     "longboat.cli.consume",
+    "longboat.cli.topics",
+    "longboat.cli.groups",
     "longboat.cli.bench",
     "longboat.cli.demo",
 )

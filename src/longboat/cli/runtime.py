@@ -23,7 +23,7 @@ from rich.logging import RichHandler
 from rich.markup import escape
 
 from longboat.broker.config import ConfigError
-from longboat.client.errors import BrokerError, ClientUsageError, TransportError
+from longboat.client.errors import BrokerError, ClientError, ClientUsageError, TransportError
 
 T = TypeVar("T")
 
@@ -42,6 +42,7 @@ _FAULTS: tuple[tuple[type[BaseException], str], ...] = (
     (TransportError, "network"),
     (OSError, "system"),
     (ValueError, "usage"),
+    (ClientError, "client"),
 )
 
 

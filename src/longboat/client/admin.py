@@ -41,10 +41,10 @@ from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
 ResetTarget = Literal["earliest", "latest"] | int | datetime
 _ROUTE_POLL_INTERVAL = 0.05
-RETRY_GROUP_PREFIX = "%RETRY%"
 
 
 class GroupOnlineError(ClientError):
@@ -256,7 +256,7 @@ class Admin(InstanceUser):
     async def groups(self) -> list[str]:
         """Consumer groups known to the name servers: every group that ever sent a heartbeat
         has a `%RETRY%group` topic (RocketMQ keeps no other cluster-wide group list)."""
-        prefix = RETRY_GROUP_PREFIX
+        prefix = RETRY_GROUP_TOPIC_PREFIX
         return sorted(t[len(prefix) :] for t in await self.topics() if t.startswith(prefix))
 
     async def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:

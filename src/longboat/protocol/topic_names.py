@@ -28,6 +28,9 @@ def validate_topic(name: str) -> str | None:
 
 AUTO_CREATE_TOPIC_KEY = "TBW102"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+# A consumer group's own topics: its redeliveries and its dead letters.
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
 # Topics producers may not send to: the broker's own bookkeeping (TopicValidator's
 # NOT_ALLOWED_SEND_TOPIC_SET).

@@ -1,0 +1,161 @@
+"""`longboat group list|describe|reset`: consumer groups, their progress and their offsets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+from rich.table import Table
+
+from longboat.cli.connect import admin_for, namesrv_option
+from longboat.cli.consume import reset_target
+from longboat.cli.render import format_duration, format_ms
+from longboat.cli.runtime import console, run
+from longboat.client.admin import Admin, GroupOnlineError, QueueProgress
+from longboat.client.message import MessageQueue
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+
+
+@click.group()
+def group() -> None:
+    """List consumer groups, show their lag, move their offsets."""
+
+
+@group.command(name="list")
+@namesrv_option
+def list_groups(namesrv: str) -> None:
+    """Every consumer group the cluster knows, with its live members and total lag."""
+
+    async def go() -> list[tuple[str, int, int]]:
+        async with admin_for(namesrv) as admin:
+            names = await admin.groups()
+            rows = await asyncio.gather(*(summary(admin, g) for g in names))
+            return list(zip(names, *zip(*rows, strict=True), strict=True)) if names else []
+
+    table = Table("group", "members", "lag")
+    for name, members, lag in run(go()):
+        table.add_row(name, str(members), str(lag))
+    console.print(table)
+
+
+async def summary(admin: Admin, name: str) -> tuple[int, int]:
+    members, progress = await asyncio.gather(
+        admin.consumer_ids(name), admin.group_progress(name, with_lag_time=False)
+    )
+    return len(members), sum(p.lag for p in progress if not is_retry(p.mq))
+
+
+def is_retry(mq: MessageQueue) -> bool:
+    return mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+@group.command()
+@click.option("-g", "--group", "name", required=True)
+@click.option("-t", "--topic", help="Only this topic [default: every topic the group consumes].")
+@namesrv_option
+def describe(name: str, topic: str | None, namesrv: str) -> None:
+    """A group's members and, per queue: broker offset, consumer offset, lag, lag time (how
+    long the oldest unconsumed message has waited) and when the last consumed one was stored."""
+
+    async def go() -> tuple[list[str], list[QueueProgress]]:
+        async with admin_for(namesrv) as admin:
+            return await asyncio.gather(
+                admin.consumer_ids(name, topic), admin.group_progress(name, topic)
+            )
+
+    members, progress = run(go())
+    console.print(
+        f"group [bold]{name}[/]: {len(members)} live member(s)"
+        + "".join(f"\n  {m}" for m in members)
+    )
+    if not progress:
+        console.print("no committed offsets" + (f" on topic {topic}" if topic else ""))
+        return
+    table = Table(
+        "topic",
+        "broker",
+        "queue",
+        "broker offset",
+        "consumer offset",
+        "lag",
+        "lag time",
+        "last consumed",
+    )
+    for p in progress:
+        table.add_row(
+            p.mq.topic,
+            p.mq.broker_name,
+            str(p.mq.queue_id),
+            str(p.broker_offset),
+            str(p.consumer_offset),
+            str(p.lag),
+            format_duration(p.lag_time),
+            format_ms(p.last_timestamp),
+        )
+    table.add_section()
+    worst = max((p.lag_time for p in progress if p.lag_time is not None), default=None)
+    table.add_row(
+        "total", "", "", "", "", str(sum(p.lag for p in progress)), format_duration(worst), ""
+    )
+    console.print(table)
+
+
+@group.command()
+@click.option("-g", "--group", "name", required=True)
+@click.option(
+    "--to",
+    "to",
+    required=True,
+    metavar="earliest|latest|TIME",
+    help="The oldest kept message, the end, or the first message stored at or after TIME.",
+)
+@click.option("-t", "--topic", help="Only this topic [default: every topic the group consumes].")
+@click.option("--queue", type=click.IntRange(min=0), help="Only this queue id (on each broker).")
+@click.option("--force", is_flag=True, help="Reset even while members run (they may overwrite it).")
+@namesrv_option
+def reset(
+    name: str, to: str, topic: str | None, queue: int | None, force: bool, namesrv: str
+) -> None:
+    """Move a group's offsets.  Refused while the group has live members (a running consumer
+    would overwrite the reset with the offsets it holds) unless --force."""
+    target = reset_target(to)
+
+    async def go() -> dict[MessageQueue, int]:
+        async with admin_for(namesrv) as admin:
+            topics = [topic] if topic else await consumed_topics(admin, name)
+            if not topics:
+                raise click.ClickException(
+                    f"group {name} has no committed offsets; name the topic with -t"
+                )
+            moved: dict[MessageQueue, int] = {}
+            try:
+                for t in topics:
+                    moved |= await admin.reset_offsets(name, t, target, force=force, queue_id=queue)
+            except GroupOnlineError as exc:
+                raise click.ClickException(
+                    f"group {name} has {len(exc.client_ids)} live member(s) "
+                    f"({', '.join(exc.client_ids)}): stop them first, or pass --force (a running "
+                    "consumer overwrites the reset with the offsets it holds)"
+                ) from None
+            return moved
+
+    table = Table(
+        "topic",
+        "broker",
+        "queue",
+        "new offset",
+        title=f"group {name} reset to {to}",
+        title_justify="left",
+    )
+    for mq, offset in sorted(run(go()).items()):
+        table.add_row(mq.topic, mq.broker_name, str(mq.queue_id), str(offset))
+    console.print(table)
+
+
+async def consumed_topics(admin: Admin, name: str) -> list[str]:
+    """The topics `name` has offsets on, without its own retry topic."""
+    progress = await admin.group_progress(name, with_lag_time=False)
+    return sorted({p.mq.topic for p in progress if not is_retry(p.mq)})
+
+
+COMMANDS = (group,)
