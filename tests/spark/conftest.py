@@ -69,6 +69,14 @@ class SparkCluster:
                 producer.send(Message(topic, body(i), tags=tags(i), keys=f"k{i}"))
 
 
+def load(reader: Any, namesrv: str, **options: str) -> Any:
+    """`reader` (spark.read or spark.readStream) of format longboat with these options."""
+    reader = reader.format("longboat").option("namesrv", namesrv)
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return reader.load()
+
+
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkCluster]:
     root = tmp_path_factory.mktemp("spark-brokers")

@@ -10,16 +10,13 @@ import pytest
 from pyspark.errors import PySparkException
 
 from longboat.spark.options import OptionError, parse_read_options
-from spark.conftest import SparkCluster
+from spark.conftest import SparkCluster, load
 
 pytestmark = pytest.mark.spark
 
 
 def read(spark: Any, namesrv: str, **options: str) -> Any:
-    reader = spark.read.format("longboat").option("namesrv", namesrv)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load()
+    return load(spark.read, namesrv, **options)
 
 
 def test_batch_reads_every_message_intact(spark, spark_cluster: SparkCluster) -> None:

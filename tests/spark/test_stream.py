@@ -8,16 +8,13 @@ from typing import Any
 
 import pytest
 
-from spark.conftest import SparkCluster
+from spark.conftest import SparkCluster, load
 
 pytestmark = pytest.mark.spark
 
 
 def stream(spark: Any, namesrv: str, **options: str) -> Any:
-    reader = spark.readStream.format("longboat").option("namesrv", namesrv)
-    for k, v in options.items():
-        reader = reader.option(k, v)
-    return reader.load()
+    return load(spark.readStream, namesrv, **options)
 
 
 def run_available_now(df: Any, checkpoint: str, sink: Any) -> Any:

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import Self
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -102,19 +103,28 @@ def publish_at_least_once(bl: BrokerLink, opts: WriteOptions, rows: Iterable[Out
 
 
 class _Writer:
+    streaming = False
+
     def __init__(self, options: WriteOptions) -> None:
         self.opts = options
+
+    @classmethod
+    def create(cls, options: Mapping[str, str], schema: StructType) -> Self:
+        """Check options and columns in the planner, before any task runs."""
+        opts = parse_write_options(options, streaming=cls.streaming)
+        check_sink_schema(schema, opts.topic)
+        return cls(opts)
 
     @property
     def link(self) -> BrokerLink:
         return link(self.opts.namesrv, self.opts.request_timeout)
 
-    def _publish(self, batches: Iterator[pa.RecordBatch]) -> SinkCommit:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
         partition = _partition_id()
         if self.opts.exactly_once:
-            staged = [_project(b) for b in batches if b.num_rows]
+            staged = [_project(b) for b in iterator if b.num_rows]
             return SinkCommit(partition, staged=staged)
-        count = publish_at_least_once(self.link, self.opts, rows_of(batches, self.opts.topic))
+        count = publish_at_least_once(self.link, self.opts, rows_of(iterator, self.opts.topic))
         return SinkCommit(partition, published=count)
 
 
@@ -131,27 +141,11 @@ def _project(batch: pa.RecordBatch) -> pa.RecordBatch:
 class BatchWriter(_Writer, DataSourceArrowWriter):
     """`df.write.format("longboat")`: at-least-once, published by the tasks."""
 
-    @classmethod
-    def create(cls, options: Mapping[str, str], schema: StructType) -> BatchWriter:
-        opts = parse_write_options(options, streaming=False)
-        check_sink_schema(schema, opts.topic)
-        return cls(opts)
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return self._publish(iterator)
-
 
 class StreamWriter(_Writer, DataSourceStreamArrowWriter):
     """`df.writeStream.format("longboat")`: at-least-once, or exactly-once (module docstring)."""
 
-    @classmethod
-    def create(cls, options: Mapping[str, str], schema: StructType) -> StreamWriter:
-        opts = parse_write_options(options, streaming=True)
-        check_sink_schema(schema, opts.topic)
-        return cls(opts)
-
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> SinkCommit:
-        return self._publish(iterator)
+    streaming = True
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         if not self.opts.exactly_once:
