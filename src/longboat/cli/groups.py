@@ -10,7 +10,7 @@ from rich.table import Table
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.consume import reset_target
 from longboat.cli.render import format_duration, format_ms
-from longboat.cli.runtime import console, run
+from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import Admin, GroupOnlineError, QueueProgress
 from longboat.client.message import MessageQueue
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
@@ -124,19 +124,18 @@ def reset(
         async with admin_for(namesrv) as admin:
             topics = [topic] if topic else await consumed_topics(admin, name)
             if not topics:
-                raise click.ClickException(
-                    f"group {name} has no committed offsets; name the topic with -t"
-                )
+                fail(f"group {name} has no committed offsets; name the topic with -t")
             moved: dict[MessageQueue, int] = {}
             try:
                 for t in topics:
                     moved |= await admin.reset_offsets(name, t, target, force=force, queue_id=queue)
             except GroupOnlineError as exc:
-                raise click.ClickException(
+                fail(
                     f"group {name} has {len(exc.client_ids)} live member(s) "
                     f"({', '.join(exc.client_ids)}): stop them first, or pass --force (a running "
-                    "consumer overwrites the reset with the offsets it holds)"
-                ) from None
+                    "consumer overwrites the reset with the offsets it holds)",
+                    "refused",
+                )
             return moved
 
     table = Table(

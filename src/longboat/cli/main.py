@@ -21,6 +21,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "longboat.cli.consume",
     "longboat.cli.topics",
     "longboat.cli.groups",
+    "longboat.cli.messages",
+    "longboat.cli.cluster",
     "longboat.cli.bench",
     "longboat.cli.demo",
 )

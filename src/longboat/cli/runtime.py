@@ -15,7 +15,7 @@ import signal
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 from rich.console import Console
@@ -23,6 +23,7 @@ from rich.logging import RichHandler
 from rich.markup import escape
 
 from longboat.broker.config import ConfigError
+from longboat.client.admin import GroupOnlineError, MessageNotFoundError
 from longboat.client.errors import BrokerError, ClientError, ClientUsageError, TransportError
 
 T = TypeVar("T")
@@ -36,6 +37,8 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 # Whose fault, by exception type; the first match wins.
 _FAULTS: tuple[tuple[type[BaseException], str], ...] = (
+    (MessageNotFoundError, "not found"),
+    (GroupOnlineError, "refused"),
     (ClientUsageError, "usage"),
     (ConfigError, "config"),
     (BrokerError, "broker"),
@@ -66,10 +69,7 @@ class ErrorReportingGroup(click.Group):
             state = ctx.find_object(CliState)
             if state is not None and state.verbose:
                 err_console.print_exception(show_locals=False)
-            one_line = " ".join(str(exc).split())
-            err_console.print(
-                f"[bold red]error[/] ({fault_of(exc)}): {escape(one_line)}", soft_wrap=True
-            )
+            report(fault_of(exc), str(exc))
             ctx.exit(EXIT_FAILURE)
 
 
@@ -110,9 +110,24 @@ def run(coro: Coroutine[Any, Any, T]) -> T:
     return uvloop.run(coro)
 
 
-def fail(message: str) -> None:
-    """Stop the command with one line on stderr (the user's input is at fault)."""
-    raise click.ClickException(message)
+class CommandError(click.ClickException):
+    """A command's own refusal, shown like every other error: one line, whose fault."""
+
+    def __init__(self, message: str, fault: str = "usage") -> None:
+        super().__init__(message)
+        self.fault = fault
+
+    def show(self, file: object = None) -> None:
+        report(self.fault, self.format_message())
+
+
+def fail(message: str, fault: str = "usage") -> NoReturn:
+    raise CommandError(message, fault)
+
+
+def report(fault: str, message: str) -> None:
+    one_line = " ".join(message.split())
+    err_console.print(f"[bold red]error[/] ({fault}): {escape(one_line)}", soft_wrap=True)
 
 
 @contextmanager

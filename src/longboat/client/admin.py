@@ -41,7 +41,7 @@ from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPICS
 
 ResetTarget = Literal["earliest", "latest"] | int | datetime
 _ROUTE_POLL_INTERVAL = 0.05
@@ -367,8 +367,9 @@ class Admin(InstanceUser):
     # ------------------------------------------------------------------ lookups
 
     async def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
-        """The message with this id: the producer's UNIQ_KEY (searched in `topic`) or the
-        broker's offset id (which names the broker and position itself)."""
+        """The message with this id: the producer's UNIQ_KEY (searched in `topic`, or in every
+        non-system topic when the id cannot be an offset id) or the broker's offset id (which
+        names the broker and position itself)."""
         if topic is not None:
             found = await self._query(topic, msg_id, unique_key=True, max_num=32)
             if found:
@@ -376,11 +377,12 @@ class Admin(InstanceUser):
         try:
             host, port, offset = decode_offset_msg_id(msg_id)
         except ProtocolError:
-            raise MessageNotFoundError(
-                f"no message with UNIQ_KEY {msg_id} in topic {topic}"
-                if topic
-                else f"{msg_id} is not an offset message id; pass the topic to search by UNIQ_KEY"
-            ) from None
+            host, port, offset = "", -1, -1
+        # A UNIQ_KEY is as long as an offset id; its bytes seldom make a port and an offset.
+        if not 0 < port <= 0xFFFF or offset < 0:
+            if topic is not None:
+                raise MessageNotFoundError(f"no message with UNIQ_KEY {msg_id} in topic {topic}")
+            return await self._search_unique_key(msg_id)
         addr = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         try:
             return await self.instance.api.view_message(addr, offset)
@@ -389,6 +391,20 @@ class Admin(InstanceUser):
             raise MessageNotFoundError(
                 f"no message {msg_id} as {where}offset id (broker {addr}, offset {offset}): {exc}"
             ) from exc
+
+    async def _search_unique_key(self, msg_id: str) -> MessageExt:
+        topics = [t for t in await self.topics() if t not in SYSTEM_TOPICS]
+        batches = await asyncio.gather(
+            *(self._query(t, msg_id, unique_key=True, max_num=32) for t in topics),
+            return_exceptions=True,
+        )
+        found = [m for batch in batches if isinstance(batch, list) for m in batch]
+        if not found:
+            raise MessageNotFoundError(
+                f"{msg_id} is not an offset id, and no message has it as UNIQ_KEY in any of "
+                f"{len(topics)} topic(s)"
+            )
+        return min(found, key=lambda m: m.store_timestamp)
 
     async def messages_by_key(
         self,

@@ -1,0 +1,60 @@
+"""`longboat cluster`: the brokers the name servers know, their roles and topics."""
+
+from __future__ import annotations
+
+import asyncio
+
+import click
+from rich.table import Table
+
+from longboat.cli.connect import admin_for, namesrv_option
+from longboat.cli.runtime import console, run
+from longboat.cli.topics import topic_kind
+from longboat.client import ClientError
+from longboat.client.admin import Admin
+from longboat.protocol.bodies import ClusterInfo
+
+MASTER_ID = 0
+
+
+@click.command()
+@namesrv_option
+def cluster(namesrv: str) -> None:
+    """Clusters, brokers (name, id, role, address) and how many user topics each serves."""
+
+    async def go() -> tuple[ClusterInfo, dict[str, str]]:
+        async with admin_for(namesrv) as admin:
+            info = await admin.cluster_info()
+            addrs = sorted(
+                {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
+            )
+            reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+            counts = await asyncio.gather(*(topic_count(admin, a, reserved) for a in addrs))
+            return info, dict(zip(addrs, counts, strict=True))
+
+    info, topics = run(go())
+    if not info.broker_addr_table:
+        console.print("no broker is registered with the name server")
+        return
+    table = Table("cluster", "broker", "id", "role", "address", "topics")
+    for cluster_name, names in sorted(info.cluster_addr_table.items()):
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            if data is None:
+                continue
+            for broker_id, addr in sorted(data.broker_addrs.items()):
+                role = "master" if broker_id == MASTER_ID else "slave"
+                table.add_row(cluster_name, name, str(broker_id), role, addr, topics[addr])
+    console.print(table)
+
+
+async def topic_count(admin: Admin, addr: str, reserved: set[str]) -> str:
+    """User topics on the broker at `addr`; why not, when it cannot be asked."""
+    try:
+        configs = await admin.broker_topics(addr)
+    except ClientError as exc:
+        return f"unreachable ({type(exc).__name__})"
+    return str(sum(1 for t in configs if topic_kind(t, reserved) == "normal"))
+
+
+COMMANDS = (cluster,)
