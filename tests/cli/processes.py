@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 READY_LINE = "Ctrl-C stops"
@@ -59,14 +59,20 @@ class ServerProcess:
             return "".join(self._lines)
 
     def wait_for(self, text: str, timeout: float = START_TIMEOUT_S) -> str:
+        return self.wait_until(lambda output: text in output, text, timeout)
+
+    def wait_until(
+        self, done: Callable[[str], bool], what: str, timeout: float = START_TIMEOUT_S
+    ) -> str:
+        """The output, once `done(output)`; woken by each new line, not by polling."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            while text not in "".join(self._lines):
+            while not done(output := "".join(self._lines)):
                 remaining = deadline - time.monotonic()
                 if remaining <= 0 or (self.proc.poll() is not None and not self._reader.is_alive()):
-                    raise AssertionError(f"{text!r} not printed by {self.args}:\n{self.output}")
+                    raise AssertionError(f"{what!r} not seen from {self.args}:\n{output}")
                 self._changed.wait(min(remaining, 0.5))
-        return self.output
+        return output
 
     def address_of(self, label: str) -> str:
         """The 127.0.0.1:port printed on the row labelled `label` of the listening table."""

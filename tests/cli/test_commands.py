@@ -1,0 +1,220 @@
+"""The user commands end to end: click's runner against a real name server and broker."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+from collections.abc import Iterator
+
+import pytest
+from click.testing import CliRunner, Result
+
+from conftest import Cluster, start_cluster
+from longboat.cli.main import cli
+from longboat.client import ClientConfig
+from longboat.client.sync import Admin, LitePullConsumer
+
+from .processes import ServerProcess
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    started = start_cluster(tmp_path_factory.mktemp("cli-store"))
+    yield started
+    started.stop()
+
+
+@pytest.fixture
+def longboat(cluster: Cluster, monkeypatch: pytest.MonkeyPatch):
+    """Runs `longboat ARGS` in-process against the cluster (through $LONGBOAT_NAMESRV)."""
+    monkeypatch.setenv("LONGBOAT_NAMESRV", cluster.namesrv_addr)
+    monkeypatch.setenv("COLUMNS", "250")
+
+    def invoke(*args: str, input: str | None = None, code: int = 0) -> Result:
+        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
+        assert result.exit_code == code, (args, result.output)
+        return result
+
+    return invoke
+
+
+def admin(cluster: Cluster) -> Admin:
+    return Admin(config=ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1"))
+
+
+def test_lines_produced_are_consumed_intact_once_per_group(longboat, cluster) -> None:
+    lines = ["first line", "ünïcödé ✓", "[bold]not markup[/]", "last"]
+    sent = longboat("produce", "-t", "CliLines", input="\n".join(lines) + "\n\n")
+    assert "sent 4 message(s)" in sent.stdout
+    got = longboat("consume", "-t", "CliLines", "-g", "cli-lines", "--from", "earliest", "-n", "4")
+    assert sorted(got.stdout.splitlines()) == sorted(lines)
+    assert "offsets committed" in got.stderr
+    # Committed: the group has nothing left, and says so.
+    again = longboat("consume", "-t", "CliLines", "-g", "cli-lines", "--idle-timeout", "1")
+    assert again.stdout == ""
+    with admin(cluster) as a:
+        progress = a.group_progress("cli-lines", "CliLines")
+    assert sum(p.consumer_offset for p in progress) == 4
+    assert sum(p.lag for p in progress) == 0
+
+
+def test_generated_batches_keys_tags_and_lookups(longboat) -> None:
+    sent = longboat(
+        "produce",
+        "-t",
+        "CliGen",
+        "-n",
+        "40",
+        "--size",
+        "32",
+        "--batch",
+        "8",
+        "--keys",
+        "gen-{i}",
+        "--tags",
+        "TagA",
+        "--show-ids",
+    )
+    ids = re.findall(r"^([0-9A-F]{32}) CliGen@", sent.stdout, re.M)
+    assert len(ids) == 40
+    records = [
+        json.loads(line)
+        for line in longboat(
+            "consume",
+            "-t",
+            "CliGen",
+            "-g",
+            "cli-gen",
+            "--from",
+            "earliest",
+            "-n",
+            "40",
+            "--format",
+            "json",
+        ).stdout.splitlines()
+    ]
+    assert sorted(r["msgId"] for r in records) == sorted(ids)
+    assert {r["tags"] for r in records} == {"TagA"}
+    assert all(len(r["body"]) == 32 for r in records)
+
+    found = json.loads(longboat("message", "find", "--key", "gen-7", "--format", "json").stdout)
+    assert found["body"].startswith("message 7 ") and found["keys"] == ["gen-7"]
+    by_id = json.loads(longboat("message", "get", ids[7], "--format", "json").stdout)
+    assert by_id["msgId"] == ids[7]
+    by_offset = longboat("message", "get", by_id["offsetMsgId"], "-t", "CliGen")
+    assert ids[7] in by_offset.stdout
+
+    missing = longboat("message", "find", "--key", "gen-none", "-t", "CliGen", code=1)
+    assert missing.stderr.count("\n") == 1
+    assert "error (not found): no message with key 'gen-none' in topic CliGen" in missing.stderr
+
+
+def test_tag_filter(longboat) -> None:
+    for tag in ("A", "B", "C"):
+        longboat("produce", "-t", "CliTags", "--tags", tag, input=f"tagged {tag}\n")
+    got = longboat(
+        "consume",
+        "-t",
+        "CliTags",
+        "-g",
+        "cli-tags",
+        "--from",
+        "earliest",
+        "--tags",
+        "A || C",
+        "-n",
+        "2",
+    )
+    assert sorted(got.stdout.splitlines()) == ["tagged A", "tagged C"]
+
+
+def test_topics(longboat) -> None:
+    created = longboat("topic", "create", "-t", "CliTopic", "--queues", "3")
+    assert "CliTopic" in created.stdout
+    listed = longboat("topic", "list").stdout
+    assert re.search(
+        r"CliTopic\s*\S\s*normal\s*\S\s*broker-\d+\s*\S\s*3\s*\S\s*3\s*\S\s*rw", listed
+    )
+    assert "TBW102" not in listed and "TBW102" in longboat("topic", "list", "--all").stdout
+    longboat("produce", "-t", "CliTopic", "-n", "6", "--batch", "6")
+    updated = longboat("topic", "update", "-t", "CliTopic", "--write-queues", "2", "--perm", "r")
+    assert re.search(r"2\s*\S\s*3\s*\S\s*r-", updated.stdout)
+    described = longboat("topic", "describe", "-t", "CliTopic").stdout
+    assert re.search(r"total\s*\S(\s*\S){3}\s*6\s", described)
+    refused = longboat("topic", "create", "-t", "TBW102", code=1)
+    assert refused.stderr.startswith("error (broker): code 1 SYSTEM_ERROR")
+    unknown = longboat("topic", "describe", "-t", "CliNoSuchTopic", code=1)
+    assert "TOPIC_NOT_EXIST" in unknown.stderr and unknown.stderr.count("\n") == 1
+
+
+def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -> None:
+    longboat("produce", "-t", "CliGroup", "-n", "10", "--batch", "10")
+    longboat("consume", "-t", "CliGroup", "-g", "cli-group", "--from", "earliest", "-n", "10")
+    assert "cli-group" in longboat("group", "list").stdout
+    described = longboat("group", "describe", "-g", "cli-group").stdout
+    assert "0 live member(s)" in described
+    assert re.search(r"total(\s*\S){5}\s*0\s", described)
+
+    reset = longboat("group", "reset", "-g", "cli-group", "--to", "earliest")
+    assert "CliGroup" in reset.stdout
+    assert re.search(
+        r"total(\s*\S){5}\s*10\s", longboat("group", "describe", "-g", "cli-group").stdout
+    )
+    with LitePullConsumer(
+        "cli-group", config=ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1")
+    ) as member:
+        member.subscribe("CliGroup")
+        refused = longboat("group", "reset", "-g", "cli-group", "--to", "latest", code=1)
+        assert refused.stderr.startswith("error (refused): group cli-group has 1 live member")
+        forced = longboat(
+            "group", "reset", "-g", "cli-group", "--to", "latest", "--force", "--queue", "0"
+        )
+        assert len(re.findall(r"CliGroup", forced.stdout)) == 1
+
+
+def test_cluster(longboat, cluster) -> None:
+    out = longboat("cluster").stdout
+    assert cluster.broker_addr in out and "master" in out
+
+
+def test_unreachable_name_server_is_one_line(longboat) -> None:
+    result = longboat("topic", "list", "--namesrv", "127.0.0.1:1", code=1)
+    assert result.stderr.startswith("error (network): no name server reachable")
+    assert result.stderr.count("\n") == 1
+
+
+def test_usage_errors(longboat) -> None:
+    both = longboat("produce", "-t", "X", "-n", "1", "--file", "-", code=2)
+    assert "either --file" in both.stderr
+    bad_time = longboat("consume", "-t", "X", "-g", "g", "--from", "yesterday", code=2)
+    assert "not an ISO 8601 time" in bad_time.stderr
+
+
+def test_ctrl_c_stops_consume_with_every_printed_message_committed(
+    longboat, cluster, tmp_path
+) -> None:
+    longboat("produce", "-t", "CliCtrlC", input="".join(f"body-{i}\n" for i in range(20)))
+    proc = ServerProcess(
+        [
+            "consume",
+            "-t",
+            "CliCtrlC",
+            "-g",
+            "cli-ctrl-c",
+            "--from",
+            "earliest",
+            "--namesrv",
+            cluster.namesrv_addr,
+        ],
+        tmp_path,
+    )
+    try:
+        proc.wait_until(lambda out: len(re.findall(r"^body-\d+$", out, re.M)) == 20, "20 bodies")
+        assert proc.interrupt(signal.SIGINT) == 0
+    finally:
+        proc.kill()
+    assert "consumed 20 message(s) from CliCtrlC as cli-ctrl-c; offsets committed" in proc.output
+    with admin(cluster) as a:
+        progress = a.group_progress("cli-ctrl-c", "CliCtrlC")
+    assert sum(p.consumer_offset for p in progress) == 20
