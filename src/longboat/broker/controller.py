@@ -53,6 +53,7 @@ from longboat.broker.topics import TopicManager
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.store import (
     ConsumerOffsetTable,
+    EncodedBatch,
     MessageInner,
     MessageStore,
     PutResult,
@@ -173,9 +174,9 @@ class BrokerController:
         reroute_delayed(msg, self.delay_levels, int(self.clock() * 1000))
         return self.store.put_message(msg)
 
-    def store_batch(self, msgs: list[MessageInner]) -> PutResult:
+    def store_batch(self, batch: EncodedBatch) -> PutResult:
         """Append a batch (one topic and queue; batches may not be delayed)."""
-        return self.store.put_messages(msgs)
+        return self.store.put_encoded_batch(batch)
 
     @property
     def flush_backlog_full(self) -> bool:

@@ -20,19 +20,20 @@ from typing import TYPE_CHECKING
 
 from longboat.broker import retry
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.batch import decode_batch
+from longboat.protocol.batch import split_batch
 from longboat.protocol.bodies import PERM_WRITE
+from longboat.protocol.errors import ProtocolError
 from longboat.protocol.headers import (
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
 from longboat.protocol.ids import host_bytes
-from longboat.protocol.properties import Prop, string_to_properties
+from longboat.protocol.properties import Prop, properties_to_string, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.topic_names import NOT_ALLOWED_SEND_TOPICS, validate_topic
 from longboat.remoting import Connection
-from longboat.store import MessageInner, PutResult, PutStatus
+from longboat.store import EncodedBatch, MessageInner, PutResult, PutStatus
 
 if TYPE_CHECKING:
     from longboat.broker.controller import BrokerController
@@ -47,6 +48,8 @@ _PUT_CODES: dict[PutStatus, int] = {
     PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
 }
 _BORN_HOST = "longboat.born_host"
+_WAIT_MARKER = f"{Prop.WAIT}\x01".encode()
+_DELAY_MARKER = f"{Prop.DELAY}\x01".encode()
 _LOOPBACK = b"\x7f\x00\x00\x01"
 BUSY_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
@@ -64,9 +67,10 @@ class SendRefused(Exception):
 
 @dataclass(slots=True)
 class _Send:
-    """A validated send: its messages, the queue used, whether to wait for durability."""
+    """A validated send: its message or batch, the queue used, whether to wait for
+    durability."""
 
-    messages: list[MessageInner]
+    messages: MessageInner | EncodedBatch
     queue_id: int
     wait: bool
 
@@ -92,7 +96,11 @@ class SendProcessor:
         msgs = send.messages
         if send.wait and ctl.flush_backlog_full:
             return self._answer(cmd, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
-        result = ctl.store_message(msgs[0]) if len(msgs) == 1 else ctl.store_batch(msgs)
+        if type(msgs) is EncodedBatch:
+            result = ctl.store_batch(msgs)
+        else:
+            assert type(msgs) is MessageInner
+            result = ctl.store_message(msgs)
         if send.wait and result.durable is not None:
             return self._after_flush(cmd, send.queue_id, result)
         return self._stored(cmd, send.queue_id, result)
@@ -194,9 +202,9 @@ class SendProcessor:
                 max_reconsume_header=header.maxReconsumeTimes,
                 request_version=cmd.version,
             )
-            return _Send([msg], queue_id, wait)
-        msgs = self._batch(conn, cmd, header, topic, queue_id, sys_flag, props, born_host)
-        return _Send(msgs, queue_id, wait)
+            return _Send(msg, queue_id, wait)
+        batch = self._batch(conn, cmd, header, topic, queue_id, sys_flag, props, born_host)
+        return _Send(batch, queue_id, wait)
 
     def _batch(
         self,
@@ -208,34 +216,44 @@ class SendProcessor:
         sys_flag: int,
         batch_props: dict[str, str],
         born_host: bytes,
-    ) -> list[MessageInner]:
+    ) -> EncodedBatch:
+        """The batch with each message's property bytes kept, the batch's properties (CLUSTER
+        and the header's) appended as bytes, as RocketMQ's batch encoder does; only a message
+        that names one of those properties itself, or WAIT or DELAY, is parsed and merged."""
         if topic.startswith(retry.RETRY_GROUP_TOPIC_PREFIX):
             raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "batches may not go to retry topics")
-        items = decode_batch(cmd.body)
-        if not items:
+        try:
+            elements = split_batch(cmd.body)
+        except ProtocolError as exc:
+            raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, f"{exc} (the sender's error)") from None
+        if not elements:
             raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
-        msgs: list[MessageInner] = []
-        for item in items:
-            props = {**item.properties, **batch_props}
-            if props.get(Prop.DELAY, "0") not in ("", "0"):
-                raise SendRefused(
-                    ResponseCode.MESSAGE_ILLEGAL, "messages of a batch may not be delayed"
-                )
-            props.pop(Prop.WAIT, None)
-            msgs.append(
-                MessageInner(
-                    topic=topic,
-                    queue_id=queue_id,
-                    body=item.body,
-                    properties=props,
-                    flag=item.flag,
-                    sys_flag=sys_flag,
-                    born_timestamp=header.bornTimestamp,
-                    born_host=born_host,
-                    born_port=conn.peer_port,
-                )
-            )
-        return msgs
+        _refuse_delayed(batch_props)
+        appended = properties_to_string(batch_props).encode()
+        # A message naming any of these needs the merge (batch values win, WAIT is dropped,
+        # a DELAY refuses the batch); a false hit on a value only costs the slow path.
+        markers = [_WAIT_MARKER, _DELAY_MARKER, *(f"{k}\x01".encode() for k in batch_props)]
+        messages: list[tuple[bytes, bytes, int]] = []
+        for body, props, flag in elements:
+            if not props:
+                messages.append((body, appended, flag))
+                continue
+            for marker in markers:
+                if marker in props:
+                    props = _merged(props, batch_props)
+                    break
+            else:
+                props = props + appended if props[-1] == 2 else props + b"\x02" + appended
+            messages.append((body, props, flag))
+        return EncodedBatch(
+            topic=topic,
+            queue_id=queue_id,
+            messages=messages,
+            sys_flag=sys_flag,
+            born_timestamp=header.bornTimestamp,
+            born_host=born_host,
+            born_port=conn.peer_port,
+        )
 
     @staticmethod
     def _born_host(conn: Connection) -> bytes:
@@ -250,6 +268,25 @@ class SendProcessor:
             host = host[12:]
         conn.attributes[_BORN_HOST] = host
         return host
+
+
+def _merged(props: bytes, batch_props: dict[str, str]) -> bytes:
+    """A batched message's properties merged with the batch's (the batch's win, WAIT is not
+    stored); refuses a delayed message."""
+    try:
+        merged = {**string_to_properties(props.decode()), **batch_props}
+    except UnicodeDecodeError:
+        raise SendRefused(
+            ResponseCode.MESSAGE_ILLEGAL, "a batched message's properties are not UTF-8"
+        ) from None
+    _refuse_delayed(merged)
+    merged.pop(Prop.WAIT, None)
+    return properties_to_string(merged).encode()
+
+
+def _refuse_delayed(props: dict[str, str]) -> None:
+    if props.get(Prop.DELAY, "0") not in ("", "0"):
+        raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "messages of a batch may not be delayed")
 
 
 def install(controller: BrokerController) -> None:

@@ -13,6 +13,7 @@ from longboat.protocol.properties import properties_to_string, string_to_propert
 
 _HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, body length
 _I16 = struct.Struct(">h")
+_HEAD_SIZE = _HEAD.size
 
 
 @dataclass(slots=True)
@@ -36,31 +37,45 @@ def encode_batch(items: list[BatchItem]) -> bytes:
     return b"".join(parts)
 
 
-def decode_batch(data: bytes | memoryview) -> list[BatchItem]:
-    view = memoryview(data)
-    items: list[BatchItem] = []
+def split_batch(data: bytes | memoryview) -> list[tuple[bytes, bytes, int]]:
+    """Each element's body, encoded property string (as sent, not parsed) and flag.
+
+    The broker's path: it keeps each message's property bytes, appends its own few properties
+    and stores them, so no message of a batch is parsed into a dict.  Raises ProtocolError
+    for a malformed element (nothing of the batch is used then).
+    """
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    elements: list[tuple[bytes, bytes, int]] = []
+    unpack_head = _HEAD.unpack_from
+    unpack_i16 = _I16.unpack_from
     pos = 0
-    limit = len(view)
+    limit = len(data)
     try:
         while pos < limit:
-            total, _magic, _crc, flag, body_len = _HEAD.unpack_from(view, pos)
+            total, _magic, _crc, flag, body_len = unpack_head(data, pos)
             end = pos + total
-            p = pos + _HEAD.size
-            if total < 22 or end > limit or body_len < 0 or p + body_len + 2 > end:
+            p = pos + _HEAD_SIZE
+            q = p + body_len
+            if total < 22 or end > limit or body_len < 0 or q + 2 > end:
                 raise ProtocolError(f"bad batch element at {pos}")
-            body = bytes(view[p : p + body_len])
-            p += body_len
-            (props_len,) = _I16.unpack_from(view, p)
-            p += 2
-            if props_len < 0 or p + props_len != end:
+            (props_len,) = unpack_i16(data, q)
+            if props_len < 0 or q + 2 + props_len != end:
                 raise ProtocolError(f"bad batch element properties at {pos}")
-            props = string_to_properties(bytes(view[p:end]).decode("utf-8"))
-            items.append(BatchItem(body=body, properties=props, flag=flag))
+            elements.append((data[p:q], data[q + 2 : end], flag))
             pos = end
     except struct.error:
         raise ProtocolError(f"truncated batch element at {pos}") from None
-    except UnicodeDecodeError:
-        raise ProtocolError(f"batch element at {pos} has non-UTF-8 properties") from None
-    finally:
-        view.release()
+    return elements
+
+
+def decode_batch(data: bytes | memoryview) -> list[BatchItem]:
+    """Each element with its properties parsed (clients and tools; the broker splits)."""
+    items: list[BatchItem] = []
+    for body, props, flag in split_batch(data):
+        try:
+            text = props.decode("utf-8")
+        except UnicodeDecodeError:
+            raise ProtocolError("a batch element has non-UTF-8 properties") from None
+        items.append(BatchItem(body=body, properties=string_to_properties(text), flag=flag))
     return items

@@ -70,3 +70,25 @@ def string_to_properties(text: str) -> dict[str, str]:
         if value and name:  # a value implies the separator was there
             props[name] = value
     return props
+
+
+def raw_property(raw: bytes, name: bytes) -> bytes | None:
+    """The value of property `name` read straight from an encoded property string, or None.
+
+    Hot paths (a batch's tag and keys) read one or two names from each message's properties;
+    scanning the bytes costs a fraction of parsing them into a dict.  Same answer as
+    `string_to_properties`: the last non-empty occurrence wins, and a name only counts at the
+    start of a segment (so "XTAGS" or a value holding "TAGS\\x01" is not TAGS).
+    """
+    marker = name + b"\x01"
+    pos = raw.rfind(marker)
+    while pos >= 0:
+        if pos == 0 or raw[pos - 1] == 2:
+            start = pos + len(marker)
+            stop = raw.find(b"\x02", start)
+            if stop < 0:
+                stop = len(raw)
+            if stop > start:
+                return raw[start:stop]
+        pos = raw.rfind(marker, 0, pos)
+    return None

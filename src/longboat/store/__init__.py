@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from longboat.store.config import FlushDiskType, StoreConfig
 from longboat.store.errors import StoreCorruptedError, StoreError, StoreUsageError
-from longboat.store.message_inner import MessageInner
+from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.message_store import MessageStore
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.results import (
@@ -21,6 +21,7 @@ from longboat.store.topics import TopicConfigTable
 __all__ = [
     "AppendedRecord",
     "ConsumerOffsetTable",
+    "EncodedBatch",
     "FlushDiskType",
     "GetResult",
     "GetStatus",

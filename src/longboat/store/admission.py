@@ -8,14 +8,20 @@ work the dispatcher needs, so it is done once.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 from longboat.protocol.message import MAX_PROPERTIES_BYTES, BatchRecordFields
-from longboat.protocol.properties import KEY_SEPARATOR, Prop, properties_to_string
+from longboat.protocol.properties import (
+    KEY_SEPARATOR,
+    Prop,
+    properties_to_string,
+    raw_property,
+)
 from longboat.protocol.tags import tags_code
 from longboat.protocol.topic_names import validate_topic
 from longboat.store.index import key_hash, topic_seed
-from longboat.store.message_inner import MessageInner
+from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.results import PutResult, PutStatus
 
 _TAGS_CACHE_LIMIT = 4096
@@ -45,6 +51,7 @@ class Admission:
     def __init__(self, max_message_size: int) -> None:
         self.max_message_size = max_message_size
         self._tags_codes: dict[str, int] = {}
+        self._raw_tags_codes: dict[bytes, int] = {}
 
     def tags_code(self, tags: str | None) -> int:
         """The tag hash, from a small cache: a store sees few distinct tags."""
@@ -63,11 +70,9 @@ class Admission:
             return _illegal("an empty batch")
         first = msgs[0]
         topic, queue_id = first.topic, first.queue_id
-        problem = validate_topic(topic) if isinstance(topic, str) else "the topic is not a string"
-        if problem is not None:
-            return _illegal(problem)
-        if not isinstance(queue_id, int) or queue_id < 0:
-            return _illegal(f"queue id {queue_id!r} is not a non-negative integer")
+        refused = _bad_target(topic, queue_id)
+        if refused is not None:
+            return refused
         limit = self.max_message_size
         items: list[BatchRecordFields] = []
         plain_flags: list[bool] = []
@@ -115,6 +120,59 @@ class Admission:
         consumable = None if all(plain_flags) else plain_flags
         return Admitted(topic, topic.encode(), queue_id, items, consumable, codes, hashes)
 
+    def admit_encoded(self, batch: EncodedBatch) -> Admitted | PutResult:
+        """`admit` for a batch that keeps its property bytes: tag and keys are read from the
+        bytes (`raw_property`), nothing is parsed into a dict or re-encoded."""
+        topic, queue_id, msgs = batch.topic, batch.queue_id, batch.messages
+        if not msgs:
+            return _illegal("an empty batch")
+        refused = _bad_target(topic, queue_id)
+        if refused is not None:
+            return refused
+        sys_flag, born_host = batch.sys_flag, batch.born_host
+        if len(born_host) not in (4, 16):
+            return _illegal(f"born host of {len(born_host)} bytes is not IPv4 or IPv6")
+        shared = (sys_flag, batch.born_timestamp, born_host, batch.born_port, 0, 0)
+        limit = self.max_message_size
+        items: list[BatchRecordFields] = []
+        codes: list[int] = []
+        hashes: list[tuple[int, ...]] = []
+        raw_codes = self._raw_tags_codes
+        seed = topic_seed(topic)
+        crc32 = zlib.crc32
+        for body, props, flag in msgs:
+            if len(body) > limit:
+                return _illegal(f"message body of {len(body)} bytes exceeds maxMessageSize {limit}")
+            if len(props) > MAX_PROPERTIES_BYTES:
+                return PutResult(
+                    PutStatus.PROPERTIES_SIZE_EXCEEDED,
+                    error=f"properties of {len(props)} bytes exceed {MAX_PROPERTIES_BYTES}",
+                )
+            if not props.isascii() and not _is_utf8(props):
+                return _illegal("message properties are not UTF-8")
+            items.append((body, props, flag, *shared))
+            tags = raw_property(props, b"TAGS")
+            if tags is None:
+                codes.append(0)
+            else:
+                code = raw_codes.get(tags)
+                if code is None:
+                    if len(raw_codes) >= _TAGS_CACHE_LIMIT:
+                        raw_codes.clear()
+                    code = raw_codes[tags] = tags_code(tags.decode())
+                codes.append(code)
+            uniq = raw_property(props, b"UNIQ_KEY")
+            if b"KEYS\x01" not in props:  # the common case: only a producer's unique id
+                hashes.append((crc32(uniq, seed),) if uniq else ())
+                continue
+            keys = raw_property(props, b"KEYS")
+            out = [crc32(k, seed) for k in keys.split(b" ") if k] if keys else []
+            if uniq:
+                out.append(crc32(uniq, seed))
+            hashes.append(tuple(out))
+        consumable = None if sys_flag & _TRANSACTION_MASK in _CONSUMABLE else [False] * len(msgs)
+        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes, hashes)
+
 
 def index_hashes(seed: int, props: dict[str, str]) -> tuple[int, ...]:
     """The key-index hashes of a message (`seed`: its topic's): each KEYS entry and its
@@ -126,6 +184,23 @@ def index_hashes(seed: int, props: dict[str, str]) -> tuple[int, ...]:
     if uniq:
         out.append(key_hash(seed, uniq))
     return tuple(out)
+
+
+def _bad_target(topic: str, queue_id: int) -> PutResult | None:
+    problem = validate_topic(topic) if isinstance(topic, str) else "the topic is not a string"
+    if problem is not None:
+        return _illegal(problem)
+    if not isinstance(queue_id, int) or queue_id < 0:
+        return _illegal(f"queue id {queue_id!r} is not a non-negative integer")
+    return None
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _refuse_one(m: MessageInner, topic: str, queue_id: int, limit: int) -> PutResult:

@@ -52,3 +52,22 @@ class MessageInner:
             reconsume_times=stored.reconsume_times if reconsume_times is None else reconsume_times,
             prepared_transaction_offset=stored.prepared_transaction_offset,
         )
+
+
+@dataclass(slots=True)
+class EncodedBatch:
+    """A batch whose messages keep their encoded property strings (SEND_BATCH_MESSAGE).
+
+    The broker's batch path hands the store the property bytes it will write, so no message
+    of a batch becomes a dict or an object; everything but body, properties and flag is
+    shared by the batch, as on the wire.
+    """
+
+    topic: str
+    queue_id: int
+    # Per message: body, encoded properties (as stored), flag.
+    messages: list[tuple[bytes, bytes, int]]
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: bytes = b"\x7f\x00\x00\x01"  # 4 or 16 bytes
+    born_port: int = 0

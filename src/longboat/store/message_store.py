@@ -36,7 +36,7 @@ from longboat.protocol.message import (
     decode_record,
     encode_record_batch,
 )
-from longboat.protocol.properties import KEY_SEPARATOR, Prop
+from longboat.protocol.properties import KEY_SEPARATOR, Prop, string_to_properties
 from longboat.store.admission import Admission, Admitted
 from longboat.store.checkpoint import (
     Checkpoint,
@@ -51,7 +51,7 @@ from longboat.store.consume_queue import ENTRY, ConsumeQueue
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
 from longboat.store.index import KeyIndex, key_hash, topic_seed
-from longboat.store.message_inner import MessageInner
+from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_read import read_queue
 from longboat.store.recovery import RecoveryReport, recover
@@ -257,6 +257,21 @@ class MessageStore:
         if type(admitted) is PutResult:
             return admitted
         assert type(admitted) is Admitted
+        return self._put(admitted, lambda i: msgs[i].properties)
+
+    def put_encoded_batch(self, batch: EncodedBatch) -> PutResult:
+        """`put_messages` for a batch whose messages keep their encoded properties (the
+        broker's SEND_BATCH_MESSAGE path); the same checks, records and result."""
+        admitted = self._admission.admit_encoded(batch)
+        if type(admitted) is PutResult:
+            return admitted
+        assert type(admitted) is Admitted
+        items = admitted.items
+        return self._put(admitted, lambda i: string_to_properties(items[i][1].decode()))
+
+    def _put(self, admitted: Admitted, properties_of: Callable[[int], dict[str, str]]) -> PutResult:
+        """Append an admitted batch; `properties_of(i)` gives message i's properties to the
+        arrival listeners (parsed only for the few messages they are told about)."""
         if self._refusal is not None:
             return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=self._refusal)
         topic = admitted.topic
@@ -267,7 +282,7 @@ class MessageStore:
                     return PutResult(
                         PutStatus.SERVICE_NOT_AVAILABLE, error=f"the store is {self._state.value}"
                     )
-                result = self._append(msgs, admitted)
+                result = self._append(admitted)
                 if result.status is not PutStatus.PUT_OK:
                     return result
                 cq = self._queues[(topic, queue_id)]
@@ -277,10 +292,10 @@ class MessageStore:
             return PutResult(PutStatus.UNKNOWN_ERROR, error=f"append failed: {exc}")
         listeners = self._listeners
         if listeners:
-            self._notify(listeners, topic, queue_id, new_max, msgs, admitted)
+            self._notify(listeners, topic, queue_id, new_max, properties_of, admitted)
         return result
 
-    def _append(self, msgs: list[MessageInner], admitted: Admitted) -> PutResult:
+    def _append(self, admitted: Admitted) -> PutResult:
         """Encode, copy in, dispatch.  Caller holds the lock."""
         topic, queue_id = admitted.topic, admitted.queue_id
         cq = self._queues.get((topic, queue_id)) or self._queue_for(topic, queue_id)
@@ -294,7 +309,7 @@ class MessageStore:
         consumable = admitted.consumable
         if consumable is None:
             queue_offsets: list[int] = list(
-                range(first_queue_offset, first_queue_offset + len(msgs))
+                range(first_queue_offset, first_queue_offset + len(admitted.items))
             )
         else:
             # Prepared and rolled-back halves of transactions get no queue entry (offset 0).
@@ -318,7 +333,7 @@ class MessageStore:
         if size > commit_log.max_record_size:
             return PutResult(
                 PutStatus.MESSAGE_ILLEGAL,
-                error=f"{len(msgs)} message(s) of {size} bytes do not fit one commit-log "
+                error=f"{len(sizes)} message(s) of {size} bytes do not fit one commit-log "
                 f"segment of {commit_log.segment_size} bytes",
             )
         actual = commit_log.reserve(size)
@@ -367,18 +382,19 @@ class MessageStore:
         topic: str,
         queue_id: int,
         new_max: int,
-        msgs: list[MessageInner],
+        properties_of: Callable[[int], dict[str, str]],
         admitted: Admitted,
     ) -> None:
         seen: set[int] = set()
         consumable = admitted.consumable
-        for i, (m, code) in enumerate(zip(msgs, admitted.tags_codes, strict=True)):
+        for i, code in enumerate(admitted.tags_codes):
             if code in seen or (consumable is not None and not consumable[i]):
                 continue
             seen.add(code)
+            properties = properties_of(i)
             for listener in listeners:
                 try:
-                    listener(topic, queue_id, new_max, code, m.properties)
+                    listener(topic, queue_id, new_max, code, properties)
                 except Exception:
                     log.exception("arrival listener %r failed", listener)
 
