@@ -166,3 +166,12 @@ def test_compressed_and_plain_bodies_in_one_range(spark, spark_cluster: SparkClu
     assert [r.body for r in rows] == [
         big + bytes([i]) if i % 2 else b"small%d" % i for i in range(6)
     ]
+
+
+def test_format_is_registered_by_installing_the_package(spark, spark_cluster: SparkCluster) -> None:
+    # A new session has none of the explicit registrations of `spark`: pyspark_longboat's
+    # DefaultSource is what makes the format known there.
+    topic = spark_cluster.new_topic(queues=1)
+    spark_cluster.produce(topic, 3)
+    other = spark.newSession()
+    assert load(other.read, spark_cluster.namesrv, topic=topic).count() == 3
