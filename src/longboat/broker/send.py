@@ -29,7 +29,12 @@ from longboat.protocol.headers import (
     SendMessageResponseHeader,
 )
 from longboat.protocol.ids import host_bytes
-from longboat.protocol.properties import Prop, properties_to_string, string_to_properties
+from longboat.protocol.properties import (
+    Prop,
+    properties_to_string,
+    property_marker,
+    string_to_properties,
+)
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.topic_names import NOT_ALLOWED_SEND_TOPICS, validate_topic
 from longboat.remoting import Connection
@@ -48,8 +53,8 @@ _PUT_CODES: dict[PutStatus, int] = {
     PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
 }
 _BORN_HOST = "longboat.born_host"
-_WAIT_MARKER = f"{Prop.WAIT}\x01".encode()
-_DELAY_MARKER = f"{Prop.DELAY}\x01".encode()
+_WAIT_MARKER = property_marker(Prop.WAIT)
+_DELAY_MARKER = property_marker(Prop.DELAY)
 _LOOPBACK = b"\x7f\x00\x00\x01"
 BUSY_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
@@ -231,17 +236,16 @@ class SendProcessor:
         _refuse_delayed(batch_props)
         appended = properties_to_string(batch_props).encode()
         # A message naming any of these needs the merge (batch values win, WAIT is dropped,
-        # a DELAY refuses the batch); a false hit on a value only costs the slow path.
-        markers = [_WAIT_MARKER, _DELAY_MARKER, *(f"{k}\x01".encode() for k in batch_props)]
+        # a DELAY refuses the batch).  One scan of the whole body clears the common batch, in
+        # which none appears; a false hit (in a body or a value) only costs the slow path.
+        markers = [_WAIT_MARKER, _DELAY_MARKER, *map(property_marker, batch_props)]
+        named = any(marker in cmd.body for marker in markers)
         messages: list[tuple[bytes, bytes, int]] = []
         for body, props, flag in elements:
-            if not props:
-                messages.append((body, appended, flag))
-                continue
-            for marker in markers:
-                if marker in props:
-                    props = _merged(props, batch_props)
-                    break
+            if named and any(marker in props for marker in markers):
+                props = _merged(props, batch_props)
+            elif not props:
+                props = appended
             else:
                 props = props + appended if props[-1] == 2 else props + b"\x02" + appended
             messages.append((body, props, flag))

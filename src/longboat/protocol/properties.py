@@ -72,23 +72,27 @@ def string_to_properties(text: str) -> dict[str, str]:
     return props
 
 
-def raw_property(raw: bytes, name: bytes) -> bytes | None:
-    """The value of property `name` read straight from an encoded property string, or None.
+def raw_property(raw: bytes, marker: bytes) -> bytes | None:
+    """The value of a property read straight from an encoded property string, or None;
+    `marker` is the name and its separator (`property_marker`).
 
     Hot paths (a batch's tag and keys) read one or two names from each message's properties;
     scanning the bytes costs a fraction of parsing them into a dict.  Same answer as
     `string_to_properties`: the last non-empty occurrence wins, and a name only counts at the
-    start of a segment (so "XTAGS" or a value holding "TAGS\\x01" is not TAGS).
+    start of a segment (so "XTAGS" or a value holding "TAGS\x01" is not TAGS).
     """
-    marker = name + b"\x01"
     pos = raw.rfind(marker)
     while pos >= 0:
         if pos == 0 or raw[pos - 1] == 2:
             start = pos + len(marker)
             stop = raw.find(b"\x02", start)
-            if stop < 0:
-                stop = len(raw)
-            if stop > start:
-                return raw[start:stop]
+            value = raw[start:stop] if stop >= 0 else raw[start:]
+            if value:
+                return value
         pos = raw.rfind(marker, 0, pos)
     return None
+
+
+def property_marker(name: str) -> bytes:
+    """What `raw_property` looks for: the encoded name and its separator."""
+    return f"{name}{NAME_VALUE_SEPARATOR}".encode()

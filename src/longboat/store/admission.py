@@ -16,6 +16,7 @@ from longboat.protocol.properties import (
     KEY_SEPARATOR,
     Prop,
     properties_to_string,
+    property_marker,
     raw_property,
 )
 from longboat.protocol.tags import tags_code
@@ -28,6 +29,9 @@ _TAGS_CACHE_LIMIT = 4096
 _TRANSACTION_MASK = 0xC
 # Plain messages and committed halves of transactions go into consume queues.
 _CONSUMABLE = (0x0, 0x8)
+_TAGS_MARKER = property_marker(Prop.TAGS)
+_KEYS_MARKER = property_marker(Prop.KEYS)
+_UNIQ_KEY_MARKER = property_marker(Prop.UNIQ_KEY)
 
 
 @dataclass(slots=True)
@@ -151,7 +155,7 @@ class Admission:
             if not props.isascii() and not _is_utf8(props):
                 return _illegal("message properties are not UTF-8")
             items.append((body, props, flag, *shared))
-            tags = raw_property(props, b"TAGS")
+            tags = raw_property(props, _TAGS_MARKER)
             if tags is None:
                 codes.append(0)
             else:
@@ -161,11 +165,11 @@ class Admission:
                         raw_codes.clear()
                     code = raw_codes[tags] = tags_code(tags.decode())
                 codes.append(code)
-            uniq = raw_property(props, b"UNIQ_KEY")
-            if b"KEYS\x01" not in props:  # the common case: only a producer's unique id
+            uniq = raw_property(props, _UNIQ_KEY_MARKER)
+            if _KEYS_MARKER not in props:  # the common case: only a producer's unique id
                 hashes.append((crc32(uniq, seed),) if uniq else ())
                 continue
-            keys = raw_property(props, b"KEYS")
+            keys = raw_property(props, _KEYS_MARKER)
             out = [crc32(k, seed) for k in keys.split(b" ") if k] if keys else []
             if uniq:
                 out.append(crc32(uniq, seed))
