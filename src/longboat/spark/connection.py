@@ -19,7 +19,7 @@ from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
 from longboat.client.api import PullResult
-from longboat.client.config import ClientConfig
+from longboat.client.config import ClientConfig, parse_namesrv_addrs
 from longboat.client.errors import NoRouteError
 from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
@@ -46,7 +46,9 @@ class BrokerLink:
         # Client instances are shared per client id: one id per name-server list, so two
         # clusters used from one process never share routes.
         name = f"{os.getpid()}-spark-{zlib.crc32(namesrv.encode()):08x}"
-        self.config = ClientConfig(namesrv, request_timeout=request_timeout, instance_name=name)
+        self.config = ClientConfig(
+            parse_namesrv_addrs(namesrv), request_timeout=request_timeout, instance_name=name
+        )
         self.instance: ClientInstance = self.loop_thread.call(ClientInstance.acquire, self.config)
         self._producers: dict[str, Producer] = {}
 

@@ -36,6 +36,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
@@ -122,7 +123,8 @@ class _LinkHolder:
         state["_link"] = None
         return state
 
-    def read(self, partition: QueueRange) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, QueueRange)
         return read_range(self.link, self.opts, partition)
 
 
