@@ -96,9 +96,7 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    # local[2,2]: two cores, and a failed task gets one retry (the retry tests need it; every
-    # other test is unaffected since its tasks do not fail).
-    session = build_session("local[2,2]")
+    session = build_session("local[2]")
     from longboat.spark import register
 
     register(session)
