@@ -14,6 +14,7 @@ from longboat.protocol.properties import properties_to_string, string_to_propert
 _HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, body length
 _I16 = struct.Struct(">h")
 _HEAD_SIZE = _HEAD.size
+_ELEMENT_OVERHEAD = _HEAD.size + _I16.size  # an element with empty body and properties
 
 
 @dataclass(slots=True)
@@ -24,14 +25,24 @@ class BatchItem:
 
 
 def encode_batch(items: list[BatchItem]) -> bytes:
+    return join_batch(
+        [(item.body, properties_to_string(item.properties).encode(), item.flag) for item in items]
+    )
+
+
+def join_batch(elements: list[tuple[bytes, bytes, int]]) -> bytes:
+    """The batch body of (body, encoded properties, flag) elements: `split_batch` reversed,
+    for a producer that encodes each message's properties itself."""
     parts: list[bytes] = []
-    for item in items:
-        props = properties_to_string(item.properties).encode("utf-8")
-        total = 4 + 4 + 4 + 4 + 4 + len(item.body) + 2 + len(props)
+    pack_head = _HEAD.pack
+    pack_i16 = _I16.pack
+    for body, props, flag in elements:
+        body_len = len(body)
+        props_len = len(props)
         parts += (
-            _HEAD.pack(total, 0, 0, item.flag, len(item.body)),
-            item.body,
-            _I16.pack(len(props)),
+            pack_head(_ELEMENT_OVERHEAD + body_len + props_len, 0, 0, flag, body_len),
+            body,
+            pack_i16(props_len),
             props,
         )
     return b"".join(parts)
@@ -57,7 +68,7 @@ def split_batch(data: bytes | memoryview) -> list[tuple[bytes, bytes, int]]:
             end = pos + total
             p = pos + _HEAD_SIZE
             q = p + body_len
-            if total < 22 or end > limit or body_len < 0 or q + 2 > end:
+            if total < _ELEMENT_OVERHEAD or end > limit or body_len < 0 or q + 2 > end:
                 raise ProtocolError(f"bad batch element at {pos}")
             (props_len,) = unpack_i16(data, q)
             if props_len < 0 or q + 2 + props_len != end:

@@ -69,6 +69,9 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     return host, port, offset
 
 
+_UNIQ_TAIL = struct.Struct(">iH")  # ms since the month began, counter
+
+
 class UniqKeyGenerator:
     """Thread-safe generator of UNIQ_KEY ids, 32 hex digits for an IPv4 client."""
 
@@ -90,10 +93,16 @@ class UniqKeyGenerator:
         self._next_month_ms = int(nxt.timestamp() * 1000)
 
     def next(self) -> str:
+        return self.next_many(1)[0]
+
+    def next_many(self, n: int) -> list[str]:
+        """`n` ids from one clock read and one lock (a batch's messages)."""
         now_ms = int(time.time() * 1000)
         with self._lock:
             if now_ms >= self._next_month_ms:
                 self._roll_month(now_ms)
-            count = next(self._counter) & 0xFFFF
-        tail = struct.pack(">iH", (now_ms - self._month_start_ms) & 0x7FFFFFFF, count)
-        return self._prefix + tail.hex().upper()
+            counts = [next(self._counter) & 0xFFFF for _ in range(n)]
+        since_month = (now_ms - self._month_start_ms) & 0x7FFFFFFF
+        prefix = self._prefix
+        pack = _UNIQ_TAIL.pack
+        return [prefix + pack(since_month, count).hex().upper() for count in counts]
