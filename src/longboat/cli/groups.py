@@ -49,13 +49,28 @@ def is_retry(mq: MessageQueue) -> bool:
     return mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
+def group_name(fn: click.decorators.FC) -> click.decorators.FC:
+    """The group, as `-g GROUP` or as the first argument."""
+    fn = click.option("-g", "--group", "name", help="The consumer group (or give it first).")(fn)
+    return click.argument("positional", required=False, metavar="[GROUP]")(fn)
+
+
+def resolve_group(positional: str | None, name: str | None) -> str:
+    if positional and name and positional != name:
+        fail(f"two groups given: {positional} and -g {name}")
+    if not (positional or name):
+        fail("which group? give it as -g GROUP")
+    return str(positional or name)
+
+
 @group.command()
-@click.option("-g", "--group", "name", required=True)
+@group_name
 @click.option("-t", "--topic", help="Only this topic [default: every topic the group consumes].")
 @namesrv_option
-def describe(name: str, topic: str | None, namesrv: str) -> None:
+def describe(positional: str | None, name: str | None, topic: str | None, namesrv: str) -> None:
     """A group's members and, per queue: broker offset, consumer offset, lag, lag time (how
     long the oldest unconsumed message has waited) and when the last consumed one was stored."""
+    name = resolve_group(positional, name)
 
     async def go() -> tuple[list[str], list[QueueProgress]]:
         async with admin_for(namesrv) as admin:
@@ -101,7 +116,7 @@ def describe(name: str, topic: str | None, namesrv: str) -> None:
 
 
 @group.command()
-@click.option("-g", "--group", "name", required=True)
+@group_name
 @click.option(
     "--to",
     "to",
@@ -114,10 +129,17 @@ def describe(name: str, topic: str | None, namesrv: str) -> None:
 @click.option("--force", is_flag=True, help="Reset even while members run (they may overwrite it).")
 @namesrv_option
 def reset(
-    name: str, to: str, topic: str | None, queue: int | None, force: bool, namesrv: str
+    positional: str | None,
+    name: str | None,
+    to: str,
+    topic: str | None,
+    queue: int | None,
+    force: bool,
+    namesrv: str,
 ) -> None:
     """Move a group's offsets.  Refused while the group has live members (a running consumer
     would overwrite the reset with the offsets it holds) unless --force."""
+    name = resolve_group(positional, name)
     target = reset_target(to)
 
     async def go() -> dict[MessageQueue, int]:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import BinaryIO
 
 import click
@@ -22,6 +23,7 @@ from longboat.client.producer import Producer
 DEFAULT_GROUP = "longboat-cli-producer"
 # Lines read ahead of the sends; bounds memory when stdin is faster than the broker.
 READ_AHEAD = 1024
+READ_CHUNK = 64 * 1024
 
 # A source of message bodies; it ends early once the event (a signal) is set.
 Source = Callable[[asyncio.Event], AsyncIterator[bytes]]
@@ -175,8 +177,9 @@ def generated(count: int, size: int) -> Source:
 
 
 def lines_of(stream: BinaryIO) -> Source:
-    """The stream's non-empty lines without their line ends.  They are read on a daemon
-    thread, so a signal stops the command even while it waits for a line from a terminal."""
+    """The stream's non-empty lines without their line ends.  They are read from its file
+    descriptor on a daemon thread: a signal stops the command even while it waits for a line
+    from a terminal, and the thread holds no interpreter lock the exit would need."""
 
     async def bodies(stop: asyncio.Event) -> AsyncIterator[bytes]:
         loop = asyncio.get_running_loop()
@@ -188,7 +191,7 @@ def lines_of(stream: BinaryIO) -> Source:
 
         def read() -> None:
             try:
-                for line in stream:
+                for line in stream_lines(stream):
                     hand_over(line)
             finally:
                 hand_over(None)
@@ -196,7 +199,7 @@ def lines_of(stream: BinaryIO) -> Source:
         threading.Thread(target=read, name="longboat-produce-lines", daemon=True).start()
         stopped = asyncio.ensure_future(stop.wait())
         try:
-            while True:
+            while not stop.is_set():
                 getting = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getting, stopped}, return_when=asyncio.FIRST_COMPLETED)
                 if not getting.done():
@@ -211,6 +214,22 @@ def lines_of(stream: BinaryIO) -> Source:
             stopped.cancel()
 
     return bodies
+
+
+def stream_lines(stream: BinaryIO) -> Iterator[bytes]:
+    """Lines read straight from the stream's file descriptor; an in-memory stream (which
+    cannot block) is iterated as it is."""
+    try:
+        fd = stream.fileno()
+    except OSError:  # io.UnsupportedOperation: no descriptor behind it
+        yield from stream
+        return
+    pending = b""
+    while chunk := os.read(fd, READ_CHUNK):
+        *lines, pending = (pending + chunk).split(b"\n")
+        yield from lines
+    if pending:
+        yield pending
 
 
 COMMANDS = (produce,)

@@ -78,11 +78,10 @@ def message_table(msg: MessageExt) -> Table:
 
 
 def format_ms(epoch_ms: int) -> str:
-    """Local time with milliseconds; '-' for 0 (unknown)."""
+    """Local time to the millisecond; '-' for 0 (unknown)."""
     if not epoch_ms:
         return "-"
-    stamp = datetime.fromtimestamp(epoch_ms / 1000).astimezone()
-    return stamp.isoformat(timespec="milliseconds")
+    return datetime.fromtimestamp(epoch_ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def format_duration(seconds: float | None) -> str:
