@@ -161,10 +161,15 @@ def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -
     assert re.search(
         r"total(\s*\S){5}\s*10\s", longboat("group", "describe", "-g", "cli-group").stdout
     )
-    with LitePullConsumer(
+    # Subscribed before it starts, so its first heartbeat carries the subscription.
+    member = LitePullConsumer(
         "cli-group", config=ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1")
-    ) as member:
-        member.subscribe("CliGroup")
+    )
+    member.subscribe("CliGroup")
+    with member:
+        live = longboat("group", "describe", "cli-group", "-t", "CliGroup").stdout
+        assert "1 live member(s), clustering" in live and "subscribes CliGroup (*)" in live
+        assert "127.0.0.1@" in live and "PYTHON" in live
         refused = longboat("group", "reset", "-g", "cli-group", "--to", "latest", code=1)
         assert refused.stderr.startswith("error (refused): group cli-group has 1 live member")
         forced = longboat(

@@ -12,7 +12,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import HeartbeatData, encode_consumer_id_list
+from longboat.protocol.bodies import (
+    ClientConnection,
+    ConsumerConnection,
+    HeartbeatData,
+    encode_consumer_id_list,
+)
+from longboat.protocol.codes import LanguageCode
 from longboat.protocol.headers import ConsumerGroupHeader, UnregisterClientRequestHeader
 from longboat.remoting import Connection
 
@@ -62,6 +68,29 @@ class ClientRequests:
             )
         return cmd.make_response(body=encode_consumer_id_list(ids))
 
+    def consumer_connections(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """GET_CONSUMER_CONNECTION_LIST: the group's live members and subscriptions (what
+        `mqadmin consumerConnection` and `longboat group describe` show)."""
+        header = ConsumerGroupHeader.from_ext(cmd.ext_fields)
+        info = self.controller.consumers.group(header.consumerGroup)
+        members = [(c, m) for c, m in info.members.items() if not c.closed] if info else []
+        if info is None or not members:
+            return cmd.make_response(
+                ResponseCode.CONSUMER_NOT_ONLINE,
+                f"the consumer group[{header.consumerGroup}] not online",
+            )
+        body = ConsumerConnection(
+            connections=[
+                ClientConnection(m.client_id, c.peer, language_name(m.language), m.version)
+                for c, m in members
+            ],
+            subscriptions=dict(info.subscriptions),
+            consume_type=info.consume_type,
+            message_model=info.message_model,
+            consume_from_where=info.consume_from_where,
+        )
+        return cmd.make_response(body=body.to_json())
+
     # ------------------------------------------------------------------ membership changes
 
     def notify_ids_changed(self, group: str) -> None:
@@ -89,11 +118,21 @@ class ClientRequests:
             conn.close()  # its close callback removes it from its groups
 
 
+def language_name(code: int) -> str:
+    try:
+        return LanguageCode(code).name
+    except ValueError:
+        return LanguageCode.OTHER.name
+
+
 def install(controller: BrokerController) -> None:
     requests = ClientRequests(controller)
     controller.router.register(RequestCode.HEART_BEAT, requests.heartbeat)
     controller.router.register(RequestCode.UNREGISTER_CLIENT, requests.unregister)
     controller.router.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, requests.consumer_list)
+    controller.router.register(
+        RequestCode.GET_CONSUMER_CONNECTION_LIST, requests.consumer_connections
+    )
     controller.add_connection_closed_listener(requests.connection_closed)
     interval = min(MAX_SCAN_INTERVAL_S, controller.config.channel_expired_timeout / 2000)
     controller.add_periodic(interval, requests.close_silent)

@@ -13,6 +13,7 @@ from longboat.cli.render import format_duration, format_ms
 from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import Admin, GroupOnlineError, QueueProgress
 from longboat.client.message import MessageQueue
+from longboat.protocol.bodies import ConsumerConnection
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
 
@@ -72,17 +73,14 @@ def describe(positional: str | None, name: str | None, topic: str | None, namesr
     long the oldest unconsumed message has waited) and when the last consumed one was stored."""
     name = resolve_group(positional, name)
 
-    async def go() -> tuple[list[str], list[QueueProgress]]:
+    async def go() -> tuple[ConsumerConnection, list[QueueProgress]]:
         async with admin_for(namesrv) as admin:
             return await asyncio.gather(
-                admin.consumer_ids(name, topic), admin.group_progress(name, topic)
+                admin.group_connections(name, topic), admin.group_progress(name, topic)
             )
 
-    members, progress = run(go())
-    console.print(
-        f"group [bold]{name}[/]: {len(members)} live member(s)"
-        + "".join(f"\n  {m}" for m in members)
-    )
+    connection, progress = run(go())
+    console.print(members_table(name, connection))
     if not progress:
         console.print("no committed offsets" + (f" on topic {topic}" if topic else ""))
         return
@@ -113,6 +111,21 @@ def describe(positional: str | None, name: str | None, topic: str | None, namesr
         "total", "", "", "", "", str(sum(p.lag for p in progress)), format_duration(worst), ""
     )
     console.print(table)
+
+
+def members_table(name: str, connection: ConsumerConnection) -> Table:
+    members = connection.connections
+    title = f"group {name}: {len(members)} live member(s)"
+    if members:
+        title += f", {connection.message_model.lower()}, {connection.consume_type.lower()}"
+        subs = ", ".join(
+            f"{t} ({s.sub_string})" for t, s in sorted(connection.subscriptions.items())
+        )
+        title += f"; subscribes {subs or 'nothing'}"
+    table = Table("client id", "address", "language", "version", title=title, title_justify="left")
+    for member in members:
+        table.add_row(member.client_id, member.client_addr, member.language, str(member.version))
+    return table
 
 
 @group.command()

@@ -32,7 +32,9 @@ from longboat.protocol import ProtocolError, ResponseCode
 from longboat.protocol.bodies import (
     PERM_READ,
     PERM_WRITE,
+    ClientConnection,
     ClusterInfo,
+    ConsumerConnection,
     MessageQueue,
     TopicConfig,
     TopicRouteData,
@@ -268,6 +270,31 @@ class Admin(InstanceUser):
             except TransportError:
                 continue
         return []
+
+    async def group_connections(self, group: str, topic: str | None = None) -> ConsumerConnection:
+        """Live members (with address, language, version) and subscriptions of `group`, merged
+        from every master (of `topic`, or of the cluster): a member heartbeats only to the
+        brokers of the topics it subscribes."""
+        addrs = await self._master_addrs(topic)
+        merged = ConsumerConnection()
+        members: dict[str, ClientConnection] = {}
+        for addr in addrs:
+            try:
+                seen = await self.instance.api.get_consumer_connections(addr, group)
+            except TransportError:
+                continue
+            if not seen.connections:
+                continue
+            members.update((c.client_id, c) for c in seen.connections)
+            for name, sub in seen.subscriptions.items():
+                known = merged.subscriptions.get(name)
+                if known is None or sub.sub_version > known.sub_version:
+                    merged.subscriptions[name] = sub
+            merged.consume_type = seen.consume_type
+            merged.message_model = seen.message_model
+            merged.consume_from_where = seen.consume_from_where
+        merged.connections = sorted(members.values(), key=lambda c: c.client_id)
+        return merged
 
     async def _master_addrs(self, topic: str | None) -> list[str]:
         if topic is None:

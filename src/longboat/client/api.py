@@ -29,6 +29,7 @@ from longboat.client.message import SendResult, SendStatus
 from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ClusterInfo,
+    ConsumerConnection,
     ConsumeStats,
     HeartbeatData,
     LockBatchRequest,
@@ -367,6 +368,19 @@ class ClientAPI:
         ):
             return []
         raise broker_error(response.code, response.remark, addr=addr, request_code=cmd.code)
+
+    async def get_consumer_connections(self, addr: str, group: str) -> ConsumerConnection:
+        """The group's live members and subscriptions as this broker sees them (empty when
+        none is online: CONSUMER_NOT_ONLINE)."""
+        cmd = self._command(
+            RequestCode.GET_CONSUMER_CONNECTION_LIST, ConsumerGroupHeader(group).to_ext()
+        )
+        response = await self._call(
+            addr, cmd, ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE)
+        )
+        if response.code != ResponseCode.SUCCESS or not response.body:
+            return ConsumerConnection()
+        return ConsumerConnection.from_json(response.body)
 
     # ------------------------------------------------------------------ consuming helpers
 

@@ -30,7 +30,7 @@ from longboat.client.message import Message, MessageExt, MessageQueue, SendResul
 from longboat.client.push import consumer as _push
 from longboat.client.push.listener import ConcurrentListener, OrderlyListener
 from longboat.client.push.process_queue import ProcessQueue
-from longboat.protocol.bodies import ClusterInfo, TopicConfig, TopicRouteData
+from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
 
 T = TypeVar("T")
 
@@ -238,6 +238,9 @@ class Admin(_Blocking):
 
     def groups(self) -> list[str]:
         return self._loop.run(self._async.groups())
+
+    def group_connections(self, group: str, topic: str | None = None) -> ConsumerConnection:
+        return self._loop.run(self._async.group_connections(group, topic))
 
     def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         return self._loop.run(self._async.consumer_ids(group, topic))

@@ -467,6 +467,70 @@ class HeartbeatData:
             )
 
 
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    """One member's connection, as GET_CONSUMER_CONNECTION_LIST reports it."""
+
+    client_id: str
+    client_addr: str
+    language: str = "JAVA"
+    version: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "clientAddr": self.client_addr,
+            "clientId": self.client_id,
+            "language": self.language,
+            "version": self.version,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ClientConnection:
+        return cls(
+            client_id=str(d.get("clientId", "")),
+            client_addr=str(d.get("clientAddr", "")),
+            language=str(d.get("language") or "JAVA"),
+            version=int(d.get("version") or 0),
+        )
+
+
+@dataclass(slots=True)
+class ConsumerConnection:
+    """GET_CONSUMER_CONNECTION_LIST's body: a group's live members and its subscriptions."""
+
+    connections: list[ClientConnection] = field(default_factory=list)
+    subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(
+            {
+                "connectionSet": [c.to_dict() for c in self.connections],
+                "consumeFromWhere": self.consume_from_where,
+                "consumeType": self.consume_type,
+                "messageModel": self.message_model,
+                "subscriptionTable": {t: s.to_dict() for t, s in self.subscriptions.items()},
+            }
+        )
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> ConsumerConnection:
+        d = _load(data, "consumer connection")
+        with _malformed("consumer connection"):
+            return cls(
+                connections=[ClientConnection.from_dict(c) for c in d.get("connectionSet") or []],
+                subscriptions={
+                    str(t): SubscriptionData.from_dict(s)
+                    for t, s in (d.get("subscriptionTable") or {}).items()
+                },
+                consume_type=str(d.get("consumeType") or "CONSUME_PASSIVELY"),
+                message_model=str(d.get("messageModel") or "CLUSTERING"),
+                consume_from_where=str(d.get("consumeFromWhere") or "CONSUME_FROM_LAST_OFFSET"),
+            )
+
+
 # --------------------------------------------------------------------------- small bodies
 
 
