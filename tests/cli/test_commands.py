@@ -223,3 +223,36 @@ def test_ctrl_c_stops_consume_with_every_printed_message_committed(
     with admin(cluster) as a:
         progress = a.group_progress("cli-ctrl-c", "CliCtrlC")
     assert sum(p.consumer_offset for p in progress) == 20
+
+
+def test_verbose_adds_the_traceback(longboat) -> None:
+    quiet = longboat("cluster", "--namesrv", "127.0.0.1:1", code=1)
+    assert "Traceback" not in quiet.stderr
+    loud = longboat("--verbose", "cluster", "--namesrv", "127.0.0.1:1", code=1)
+    assert "Traceback" in loud.stderr
+    assert loud.stderr.rstrip().splitlines()[-1].startswith("error (network):")
+
+
+def test_file_input_and_delayed_delivery(longboat, tmp_path) -> None:
+    lines = tmp_path / "lines.txt"
+    lines.write_text("from a file\nsecond\n")
+    longboat("produce", "-t", "CliFile", "--file", str(lines))
+    longboat("produce", "-t", "CliFile", "--delay-level", "1", input="delayed\n")
+    got = longboat(
+        "consume",
+        "-t",
+        "CliFile",
+        "-g",
+        "cli-file",
+        "--from",
+        "earliest",
+        "-n",
+        "3",
+        "--format",
+        "json",
+    )
+    records = [json.loads(line) for line in got.stdout.splitlines()]
+    assert sorted(r["body"] for r in records) == ["delayed", "from a file", "second"]
+    delayed = next(r for r in records if r["body"] == "delayed")
+    # Level 1 is 1 s: the delivered copy was stored a second after the producer sent it.
+    assert delayed["storeTimestamp"] - delayed["bornTimestamp"] >= 900
