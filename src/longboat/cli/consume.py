@@ -17,6 +17,7 @@ import time
 import click
 
 from longboat.cli.connect import client_config, namesrv_option
+from longboat.cli.progress import LateProgress
 from longboat.cli.render import body_text, message_json, parse_time_ms
 from longboat.cli.runtime import run, stop_on_signal, warn
 from longboat.client import ClientConfig, MessageExt, MessageQueue
@@ -119,10 +120,12 @@ class Consumption:
             pull_batch_size=PULL_BATCH,
         )
         consumer.subscribe(self.topic, self.tags)
-        with stop_on_signal() as stop:
+        # A bar only when the messages go elsewhere than the terminal.
+        bar = LateProgress(f"consuming {self.topic}", count, show=not sys.stdout.isatty())
+        with stop_on_signal() as stop, bar:
             await consumer.start()
             try:
-                await self.loop(consumer, stop, count, idle_timeout)
+                await self.loop(consumer, stop, count, idle_timeout, bar)
             finally:
                 await stop_consumer(consumer)
         return self.consumed
@@ -133,6 +136,7 @@ class Consumption:
         stop: asyncio.Event,
         count: int | None,
         idle_timeout: float | None,
+        bar: LateProgress,
     ) -> None:
         last_arrival = time.monotonic()
         stopped = asyncio.ensure_future(stop.wait())
@@ -161,6 +165,7 @@ class Consumption:
                     mq = queue_of(consumer, batch[0])
                     await consumer.commit({mq: batch[written - 1].queue_offset + 1})
                 self.consumed += written
+                bar.advance(written)
                 if written < len(batch) or (count is not None and self.consumed >= count):
                     return
         finally:

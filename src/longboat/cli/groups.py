@@ -9,6 +9,7 @@ from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.consume import reset_target
+from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_duration, format_ms
 from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import Admin, GroupOnlineError, QueueProgress
@@ -30,7 +31,9 @@ def list_groups(namesrv: str) -> None:
     async def go() -> list[tuple[str, int, int]]:
         async with admin_for(namesrv) as admin:
             names = await admin.groups()
-            rows = await asyncio.gather(*(summary(admin, g) for g in names))
+            rows = await gather_with_progress(
+                f"reading {len(names)} group(s)", [summary(admin, g) for g in names]
+            )
             return list(zip(names, *zip(*rows, strict=True), strict=True)) if names else []
 
     table = Table("group", "members", "lag")

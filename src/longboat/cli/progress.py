@@ -7,8 +7,11 @@ commands and scripts see no bar at all.  States: waiting (counting, nothing draw
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Awaitable, Sequence
 from types import TracebackType
+from typing import TypeVar
 
 from rich.progress import (
     BarColumn,
@@ -23,11 +26,13 @@ from rich.progress import (
 
 from longboat.cli.runtime import err_console
 
+T = TypeVar("T")
 DELAY_S = 1.0
 
 
 class LateProgress:
-    def __init__(self, description: str, total: float | None) -> None:
+    def __init__(self, description: str, total: float | None, *, show: bool = True) -> None:
+        """`show=False` keeps the bar hidden (e.g. while data is printed to the terminal)."""
         label = TextColumn("{task.description}")
         columns = (
             [label, BarColumn(), MofNCompleteColumn(), TaskProgressColumn(), TimeRemainingColumn()]
@@ -36,7 +41,7 @@ class LateProgress:
         )
         self._progress = Progress(*columns, TimeElapsedColumn(), console=err_console)
         self._task = self._progress.add_task(description, total=total)
-        self._enabled = err_console.is_terminal
+        self._enabled = show and err_console.is_terminal
         self._shown = False
         self._since = time.monotonic()
 
@@ -57,3 +62,15 @@ class LateProgress:
     ) -> None:
         if self._shown:
             self._progress.stop()
+
+
+async def gather_with_progress(description: str, awaitables: Sequence[Awaitable[T]]) -> list[T]:
+    """`asyncio.gather`, with a bar counting completions once it takes over a second."""
+    with LateProgress(description, len(awaitables)) as bar:
+
+        async def counted(awaitable: Awaitable[T]) -> T:
+            result = await awaitable
+            bar.advance()
+            return result
+
+        return list(await asyncio.gather(*(counted(a) for a in awaitables)))

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
+from longboat.cli.progress import gather_with_progress
 from longboat.cli.runtime import console, run, say
 from longboat.client import NoRouteError
 from longboat.client.admin import Admin, QueueStatus
@@ -141,7 +140,9 @@ def list_topics(show_all: bool, namesrv: str) -> None:
             reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
             kinds = {t: topic_kind(t, reserved) for t in await admin.topics()}
             shown = [t for t, kind in kinds.items() if show_all or kind == "normal"]
-            routes = await asyncio.gather(*(route_or_none(admin, t) for t in shown))
+            routes = await gather_with_progress(
+                f"reading {len(shown)} route(s)", [route_or_none(admin, t) for t in shown]
+            )
             return [(t, kinds[t], r) for t, r in zip(shown, routes, strict=True)]
 
     table = Table("topic", "kind", "brokers", "write queues", "read queues", "perm")
