@@ -236,10 +236,11 @@ class SendProcessor:
         _refuse_delayed(batch_props)
         appended = properties_to_string(batch_props).encode()
         # A message naming any of these needs the merge (batch values win, WAIT is dropped,
-        # a DELAY refuses the batch).  One scan of the whole body clears the common batch, in
-        # which none appears; a false hit (in a body or a value) only costs the slow path.
+        # a DELAY refuses the batch).  One scan of all the property strings together clears
+        # the common batch, in which none appears; a false hit only costs the slow path.
         markers = [_WAIT_MARKER, _DELAY_MARKER, *map(property_marker, batch_props)]
-        named = any(marker in cmd.body for marker in markers)
+        all_props = b"\x02".join([props for _, props, _ in elements])
+        named = any(marker in all_props for marker in markers)
         messages: list[tuple[bytes, bytes, int]] = []
         for body, props, flag in elements:
             if named and any(marker in props for marker in markers):

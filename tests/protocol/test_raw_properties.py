@@ -1,0 +1,53 @@
+"""Reading properties straight from their bytes (the broker's batch path) gives the same answer
+as parsing them, for any property string, well-formed or not."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from longboat.protocol.batch import join_batch, split_batch
+from longboat.protocol.properties import property_marker, raw_property, string_to_properties
+
+_NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAG", ""]
+# Segments made of likely names, separators and short values: look-alikes, empty values,
+# repeated names, stray separators.
+_SEGMENT = st.builds(
+    lambda name, sep, value: f"{name}{sep}{value}",
+    st.sampled_from(_NAMES),
+    st.sampled_from(["\x01", "", "\x01\x01"]),
+    st.text(st.sampled_from("ab \x01TAGS"), max_size=6),
+)
+_TEXT = st.lists(_SEGMENT, max_size=6).map("\x02".join) | st.text(
+    st.sampled_from("TAGSKEY_\x01\x02ab"), max_size=30
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(text=_TEXT, name=st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY"]))
+def test_raw_property_agrees_with_the_parser(text: str, name: str) -> None:
+    expected = string_to_properties(text).get(name)
+    found = raw_property(text.encode(), property_marker(name))
+    assert (found.decode() if found is not None else None) == expected
+
+
+def test_raw_property_cases() -> None:
+    tags = property_marker("TAGS")
+    assert raw_property(b"TAGS\x01a\x02KEYS\x01k", tags) == b"a"
+    assert raw_property(b"KEYS\x01k\x02TAGS\x01a", tags) == b"a"
+    assert raw_property(b"XTAGS\x01a", tags) is None
+    assert raw_property(b"K\x01TAGS\x01a", tags) is None  # inside K's value
+    assert raw_property(b"TAGS\x01a\x02TAGS\x01b", tags) == b"b"  # the last wins
+    assert raw_property(b"TAGS\x01a\x02TAGS\x01", tags) == b"a"  # an empty value is skipped
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    elements=st.lists(
+        st.tuples(st.binary(max_size=50), st.binary(max_size=50), st.integers(-(2**31), 2**31 - 1)),
+        max_size=5,
+    )
+)
+def test_split_batch_reverses_join_batch(elements: list[tuple[bytes, bytes, int]]) -> None:
+    assert split_batch(join_batch(elements)) == elements
+    assert split_batch(memoryview(join_batch(elements))) == elements
