@@ -256,3 +256,18 @@ def test_file_input_and_delayed_delivery(longboat, tmp_path) -> None:
     delayed = next(r for r in records if r["body"] == "delayed")
     # Level 1 is 1 s: the delivered copy was stored a second after the producer sent it.
     assert delayed["storeTimestamp"] - delayed["bornTimestamp"] >= 900
+
+
+def test_group_reset_to_an_explicit_offset_of_one_queue(longboat, cluster) -> None:
+    longboat("topic", "create", "-t", "CliExact", "--queues", "1")
+    longboat("produce", "-t", "CliExact", input="".join(f"e{i}\n" for i in range(5)))
+    longboat("consume", "-t", "CliExact", "-g", "cli-exact", "--from", "earliest", "-n", "5")
+    needs_queue = longboat("group", "reset", "cli-exact", "--to", "3", code=1)
+    assert "give -t TOPIC and --queue Q" in needs_queue.stderr
+    out_of_range = longboat(
+        "group", "reset", "cli-exact", "--to", "9", "-t", "CliExact", "--queue", "0", code=1
+    )
+    assert "outside" in out_of_range.stderr and "range 0..5" in out_of_range.stderr
+    longboat("group", "reset", "cli-exact", "--to", "3", "-t", "CliExact", "--queue", "0")
+    again = longboat("consume", "-t", "CliExact", "-g", "cli-exact", "-n", "2")
+    assert again.stdout.splitlines() == ["e3", "e4"]

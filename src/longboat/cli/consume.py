@@ -77,10 +77,11 @@ def consume(
     warn(f"consumed {consumed} message(s) from {topic} as {group}; offsets committed")
 
 
-def reset_target(start: str) -> ResetTarget:
+def reset_target(start: str, param_hint: str = "--from") -> ResetTarget:
+    """earliest, latest, or an ISO time (as epoch ms)."""
     if start in ("earliest", "latest"):
         return start  # type: ignore[return-value]
-    return parse_time_ms(start, "--from")
+    return parse_time_ms(start, param_hint)
 
 
 def consume_from_of(target: ResetTarget | None) -> tuple[ConsumeFrom, int | None]:

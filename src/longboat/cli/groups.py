@@ -12,7 +12,13 @@ from longboat.cli.consume import reset_target
 from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_duration, format_ms
 from longboat.cli.runtime import console, fail, run
-from longboat.client.admin import Admin, GroupOnlineError, QueueProgress
+from longboat.client.admin import (
+    Admin,
+    GroupOnlineError,
+    QueueOffset,
+    QueueProgress,
+    ResetTarget,
+)
 from longboat.client.message import MessageQueue
 from longboat.protocol.bodies import ConsumerConnection
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
@@ -137,8 +143,9 @@ def members_table(name: str, connection: ConsumerConnection) -> Table:
     "--to",
     "to",
     required=True,
-    metavar="earliest|latest|TIME",
-    help="The oldest kept message, the end, or the first message stored at or after TIME.",
+    metavar="earliest|latest|TIME|OFFSET",
+    help="The oldest kept message, the end, the first message stored at or after TIME, or "
+    "an offset (a number: needs -t and --queue).",
 )
 @click.option("-t", "--topic", help="Only this topic [default: every topic the group consumes].")
 @click.option("--queue", type=click.IntRange(min=0), help="Only this queue id (on each broker).")
@@ -156,7 +163,13 @@ def reset(
     """Move a group's offsets.  Refused while the group has live members (a running consumer
     would overwrite the reset with the offsets it holds) unless --force."""
     name = resolve_group(positional, name)
-    target = reset_target(to)
+    target: ResetTarget
+    if to.isdigit():
+        if topic is None or queue is None:
+            fail("an explicit offset names one queue: give -t TOPIC and --queue Q")
+        target = QueueOffset(int(to))
+    else:
+        target = reset_target(to, "--to")
 
     async def go() -> dict[MessageQueue, int]:
         async with admin_for(namesrv) as admin:

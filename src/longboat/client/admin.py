@@ -45,7 +45,15 @@ from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPICS
 
-ResetTarget = Literal["earliest", "latest"] | int | datetime
+
+@dataclass(frozen=True, slots=True)
+class QueueOffset:
+    """A reset target naming the offset itself (it must lie within each queue's range)."""
+
+    offset: int
+
+
+ResetTarget = Literal["earliest", "latest"] | int | datetime | QueueOffset
 _ROUTE_POLL_INTERVAL = 0.05
 
 
@@ -361,8 +369,8 @@ class Admin(InstanceUser):
         queue_id: int | None = None,
     ) -> dict[MessageQueue, int]:
         """Move `group`'s offsets on every queue of `topic` (or only queue `queue_id`, on each
-        broker) to `to`: "earliest", "latest", or a time (epoch ms or datetime; the first
-        message stored at or after it).
+        broker) to `to`: "earliest", "latest", a time (epoch ms or datetime; the first
+        message stored at or after it), or a `QueueOffset`.
 
         Raises GroupOnlineError while members are connected, unless `force`."""
         if not force:
@@ -379,14 +387,25 @@ class Admin(InstanceUser):
         queues = [q for q in route.subscribe_queues if queue_id in (None, q.queue_id)]
         if not queues:
             raise ClientUsageError(f"topic {topic} has no queue {queue_id}")
+        planned: list[tuple[str, MessageQueue, int]] = []
         for mq in queues:
             addr = await self.instance.find_master_addr(mq.broker_name, topic)
             if to == "earliest":
                 offset = await api.get_min_offset(addr, mq)
             elif to == "latest":
                 offset = await api.get_max_offset(addr, mq)
+            elif isinstance(to, QueueOffset):
+                offset = to.offset
+                low, high = await api.get_min_offset(addr, mq), await api.get_max_offset(addr, mq)
+                if not low <= offset <= high:
+                    raise ClientUsageError(
+                        f"offset {offset} is outside {mq}'s range {low}..{high}; nothing was reset"
+                    )
             else:
                 offset = await api.search_offset(addr, mq, int(to))
+            planned.append((addr, mq, offset))
+        # Every target is known (and in range) before the first offset moves.
+        for addr, mq, offset in planned:
             await api.update_consumer_offset(addr, group, mq, offset)
             result[mq] = offset
         return result
