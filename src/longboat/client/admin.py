@@ -423,7 +423,11 @@ class Admin(InstanceUser):
         try:
             host, port, offset = decode_offset_msg_id(msg_id)
         except ProtocolError:
-            host, port, offset = "", -1, -1
+            raise MessageNotFoundError(
+                f"no message with UNIQ_KEY {msg_id} in topic {topic}"
+                if topic
+                else f"{msg_id} is not an offset message id; pass the topic to search by UNIQ_KEY"
+            ) from None
         # A UNIQ_KEY is as long as an offset id; its bytes seldom make a port and an offset.
         if not 0 < port <= 0xFFFF or offset < 0:
             if topic is not None:
