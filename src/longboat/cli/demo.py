@@ -117,6 +117,26 @@ def run_demo(
         table.add_row(r.minute.strftime("%H:%M"), r.region, str(r.orders), f"{r.revenue:,.2f}")
     console.print(table)
 
+    with Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin:
+        progress_rows = admin.group_progress(stream_mod.PROGRESS_GROUP, ORDERS_TOPIC)
+    table = Table(
+        title=f"consumer group {stream_mod.PROGRESS_GROUP} (the streaming job's progress)"
+    )
+    for column in ("queue", "broker offset", "group offset", "lag"):
+        table.add_column(column, justify="left" if column == "queue" else "right")
+    for p in progress_rows:
+        table.add_row(
+            f"{p.mq.broker_name}:{p.mq.queue_id}",
+            str(p.broker_offset),
+            str(p.consumer_offset),
+            str(p.lag),
+        )
+    console.print(table)
+    console.print(
+        "[dim]Spark confirms a micro-batch to its source when it plans the next one, so the "
+        "group trails the job by its last micro-batch.[/]"
+    )
+
     alerts = (
         spark.read.format("longboat")
         .option("namesrv", namesrv)
