@@ -1,7 +1,8 @@
 """SEND_BATCH_MESSAGE's property handling over the wire: each message's property bytes are
-stored as sent with the broker's CLUSTER appended (RocketMQ's batch encoder), a message that
-names WAIT or CLUSTER itself is merged, tags and keys are read from the bytes for the consume
-queue and the key index, and bad batches are refused with nothing stored."""
+stored as sent with the batch's properties (the broker's CLUSTER, the header's) appended, as
+RocketMQ's batch encoder stores them; a name in both reads as the batch's; tags and keys are
+read from the bytes for the consume queue and the key index; bad batches are refused with
+nothing stored."""
 
 from __future__ import annotations
 
@@ -59,15 +60,14 @@ async def test_batched_properties_are_stored_as_sent_with_the_cluster_appended(
             elements[0][1] + b"\x02" + cluster_prop,
             elements[1][1] + cluster_prop,
             cluster_prop,
-            b"TAGS\x01TagA\x02CLUSTER\x01"
-            + cluster.config.broker_cluster_name.encode()
-            + b"\x02UNIQ_KEY\x01U-4",
+            elements[3][1] + b"\x02" + cluster_prop,  # WAIT kept, CLUSTER read as the broker's
             elements[4][1] + b"\x02" + cluster_prop,
         ]
 
         everything = records(await w.call(RequestCode.PULL_MESSAGE, pull_header(TOPIC, 0, 0)))
         assert [m.body for m in everything] == [body for body, _, _ in elements]
         assert [m.flag for m in everything] == [0, 7, 0, 0, 0]
+        assert {m.properties["CLUSTER"] for m in everything} == {cluster.config.broker_cluster_name}
         tagged = records(
             await w.call(RequestCode.PULL_MESSAGE, pull_header(TOPIC, 0, 0, subscription="TagA"))
         )
@@ -79,6 +79,20 @@ async def test_batched_properties_are_stored_as_sent_with_the_cluster_appended(
             found = store.query_by_key(TOPIC, key, 4, now - 60_000, now + 60_000)
             assert len(found) == 1 and body in found[0], key
         assert store.query_by_key(TOPIC, "no", 4, now - 60_000, now + 60_000) == []
+
+        # The header's properties are the batch's: appended to each message, they win.
+        header = send_header(TOPIC, 1, {"TAGS": "TagB"}, batch=True)
+        own = b"TAGS\x01TagA\x02UNIQ_KEY\x01U-5"
+        answer = sent(
+            await w.call(RequestCode.SEND_BATCH_MESSAGE, header, join_batch([(b"h", own, 0)]))
+        )
+        assert stored_properties(cluster, answer.msgId) == (
+            own + b"\x02TAGS\x01TagB\x02" + cluster_prop
+        )
+        tagged = records(
+            await w.call(RequestCode.PULL_MESSAGE, pull_header(TOPIC, 1, 0, subscription="TagB"))
+        )
+        assert [(m.body, m.properties["TAGS"]) for m in tagged] == [(b"h", "TagB")]
     finally:
         await w.close()
 

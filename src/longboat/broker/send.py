@@ -53,7 +53,6 @@ _PUT_CODES: dict[PutStatus, int] = {
     PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
 }
 _BORN_HOST = "longboat.born_host"
-_WAIT_MARKER = property_marker(Prop.WAIT)
 _DELAY_MARKER = property_marker(Prop.DELAY)
 _LOOPBACK = b"\x7f\x00\x00\x01"
 BUSY_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
@@ -222,9 +221,9 @@ class SendProcessor:
         batch_props: dict[str, str],
         born_host: bytes,
     ) -> EncodedBatch:
-        """The batch with each message's property bytes kept, the batch's properties (CLUSTER
-        and the header's) appended as bytes, as RocketMQ's batch encoder does; only a message
-        that names one of those properties itself, or WAIT or DELAY, is parsed and merged."""
+        """The batch with each message's property bytes kept and the batch's properties
+        (CLUSTER and the header's) appended as bytes, as RocketMQ's batch encoder does: no
+        message is parsed unless it names DELAY (refused: batches are not scheduled)."""
         if topic.startswith(retry.RETRY_GROUP_TOPIC_PREFIX):
             raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "batches may not go to retry topics")
         try:
@@ -234,22 +233,19 @@ class SendProcessor:
         if not elements:
             raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
         _refuse_delayed(batch_props)
+        if _DELAY_MARKER in b"\x02".join([props for _, props, _ in elements]):
+            for _, props, _ in elements:
+                if _DELAY_MARKER in props:
+                    _refuse_delayed(string_to_properties(props.decode(errors="replace")))
+        # RocketMQ's batch encoder: each message's property bytes as sent, then the batch's
+        # (a separator between when needed).  A name in both is stored twice and read as the
+        # batch's, since readers keep the last occurrence.
         appended = properties_to_string(batch_props).encode()
-        # A message naming any of these needs the merge (batch values win, WAIT is dropped,
-        # a DELAY refuses the batch).  One scan of all the property strings together clears
-        # the common batch, in which none appears; a false hit only costs the slow path.
-        markers = [_WAIT_MARKER, _DELAY_MARKER, *map(property_marker, batch_props)]
-        all_props = b"\x02".join([props for _, props, _ in elements])
-        named = any(marker in all_props for marker in markers)
-        messages: list[tuple[bytes, bytes, int]] = []
-        for body, props, flag in elements:
-            if named and any(marker in props for marker in markers):
-                props = _merged(props, batch_props)
-            elif not props:
-                props = appended
-            else:
-                props = props + appended if props[-1] == 2 else props + b"\x02" + appended
-            messages.append((body, props, flag))
+        joined = b"\x02" + appended
+        messages = [
+            (body, props + (appended if props[-1] == 2 else joined) if props else appended, flag)
+            for body, props, flag in elements
+        ]
         return EncodedBatch(
             topic=topic,
             queue_id=queue_id,
@@ -273,20 +269,6 @@ class SendProcessor:
             host = host[12:]
         conn.attributes[_BORN_HOST] = host
         return host
-
-
-def _merged(props: bytes, batch_props: dict[str, str]) -> bytes:
-    """A batched message's properties merged with the batch's (the batch's win, WAIT is not
-    stored); refuses a delayed message."""
-    try:
-        merged = {**string_to_properties(props.decode()), **batch_props}
-    except UnicodeDecodeError:
-        raise SendRefused(
-            ResponseCode.MESSAGE_ILLEGAL, "a batched message's properties are not UTF-8"
-        ) from None
-    _refuse_delayed(merged)
-    merged.pop(Prop.WAIT, None)
-    return properties_to_string(merged).encode()
 
 
 def _refuse_delayed(props: dict[str, str]) -> None:
