@@ -7,6 +7,7 @@ in this process, and a second broker joins the same name server (the "two broker
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -92,6 +93,25 @@ def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkClu
     finally:
         cluster.runner.run(second.stop())
         cluster.stop()
+
+
+@pytest.fixture
+def expired_head(loopback_cluster: Callable[..., Cluster]) -> tuple[str, str, str]:
+    """A one-queue topic of 60 messages whose first ones retention has deleted: (name
+    server, topic, startingOffsets JSON asking for offset 0)."""
+    cluster = loopback_cluster(mapped_file_size_commit_log=4096, file_reserved_time=0.0)
+    sc = SparkCluster.__new__(SparkCluster)
+    sc.cluster = cluster
+    topic = sc.new_topic(queues=1)
+    sc.produce(topic, 60, body=lambda i: b"x" * 200)
+
+    async def expire() -> int:
+        cluster.broker.store.flush()
+        return cluster.broker.store.delete_expired(force=True)
+
+    assert cluster.runner.run(expire()) > 0
+    start = json.dumps({topic: {f"{cluster.config.broker_name}:0": 0}})
+    return cluster.namesrv_addr, topic, start
 
 
 @pytest.fixture(scope="session")

@@ -93,24 +93,12 @@ def test_two_brokers_and_topic_pattern(spark, spark_cluster: SparkCluster) -> No
     assert {r.broker for r in rows} == {"spark-a", "spark-b"}
 
 
-def test_data_loss_fails_or_skips(spark, loopback_cluster) -> None:
-    cluster = loopback_cluster(mapped_file_size_commit_log=4096, file_reserved_time=0.0)
-    sc = SparkCluster.__new__(SparkCluster)
-    sc.cluster = cluster
-    topic = sc.new_topic(queues=1)
-    sc.produce(topic, 60, body=lambda i: b"x" * 200)
-
-    async def expire() -> int:
-        cluster.broker.store.flush()
-        return cluster.broker.store.delete_expired(force=True)
-
-    assert cluster.runner.run(expire()) > 0
-    broker = cluster.config.broker_name
-    start = json.dumps({topic: {f"{broker}:0": 0}})
+def test_data_loss_fails_or_skips(spark, expired_head: tuple[str, str, str]) -> None:
+    namesrv, topic, start = expired_head
     with pytest.raises(PySparkException, match="DataLossError"):
-        read(spark, cluster.namesrv_addr, topic=topic, startingOffsets=start).collect()
+        read(spark, namesrv, topic=topic, startingOffsets=start).collect()
     rows = read(
-        spark, cluster.namesrv_addr, topic=topic, startingOffsets=start, failOnDataLoss="false"
+        spark, namesrv, topic=topic, startingOffsets=start, failOnDataLoss="false"
     ).collect()
     offsets = sorted(r.queue_offset for r in rows)
     assert 0 < len(offsets) < 60 and offsets == list(range(60 - len(offsets), 60))

@@ -141,3 +141,24 @@ def test_consumer_group_progress_visible_to_admin(
     assert sum(r.consumer_offset for r in rows) == 20
     assert sum(r.lag for r in rows) == 10
     assert progress[-1]["sources"][0]["latestOffset"] is not None
+
+
+def test_stream_data_loss_fails_or_skips(
+    spark, expired_head: tuple[str, str, str], tmp_path: Path
+) -> None:
+    namesrv, topic, start = expired_head
+    df = stream(spark, namesrv, topic=topic, startingOffsets=start)
+    query = df.writeStream.format("noop").option("checkpointLocation", str(tmp_path / "a"))
+    query = query.trigger(availableNow=True).start()
+    with pytest.raises(Exception, match="DataLossError"):
+        query.awaitTermination(120)
+    got: list[int] = []
+    df = stream(spark, namesrv, topic=topic, startingOffsets=start, failOnDataLoss="false")
+    run_available_now(
+        df,
+        str(tmp_path / "b"),
+        lambda w: w.foreachBatch(
+            lambda b, _id: got.extend(r.queue_offset for r in b.select("queue_offset").collect())
+        ),
+    )
+    assert 0 < len(got) < 60 and sorted(got) == list(range(60 - len(got), 60))
