@@ -30,6 +30,7 @@ from longboat.protocol.message import (
     body_crc,
     decode_record,
 )
+from longboat.store.prefault import Prefaulter, mapping_address
 from longboat.store.segments import MappedSegment, SegmentChain
 
 log = logging.getLogger("longboat.store")
@@ -38,6 +39,8 @@ _SIZE = struct.Struct(">i")
 _SIZE_MAGIC = struct.Struct(">ii")
 # Room always left at a segment's end for the end-of-segment marker.
 END_MARKER_SIZE = _SIZE_MAGIC.size
+# How far ahead of the writer pages are populated, when they are (ASYNC_FLUSH).
+PREFAULT_AHEAD = 8 * 1024 * 1024
 
 
 class CommitLog:
@@ -49,6 +52,8 @@ class CommitLog:
         self.write_offset = 0
         self.flushed_offset = 0
         self._flush_lock = threading.Lock()
+        self._prefaulter: Prefaulter | None = None
+        self._prefaulted = 0  # pages before this offset were populated (or asked for)
 
     @property
     def min_offset(self) -> int:
@@ -82,8 +87,24 @@ class CommitLog:
 
     def write(self, offset: int, data: bytes) -> None:
         """Copy `data` in at `offset` (from `reserve`) and move the write offset past it."""
-        self.chain.segment_for_write(offset).write(offset, data)
-        self.write_offset = offset + len(data)
+        seg = self.chain.segment_for_write(offset)
+        seg.write(offset, data)
+        self.write_offset = end = offset + len(data)
+        if self._prefaulter is not None and end + PREFAULT_AHEAD // 2 > self._prefaulted:
+            self._prefault(seg, end)
+
+    def prefault_ahead(self) -> None:
+        """From now on keep the pages ahead of the writer populated (see `prefault`)."""
+        if self._prefaulter is None:
+            self._prefaulter = Prefaulter()
+
+    def _prefault(self, seg: MappedSegment, end: int) -> None:
+        assert self._prefaulter is not None
+        start = max(self._prefaulted, end)
+        stop = min(seg.end, end + PREFAULT_AHEAD)
+        if stop > start and self._prefaulter.working:
+            self._prefaulter.request(mapping_address(seg.mm) + start - seg.start, stop - start)
+        self._prefaulted = stop
 
     def flush(self) -> int:
         """Make everything written so far durable; returns the offset now covered."""
@@ -170,6 +191,9 @@ class CommitLog:
         self.flushed_offset = min(self.flushed_offset, self.write_offset)
 
     def close(self) -> None:
+        if self._prefaulter is not None:
+            self._prefaulter.close()
+            self._prefaulter = None
         self.chain.close()
 
 

@@ -163,6 +163,8 @@ class MessageStore:
         self.offsets.load()
         self.topic_configs.load()
         self._state = _State.OPEN
+        if not self._sync:
+            self._log.prefault_ahead()
         self._flusher.start()
         self._maintenance.start()
 
