@@ -27,10 +27,12 @@ up: $(STAMP)
 ## Install everything (Python extras and the Node test peers) and run the whole suite.
 test: $(STAMP) node-peers
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 	$(PY) -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy
 	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)

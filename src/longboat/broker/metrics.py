@@ -33,8 +33,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from longboat.broker.retry import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from longboat.remoting import Connection
 from longboat.remoting.router import Handler, HandlerResult
 

@@ -26,6 +26,7 @@ from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.codes import VERSION_MAX_RECONSUME_HEADER
 from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader
 from longboat.protocol.properties import Prop
+from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from longboat.remoting import Connection
 from longboat.store import MessageInner, PutStatus
 
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
     from longboat.broker.feature_host import FeatureHost
     from longboat.broker.subscription_groups import SubscriptionGroupTable
 
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
-DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 # The first retry waits level 3 (10 s on the default ladder), each later one a level more.
 FIRST_RETRY_LEVEL = 3
 

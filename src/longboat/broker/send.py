@@ -36,7 +36,11 @@ from longboat.protocol.properties import (
     string_to_properties,
 )
 from longboat.protocol.sysflags import MessageSysFlag
-from longboat.protocol.topic_names import NOT_ALLOWED_SEND_TOPICS, validate_topic
+from longboat.protocol.topic_names import (
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    validate_topic,
+)
 from longboat.remoting import Connection
 from longboat.store import EncodedBatch, MessageInner, PutResult, PutStatus
 
@@ -185,8 +189,8 @@ class SendProcessor:
         # WAIT=false: the producer does not wait for durability (the WAIT property is not stored).
         wait = props.pop(Prop.WAIT, "true") != "false"
         born_host = self._born_host(conn)
-        batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
-        if not batch:
+        is_batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        if not is_batch:
             msg = MessageInner(
                 topic=topic,
                 queue_id=queue_id,
@@ -224,7 +228,7 @@ class SendProcessor:
         """The batch with each message's property bytes kept and the batch's properties
         (CLUSTER and the header's) appended as bytes, as RocketMQ's batch encoder does: no
         message is parsed unless it names DELAY (refused: batches are not scheduled)."""
-        if topic.startswith(retry.RETRY_GROUP_TOPIC_PREFIX):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "batches may not go to retry topics")
         try:
             elements = split_batch(cmd.body)

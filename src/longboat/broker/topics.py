@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from longboat.broker.retry import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from longboat.protocol.bodies import (
     PERM_INHERIT,
     PERM_READ,
@@ -21,7 +20,12 @@ from longboat.protocol.bodies import (
     TopicConfig,
     TopicConfigSerializeWrapper,
 )
-from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC
+from longboat.protocol.topic_names import (
+    AUTO_CREATE_TOPIC_KEY,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+)
 from longboat.store import TopicConfigTable
 
 log = logging.getLogger("longboat.broker.topics")

@@ -18,8 +18,7 @@ from enum import Enum
 from longboat.client.api import ClientAPI
 from longboat.client.errors import ClientUsageError
 from longboat.protocol.bodies import MessageQueue
-
-RETRY_TOPIC_PREFIX = "%RETRY%"
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
 
 class ConsumeFrom(Enum):
@@ -51,7 +50,7 @@ async def offset_for(
     timestamp_ms: int | None = None,
 ) -> int:
     """The offset `consume_from` designates in `mq`, ignoring any committed offset."""
-    is_retry = mq.topic.startswith(RETRY_TOPIC_PREFIX)
+    is_retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
     if consume_from is ConsumeFrom.FIRST_OFFSET:
         return await api.get_min_offset(addr, mq)
     if consume_from is ConsumeFrom.TIMESTAMP and not is_retry:

@@ -49,13 +49,13 @@ from longboat.protocol.properties import (
     Prop,
     properties_to_string,
 )
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 from longboat.protocol.topic_names import validate_topic as topic_problem
 
 log = logging.getLogger("longboat.client")
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 _TAGS_PREFIX = f"{Prop.TAGS}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_PREFIX = f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_INFIX = f"{PROPERTY_SEPARATOR}{_UNIQ_KEY_PREFIX}"

@@ -98,11 +98,10 @@ class RouteTable:
                 self._live.pop(addr, None)
         data.broker_addrs[broker_id] = broker_addr
         previous = self._live.get(broker_addr)
-        first = previous is None
         self._live[broker_addr] = Lease(
             broker_name, broker_id, self._clock(), data_version, ha_addr, channel
         )
-        if broker_id == MASTER_ID and (first or previous.data_version != data_version):
+        if broker_id == MASTER_ID and (previous is None or previous.data_version != data_version):
             self._replace_queue_data(broker_name, topic_configs)
         if broker_id == MASTER_ID:
             return Registered(None, None)

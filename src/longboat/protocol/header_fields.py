@@ -60,6 +60,8 @@ class Header:
 
     __slots__ = ()
     wire_names: ClassVar[dict[str, str]] = {}
+    # Each subclass's field specs, built on first use.
+    _compiled: ClassVar[tuple[_Spec, ...]]
 
     @classmethod
     def _compile(cls) -> tuple[_Spec, ...]:

@@ -12,6 +12,7 @@ it unchanged, and clients decode it.  So the broker never re-encodes on the read
 from __future__ import annotations
 
 import ipaddress
+import mmap
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -294,7 +295,7 @@ def encode_message(msg: MessageExt) -> bytes:
 
 
 def decode_record(
-    data: bytes | bytearray | memoryview, pos: int = 0, *, decompress: bool = False
+    data: bytes | bytearray | memoryview | mmap.mmap, pos: int = 0, *, decompress: bool = False
 ) -> MessageExt:
     """The record starting at `pos`.  Raises ProtocolError when it is not a whole, valid record."""
     if type(data) is bytes:

@@ -72,7 +72,9 @@ class Prefaulter:
                     self._cond.wait()
                 if self._stopped:
                     return
-                address, length = self._wanted
+                wanted = self._wanted
+                assert wanted is not None  # the wait above ends only on a request or a stop
+                address, length = wanted
                 self._wanted = None
             if self._madvise(address, length, _MADV_POPULATE_WRITE) == 0:
                 continue

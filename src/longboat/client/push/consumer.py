@@ -33,7 +33,7 @@ from enum import Enum
 from pathlib import Path
 
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from longboat.client.consume_from import RETRY_TOPIC_PREFIX, ConsumeFrom, offset_for
+from longboat.client.consume_from import ConsumeFrom, offset_for
 from longboat.client.errors import ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
@@ -54,7 +54,7 @@ from longboat.client.rebalance.service import RebalanceService
 from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import validate_topic
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_topic
 
 log = logging.getLogger("longboat.client.push")
 
@@ -456,7 +456,7 @@ class PushConsumer(InstanceUser):
         return offset
 
     def _deliver(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
-        if mq.topic.startswith(RETRY_TOPIC_PREFIX):
+        if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             for msg in msgs:
                 restore_retry_topic(msg, self.group)
         assert self._service is not None

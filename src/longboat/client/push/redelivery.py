@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 
-from longboat.client.consume_from import RETRY_TOPIC_PREFIX
 from longboat.client.errors import ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.message import Message
@@ -20,6 +19,7 @@ from longboat.client.producer import Producer
 from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
 log = logging.getLogger("longboat.client.push")
 
@@ -31,7 +31,7 @@ _PULL_ONLY_PROPS = (Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.DELAY, Prop.REAL_TOPI
 
 
 def retry_topic(group: str) -> str:
-    return f"{RETRY_TOPIC_PREFIX}{group}"
+    return f"{RETRY_GROUP_TOPIC_PREFIX}{group}"
 
 
 def restore_retry_topic(msg: MessageExt, group: str) -> None:
