@@ -22,9 +22,11 @@ STOP_TIMEOUT_S = 60.0
 
 
 def cli_env(home: Path) -> dict[str, str]:
-    """The child's environment: a private LONGBOAT_HOME and wide, plain rich output."""
+    """The child's environment: a private LONGBOAT_HOME, wide plain rich output, and 16 MiB
+    commit-log segments (the 1 GiB default is preallocated: a suite of servers fills a disk)."""
     env = dict(os.environ)
     env.update({"LONGBOAT_HOME": str(home), "COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"})
+    env["LONGBOAT_MAPPED_FILE_SIZE_COMMIT_LOG"] = str(16 * 1024 * 1024)
     env.pop("LONGBOAT_NAMESRV", None)
     return env
 
