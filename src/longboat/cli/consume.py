@@ -194,7 +194,8 @@ async def stop_consumer(consumer: LitePullConsumer) -> None:
     """Leave the group, bounded: everything printed is committed already, so a broker that
     does not answer the unregister must not keep the command alive."""
     try:
-        await asyncio.wait_for(consumer.shutdown(), SHUTDOWN_TIMEOUT_S)
+        async with asyncio.timeout(SHUTDOWN_TIMEOUT_S):
+            await consumer.shutdown()
     except TimeoutError:
         warn(
             f"the consumer did not leave its group within {SHUTDOWN_TIMEOUT_S:.0f}s; "
