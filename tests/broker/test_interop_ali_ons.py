@@ -9,7 +9,7 @@ group's %RETRY% topic.  What the broker stored and committed is checked over the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +90,18 @@ def consumer_args(namesrv: str, topic: str, group: str, *extra: str) -> tuple[st
     return ("--namesrv", namesrv, "--topic", topic, "--group", group, *extra)
 
 
+async def consume_while_producing(
+    args: tuple[str, ...], send: Callable[[], Awaitable[list[dict[str, Any]]]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Start an ali-ons consumer with `args`, run `send` once it is ready, and return what was
+    sent and the deliveries the consumer reported."""
+    with start_node_peer("consume.js", *args, "--timeout-ms", "60000") as consumer:
+        await asyncio.to_thread(consumer.wait_for, "ready", 40)
+        sends = await send()
+        events = await asyncio.to_thread(consumer.wait, 60)
+    return sends, [e for e in events if e["event"] == "msg"]
+
+
 async def committed(cluster: Cluster, group: str, topic: str) -> dict[int, int]:
     w = Wire(cluster.broker_addr)
     try:
@@ -120,11 +132,9 @@ async def test_ali_ons_produces_and_consumes_by_tag_and_resumes_from_committed_o
 
     # Round 1: TagA and TagB interleaved on every queue; the consumer subscribes to TagA.
     args = consumer_args(namesrv, topic, group, "--tags", "TagA", "--expect", "12")
-    with start_node_peer("consume.js", *args, "--timeout-ms", "60000") as consumer:
-        await asyncio.to_thread(consumer.wait_for, "ready", 40)
-        sends = await produce(namesrv, topic, 24, "TagA,TagB", "round1-{i}")
-        events = await asyncio.to_thread(consumer.wait, 60)
-    got = [e for e in events if e["event"] == "msg"]
+    sends, got = await consume_while_producing(
+        args, lambda: produce(namesrv, topic, 24, "TagA,TagB", "round1-{i}")
+    )
     tag_a = {f"round1-{e['i']}" for e in sends if e["tags"] == "TagA"}
     assert {e["body"] for e in got} == tag_a
     assert {e["tags"] for e in got} == {"TagA"}
@@ -141,13 +151,9 @@ async def test_ali_ons_produces_and_consumes_by_tag_and_resumes_from_committed_o
     # Round 2: a new consumer of the group (consume-from "first") resumes at the committed
     # offsets: it sees only what is produced now, none of round 1 again.
     args = consumer_args(namesrv, topic, group, "--tags", "TagA", "--expect", "4")
-    with start_node_peer(
-        "consume.js", *args, "--linger-ms", "500", "--timeout-ms", "60000"
-    ) as consumer:
-        await asyncio.to_thread(consumer.wait_for, "ready", 40)
-        await produce(namesrv, topic, 4, "TagA", "round2-{i}")
-        events = await asyncio.to_thread(consumer.wait, 60)
-    got = [e for e in events if e["event"] == "msg"]
+    _, got = await consume_while_producing(
+        (*args, "--linger-ms", "500"), lambda: produce(namesrv, topic, 4, "TagA", "round2-{i}")
+    )
     assert sorted(e["body"] for e in got) == [f"round2-{i}" for i in range(4)]
 
 
@@ -159,12 +165,10 @@ async def test_ali_ons_failed_messages_come_back_through_the_retry_topic(
     await create_topic(cluster, topic)
 
     args = consumer_args(namesrv, topic, group, "--expect", "6", "--fail-first", "2")
-    with start_node_peer("consume.js", *args, "--timeout-ms", "60000") as consumer:
-        await asyncio.to_thread(consumer.wait_for, "ready", 40)
-        sends = await produce(namesrv, topic, 6, "TagA", "retried-{i}")
-        events = await asyncio.to_thread(consumer.wait, 60)
+    sends, got = await consume_while_producing(
+        args, lambda: produce(namesrv, topic, 6, "TagA", "retried-{i}")
+    )
 
-    got = [e for e in events if e["event"] == "msg"]
     by_body: dict[str, list[dict[str, Any]]] = {}
     for e in got:
         by_body.setdefault(e["body"], []).append(e)
@@ -191,11 +195,10 @@ async def test_ali_ons_against_a_longboat_up_process(tmp_path: Path) -> None:
         topic, group = "AliOnsUp", "ali-ons-up-group"
         await create_topic_at(broker, topic)
         args = consumer_args(namesrv, topic, group, "--tags", "TagA", "--expect", "5")
-        with start_node_peer("consume.js", *args, "--timeout-ms", "60000") as consumer:
-            await asyncio.to_thread(consumer.wait_for, "ready", 40)
-            sends = await produce(namesrv, topic, 10, "TagA,TagB", "up-{i}")
-            events = await asyncio.to_thread(consumer.wait, 60)
-        got = sorted(e["body"] for e in events if e["event"] == "msg")
+        sends, delivered = await consume_while_producing(
+            args, lambda: produce(namesrv, topic, 10, "TagA,TagB", "up-{i}")
+        )
+        got = sorted(e["body"] for e in delivered)
         assert got == sorted(f"up-{e['i']}" for e in sends if e["tags"] == "TagA")
         assert await asyncio.to_thread(up.interrupt) == 0
     finally:
