@@ -24,6 +24,7 @@ from longboat.client import ClientConfig, MessageExt, MessageQueue
 from longboat.client.admin import Admin, ResetTarget
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
+from longboat.client.tasks import ended
 
 PULL_BATCH = 32
 SHUTDOWN_TIMEOUT_S = 10.0
@@ -152,8 +153,7 @@ class Consumption:
                 await asyncio.wait({polling, stopped}, return_when=asyncio.FIRST_COMPLETED)
                 if not polling.done():
                     polling.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await polling
+                    await ended(polling)
                     return
                 batch = polling.result()
                 if not batch:

@@ -34,6 +34,7 @@ from longboat.client.api import ClientAPI
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
 from longboat.client.route import TopicRoute
+from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
 from longboat.protocol.headers import ConsumerGroupHeader
@@ -127,8 +128,7 @@ class ClientInstance:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await ended(task)
         await self.remoting.close()
 
     def _start(self) -> None:

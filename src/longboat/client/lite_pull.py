@@ -44,6 +44,7 @@ from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.route import TopicRoute
+from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
@@ -160,14 +161,14 @@ class LitePullConsumer(InstanceUser):
             return
         if self._rebalance_task is not None:
             self._rebalance_task.cancel()
-            await _ended(self._rebalance_task)
+            await ended(self._rebalance_task)
             self._rebalance_task = None
         await self._stop_pulling(list(self._states.values()))
         if self.auto_commit:
             await self._commit_states(list(self._states.values()), quiet=True)
         for task in list(self._background):
             with contextlib.suppress(Exception):
-                await _ended(task)
+                await ended(task)
         self._states.clear()
         with contextlib.suppress(ValueError):
             instance.route_listeners.remove(self._on_route_changed)
@@ -382,8 +383,7 @@ class LitePullConsumer(InstanceUser):
         for task in tasks:
             task.cancel()
         for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await ended(task)
 
     async def _pull_loop(self, state: _QueueState) -> None:
         instance = self.instance
@@ -530,14 +530,3 @@ class LitePullConsumer(InstanceUser):
         task = asyncio.ensure_future(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-
-
-async def _ended(task: asyncio.Task[None]) -> None:
-    """Wait for a task this consumer stopped, absorbing its own cancellation but never the
-    caller's: a shutdown bounded by a timeout must still be cancellable."""
-    try:
-        await task
-    except asyncio.CancelledError:
-        current = asyncio.current_task()
-        if current is not None and current.cancelling():
-            raise

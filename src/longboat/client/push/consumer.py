@@ -51,6 +51,7 @@ from longboat.client.push.redelivery import (
 )
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.rebalance.service import RebalanceService
+from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
@@ -304,8 +305,7 @@ class PushConsumer(InstanceUser):
                 instance.route_listeners.remove(self._rebalance.on_route_changed)
         if self._persist_task is not None:
             self._persist_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._persist_task
+            await ended(self._persist_task)
         owned, self._owned = self._owned, {}
         await asyncio.gather(*(o.pull.stop() for o in owned.values()))
         if self._service is not None:

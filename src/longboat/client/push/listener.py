@@ -10,7 +10,6 @@ function that processes its messages.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from longboat.client.tasks import ended
 from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
 
@@ -109,6 +109,5 @@ async def stop_workers(
     for task in tasks:
         task.cancel()
     for task in tasks:
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await ended(task)
     executor.shutdown(wait=False, cancel_futures=True)

@@ -23,7 +23,6 @@ flag) in clustering mode, which saves the broker a separate update for busy queu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
@@ -33,6 +32,7 @@ from longboat.client.api import PullStatus
 from longboat.client.errors import BrokerBusyError, ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
+from longboat.client.tasks import ended
 from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
@@ -104,8 +104,7 @@ class PullLoop:
         if task is None:
             return
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await ended(task)
 
     def wake(self) -> None:
         """The process queue shrank (or the consumer resumed): re-check the room."""

@@ -32,6 +32,7 @@ from longboat.client.errors import ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.rebalance.allocate import AllocateStrategy
 from longboat.client.route import TopicRoute
+from longboat.client.tasks import ended
 from longboat.protocol.bodies import MessageQueue
 
 log = logging.getLogger("longboat.client.rebalance")
@@ -95,8 +96,7 @@ class RebalanceService:
             task, self._task = self._task, None
             if task is not None:
                 task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+                await ended(task)
 
     def request(self) -> None:
         """Rebalance soon (never blocks; callable from request handlers)."""
