@@ -6,7 +6,6 @@ from __future__ import annotations
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ConsumeStats,
-    MessageQueue,
     SubscriptionGroupConfig,
     TopicConfigSerializeWrapper,
 )
@@ -16,6 +15,7 @@ from longboat.protocol.headers import (
     CreateTopicRequestHeader,
     GetConsumeStatsRequestHeader,
 )
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 from longboat.store import MessageInner
 

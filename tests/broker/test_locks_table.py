@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from longboat.broker.locks import QueueLockTable
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 
 class FakeClock:

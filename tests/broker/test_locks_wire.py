@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import LockBatchRequest, MessageQueue, decode_lock_batch_response
+from longboat.protocol.bodies import LockBatchRequest, decode_lock_batch_response
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 
 from .extras_host import ExtrasHost, client, extras  # noqa: F401

@@ -10,8 +10,8 @@ from longboat.client import Message
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
 from longboat.client.push import PushConsumer
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
+from longboat.protocol.types import MessageQueue
 
 from .client_e2e import config_for, unique
 

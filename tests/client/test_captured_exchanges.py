@@ -28,11 +28,12 @@ from longboat.client import ClientConfig, Message, NoRouteError
 from longboat.client.api import ClientAPI, PullStatus
 from longboat.client.producer import Producer
 from longboat.protocol import FrameDecoder, RemotingCommand
-from longboat.protocol.bodies import HeartbeatData, MessageQueue
+from longboat.protocol.bodies import HeartbeatData
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.properties import Prop, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from protocol.vector_data import Vector, java_ext, load_vectors
 

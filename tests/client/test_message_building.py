@@ -14,9 +14,9 @@ import pytest
 from longboat.client import ClientConfig, ClientUsageError, Message, MessageTooLargeError
 from longboat.client.producer import Producer, validate_topic
 from longboat.client.selector import RoundRobin, select_by_hash, sharding_hash
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.properties import Prop, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.types import MessageQueue
 
 
 @pytest.fixture

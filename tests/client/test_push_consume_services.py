@@ -18,8 +18,8 @@ from longboat.client.push.listener import (
 )
 from longboat.client.push.orderly import OrderlyConsumeService
 from longboat.client.push.process_queue import FlowLimits, ProcessQueue
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
+from longboat.protocol.types import MessageQueue
 
 QUEUES = [MessageQueue("T", "b", i) for i in range(4)]
 

@@ -9,7 +9,7 @@ import pytest
 
 from longboat.client.errors import ClientUsageError
 from longboat.client.push.offset_store import LocalFileOffsetStore
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 Q0 = MessageQueue("T", "b", 0)
 Q1 = MessageQueue("T", "b", 1)

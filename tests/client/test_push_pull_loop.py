@@ -16,12 +16,13 @@ from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.pull_loop import PullLoop, PullSettings, Subscription
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
+from longboat.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from longboat.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from longboat.protocol.message import MessageExt, encode_message
 from longboat.protocol.properties import Prop
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, RemotingServer, Router
 
 MQ = MessageQueue("T", "b", 0)

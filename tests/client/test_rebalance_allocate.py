@@ -11,7 +11,7 @@ from longboat.client.rebalance.allocate import (
     allocate_consistent_hash,
     consistent_hash,
 )
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 queue_lists = st.lists(
     st.builds(MessageQueue, st.just("T"), st.sampled_from(["a", "b", "c"]), st.integers(0, 63)),

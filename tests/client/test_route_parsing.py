@@ -9,7 +9,8 @@ subscribing, sorted), because rebalancing clients must agree on the queue order.
 from __future__ import annotations
 
 from longboat.client.route import TopicRoute
-from longboat.protocol.bodies import MessageQueue, TopicRouteData
+from longboat.protocol.bodies import TopicRouteData
+from longboat.protocol.types import MessageQueue
 
 # Byte for byte the old-style body a Java 4.9 name server writes (remoting.md 7.1), two brokers.
 OLD_STYLE = (

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import random
 import struct
+from datetime import datetime
 
 import pytest
 from hypothesis import given, settings
@@ -22,7 +24,6 @@ from longboat.protocol.bodies import (
     DataVersion,
     HeartbeatData,
     LockBatchRequest,
-    MessageQueue,
     OffsetWrapper,
     QueueData,
     RegisterBrokerBody,
@@ -51,6 +52,7 @@ from longboat.protocol.message import (
 from longboat.protocol.properties import properties_to_string, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag, PullSysFlag
 from longboat.protocol.tags import TagExpression, java_string_hash, tags_code
+from longboat.protocol.types import MessageQueue
 
 _INT32 = st.integers(-(2**31), 2**31 - 1)
 _INT64 = st.integers(-(2**63), 2**63 - 1)
@@ -432,12 +434,29 @@ def test_offset_message_id_example_and_bad_ids() -> None:
             decode_offset_msg_id(bad)
 
 
+def uniq_keys(client_ip: str = "10.1.2.3", now_ms: int = 1_700_000_000_000) -> UniqKeyGenerator:
+    return UniqKeyGenerator(client_ip, now_ms=lambda: now_ms, pid=0x1234, rng=random.Random(7))
+
+
 def test_uniq_keys_are_unique_32_hex_digits() -> None:
-    gen = UniqKeyGenerator("10.1.2.3")
+    gen = uniq_keys()
     keys = [gen.next() for _ in range(5000)]
     assert len(set(keys)) == len(keys)
     assert all(len(k) == 32 and k == k.upper() and k.startswith("0A010203") for k in keys)
     int(keys[0], 16)
+
+
+def test_uniq_key_layout_from_injected_clock_pid_and_randomness() -> None:
+    """ip, pid, random, ms since the month began (local time), counter: all from what the
+    caller passed in, so the same inputs give the same keys."""
+    now = datetime(2026, 3, 5, 12, 0, 0)
+    now_ms = int(now.timestamp() * 1000)
+    month_ms = int(now.replace(day=1, hour=0).timestamp() * 1000)
+    first, second = uniq_keys(now_ms=now_ms).next_many(2)
+    assert first[:8] == "0A010203" and first[8:12] == "1234"
+    assert int(first[20:28], 16) == now_ms - month_ms
+    assert int(second[28:], 16) == (int(first[28:], 16) + 1) & 0xFFFF
+    assert uniq_keys(now_ms=now_ms).next_many(2) == [first, second]
 
 
 def test_ids_take_addresses_not_names() -> None:
@@ -445,7 +464,7 @@ def test_ids_take_addresses_not_names() -> None:
     with pytest.raises(ValueError, match="resolve"):
         offset_msg_id("broker.example", 10911, 0)
     with pytest.raises(ValueError, match="resolve"):
-        UniqKeyGenerator("client.example")
+        uniq_keys("client.example")
 
 
 # --------------------------------------------------------------------------- tags

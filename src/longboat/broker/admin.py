@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ConsumeStats,
-    MessageQueue,
     OffsetWrapper,
     SubscriptionGroupConfig,
     TopicConfig,
@@ -26,6 +25,7 @@ from longboat.protocol.bodies import (
 from longboat.protocol.codes import VERSION_4_9_8
 from longboat.protocol.headers import CreateTopicRequestHeader, GetConsumeStatsRequestHeader
 from longboat.protocol.topic_names import SYSTEM_TOPICS, validate_topic
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:

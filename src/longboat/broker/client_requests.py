@@ -25,7 +25,7 @@ from longboat.remoting import Connection
 if TYPE_CHECKING:
     from longboat.broker.controller import BrokerController
 
-log = logging.getLogger("longboat.broker.clients")
+log = logging.getLogger(__name__)
 
 # A silent connection is found within this many seconds of its deadline.
 MAX_SCAN_INTERVAL_S = 10.0

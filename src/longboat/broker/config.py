@@ -24,11 +24,11 @@ from typing import Any
 
 from longboat.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
 from longboat.broker.java_properties import parse_properties
-from longboat.protocol.bodies import PERM_READ, PERM_WRITE
 from longboat.protocol.ids import host_bytes
+from longboat.protocol.types import PERM_READ, PERM_WRITE
 from longboat.store import FlushDiskType, StoreConfig
 
-log = logging.getLogger("longboat.broker.config")
+log = logging.getLogger(__name__)
 
 ENV_PREFIX = "LONGBOAT_"
 CONSUME_QUEUE_ENTRY_SIZE = 20

@@ -61,7 +61,7 @@ from longboat.store import (
 )
 from longboat.store.message_store import ArrivalListener
 
-log = logging.getLogger("longboat.broker")
+log = logging.getLogger(__name__)
 
 Feature = Callable[["BrokerController"], None]
 Hook = Callable[[], Awaitable[Any] | Any]

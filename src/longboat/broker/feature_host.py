@@ -13,16 +13,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from longboat.broker.config import BrokerConfig
 from longboat.broker.delay_levels import DelayLevels
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
 from longboat.remoting import Router
 from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
-
-
-class BrokerIdentity(Protocol):
-    broker_name: str
-    broker_cluster_name: str
 
 
 class TopicCreator(Protocol):
@@ -47,7 +43,7 @@ class TopicCreator(Protocol):
 
 class FeatureHost(Protocol):
     @property
-    def config(self) -> BrokerIdentity: ...
+    def config(self) -> BrokerConfig: ...
     @property
     def store(self) -> MessageStore: ...
     @property

@@ -43,7 +43,7 @@ from typing import Any
 from longboat.protocol import RemotingCommand
 from longboat.remoting import Connection
 
-log = logging.getLogger("longboat.broker.hold")
+log = logging.getLogger(__name__)
 
 QueueKey = tuple[str, int]
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode
-from longboat.protocol.bodies import LockBatchRequest, MessageQueue, encode_lock_batch_response
+from longboat.protocol.bodies import LockBatchRequest, encode_lock_batch_response
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from longboat.broker.controller import BrokerController
     from longboat.broker.hold import HeldPull
 
-log = logging.getLogger("longboat.broker.metrics")
+log = logging.getLogger(__name__)
 
 # Wake-ups are sub-millisecond when healthy; flushes span page-cache syncs to slow disks.
 WAKE_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1.0)

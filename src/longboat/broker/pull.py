@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 from longboat.broker.hold import HeldPull
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import PERM_READ
 from longboat.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import PERM_READ
 from longboat.remoting import Connection
 from longboat.store import GetResult, GetStatus
 

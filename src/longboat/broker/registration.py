@@ -20,7 +20,7 @@ from longboat.protocol.bodies import RegisterBrokerBody, TopicConfigSerializeWra
 from longboat.protocol.headers import BrokerIdentityHeader, RegisterBrokerRequestHeader
 from longboat.remoting import RemotingClient, RemotingError
 
-log = logging.getLogger("longboat.broker.registration")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

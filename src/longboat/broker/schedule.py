@@ -52,7 +52,7 @@ from longboat.store.json_file import read_json, write_json_atomic
 if TYPE_CHECKING:
     from longboat.broker.feature_host import FeatureHost
 
-log = logging.getLogger("longboat.broker.schedule")
+log = logging.getLogger(__name__)
 
 PutMessage = Callable[[MessageInner], Awaitable[PutResult]]
 

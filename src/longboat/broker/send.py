@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING
 from longboat.broker import retry
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.batch import split_batch
-from longboat.protocol.bodies import PERM_WRITE
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.headers import (
     SendMessageRequestHeader,
@@ -41,6 +40,7 @@ from longboat.protocol.topic_names import (
     RETRY_GROUP_TOPIC_PREFIX,
     validate_topic,
 )
+from longboat.protocol.types import PERM_WRITE
 from longboat.remoting import Connection
 from longboat.store import EncodedBatch, MessageInner, PutResult, PutStatus
 

@@ -13,22 +13,18 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from longboat.protocol.bodies import (
-    PERM_INHERIT,
-    PERM_READ,
-    PERM_WRITE,
-    TopicConfig,
-    TopicConfigSerializeWrapper,
-)
+from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
 from longboat.protocol.topic_names import (
     AUTO_CREATE_TOPIC_KEY,
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     SCHEDULE_TOPIC,
+    auto_created_queue_nums,
 )
+from longboat.protocol.types import PERM_INHERIT, PERM_READ, PERM_WRITE
 from longboat.store import TopicConfigTable
 
-log = logging.getLogger("longboat.broker.topics")
+log = logging.getLogger(__name__)
 
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 
@@ -113,7 +109,7 @@ class TopicManager:
         base = self.table.get(default_topic)
         if base is None or not base.perm & PERM_INHERIT:
             return None
-        queues = max(1, min(requested_queue_nums, base.write_queue_nums))
+        queues = auto_created_queue_nums(requested_queue_nums, base.write_queue_nums)
         return self._ensure(
             TopicConfig(
                 topic, queues, queues, base.perm & ~PERM_INHERIT, "SINGLE_TAG", topic_sys_flag

@@ -36,7 +36,7 @@ from longboat.cli.runtime import (
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
 
-log = logging.getLogger("longboat.cli")
+log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 BROKER_PORT = 10911

@@ -10,12 +10,13 @@ from longboat.cli.progress import gather_with_progress
 from longboat.cli.runtime import console, run, say
 from longboat.client import NoRouteError
 from longboat.client.admin import Admin, QueueStatus
-from longboat.protocol.bodies import PERM_READ, PERM_WRITE, TopicRouteData
+from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
     SYSTEM_TOPICS,
 )
+from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 PERMS = {"rw": PERM_READ | PERM_WRITE, "r": PERM_READ, "w": PERM_WRITE, "none": 0}
 

@@ -30,12 +30,9 @@ from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.protocol import ProtocolError, ResponseCode
 from longboat.protocol.bodies import (
-    PERM_READ,
-    PERM_WRITE,
     ClientConnection,
     ClusterInfo,
     ConsumerConnection,
-    MessageQueue,
     TopicConfig,
     TopicRouteData,
 )
@@ -44,6 +41,7 @@ from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPICS
+from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,6 @@ from longboat.protocol.bodies import (
     ConsumeStats,
     HeartbeatData,
     LockBatchRequest,
-    MessageQueue,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicRouteData,
@@ -65,6 +64,8 @@ from longboat.protocol.headers import (
 from longboat.protocol.message import MessageExt, decode_record, decode_records
 from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient, RemotingError
 
 # Java's answer to GET_CONSUMER_LIST_BY_GROUP for a group with no live member is an error.
@@ -482,7 +483,7 @@ class ClientAPI:
         """UPDATE_AND_CREATE_TOPIC on one broker (create, or update queue counts and perm)."""
         header = CreateTopicRequestHeader(
             topic=config.topic_name,
-            defaultTopic="TBW102",
+            defaultTopic=AUTO_CREATE_TOPIC_KEY,
             readQueueNums=config.read_queue_nums,
             writeQueueNums=config.write_queue_nums,
             perm=config.perm,

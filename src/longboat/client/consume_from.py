@@ -17,8 +17,8 @@ from enum import Enum
 
 from longboat.client.api import ClientAPI
 from longboat.client.errors import ClientUsageError
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.types import MessageQueue
 
 
 class ConsumeFrom(Enum):

@@ -38,13 +38,10 @@ from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
 from longboat.protocol.headers import ConsumerGroupHeader
+from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 from longboat.remoting import Connection, RemotingClient, Router
 
-log = logging.getLogger("longboat.client")
-
-AUTO_CREATE_TOPIC = "TBW102"
-# Queue count a producer asks for when the broker auto-creates a topic (Java default 4).
-DEFAULT_TOPIC_QUEUE_NUMS = 4
+log = logging.getLogger(__name__)
 
 
 class InstanceConsumer(Protocol):
@@ -201,13 +198,13 @@ class ClientInstance:
                 self._forget_route(topic)
                 raise
             try:
-                default = await self.api.get_route(AUTO_CREATE_TOPIC)
+                default = await self.api.get_route(AUTO_CREATE_TOPIC_KEY)
             except NoRouteError:
                 self._forget_route(topic)
                 raise NoRouteError(
                     exc.code,
                     f"no route for topic {topic}, and no broker offers to auto-create topics "
-                    f"(no {AUTO_CREATE_TOPIC} route): create the topic first",
+                    f"(no {AUTO_CREATE_TOPIC_KEY} route): create the topic first",
                     addr=exc.addr,
                     request_code=exc.request_code,
                 ) from exc

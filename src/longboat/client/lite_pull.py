@@ -45,13 +45,14 @@ from longboat.client.lifecycle import InstanceUser
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
-from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client")
+log = logging.getLogger(__name__)
 
 # Suspend + subscription + lite-pull: the subscription travels with every pull, so pulls do
 # not depend on the heartbeat having reached the broker; commits go separately.

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.codes import ResponseCode
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import KEY_SEPARATOR, Prop
+from longboat.protocol.types import MessageQueue
 
 __all__ = ["Message", "MessageExt", "MessageQueue", "SendResult", "SendStatus"]
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -33,12 +35,11 @@ from longboat.client.errors import (
     SendTimeoutError,
     TransportError,
 )
-from longboat.client.instance import AUTO_CREATE_TOPIC, DEFAULT_TOPIC_QUEUE_NUMS, ClientInstance
+from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.protocol.batch import join_batch
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
 from longboat.protocol.compression import COMPRESS_OVER, maybe_compress
 from longboat.protocol.headers import SendMessageRequestHeaderV2
@@ -49,10 +50,15 @@ from longboat.protocol.properties import (
     Prop,
     properties_to_string,
 )
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.topic_names import (
+    AUTO_CREATE_TOPIC_KEY,
+    DEFAULT_TOPIC_QUEUE_NUMS,
+    RETRY_GROUP_TOPIC_PREFIX,
+)
 from longboat.protocol.topic_names import validate_topic as topic_problem
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client")
+log = logging.getLogger(__name__)
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
@@ -61,6 +67,11 @@ _UNIQ_KEY_PREFIX = f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_INFIX = f"{PROPERTY_SEPARATOR}{_UNIQ_KEY_PREFIX}"
 
 SendCallback = Callable[[SendResult | None, BaseException | None], Any]
+
+
+def _now_ms() -> int:
+    """Wall-clock milliseconds: born timestamps and unique keys carry the time of day."""
+    return int(time.time() * 1000)
 
 
 def validate_topic(topic: str) -> None:
@@ -91,7 +102,9 @@ class Producer(InstanceUser):
         self.compress_over = compress_over
         self.max_message_size = max_message_size
         self._round_robin = RoundRobin()
-        self._uniq = UniqKeyGenerator(self.config.client_ip)
+        self._uniq = UniqKeyGenerator(
+            self.config.client_ip, now_ms=_now_ms, pid=os.getpid(), rng=random.Random()
+        )
         self._pending: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------------ lifecycle
@@ -215,11 +228,11 @@ class Producer(InstanceUser):
         header = SendMessageRequestHeaderV2(
             producerGroup=self.group,
             topic=topic,
-            defaultTopic=AUTO_CREATE_TOPIC,
+            defaultTopic=AUTO_CREATE_TOPIC_KEY,
             defaultTopicQueueNums=DEFAULT_TOPIC_QUEUE_NUMS,
             queueId=-1,
             sysFlag=0,
-            bornTimestamp=int(time.time() * 1000),
+            bornTimestamp=_now_ms(),
             flag=0,
             properties=None,
             reconsumeTimes=0,
@@ -281,11 +294,11 @@ class Producer(InstanceUser):
         header = SendMessageRequestHeaderV2(
             producerGroup=self.group,
             topic=msg.topic,
-            defaultTopic=AUTO_CREATE_TOPIC,
+            defaultTopic=AUTO_CREATE_TOPIC_KEY,
             defaultTopicQueueNums=DEFAULT_TOPIC_QUEUE_NUMS,
             queueId=-1,
             sysFlag=sys_flag,
-            bornTimestamp=int(time.time() * 1000),
+            bornTimestamp=_now_ms(),
             flag=msg.flag,
             properties=properties_to_string(props),
             reconsumeTimes=reconsume_times,

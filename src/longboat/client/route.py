@@ -11,22 +11,17 @@ both) by the rules of Java's `MQClientInstance.topicRouteData2TopicPublishInfo` 
   rebalance allocations agree.
 
 A route learned through the auto-create topic (TBW102) is re-labelled with the real topic and
-limited to `default_queue_nums` queues per broker, as Java does, since the broker will create
-the topic with at most that many queues on the first send.
+given, per broker, the queues the broker will create the topic with on the first send
+(`topic_names.auto_created_queue_nums`, the rule both sides share).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from longboat.protocol.bodies import (
-    PERM_READ,
-    PERM_WRITE,
-    BrokerData,
-    MessageQueue,
-    QueueData,
-    TopicRouteData,
-)
+from longboat.protocol.bodies import BrokerData, QueueData, TopicRouteData
+from longboat.protocol.topic_names import auto_created_queue_nums
+from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
 MASTER_ID = 0
 
@@ -51,8 +46,7 @@ class TopicRoute:
         for qd in sorted(data.queue_datas, key=lambda q: q.broker_name):
             writes, reads = qd.write_queue_nums, qd.read_queue_nums
             if default_queue_nums is not None:
-                writes = min(writes, default_queue_nums)
-                reads = min(reads, default_queue_nums)
+                writes = reads = auto_created_queue_nums(default_queue_nums, qd.write_queue_nums)
             if qd.perm & PERM_WRITE and qd.broker_name in masters:
                 publish += (MessageQueue(topic, qd.broker_name, i) for i in range(writes))
             if qd.perm & PERM_READ:

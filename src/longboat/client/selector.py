@@ -15,8 +15,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from longboat.client.message import Message
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.tags import java_string_hash
+from longboat.protocol.types import MessageQueue
 
 # (queues of the topic, the message, the caller's argument) -> the queue to use.
 QueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]

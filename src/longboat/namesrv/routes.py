@@ -35,7 +35,7 @@ from longboat.protocol.bodies import (
     TopicRouteData,
 )
 
-log = logging.getLogger("longboat.namesrv")
+log = logging.getLogger(__name__)
 
 MASTER_ID = 0
 BROKER_EXPIRY_S = 120.0

@@ -36,7 +36,7 @@ from longboat.protocol.headers import (
 )
 from longboat.remoting import Connection, RemotingServer, Router
 
-log = logging.getLogger("longboat.namesrv")
+log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9876
 # RocketMQ scans for expired brokers every 10 s.

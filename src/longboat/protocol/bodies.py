@@ -15,11 +15,7 @@ from typing import Any
 from longboat.protocol import fastjson
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.tags import TagExpression
-
-PERM_PRIORITY = 8
-PERM_READ = 4
-PERM_WRITE = 2
-PERM_INHERIT = 1
+from longboat.protocol.types import PERM_READ_WRITE, MessageQueue
 
 
 def _obj(value: Any, what: str) -> dict[str, Any]:
@@ -42,29 +38,6 @@ def _malformed(what: str) -> Iterator[None]:
         raise ProtocolError(f"bad {what}: {exc!r}") from None
 
 
-# --------------------------------------------------------------------------- message queue
-
-
-@dataclass(frozen=True, slots=True, order=True)
-class MessageQueue:
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"brokerName": self.broker_name, "queueId": self.queue_id, "topic": self.topic}
-
-    @classmethod
-    def from_dict(cls, d: Any) -> MessageQueue:
-        if isinstance(d, tuple):  # an object used as a fastjson map key
-            d = dict(d)
-        d = _obj(d, "message queue")
-        return cls(str(d["topic"]), str(d["brokerName"]), int(d["queueId"]))
-
-    def __str__(self) -> str:
-        return f"{self.topic}@{self.broker_name}:{self.queue_id}"
-
-
 # --------------------------------------------------------------------------- routes
 
 
@@ -73,7 +46,7 @@ class QueueData:
     broker_name: str
     read_queue_nums: int
     write_queue_nums: int
-    perm: int = PERM_READ | PERM_WRITE
+    perm: int = PERM_READ_WRITE
     topic_sys_flag: int = 0
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,7 +179,7 @@ class TopicConfig:
     topic_name: str
     read_queue_nums: int = 4
     write_queue_nums: int = 4
-    perm: int = PERM_READ | PERM_WRITE
+    perm: int = PERM_READ_WRITE
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False

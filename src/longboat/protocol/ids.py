@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import ipaddress
 import itertools
-import os
 import random
 import struct
 import threading
-import time
+from collections.abc import Callable
 from datetime import datetime
 
 from longboat.protocol.errors import ProtocolError
@@ -73,14 +72,21 @@ _UNIQ_TAIL = struct.Struct(">iH")  # ms since the month began, counter
 
 
 class UniqKeyGenerator:
-    """Thread-safe generator of UNIQ_KEY ids, 32 hex digits for an IPv4 client."""
+    """Thread-safe generator of UNIQ_KEY ids, 32 hex digits for an IPv4 client.
 
-    def __init__(self, client_ip: str = "127.0.0.1") -> None:
-        fixed = host_bytes(client_ip) + struct.pack(
-            ">hi", os.getpid() & 0x7FFF, random.getrandbits(31)
-        )
+    The protocol package owns no clock and no process state, so the caller passes them in:
+    `now_ms` (wall-clock milliseconds; the key carries the time since the month began, in
+    local time, as Java's does), `pid`, and `rng`, which draws the per-generator random part
+    and the counter's start.  Tests pass fixed ones and get fixed keys.
+    """
+
+    def __init__(
+        self, client_ip: str, *, now_ms: Callable[[], int], pid: int, rng: random.Random
+    ) -> None:
+        fixed = host_bytes(client_ip) + struct.pack(">hi", pid & 0x7FFF, rng.getrandbits(31))
         self._prefix = fixed.hex().upper()
-        self._counter = itertools.count(random.getrandbits(15))
+        self._now_ms = now_ms
+        self._counter = itertools.count(rng.getrandbits(15))
         self._lock = threading.Lock()
         self._month_start_ms = 0
         self._next_month_ms = 0
@@ -97,7 +103,7 @@ class UniqKeyGenerator:
 
     def next_many(self, n: int) -> list[str]:
         """`n` ids from one clock read and one lock (a batch's messages)."""
-        now_ms = int(time.time() * 1000)
+        now_ms = self._now_ms()
         with self._lock:
             if now_ms >= self._next_month_ms:
                 self._roll_month(now_ms)

@@ -26,7 +26,24 @@ def validate_topic(name: str) -> str | None:
     return None
 
 
+# The auto-create topic.  A broker with autoCreateTopicEnable keeps it with the INHERIT
+# permission; a producer sending to a topic nobody created names it as the default topic, and
+# the broker creates the topic from it on that send.  Until then the producer routes by
+# TBW102's route, so both sides must agree on the new topic's queue count:
+# `auto_created_queue_nums` is that agreement.
 AUTO_CREATE_TOPIC_KEY = "TBW102"
+# Queues a producer asks for when its send auto-creates a topic (Java's defaultTopicQueueNums).
+DEFAULT_TOPIC_QUEUE_NUMS = 4
+
+
+def auto_created_queue_nums(requested: int, default_topic_write_queue_nums: int) -> int:
+    """Read and write queues of a topic that a send creates from the auto-create topic: what
+    the producer asked for, at most the auto-create topic's write queues, at least one
+    (RocketMQ's createTopicInSendMessageMethod).  The broker creates the topic with this many;
+    the producer routes by it until the topic's own route exists."""
+    return max(1, min(requested, default_topic_write_queue_nums))
+
+
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 # A consumer group's own topics: its redeliveries and its dead letters.
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"

@@ -24,7 +24,7 @@ from longboat.remoting.errors import ConnectionClosed, RequestTimeout
 if TYPE_CHECKING:
     from longboat.remoting.router import Router
 
-log = logging.getLogger("longboat.remoting")
+log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 1024
 WRITE_HIGH_WATER = 8 * 1024 * 1024

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 from longboat.protocol import HeaderFieldError, ProtocolError, RemotingCommand, ResponseCode
 from longboat.remoting.connection import Connection
 
-log = logging.getLogger("longboat.remoting")
+log = logging.getLogger(__name__)
 
 HandlerResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 Handler = Callable[[Connection, RemotingCommand], HandlerResult]

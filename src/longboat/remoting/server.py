@@ -9,7 +9,7 @@ from collections.abc import Callable
 from longboat.remoting.connection import Connection, RemotingProtocol
 from longboat.remoting.router import Router
 
-log = logging.getLogger("longboat.remoting")
+log = logging.getLogger(__name__)
 
 
 class RemotingServer:

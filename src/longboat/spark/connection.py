@@ -24,9 +24,9 @@ from longboat.client.errors import NoRouteError
 from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.client.sync import LoopThread
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.sysflags import PullSysFlag
+from longboat.protocol.types import MessageQueue
 
 T = TypeVar("T")
 

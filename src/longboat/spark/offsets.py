@@ -15,7 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 Offsets = dict[str, dict[str, int]]
 EARLIEST = -2

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import InputPartition
 
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 
 @dataclass(frozen=True, slots=True)

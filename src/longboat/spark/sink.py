@@ -42,7 +42,7 @@ from longboat.spark.arrow import SINK_COLUMNS, OutgoingRow, check_sink_schema, r
 from longboat.spark.connection import BrokerLink, link
 from longboat.spark.options import WriteOptions, parse_write_options
 
-log = logging.getLogger("longboat.spark")
+log = logging.getLogger(__name__)
 
 # Batch sends a task keeps in flight at once (at-least-once mode).
 SENDS_IN_FLIGHT = 4

@@ -47,9 +47,9 @@ from pyspark.sql.streaming.datasource import (
 from pyspark.sql.types import StructType
 
 from longboat.client.api import PullStatus
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import decode_records
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import MessageQueue
 from longboat.spark.arrow import SCHEMA, decode_to_batch, messages_to_batch
 from longboat.spark.connection import BrokerLink, link
 from longboat.spark.offsets import EARLIEST, LATEST, Offsets, from_offsets, to_offsets
@@ -61,7 +61,7 @@ from longboat.spark.options import (
 )
 from longboat.spark.planning import QueueRange, plan_ranges, spread_limit
 
-log = logging.getLogger("longboat.spark")
+log = logging.getLogger(__name__)
 
 # Rows per Arrow batch handed to Spark: big enough to amortise per-batch costs.
 ARROW_BATCH_ROWS = 8192

@@ -33,7 +33,7 @@ from longboat.protocol.message import (
 from longboat.store.prefault import Prefaulter, mapping_address
 from longboat.store.segments import MappedSegment, SegmentChain
 
-log = logging.getLogger("longboat.store")
+log = logging.getLogger(__name__)
 
 _SIZE = struct.Struct(">i")
 _SIZE_MAGIC = struct.Struct(">ii")

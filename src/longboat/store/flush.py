@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable
 
-log = logging.getLogger("longboat.store")
+log = logging.getLogger(__name__)
 
 
 class FlushService:

@@ -33,7 +33,7 @@ from longboat.store.errors import StoreError
 from longboat.store.json_file import fsync_dir
 from longboat.store.segments import MappedSegment, segment_name
 
-log = logging.getLogger("longboat.store")
+log = logging.getLogger(__name__)
 
 _MAGIC = 0x4C42_4958  # "LBIX"
 _HEADER = struct.Struct(">iiiiqqqq")

@@ -59,7 +59,7 @@ from longboat.store.results import AppendedRecord, GetResult, PutResult, PutStat
 from longboat.store.retention import RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
 
-log = logging.getLogger("longboat.store")
+log = logging.getLogger(__name__)
 
 ArrivalListener = Callable[[str, int, int, int, dict[str, str]], None]
 

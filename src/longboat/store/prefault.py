@@ -20,7 +20,7 @@ import logging
 import mmap
 import threading
 
-log = logging.getLogger("longboat.store")
+log = logging.getLogger(__name__)
 
 _MADV_POPULATE_WRITE = 23  # linux/mman.h
 PAGE = mmap.PAGESIZE

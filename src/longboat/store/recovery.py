@@ -27,7 +27,7 @@ from longboat.store.commit_log import CommitLog
 from longboat.store.consume_queue import ENTRY, ConsumeQueue
 from longboat.store.index import KeyIndex, topic_seed
 
-log = logging.getLogger("longboat.store")
+log = logging.getLogger(__name__)
 
 _INDEX_BATCH = 8192
 _QUEUE_RUN = 4096

@@ -39,10 +39,10 @@ from longboat.client.push.listener import (
 )
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.redelivery import Redelivery
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client.push")
+log = logging.getLogger(__name__)
 
 Consumed = Callable[[MessageQueue, ProcessQueue, int | None], None]
 

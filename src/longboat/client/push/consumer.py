@@ -52,12 +52,13 @@ from longboat.client.push.redelivery import (
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
-from longboat.protocol.bodies import ConsumerData, MessageQueue, SubscriptionData
+from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_topic
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client.push")
+log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RECONSUME_TIMES = 16
 DEFAULT_OFFSET_STORE_DIR = Path.home() / ".longboat" / "offsets"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 
 class InFlight:

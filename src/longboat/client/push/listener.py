@@ -18,8 +18,8 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from longboat.client.tasks import ended
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
+from longboat.protocol.types import MessageQueue
 
 if TYPE_CHECKING:
     from longboat.client.push.inflight import InFlight

@@ -27,9 +27,9 @@ from typing import IO, Protocol
 
 from longboat.client.errors import ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client.push")
+log = logging.getLogger(__name__)
 
 
 class OffsetStore(Protocol):

@@ -33,13 +33,13 @@ from longboat.client.errors import BrokerBusyError, ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.tasks import ended
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client.push")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,12 @@ from longboat.client.errors import ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.message import Message
 from longboat.client.producer import Producer
-from longboat.protocol.bodies import MessageQueue
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client.push")
+log = logging.getLogger(__name__)
 
 # Java's first retry delay level for a message consumed `n` times is 3 + n (10 s, 30 s, ...).
 FIRST_RETRY_DELAY_LEVEL = 3

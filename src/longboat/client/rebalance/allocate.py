@@ -13,7 +13,7 @@ import bisect
 import hashlib
 from collections.abc import Callable, Sequence
 
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
 AllocateStrategy = Callable[[str, str, Sequence[MessageQueue], Sequence[str]], list[MessageQueue]]
 

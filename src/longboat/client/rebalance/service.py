@@ -33,9 +33,9 @@ from longboat.client.instance import ClientInstance
 from longboat.client.rebalance.allocate import AllocateStrategy
 from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
-from longboat.protocol.bodies import MessageQueue
+from longboat.protocol.types import MessageQueue
 
-log = logging.getLogger("longboat.client.rebalance")
+log = logging.getLogger(__name__)
 
 JITTER = 0.1
 # Retry delay when the broker does not list us yet (our heartbeat is on its way).
