@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test lint bench demo node-peers clean
+.PHONY: up test lint bench demo node-peers java-peers rocketmq-up clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,39 @@ node-peers: tests/peers/node/node_modules/.package-lock.json
 tests/peers/node/node_modules/.package-lock.json: tests/peers/node/package-lock.json
 	cd tests/peers/node && npm ci --no-audit --no-fund --loglevel=error
 
+# Java peers: Apache RocketMQ's client, tools, name server and broker from Maven Central (into
+# Maven's local repository, ~/.m2, so a second build downloads nothing) and the peer programs.
+# LONGBOAT_SKIP_JAVA=1 skips building them; pytest then reports the Java tests as skipped.
+MVN       ?= mvn
+JAVA_DIR  := tests/peers/java
+JAVA_STAMP := $(JAVA_DIR)/target/.built
+JAVA_INPUTS := $(JAVA_DIR)/pom.xml $(JAVA_DIR)/client/pom.xml $(JAVA_DIR)/server/pom.xml \
+	$(shell find $(JAVA_DIR)/client/src -type f)
+
+ifeq ($(LONGBOAT_SKIP_JAVA),1)
+java-peers:
+	@echo "LONGBOAT_SKIP_JAVA=1: Java peers not built; their tests are reported as skipped"
+else
+java-peers: $(JAVA_STAMP)
+endif
+
+$(JAVA_STAMP): $(JAVA_INPUTS)
+	@command -v java >/dev/null && command -v $(MVN) >/dev/null || { echo "make: the RocketMQ \
+	Java peers need java and mvn: install OpenJDK 17 and Maven (Debian: apt-get install \
+	openjdk-17-jdk-headless maven), or set LONGBOAT_SKIP_JAVA=1 to skip their tests" >&2; exit 1; }
+	cd $(JAVA_DIR) && $(MVN) -B -q -Dstyle.color=never compile
+	@mkdir -p $(dir $@) && touch $@
+
+## Start an Apache RocketMQ name server and broker (random ports, printed) for comparisons.
+rocketmq-up: $(STAMP) java-peers
+	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
+
 ## Start a name server (127.0.0.1:9876) and a broker (127.0.0.1:10911) in one process.
 up: $(STAMP)
 	$(VENV)/bin/longboat up
 
-## Install everything (Python extras and the Node test peers) and run the whole suite.
-test: $(STAMP) node-peers
+## Install everything (Python extras, the Node and Java test peers) and run the whole suite.
+test: $(STAMP) node-peers java-peers
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(PY) -m pytest
@@ -43,4 +70,5 @@ demo: $(STAMP)
 	$(VENV)/bin/longboat demo
 
 clean:
-	rm -rf $(VENV) tests/peers/node/node_modules .pytest_cache
+	rm -rf $(VENV) tests/peers/node/node_modules .pytest_cache $(JAVA_DIR)/target \
+		$(JAVA_DIR)/client/target $(JAVA_DIR)/server/target

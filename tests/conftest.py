@@ -13,6 +13,11 @@ Everything a test started is stopped at its teardown.
 
 `cluster.restart_broker()` stops the broker and starts a new one on the same data directory
 and port (a clean restart: everything acknowledged must still be there).
+
+`rocketmq_cluster` is Apache RocketMQ itself (a name server and a broker, two JVMs started once
+per session; see `peers.rocketmq`), and `java_peers` the guard every test running a Java peer
+program requests: it skips with the reason when LONGBOAT_SKIP_JAVA=1 and fails, saying what to
+run, when `make java-peers` has not built them.
 """
 
 from __future__ import annotations
@@ -30,6 +35,14 @@ import pytest
 
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.namesrv import NameServer
+from peers.rocketmq import (
+    CLIENT_DIR,
+    SERVER_DIR,
+    RocketMQCluster,
+    classpath,
+    java_skip_reason,
+    start_rocketmq,
+)
 
 T = TypeVar("T")
 START_TIMEOUT_S = 30.0
@@ -138,3 +151,24 @@ def loopback_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
     yield make
     for cluster in started:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def java_peers() -> None:
+    reason = java_skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        classpath(CLIENT_DIR)
+        classpath(SERVER_DIR)
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def rocketmq_cluster(
+    java_peers: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RocketMQCluster]:
+    cluster = start_rocketmq(tmp_path_factory.mktemp("rocketmq"))
+    yield cluster
+    cluster.stop()

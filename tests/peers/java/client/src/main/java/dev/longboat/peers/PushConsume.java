@@ -1,0 +1,163 @@
+package dev.longboat.peers;
+
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
+
+/**
+ * A DefaultMQPushConsumer. Events: "rebalance" (topic, queues owned) whenever this member's
+ * share of a topic changes, "ready" once the subscribed topic has queues here, "msg" per delivery
+ * (the message, "delivery": count for this msgId, "outcome": ok or fail), and "done" after
+ * --expect distinct messages were consumed (plus --linger-ms) or on SIGTERM; the consumer is shut
+ * down first, which commits offsets and unregisters.
+ *
+ * --listener concurrently (default) or orderly; --model clustering (default) or broadcasting;
+ * --tags "A || B"; --from first|last|timestamp (--timestamp yyyyMMddHHmmss); --fail-first K:
+ * the listener fails each message's first K deliveries (RECONSUME_LATER, or for orderly
+ * SUSPEND_CURRENT_QUEUE_A_MOMENT); --max-reconsume N; --consume-ms: time spent per message.
+ */
+public final class PushConsume {
+    private static final String USAGE = "PushConsume --namesrv HOST:PORT --topic T --group G"
+            + " [--tags EXPR] [--expect N] [--linger-ms MS] [--listener concurrently|orderly]"
+            + " [--model clustering|broadcasting] [--from first|last|timestamp]"
+            + " [--timestamp yyyyMMddHHmmss] [--fail-first K] [--max-reconsume N]"
+            + " [--consume-ms MS] [--instance NAME] [--timeout-ms MS]";
+
+    private static final Map<String, AtomicInteger> deliveries = new ConcurrentHashMap<>();
+    private static final Set<String> consumed = ConcurrentHashMap.newKeySet();
+
+    public static void main(String[] args) throws Exception {
+        Peer peer = new Peer(USAGE, args);
+        // Read once, when the client's rebalance service is first loaded (default 20 s).
+        System.setProperty("rocketmq.client.rebalance.waitInterval", "1000");
+        String topic = peer.require("topic");
+        long expect = peer.number("expect", Long.MAX_VALUE);
+        long failFirst = peer.number("fail-first", 0);
+        long consumeMs = peer.number("consume-ms", 0);
+        CountDownLatch enough = new CountDownLatch(1);
+
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(peer.require("group"));
+        consumer.setNamesrvAddr(peer.require("namesrv"));
+        consumer.setInstanceName(peer.get("instance", "push-" + ProcessHandle.current().pid()));
+        consumer.subscribe(topic, peer.get("tags", "*"));
+        consumer.setMessageModel("broadcasting".equals(peer.get("model", "clustering"))
+                ? MessageModel.BROADCASTING : MessageModel.CLUSTERING);
+        consumer.setMaxReconsumeTimes((int) peer.number("max-reconsume", 16));
+        switch (peer.get("from", "first")) {
+            case "first":
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+                break;
+            case "last":
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET);
+                break;
+            default:
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_TIMESTAMP);
+                consumer.setConsumeTimestamp(peer.require("timestamp"));
+        }
+        // Shorter than the client's defaults (20 s rebalance, 5 s commits), so a test waits
+        // seconds, not minutes, for a member joining or leaving.
+        consumer.setPersistConsumerOffsetInterval(1000);
+        consumer.setHeartbeatBrokerInterval(2000);
+        consumer.setPollNameServerInterval(2000);
+        consumer.setPullTimeDelayMillsWhenException(500);
+
+        if ("orderly".equals(peer.get("listener", "concurrently"))) {
+            consumer.registerMessageListener((MessageListenerOrderly) (msgs, context) -> {
+                for (MessageExt msg : msgs) {
+                    if (!deliver(msg, failFirst, consumeMs, expect, enough)) {
+                        return ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT;
+                    }
+                }
+                return ConsumeOrderlyStatus.SUCCESS;
+            });
+        } else {
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                for (MessageExt msg : msgs) {
+                    if (!deliver(msg, failFirst, consumeMs, expect, enough)) {
+                        return ConsumeConcurrentlyStatus.RECONSUME_LATER;
+                    }
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+        }
+
+        AtomicBoolean closed = new AtomicBoolean();
+        Runnable close = () -> {
+            if (closed.compareAndSet(false, true)) {
+                consumer.shutdown();
+                Peer.emit("done", Peer.fields(
+                        "consumed", consumed.size(),
+                        "deliveries", deliveries.values().stream().mapToInt(AtomicInteger::get).sum()));
+                System.out.flush();
+            }
+        };
+        Runtime.getRuntime().addShutdownHook(new Thread(close));
+        consumer.start();
+        Peer.emit("started", Peer.fields("clientId", consumer.buildMQClientId()));
+
+        Set<Integer> owned = new TreeSet<>();
+        boolean ready = false;
+        while (!enough.await(100, TimeUnit.MILLISECONDS)) {
+            if (peer.millisLeft() == 0) {
+                Peer.timeout("consume " + consumed.size() + " of " + expect);
+            }
+            Set<Integer> now = new TreeSet<>();
+            for (MessageQueue mq : consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl()
+                    .getProcessQueueTable().keySet()) {
+                if (mq.getTopic().equals(topic)) {
+                    now.add(mq.getQueueId());
+                }
+            }
+            if (!now.equals(owned)) {
+                owned = now;
+                Peer.emit("rebalance", Peer.fields("topic", topic, "queues", owned));
+            }
+            if (!ready && !owned.isEmpty()) {
+                ready = true;
+                Peer.emit("ready", Peer.fields("queues", owned));
+            }
+        }
+        Thread.sleep(peer.number("linger-ms", 0));
+        close.run();
+        System.exit(Peer.EXIT_OK);
+    }
+
+    /** Report one delivery; false when the listener is to fail it. */
+    private static boolean deliver(
+            MessageExt msg, long failFirst, long consumeMs, long expect, CountDownLatch enough) {
+        int delivery = deliveries.computeIfAbsent(msg.getMsgId(), id -> new AtomicInteger())
+                .incrementAndGet();
+        boolean ok = delivery > failFirst;
+        Map<String, Object> f = Peer.describe(msg);
+        f.put("delivery", delivery);
+        f.put("outcome", ok ? "ok" : "fail");
+        f.put("duplicate", ok && consumed.contains(msg.getMsgId()));
+        f.put("thread", Thread.currentThread().getName());
+        if (consumeMs > 0) {
+            try {
+                Thread.sleep(consumeMs);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        Peer.emit("msg", f);
+        if (ok && consumed.add(msg.getMsgId()) && consumed.size() >= expect) {
+            enough.countDown();
+        }
+        return ok;
+    }
+}

@@ -1,0 +1,359 @@
+"""Apache RocketMQ itself in the test suite: its name server and broker, and Java peer programs.
+
+`make java-peers` has Maven fetch Apache RocketMQ's jars (``tests/peers/java``) and compile the
+peer programs; each Maven module writes its runtime classpath to ``target/classpath.txt``. From
+those this module
+
+* starts a real RocketMQ cluster (`start_rocketmq`: ``NamesrvStartup`` and ``BrokerStartup`` as
+  two JVMs, on random loopback ports, with a generated ``ROCKETMQ_HOME`` and store in a given
+  directory, stopped by PID), for the session fixture ``rocketmq_cluster`` and by hand
+  (``python -m peers.rocketmq``, i.e. ``make rocketmq-up``);
+* runs the Java peer programs (`run_java_peer`, `start_java_peer`) against any name server.
+  Like the Node.js peers they print one JSON object per line; see tests/peers/java/README.md.
+
+``LONGBOAT_SKIP_JAVA=1`` skips every test that needs Java (reported as skipped, with that
+reason); without it a missing build fails those tests with what to run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from peers.process import PeerProcess, run_peer
+
+JAVA_DIR = Path(__file__).resolve().parent / "java"
+CLIENT_DIR = JAVA_DIR / "client"
+SERVER_DIR = JAVA_DIR / "server"
+SKIP_VARIABLE = "LONGBOAT_SKIP_JAVA"
+PEER_PACKAGE = "dev.longboat.peers"
+START_TIMEOUT_S = 90.0
+STOP_TIMEOUT_S = 20.0
+
+# RocketMQ 4.x predates the module system: its store unmaps files through sun.nio.ch and
+# reflection on java.nio and jdk.internal.ref, which JDK 17 refuses unless opened.
+JDK17_OPENS = (
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+)
+# Peers live seconds: the client compiler alone starts faster on two shared cores.
+PEER_JVM_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
+SERVER_JVM_OPTIONS = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC")
+
+# Retries and delay levels of one second (RocketMQ's smallest unit), so retry/DLQ and delay
+# scenarios take seconds rather than the default 10 s to 2 h.
+SHORT_DELAY_LEVELS = " ".join(["1s"] * 18)
+
+
+def java_skip_reason() -> str | None:
+    """Why Java tests are skipped, or None when they run (only the documented variable skips)."""
+    if os.environ.get(SKIP_VARIABLE) == "1":
+        return f"{SKIP_VARIABLE}=1: tests needing Java and Apache RocketMQ are skipped"
+    return None
+
+
+def classpath(module_dir: Path) -> str:
+    """The runtime classpath `make java-peers` wrote for a Maven module (plus its classes)."""
+    listing = module_dir / "target" / "classpath.txt"
+    if not listing.is_file():
+        raise RuntimeError(
+            f"{listing.relative_to(JAVA_DIR.parent.parent.parent)} is missing: run "
+            "`make java-peers` (needs java and mvn), or set LONGBOAT_SKIP_JAVA=1 to skip"
+        )
+    return os.pathsep.join([str(module_dir / "target" / "classes"), listing.read_text().strip()])
+
+
+def java_command(
+    module_dir: Path, main_class: str, args: tuple[str, ...], jvm_options: tuple[str, ...]
+) -> list[str]:
+    return ["java", *jvm_options, *JDK17_OPENS, "-cp", classpath(module_dir), main_class, *args]
+
+
+# --- Java peer programs ------------------------------------------------------------------------
+
+
+def _peer_command(program: str, args: tuple[str, ...]) -> list[str]:
+    logs = CLIENT_DIR / "target" / "logs"
+    options = (
+        *PEER_JVM_OPTIONS,
+        # The client logs to files under ~/logs by default; keep them in the build directory.
+        f"-Drocketmq.client.logRoot={logs}",
+        "-Drocketmq.client.logLevel=INFO",
+    )
+    return java_command(CLIENT_DIR, f"{PEER_PACKAGE}.{program}", args, options)
+
+
+def peer_args(options: Mapping[str, object]) -> tuple[str, ...]:
+    """Keyword options as the programs' command line: ``timeout_ms=5`` -> ``--timeout-ms 5``."""
+    args: list[str] = []
+    for name, value in options.items():
+        if value is not None:
+            args += ["--" + name.replace("_", "-"), str(value)]
+    return tuple(args)
+
+
+def _peer_name(program: str, args: tuple[str, ...]) -> str:
+    return f"java peer {program} {' '.join(args)}"
+
+
+def run_java_peer(
+    program: str, *, timeout: float, check: bool = True, **options: object
+) -> list[dict[str, Any]]:
+    """Run a Java peer program (e.g. ``"Produce"``) to completion; return its events.
+
+    ``options`` become its command line (see `peer_args`). Give a ``timeout_ms`` below
+    ``timeout`` so the program reports its own timeout (exit 3) rather than being killed.
+    """
+    args = peer_args(options)
+    command = _peer_command(program, args)
+    return run_peer(_peer_name(program, args), command, CLIENT_DIR, timeout=timeout, check=check)
+
+
+def start_java_peer(program: str, **options: object) -> PeerProcess:
+    """Start a Java peer program in the background (e.g. a consumer: wait for "ready")."""
+    args = peer_args(options)
+    return PeerProcess(_peer_name(program, args), _peer_command(program, args), CLIENT_DIR)
+
+
+# --- A real RocketMQ cluster -------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def broker_port() -> int:
+    """A listenPort whose neighbours are free too: the broker also binds listenPort - 2 (its
+    "fast" VIP channel) and listenPort + 1 (HA), and fails to start if either is taken."""
+    while True:
+        port = _free_port()
+        if port > 1026 and _bindable(port - 2) and _bindable(port + 1):
+            return port
+
+
+def _properties(values: Mapping[str, object]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in values.items())
+
+
+def _logback(log_file: Path) -> str:
+    """Everything at INFO to one file: RocketMQ's own configs write under ~/logs."""
+    return f"""<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>{log_file}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level %logger{{20}} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+
+@dataclass
+class RocketMQProcess:
+    """One JVM (name server or broker) of a `RocketMQCluster`."""
+
+    name: str
+    proc: subprocess.Popen[bytes]
+    output: Path
+
+    def wait_started(self, marker: str, timeout: float) -> None:
+        """Wait for the startup class's success line on stdout; fail with its output if not."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.output.read_text(errors="replace") if self.output.exists() else ""
+            if marker in text:
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(
+            f"RocketMQ {self.name} did not start (exit code {self.proc.poll()}); its output:\n"
+            + (self.output.read_text(errors="replace") if self.output.exists() else "")
+        )
+
+    def stop(self) -> None:
+        """SIGTERM (RocketMQ's shutdown hooks unregister and flush), SIGKILL if it lingers."""
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+@dataclass
+class RocketMQCluster:
+    """An Apache RocketMQ name server and one broker, both on 127.0.0.1."""
+
+    home: Path
+    namesrv_addr: str
+    broker_addr: str
+    broker_name: str
+    cluster_name: str
+    processes: list[RocketMQProcess] = field(default_factory=list)
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+
+def _spawn(
+    name: str, home: Path, main_class: str, config: Path, jvm_options: tuple[str, ...]
+) -> RocketMQProcess:
+    output = home / "logs" / f"{name}.out"
+    command = java_command(
+        SERVER_DIR,
+        main_class,
+        ("-c", str(config)),
+        (
+            *jvm_options,
+            f"-Drocketmq.home.dir={home}",
+            # Anything still written under ~ (kv config, client logs) lands in the temp home.
+            f"-Duser.home={home}",
+            # The broker refuses writes once the disk is 90 % full; a shared disk may be.
+            "-Drocketmq.broker.diskSpaceWarningLevelRatio=0.98",
+        ),
+    )
+    with output.open("wb") as out:
+        proc = subprocess.Popen(
+            command,
+            cwd=home,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "ROCKETMQ_HOME": str(home)},
+            start_new_session=True,  # a Ctrl-C in a terminal reaches Python, which stops it
+        )
+    return RocketMQProcess(name, proc, output)
+
+
+def start_rocketmq(
+    home: Path,
+    *,
+    namesrv_port: int = 0,
+    broker_port_number: int = 0,
+    broker_options: Mapping[str, object] | None = None,
+) -> RocketMQCluster:
+    """Start a name server and a broker with their ``ROCKETMQ_HOME`` and store under ``home``.
+
+    Ports are random free loopback ports unless given. ``broker_options`` are broker.conf
+    entries overriding the defaults below (e.g. ``{"autoCreateTopicEnable": "false"}``).
+    """
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "logs").mkdir(exist_ok=True)
+    ns_port = namesrv_port or _free_port()
+    b_port = broker_port_number or broker_port()
+    namesrv_addr = f"127.0.0.1:{ns_port}"
+    (home / "conf" / "logback_namesrv.xml").write_text(_logback(home / "logs" / "namesrv.log"))
+    (home / "conf" / "logback_broker.xml").write_text(_logback(home / "logs" / "broker.log"))
+    namesrv_conf = home / "conf" / "namesrv.properties"
+    namesrv_conf.write_text(
+        _properties(
+            {
+                "listenPort": ns_port,
+                "kvConfigPath": home / "namesrv" / "kvConfig.json",
+                "configStorePath": home / "namesrv" / "namesrv.properties",
+            }
+        )
+    )
+    store = home / "store"
+    broker = {
+        "brokerClusterName": "RocketMQCluster",
+        "brokerName": "rocketmq-broker-a",
+        "brokerId": 0,
+        "brokerIP1": "127.0.0.1",
+        "namesrvAddr": namesrv_addr,
+        "listenPort": b_port,
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "enablePropertyFilter": "true",
+        "flushDiskType": "ASYNC_FLUSH",
+        "messageDelayLevel": SHORT_DELAY_LEVELS,
+        # Small files: the defaults preallocate a 1 GiB commit log and a ~400 MiB index file.
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+        "mappedFileSizeConsumeQueue": 30_000 * 20,
+        "maxHashSlotNum": 50_000,
+        "maxIndexNum": 200_000,
+        "warmMapedFileEnable": "false",
+        "diskMaxUsedSpaceRatio": 95,
+    }
+    broker.update(broker_options or {})
+    broker_conf = home / "conf" / "broker.conf"
+    broker_conf.write_text(_properties(broker))
+
+    cluster = RocketMQCluster(
+        home,
+        namesrv_addr,
+        f"127.0.0.1:{broker['listenPort']}",
+        str(broker["brokerName"]),
+        str(broker["brokerClusterName"]),
+    )
+    # Each JVM's startup class prints its line once serving (the broker's after its first
+    # registration with the name server).
+    starts = [
+        ("namesrv", "NamesrvStartup", namesrv_conf, "The Name Server boot success"),
+        ("broker", "BrokerStartup", broker_conf, "boot success"),
+    ]
+    try:
+        for name, startup, conf, marker in starts:
+            main_class = f"org.apache.rocketmq.{name}.{startup}"
+            process = _spawn(name, home, main_class, conf, SERVER_JVM_OPTIONS)
+            cluster.processes.append(process)
+            process.wait_started(marker, START_TIMEOUT_S)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def main() -> None:
+    """Start a RocketMQ cluster by hand (``make rocketmq-up``) and keep it until Ctrl-C."""
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m peers.rocketmq", description=main.__doc__)
+    parser.add_argument("--namesrv-port", type=int, default=0, help="default: a free port")
+    parser.add_argument("--broker-port", type=int, default=0, help="default: a free port")
+    parser.add_argument("--home", type=Path, help="ROCKETMQ_HOME and store (default: a temp dir)")
+    options = parser.parse_args()
+    home = options.home or Path(tempfile.mkdtemp(prefix="rocketmq-"))
+    cluster = start_rocketmq(
+        home, namesrv_port=options.namesrv_port, broker_port_number=options.broker_port
+    )
+    print(f"Apache RocketMQ name server {cluster.namesrv_addr}, broker {cluster.broker_addr}")
+    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops both")
+    try:
+        while all(p.proc.poll() is None for p in cluster.processes):
+            time.sleep(0.5)
+        print("a RocketMQ process exited; see its log")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+
+
+if __name__ == "__main__":
+    main()
