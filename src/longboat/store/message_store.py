@@ -1,5 +1,11 @@
 """The broker's storage engine: commit log, consume queues, key index, flush, recovery, retention.
 
+`MessageStore` is the facade other packages call, and owns the lifecycle and the append path
+(admission, copy into the log, in-line dispatch, arrival listeners).  The parts it wires each
+have a module: the consume queues and the questions asked of them (`queue_table`), the
+maintenance thread with checkpoints, the disk check and retention (`maintenance`), lookups by
+key (`key_query`), flushing (`flush`), recovery (`recovery`).
+
 One lock (`_lock`) serialises what must be atomic: assigning queue and commit-log offsets,
 copying records in, writing their queue and index entries, and moving files (retention,
 recovery).  Reads take no lock: they read `max_offset` first and only then the entries and
@@ -28,32 +34,23 @@ from enum import Enum
 from itertools import accumulate
 from pathlib import Path
 
-from longboat.protocol.errors import ProtocolError
 from longboat.protocol.ids import host_bytes, offset_msg_id_prefix, offset_msg_id_suffix
-from longboat.protocol.message import (
-    POS_PHYSICALOFFSET,
-    MessageExt,
-    decode_record,
-    encode_record_batch,
-)
-from longboat.protocol.properties import KEY_SEPARATOR, Prop, string_to_properties
+from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, encode_record_batch
+from longboat.protocol.properties import Prop, string_to_properties
+from longboat.store import key_query
 from longboat.store.admission import Admission, Admitted
-from longboat.store.checkpoint import (
-    Checkpoint,
-    create_abort_marker,
-    load_checkpoint,
-    remove_abort_marker,
-    save_checkpoint,
-)
+from longboat.store.checkpoint import create_abort_marker, load_checkpoint, remove_abort_marker
 from longboat.store.commit_log import CommitLog
 from longboat.store.config import FlushDiskType, StoreConfig
-from longboat.store.consume_queue import ENTRY, ConsumeQueue
+from longboat.store.consume_queue import ENTRY
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
-from longboat.store.index import KeyIndex, key_hash, topic_seed
+from longboat.store.index import KeyIndex
+from longboat.store.maintenance import StoreMaintenance
 from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_read import read_queue
+from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
 from longboat.store.results import AppendedRecord, GetResult, PutResult, PutStatus
 from longboat.store.retention import RetentionPolicy, filesystem_usage
@@ -91,28 +88,34 @@ class MessageStore:
         self._lock = threading.Lock()
         self._state = _State.NEW
         self._log = CommitLog(config.commit_log_dir, config.commit_log_segment_size)
-        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
-        self._topics: dict[str, dict[int, ConsumeQueue]] = {}
+        self._queues = QueueTable(
+            config.consume_queue_dir, config.consume_queue_entries_per_file, self._log
+        )
         self._index = KeyIndex(config.index_dir, config.index_hash_slots, config.index_max_entries)
         self._listeners: list[ArrivalListener] = []
         self._admission = Admission(config.max_message_size)
-        self._retention = RetentionPolicy(config, disk_usage)
         self._store_host = host_bytes(config.store_host)
         self._store_port = config.store_port
         self._msg_id_prefix = offset_msg_id_prefix(self._store_host, config.store_port)
         self._last_store_ms = 0
         self._dispatched = 0
-        self._dirty_queues: set[ConsumeQueue] = set()
-        self._refusal: str | None = None  # why puts are refused (disk full), if they are
         self._sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )
-        self._stop_maintenance = threading.Event()
-        self._maintenance = threading.Thread(
-            target=self._maintain, name="longboat-store-maintenance", daemon=True
-        )
         self.offsets = ConsumerOffsetTable(config.config_dir / "consumerOffset.json")
+        self._maintenance = StoreMaintenance(
+            config,
+            lock=self._lock,
+            commit_log=self._log,
+            queues=self._queues,
+            index=self._index,
+            offsets=self.offsets,
+            retention=RetentionPolicy(config, disk_usage),
+            clock=clock,
+            dispatched=lambda: self._dispatched,
+            is_open=lambda: self._state is _State.OPEN,
+        )
         self.topic_configs = TopicConfigTable(config.config_dir / "topics.json", clock=clock)
         self.last_recovery: RecoveryReport | None = None
 
@@ -142,7 +145,7 @@ class MessageStore:
         scan_from = max(scan_from, self._log.min_offset)
         if unclean:
             log.warning("store: the last run did not close cleanly; recovering from %d", scan_from)
-        self._load_queues()
+        self._queues.load()
         # The checkpoint covers the index as it covers the queues; only a damaged index file
         # sends recovery further back.
         rebuild_index_from = self._index.load(self._log.min_offset)
@@ -150,16 +153,15 @@ class MessageStore:
         self.last_recovery = recover(
             self._log,
             self._queues,
-            self._queue_for,
             self._index,
             scan_from=scan_from,
             index_from=index_from,
             tags_code_of=self._recovered_tags_code,
         )
         self._dispatched = self._log.write_offset
-        self._last_store_ms = self._newest_store_time()
+        self._last_store_ms = self._queues.newest_store_time()
         self._log.flush()
-        self._checkpoint()
+        self._maintenance.checkpoint()
         self.offsets.load()
         self.topic_configs.load()
         self._state = _State.OPEN
@@ -175,14 +177,12 @@ class MessageStore:
                 self._state = _State.CLOSED
                 return
             self._state = _State.CLOSED
-        self._stop_maintenance.set()
-        self._maintenance.join()
+        self._maintenance.stop()
         self._flusher.stop()
-        self._checkpoint()
+        self._maintenance.checkpoint()
         self.offsets.persist()
         with self._lock:
-            for cq in self._queues.values():
-                cq.close()
+            self._queues.close()
             self._index.close()
             self._log.close()
         remove_abort_marker(self.config.root_dir)
@@ -200,41 +200,6 @@ class MessageStore:
             if code is not None:
                 return code
         return self._admission.tags_code(msg.properties.get(Prop.TAGS))
-
-    def _load_queues(self) -> None:
-        root = self.config.consume_queue_dir
-        root.mkdir(parents=True, exist_ok=True)
-        for topic_dir in sorted(root.iterdir()):
-            if not topic_dir.is_dir():
-                continue
-            for queue_dir in sorted(topic_dir.iterdir()):
-                if queue_dir.is_dir() and queue_dir.name.isdigit():
-                    cq = self._queue_for(topic_dir.name, int(queue_dir.name))
-                    cq.load(self._log.min_offset)
-
-    def _queue_for(self, topic: str, queue_id: int) -> ConsumeQueue:
-        cq = self._queues.get((topic, queue_id))
-        if cq is None:
-            cq = ConsumeQueue(
-                self.config.consume_queue_dir,
-                topic,
-                queue_id,
-                self.config.consume_queue_entries_per_file,
-            )
-            self._queues[(topic, queue_id)] = cq
-            self._topics.setdefault(topic, {})[queue_id] = cq
-        return cq
-
-    def _newest_store_time(self) -> int:
-        """The store time of the last record, so store times keep increasing after a restart
-        even if the wall clock went back."""
-        newest = 0
-        for cq in self._queues.values():
-            if cq.max_offset > cq.min_offset:
-                newest = max(
-                    newest, self.store_time_at(cq.topic, cq.queue_id, cq.max_offset - 1) or 0
-                )
-        return newest
 
     # ------------------------------------------------------------------ listeners
 
@@ -274,8 +239,9 @@ class MessageStore:
     def _put(self, admitted: Admitted, properties_of: Callable[[int], dict[str, str]]) -> PutResult:
         """Append an admitted batch; `properties_of(i)` gives message i's properties to the
         arrival listeners (parsed only for the few messages they are told about)."""
-        if self._refusal is not None:
-            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=self._refusal)
+        refusal = self._maintenance.refusal
+        if refusal is not None:
+            return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=refusal)
         topic = admitted.topic
         queue_id = admitted.queue_id
         try:
@@ -287,8 +253,7 @@ class MessageStore:
                 result = self._append(admitted)
                 if result.status is not PutStatus.PUT_OK:
                     return result
-                cq = self._queues[(topic, queue_id)]
-                new_max = cq.max_offset
+                new_max = self._queues.max_offset(topic, queue_id)
         except OSError as exc:
             log.error("commit log: append failed: %s", exc)
             return PutResult(PutStatus.UNKNOWN_ERROR, error=f"append failed: {exc}")
@@ -300,7 +265,7 @@ class MessageStore:
     def _append(self, admitted: Admitted) -> PutResult:
         """Encode, copy in, dispatch.  Caller holds the lock."""
         topic, queue_id = admitted.topic, admitted.queue_id
-        cq = self._queues.get((topic, queue_id)) or self._queue_for(topic, queue_id)
+        cq = self._queues.get_or_create(topic, queue_id)
         now = int(self._clock() * 1000)
         if now < self._last_store_ms:
             now = self._last_store_ms  # store times never go back along the log
@@ -360,7 +325,7 @@ class MessageStore:
             )
         if entries:
             cq.append(first_queue_offset, entries)
-            self._dirty_queues.add(cq)
+            self._queues.dirty.add(cq)
         self._index.add(
             [
                 (h, phys, now)
@@ -421,7 +386,7 @@ class MessageStore:
         """Up to `max_msgs` stored records from queue `offset`, by RocketMQ's decision table
         (see queue_read); `tag_filter` sees each entry's tags code."""
         return read_queue(
-            self._queues.get((topic, queue_id)),
+            self._queues.get(topic, queue_id),
             self._log,
             offset,
             max_msgs,
@@ -431,40 +396,22 @@ class MessageStore:
         )
 
     def max_offset(self, topic: str, queue_id: int) -> int:
-        cq = self._queues.get((topic, queue_id))
-        return cq.max_offset if cq is not None else 0
+        return self._queues.max_offset(topic, queue_id)
 
     def min_offset(self, topic: str, queue_id: int) -> int:
-        cq = self._queues.get((topic, queue_id))
-        return cq.min_offset if cq is not None else 0
+        return self._queues.min_offset(topic, queue_id)
 
     def offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """The first queue offset stored at or after `timestamp_ms` (max offset if none)."""
-        cq = self._queues.get((topic, queue_id))
-        if cq is None:
-            return 0
-        return cq.offset_by_store_time(timestamp_ms, self._store_time_of_record)
-
-    def _store_time_of_record(self, commit_log_offset: int) -> int:
-        msg = self._log.decode_at(commit_log_offset)
-        return msg.store_timestamp if msg is not None else 0
+        return self._queues.offset_by_timestamp(topic, queue_id, timestamp_ms)
 
     def earliest_store_time(self, topic: str, queue_id: int) -> int:
         """Store time of the queue's first message, -1 if it has none."""
-        cq = self._queues.get((topic, queue_id))
-        if cq is None:
-            return -1
-        ts = self.store_time_at(topic, queue_id, cq.min_offset)
-        return -1 if ts is None else ts
+        return self._queues.earliest_store_time(topic, queue_id)
 
     def store_time_at(self, topic: str, queue_id: int, offset: int) -> int | None:
         """Store time of the message at a queue offset (None outside [min, max))."""
-        cq = self._queues.get((topic, queue_id))
-        entry = cq.entry(offset) if cq is not None else None
-        if entry is None:
-            return None
-        msg = self._log.decode_at(entry[0])
-        return msg.store_timestamp if msg is not None else None
+        return self._queues.store_time_at(topic, queue_id, offset)
 
     def read_record(self, commit_log_offset: int) -> bytes | None:
         """The stored record at a commit-log offset, None when no record starts there."""
@@ -483,112 +430,20 @@ class MessageStore:
     ) -> list[bytes]:
         """Stored records of `topic` whose KEYS include `key` or whose UNIQ_KEY is `key`,
         stored within [begin_ms, end_ms], newest first, at most `max_num`."""
-        out: list[bytes] = []
-        seen: set[int] = set()
-        # Ask for more than max_num: hash collisions and cut records are filtered below.
-        h = key_hash(topic_seed(topic), key)
-        for phys in self._index.lookup(h, begin_ms, end_ms, max_num * 4 + 16):
-            if len(out) >= max_num:
-                break
-            if phys in seen:
-                continue
-            seen.add(phys)
-            record = self._log.read_record(phys)
-            if record is None:
-                continue
-            try:
-                msg = decode_record(record)
-            except ProtocolError:
-                continue
-            if msg.topic != topic or not begin_ms <= msg.store_timestamp <= end_ms:
-                continue
-            keys = msg.properties.get(Prop.KEYS, "")
-            if msg.properties.get(Prop.UNIQ_KEY) == key or key in keys.split(KEY_SEPARATOR):
-                out.append(record)
-        return out
+        return key_query.query_by_key(self._index, self._log, topic, key, max_num, begin_ms, end_ms)
 
     def queue_ids(self, topic: str) -> list[int]:
-        return sorted(self._topics.get(topic, {}))
+        return self._queues.queue_ids(topic)
 
     def topics(self) -> list[str]:
-        return sorted(self._topics)
+        return self._queues.topics()
 
     # ------------------------------------------------------------------ retention
 
     def delete_expired(self, *, now_ms: int | None = None, force: bool = False) -> int:
-        """Delete expired commit-log segments (see retention); move queue minimums past the
-        deleted records and drop whole queue and index files that only pointed into them.
-        Returns the number of commit-log segments deleted."""
-        if now_ms is None:
-            now_ms = int(self._clock() * 1000)
-        with self._lock:
-            if self._state is not _State.OPEN:
-                return 0
-            count = self._retention.segments_to_delete(self._log, now_ms, force=force)
-            if not count:
-                return 0
-            dropped = self._log.chain.drop_head(count)
-            log_min = self._log.min_offset
-            for cq in self._queues.values():
-                cq.move_min(log_min)
-            self._index.drop_below(log_min)
-        log.info(
-            "retention: deleted %d commit-log segment(s) from %d; the log now starts at %d",
-            len(dropped),
-            dropped[0].start,
-            log_min,
-        )
-        return len(dropped)
-
-    # ------------------------------------------------------------------ maintenance
-
-    def _checkpoint(self) -> None:
-        """Sync queues and index, then record how far they and the log are durable."""
-        with self._lock:
-            dispatched = self._dispatched
-            dirty, self._dirty_queues = self._dirty_queues, set()
-        for cq in dirty:
-            cq.sync()
-        self._index.sync()
-        save_checkpoint(
-            self.config.root_dir,
-            Checkpoint(
-                commit_log_flushed=self._log.flushed_offset,
-                dispatched=dispatched,
-                timestamp_ms=int(self._clock() * 1000),
-            ),
-        )
-
-    def _maintain(self) -> None:
-        cfg = self.config
-        tick = cfg.checkpoint_interval_ms / 1000
-        next_retention = next_offsets = time.monotonic()
-        while not self._stop_maintenance.wait(tick):
-            try:
-                self._checkpoint()
-                self._check_disk()
-                now = time.monotonic()
-                if now >= next_retention:
-                    next_retention = now + cfg.retention_check_interval_ms / 1000
-                    self.delete_expired()
-                if now >= next_offsets and self.offsets.dirty:
-                    next_offsets = now + cfg.consumer_offset_persist_interval_ms / 1000
-                    self.offsets.persist()
-            except Exception:
-                log.exception("store maintenance failed; retrying next tick")
-
-    def _check_disk(self) -> None:
-        ratio = self._retention.disk_ratio()
-        if ratio >= self.config.disk_space_warning_ratio:
-            if self._refusal is None:
-                log.error("store: disk %.0f%% full; refusing appends", ratio * 100)
-            self._refusal = (
-                f"disk {ratio:.0%} full (over {self.config.disk_space_warning_ratio:.0%}); "
-                "appends resume once retention frees space"
-            )
-        elif self._refusal is not None:
-            log.warning("store: disk back to %.0f%%; accepting appends", ratio * 100)
-            self._refusal = None
+        """Delete expired commit-log segments now rather than at the maintenance thread's next
+        retention round (see maintenance); returns how many were deleted."""
+        return self._maintenance.delete_expired(now_ms=now_ms, force=force)
 
     # ------------------------------------------------------------------ figures
 
@@ -613,10 +468,7 @@ class MessageStore:
     @property
     def disk_bytes(self) -> int:
         """Bytes the store's files occupy on disk."""
-        total = self._log.chain.disk_bytes + self._index.disk_bytes
-        for cq in list(self._queues.values()):
-            total += cq.chain.disk_bytes
-        return total
+        return self._log.chain.disk_bytes + self._index.disk_bytes + self._queues.disk_bytes
 
     def observe_flushes(self, on_sync: Callable[[float], None] | None) -> None:
         """`on_sync(seconds)` hears the duration of every commit-log sync, on the flush

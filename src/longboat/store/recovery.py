@@ -26,6 +26,7 @@ from longboat.store.admission import index_hashes
 from longboat.store.commit_log import CommitLog
 from longboat.store.consume_queue import ENTRY, ConsumeQueue
 from longboat.store.index import KeyIndex, topic_seed
+from longboat.store.queue_table import QueueTable
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,7 @@ class RecoveryReport:
 
 def recover(
     commit_log: CommitLog,
-    queues: dict[tuple[str, int], ConsumeQueue],
-    queue_for: Callable[[str, int], ConsumeQueue],
+    queues: QueueTable,
     index: KeyIndex,
     *,
     scan_from: int,
@@ -62,7 +62,7 @@ def recover(
         )
         scan_from = segment_start
         index_from = min(index_from, scan_from)
-    for cq in queues.values():
+    for cq in queues:
         cq.truncate_to_log(scan_from)
     start = max(min(scan_from, index_from), commit_log.min_offset)
     scan = commit_log.scan(start)
@@ -76,7 +76,7 @@ def recover(
             key = (msg.topic, msg.queue_id)
             rebuild = rebuilds.get(key)
             if rebuild is None:
-                rebuild = rebuilds[key] = _QueueRebuild(queue_for(*key))
+                rebuild = rebuilds[key] = _QueueRebuild(queues.get_or_create(*key))
             rebuild.add(msg.queue_offset, ENTRY.pack(offset, msg.store_size, tags_code_of(msg)))
         if offset >= index_from:
             ts = msg.store_timestamp
@@ -92,7 +92,7 @@ def recover(
     for rebuild in rebuilds.values():
         rebuild.flush()
     commit_log.set_end(scan.end, scan.problem)
-    for cq in queues.values():
+    for cq in queues:
         cq.truncate_to_log(scan.end)
     if records or scan.problem:
         log.info(

@@ -1,0 +1,132 @@
+"""The store's consume queues, by (topic, queue id), and what can be asked of one queue.
+
+A queue exists once a message was appended to it or its files were found at open; it is never
+removed while the store is open (retention only moves its minimum).  Creating a queue and
+appending to it happen under the store's append lock; the lookups here take no lock, which is
+safe because a dict lookup is atomic and each queue's `max_offset` moves only after its entries
+are written (see consume_queue).
+
+Store-time questions (`store_time_at`, `offset_by_timestamp`) read the record an entry points
+at, so the table holds the commit log to decode them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from longboat.store.commit_log import CommitLog
+from longboat.store.consume_queue import ConsumeQueue
+
+
+class QueueTable:
+    def __init__(self, root: Path, entries_per_file: int, commit_log: CommitLog) -> None:
+        self._root = root
+        self._entries_per_file = entries_per_file
+        self._log = commit_log
+        self._queues: dict[tuple[str, int], ConsumeQueue] = {}
+        self._topics: dict[str, dict[int, ConsumeQueue]] = {}
+        # Queues appended to since the last checkpoint synced them (under the append lock).
+        self.dirty: set[ConsumeQueue] = set()
+
+    def load(self) -> None:
+        """Map every queue found on disk, minimums moved past what the log no longer holds."""
+        self._root.mkdir(parents=True, exist_ok=True)
+        for topic_dir in sorted(self._root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for queue_dir in sorted(topic_dir.iterdir()):
+                if queue_dir.is_dir() and queue_dir.name.isdigit():
+                    cq = self.get_or_create(topic_dir.name, int(queue_dir.name))
+                    cq.load(self._log.min_offset)
+
+    def get(self, topic: str, queue_id: int) -> ConsumeQueue | None:
+        return self._queues.get((topic, queue_id))
+
+    def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
+        """Caller: the append path and recovery, under the store's lock (or before open ends)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            cq = ConsumeQueue(self._root, topic, queue_id, self._entries_per_file)
+            self._queues[(topic, queue_id)] = cq
+            self._topics.setdefault(topic, {})[queue_id] = cq
+        return cq
+
+    def __iter__(self) -> Iterator[ConsumeQueue]:
+        """Every queue; a snapshot, so a queue created meanwhile does not break the loop."""
+        return iter(list(self._queues.values()))
+
+    def take_dirty(self) -> set[ConsumeQueue]:
+        """The queues to sync at a checkpoint, forgetting them (caller holds the store's lock)."""
+        dirty, self.dirty = self.dirty, set()
+        return dirty
+
+    # ------------------------------------------------------------------ questions
+
+    def queue_ids(self, topic: str) -> list[int]:
+        return sorted(self._topics.get(topic, {}))
+
+    def topics(self) -> list[str]:
+        return sorted(self._topics)
+
+    def max_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queues.get((topic, queue_id))
+        return cq.max_offset if cq is not None else 0
+
+    def min_offset(self, topic: str, queue_id: int) -> int:
+        cq = self._queues.get((topic, queue_id))
+        return cq.min_offset if cq is not None else 0
+
+    def offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
+        """The first queue offset stored at or after `timestamp_ms` (max offset if none)."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return 0
+        return cq.offset_by_store_time(timestamp_ms, self._store_time_of_record)
+
+    def _store_time_of_record(self, commit_log_offset: int) -> int:
+        msg = self._log.decode_at(commit_log_offset)
+        return msg.store_timestamp if msg is not None else 0
+
+    def earliest_store_time(self, topic: str, queue_id: int) -> int:
+        """Store time of the queue's first message, -1 if it has none."""
+        cq = self._queues.get((topic, queue_id))
+        if cq is None:
+            return -1
+        ts = self.store_time_at(topic, queue_id, cq.min_offset)
+        return -1 if ts is None else ts
+
+    def store_time_at(self, topic: str, queue_id: int, offset: int) -> int | None:
+        """Store time of the message at a queue offset (None outside [min, max))."""
+        cq = self._queues.get((topic, queue_id))
+        entry = cq.entry(offset) if cq is not None else None
+        if entry is None:
+            return None
+        msg = self._log.decode_at(entry[0])
+        return msg.store_timestamp if msg is not None else None
+
+    def newest_store_time(self) -> int:
+        """The store time of the last record in any queue (0 if none), so store times keep
+        increasing after a restart even if the wall clock went back."""
+        newest = 0
+        for cq in self:
+            if cq.max_offset > cq.min_offset:
+                newest = max(
+                    newest, self.store_time_at(cq.topic, cq.queue_id, cq.max_offset - 1) or 0
+                )
+        return newest
+
+    @property
+    def disk_bytes(self) -> int:
+        return sum(cq.chain.disk_bytes for cq in self)
+
+    # ------------------------------------------------------------------ retention, closing
+
+    def move_min(self, log_min_offset: int) -> None:
+        """Move every queue's minimum past entries whose records retention deleted."""
+        for cq in self:
+            cq.move_min(log_min_offset)
+
+    def close(self) -> None:
+        for cq in self:
+            cq.close()
