@@ -3,7 +3,7 @@ reconsume times and the properties clients need, then straight to the DLQ."""
 
 from __future__ import annotations
 
-from longboat.broker.retry import route_retry_send
+from longboat.broker.retry_policy import route_retry_send
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader

@@ -23,7 +23,7 @@ from longboat.protocol.headers import ConsumerGroupHeader, UnregisterClientReque
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ MAX_SCAN_INTERVAL_S = 10.0
 
 
 class ClientRequests:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
 
     def heartbeat(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -125,7 +125,7 @@ def language_name(code: int) -> str:
         return LanguageCode.OTHER.name
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: CoreHost) -> None:
     requests = ClientRequests(controller)
     controller.router.register(RequestCode.HEART_BEAT, requests.heartbeat)
     controller.router.register(RequestCode.UNREGISTER_CLIENT, requests.unregister)

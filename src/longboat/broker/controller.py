@@ -2,10 +2,12 @@
 feature modules, and runs the start/stop lifecycle.  It wires; the logic lives in the modules.
 
 Feature modules (the seam, see README.md in this package): each exposes
-`install(controller: BrokerController) -> None`, called once during `start()` after the store
-is open and the managers exist.  An install registers request handlers on `controller.router`
-and, as it needs, arrival listeners (`add_arrival_listener`), periodic jobs (`add_periodic`),
-start and stop hooks (`add_start_hook` / `add_stop_hook`) and connection-closed listeners.
+`install(host) -> None`, typed against `FeatureHost` or, for the core, `CoreHost`
+(`feature_host.py`), called once during `start()` after the store is open and the managers
+exist.  An install registers request handlers and middleware on `host.router` and, as it
+needs, arrival listeners (`add_arrival_listener`), periodic jobs (`add_periodic`), start and
+stop hooks (`add_start_hook` / `add_stop_hook`) and connection-closed listeners.  This is the
+only module that imports the handler modules.
 
 Lifecycle (state as data):
 
@@ -46,6 +48,7 @@ from longboat.broker import (
 from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import reroute_delayed
+from longboat.broker.feature_host import CoreHost
 from longboat.broker.hold import HoldService
 from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
@@ -63,11 +66,12 @@ from longboat.store.message_store import ArrivalListener
 
 log = logging.getLogger(__name__)
 
-Feature = Callable[["BrokerController"], None]
+Feature = Callable[[CoreHost], None]
 Hook = Callable[[], Awaitable[Any] | Any]
 
 # The broker's own request handling, installed first, then the extras.  Order matters only
-# where two modules register the same code (the later one wins), which none do.
+# where two modules register the same code (the later one wins), which none do; middleware
+# (metrics) wraps every handler of its codes whenever it is installed.
 CORE_FEATURES: tuple[Feature, ...] = (
     send.install,
     pull.install,
@@ -122,15 +126,14 @@ class BrokerController:
         self.consumers = ConsumerManager()
         self.store_host = config.advertised_ip
         self.broker_addr = ""  # host:port, once start() bound the port
-        # Metrics wrap the other modules' handlers, so they install last.
-        self._features = tuple(features) + ((metrics.install,) if config.metrics_port else ())
+        self._features = tuple(features)
         self._start_hooks: list[Hook] = []
         self._stop_hooks: list[Hook] = []
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
         self._pending_durable = 0
-        self.metrics: metrics.BrokerMetrics | None = None  # set by metrics.install
+        self.metrics: metrics.BrokerMetrics | None = None  # set at start when metricsPort > 0
         # Set by start():
         self.store: MessageStore
         self.offsets: ConsumerOffsetTable
@@ -271,15 +274,17 @@ class BrokerController:
             self.topics.wrapper,
             timeout_s=cfg.register_broker_timeout_mills / 1000,
         )
-        # The pull module's install sets `hold.answer` (it owns re-running a pull).
         self.hold = HoldService(
             self.store.max_offset,
+            pull.HeldPullReader(self.store),
             long_polling=cfg.long_polling_enable,
             short_polling_ms=cfg.short_polling_time_mills,
             max_held=cfg.max_held_pull_requests,
         )
         self.hold.start()
         self.store.add_arrival_listener(self.hold.on_arrival)
+        if cfg.metrics_port:
+            self.metrics = metrics.install(self)
         for install in self._features:
             install(self)
         for hook in self._start_hooks:

@@ -1,11 +1,15 @@
-"""What a broker feature module needs from the composition root, and nothing more.
+"""What a broker module needs from the composition root, and nothing more.
 
 Feature modules (retry, schedule, locks, lookups, admin) each expose
 `install(host: FeatureHost) -> None`, which registers request handlers on `host.router`, store
-arrival listeners, start/stop hooks and periodic jobs.  `BrokerController` is the real host.
-They are typed against this protocol rather than the controller class, so the controller stays
-the one place that knows every module, and tests can install a feature on any object that
-offers these members.
+arrival listeners, start/stop hooks and periodic jobs.  The core modules (send, pull, client
+requests, offset requests, metrics) expose `install(host: CoreHost) -> None`: `CoreHost` adds
+the broker's own machinery — the send path's append and durability steps, the consumer table,
+the hold service, connection-closed listeners.  `BrokerController` is the real host of both.
+
+Every module is typed against these protocols rather than the controller class, so the
+controller is the one module that imports the handler modules and the import graph has no
+cycle through it.
 """
 
 from __future__ import annotations
@@ -14,11 +18,21 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from longboat.broker.config import BrokerConfig
+from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import DelayLevels
+from longboat.broker.hold import HoldService
 from longboat.broker.subscription_groups import SubscriptionGroupTable
+from longboat.broker.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
-from longboat.remoting import Router
-from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
+from longboat.remoting import Connection, Router
+from longboat.store import (
+    ConsumerOffsetTable,
+    EncodedBatch,
+    MessageInner,
+    MessageStore,
+    PutResult,
+)
+from longboat.store.message_store import ArrivalListener
 
 
 class TopicCreator(Protocol):
@@ -76,4 +90,39 @@ class FeatureHost(Protocol):
 
     def add_periodic(self, interval_s: float, job: Callable[[], object]) -> None:
         """Run `job` (plain or async) every `interval_s` seconds while the broker runs."""
+        ...
+
+
+class CoreHost(FeatureHost, Protocol):
+    """What the broker's core modules use besides a feature's members."""
+
+    @property
+    def topics(self) -> TopicManager: ...
+    @property
+    def consumers(self) -> ConsumerManager: ...
+    @property
+    def hold(self) -> HoldService: ...
+    @property
+    def flush_backlog_full(self) -> bool:
+        """Too many appends wait for an fsync: refuse sends that would wait too."""
+        ...
+
+    def store_message(self, msg: MessageInner) -> PutResult:
+        """Append one message now, on the loop (DELAY rerouted); durability not awaited."""
+        ...
+
+    def store_batch(self, batch: EncodedBatch) -> PutResult:
+        """Append a batch now, on the loop; durability not awaited."""
+        ...
+
+    def await_durable(self, result: PutResult) -> Awaitable[PutResult]:
+        """Wait for a SYNC_FLUSH append's fsync (FLUSH_DISK_TIMEOUT when late)."""
+        ...
+
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        """Hear every append, in-line on the appending thread."""
+        ...
+
+    def add_connection_closed_listener(self, listener: Callable[[Connection], None]) -> None:
+        """Forget per-connection state when a client's connection closes."""
         ...

@@ -29,6 +29,13 @@ registration is seen by the re-check, one that lands after is seen by the arriva
 
 Short polling (`longPollingEnable=false`, RocketMQ's semantics): arrivals do not wake; a pull is
 held `shortPollingTimeMills` (at most its own suspendTimeoutMillis) and then re-run.
+
+Answering is injected, not assigned: the service is built with an `answer(pull)` that re-runs
+a released pull and returns its response (the pull module's), writes that response to the
+pull's connection itself, and then tells every observer (`add_observer`) — the metrics module
+counts what held pulls delivered and how long wake-ups took without wrapping anything.  Time
+comes from injected clocks too (`timers` for the deadlines, `clock` for wake-up latency), so
+the machine can be driven by a test without sockets or sleeps.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from longboat.protocol import RemotingCommand
 from longboat.remoting import Connection
@@ -68,7 +75,7 @@ class HeldPull:
         self.key = key
         self.offset = offset
         self.codes = codes  # tags codes that wake it; None: every message
-        self.timer: asyncio.TimerHandle | None = None
+        self.timer: Timer | None = None
 
 
 class Waiters:
@@ -113,22 +120,52 @@ class Waiters:
         return bool(self.every or self.by_code)
 
 
-def _no_answerer(held: HeldPull) -> None:
-    raise RuntimeError("the hold service has no pull processor to answer with")
+Answerer = Callable[[HeldPull], RemotingCommand]
+
+
+class HoldObserver(Protocol):
+    def held_pull_answered(
+        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+    ) -> None:
+        """`response` was written to `held`'s connection.  `wake_latency_s`: for a pull an
+        arrival woke, the seconds from the arrival call to the answer being written; None
+        for one answered by the re-check, its timer or shutdown."""
+        ...
+
+
+class Timer(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Timers(Protocol):
+    """The deadline clock (an asyncio loop is one)."""
+
+    def time(self) -> float: ...
+
+    def call_at(
+        self, when: float, callback: Callable[[HeldPull], object], held: HeldPull, /
+    ) -> Timer: ...
 
 
 class HoldService:
     def __init__(
         self,
         max_offset: Callable[[str, int], int],
+        answer: Answerer,
         *,
         long_polling: bool,
         short_polling_ms: int,
         max_held: int,
+        timers: Timers | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         """`max_offset` is the store's, read by the re-check.  `answer(pull)` re-runs a
-        released pull and writes its response; the pull processor sets it."""
-        self.answer: Callable[[HeldPull], object] = _no_answerer
+        released pull and returns its response, which the service writes.  `timers` runs
+        the deadlines (the running loop, from `start`, when None); `clock` times wake-ups."""
+        self._answer = answer
+        self._observers: list[HoldObserver] = []
+        self._timers = timers
+        self._clock = clock
         self._max_offset = max_offset
         self.long_polling = long_polling
         self.short_polling_ms = short_polling_ms
@@ -137,19 +174,24 @@ class HoldService:
         self._by_conn: dict[Connection, dict[HeldPull, None]] = {}
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_timers: Timers | None = None
         self._loop_thread = 0
         # Tests set this to act between a pull's empty read and its registration (the race
         # the re-check closes); called with (topic, queue_id).
         self.before_hold: Callable[[str, int], None] | None = None
         # Figures for the metrics module, read at scrape time: pulls answered by an arrival
-        # and by their timer; `on_wake_latency(seconds)`, when set, hears how long each
-        # woken pull took from the arrival call to its answer being written.
+        # and by their timer.
         self.woken = 0
         self.expired = 0
-        self.on_wake_latency: Callable[[float], None] | None = None
+
+    def add_observer(self, observer: HoldObserver) -> None:
+        """Tell `observer` of every answer the service writes (on the event loop)."""
+        self._observers.append(observer)
 
     def start(self) -> None:
+        """Start holding, on the running loop (arrivals from other threads hop onto it)."""
         self._loop = asyncio.get_running_loop()
+        self._loop_timers = self._timers if self._timers is not None else self._loop
         self._loop_thread = threading.get_ident()
 
     @property
@@ -171,15 +213,15 @@ class HoldService:
     ) -> bool:
         """Park a pull; False when it cannot be held (the caller answers at once): the
         connection is gone, the service is not started, or `max_held` pulls are parked."""
-        loop = self._loop
-        if loop is None or conn.closed or self._count >= self.max_held:
+        timers = self._loop_timers
+        if self._loop is None or timers is None or conn.closed or self._count >= self.max_held:
             return False
         if self.before_hold is not None:
             self.before_hold(topic, queue_id)
         key = (topic, queue_id)
         held = HeldPull(conn, request, header, key, offset, codes)
         hold_ms = suspend_ms if self.long_polling else min(self.short_polling_ms, suspend_ms)
-        held.timer = loop.call_at(loop.time() + max(0, hold_ms) / 1000, self._expired, held)
+        held.timer = timers.call_at(timers.time() + max(0, hold_ms) / 1000, self._expired, held)
         if self.long_polling:
             waiters = self._queues.get(key)
             if waiters is None:
@@ -194,7 +236,7 @@ class HoldService:
         # The re-check: anything stored since the read wakes the pull now.
         if self.long_polling and self._max_offset(topic, queue_id) > offset:
             self._release(held)
-            self.answer(held)
+            self._respond(held, None)
         return True
 
     # ------------------------------------------------------------------ waking
@@ -206,7 +248,7 @@ class HoldService:
         waiters = self._queues.get((topic, queue_id))
         if not waiters:
             return
-        started = time.perf_counter()
+        started = self._clock()
         if threading.get_ident() != self._loop_thread:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(
@@ -217,11 +259,8 @@ class HoldService:
         for held in woken:
             self._release(held)
         self.woken += len(woken)
-        observe = self.on_wake_latency
         for held in woken:
-            self._wake(held)
-            if observe is not None:
-                observe(time.perf_counter() - started)
+            self._wake(held, started)
 
     def _expired(self, held: HeldPull) -> None:
         held.timer = None
@@ -229,11 +268,19 @@ class HoldService:
         self.expired += 1
         self._wake(held)
 
-    def _wake(self, held: HeldPull) -> None:
+    def _wake(self, held: HeldPull, arrived: float | None = None) -> None:
+        """Answer a released pull; `arrived` is when the arrival that woke it was heard."""
         try:
-            self.answer(held)
+            self._respond(held, arrived)
         except Exception:
             log.exception("answering a held pull from %s failed", held.conn.peer)
+
+    def _respond(self, held: HeldPull, arrived: float | None) -> None:
+        response = self._answer(held)
+        held.conn.send(response)
+        latency = None if arrived is None else self._clock() - arrived
+        for observer in self._observers:
+            observer.held_pull_answered(held, response, latency)
 
     # ------------------------------------------------------------------ leaving
 

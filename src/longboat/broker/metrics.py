@@ -5,8 +5,9 @@ Two kinds of figures, kept apart so the hot path stays cheap:
 * Events counted as they happen — messages and bytes in and out per topic, retries and DLQ
   arrivals per group, wake-up and flush latencies.  The counters are label children bound once
   per topic or group (a dict lookup and one `inc` per request, never a `labels()` call on the
-  hot path); sends and pulls are counted by wrapping their router handlers and the hold
-  service's answerer, so the send and pull modules know nothing of metrics.
+  hot path); sends and pulls are counted by a router middleware on their codes and a hold
+  service observer, so the send and pull modules know nothing of metrics, and the module
+  may be installed before or after them.
 * State read at scrape time by a custom collector — held pulls, wake-ups and timeouts, dispatch
   lag, store size, and per-queue consumer lag and lag time for every group.  Nothing is
   maintained between scrapes, so a broker with thousands of queues pays only when scraped.
@@ -24,7 +25,7 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIServer
 
@@ -35,11 +36,10 @@ from prometheus_client.registry import Collector
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
-from longboat.remoting import Connection
-from longboat.remoting.router import Handler, HandlerResult
+from longboat.remoting import Connection, Handler, HandlerResult
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
     from longboat.broker.hold import HeldPull
 
 log = logging.getLogger(__name__)
@@ -89,7 +89,7 @@ class BrokerMetrics:
     """The broker's metric families in their own registry (one per broker: tests run several
     brokers in one process)."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
         self.registry = CollectorRegistry(auto_describe=True)
         reg = self.registry
@@ -136,17 +136,17 @@ class BrokerMetrics:
 
     # ------------------------------------------------------------------ hot-path hooks
 
-    def wrap_send(self, inner: Handler) -> Handler:
-        def handle(conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-            result = inner(conn, cmd)
-            if isinstance(result, RemotingCommand):
-                self._count_send(cmd, result)
-                return result
-            if inspect.isawaitable(result):
-                return self._after(cmd, result)
+    def count_sends(
+        self, conn: Connection, cmd: RemotingCommand, handler: Handler
+    ) -> HandlerResult:
+        """Router middleware on the send codes: count what was stored."""
+        result = handler(conn, cmd)
+        if isinstance(result, RemotingCommand):
+            self._count_send(cmd, result)
             return result
-
-        return handle
+        if inspect.isawaitable(result):
+            return self._after(cmd, result)
+        return result
 
     async def _after(
         self, cmd: RemotingCommand, pending: Awaitable[RemotingCommand | None]
@@ -165,23 +165,23 @@ class BrokerMetrics:
         self.messages_in.inc(topic, msg_id.count(",") + 1)
         self.bytes_in.inc(topic, len(cmd.body))
 
-    def wrap_pull(self, inner: Handler) -> Handler:
-        def handle(conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-            result = inner(conn, cmd)
-            if isinstance(result, RemotingCommand):
-                self._count_pull(cmd, result)
-            return result
+    def count_pulls(
+        self, conn: Connection, cmd: RemotingCommand, handler: Handler
+    ) -> HandlerResult:
+        """Router middleware on PULL_MESSAGE: count what a pull answered at once (a held
+        one is counted when the hold service answers it)."""
+        result = handler(conn, cmd)
+        if isinstance(result, RemotingCommand):
+            self._count_pull(cmd, result)
+        return result
 
-        return handle
-
-    def wrap_held_answer(self, inner: Callable[[HeldPull], object]) -> Callable[[HeldPull], object]:
-        def answer(held: HeldPull) -> object:
-            response = inner(held)
-            if isinstance(response, RemotingCommand):
-                self._count_pull(held.request, response)
-            return response
-
-        return answer
+    def held_pull_answered(
+        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+    ) -> None:
+        """Hold service observer: what a held pull delivered, and how fast a woken one was."""
+        self._count_pull(held.request, response)
+        if wake_latency_s is not None:
+            self.wake_latency.observe(wake_latency_s)
 
     def _count_pull(self, cmd: RemotingCommand, response: RemotingCommand) -> None:
         body = response.body
@@ -231,7 +231,7 @@ class BrokerMetrics:
 class StateCollector(Collector):
     """Figures read from the broker's state when scraped."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
 
     def describe(self) -> list[Metric]:
@@ -271,7 +271,7 @@ class StateCollector(Collector):
         yield from consumer_lag(ctl, time.time())
 
 
-def consumer_lag(ctl: BrokerController, now_s: float) -> Iterator[Metric]:
+def consumer_lag(ctl: CoreHost, now_s: float) -> Iterator[Metric]:
     """Per group, topic and queue: messages behind the queue's end, and how long the oldest
     unconsumed one has waited (0 when caught up; no sample when its store time is unreadable,
     e.g. retention deleted it)."""
@@ -308,22 +308,15 @@ def consumer_lag(ctl: BrokerController, now_s: float) -> Iterator[Metric]:
     yield lag_time
 
 
-def install(controller: BrokerController) -> None:
-    """Wrap the send and pull paths, hear retry/DLQ arrivals, wake-ups and flushes, and serve
-    the endpoint while the broker runs."""
+def install(controller: CoreHost) -> BrokerMetrics:
+    """Count sends and pulls (router middleware, hold observer), hear retry/DLQ arrivals and
+    flushes, and serve the endpoint while the broker runs; the metrics, for the host."""
     metrics = BrokerMetrics(controller)
-    router = controller.router
-    for code in _SEND_CODES:
-        inner = router.handler(code)
-        if inner is not None:
-            router.register(code, metrics.wrap_send(inner))
-    pull = router.handler(RequestCode.PULL_MESSAGE)
-    if pull is not None:
-        router.register(RequestCode.PULL_MESSAGE, metrics.wrap_pull(pull))
-    controller.hold.answer = metrics.wrap_held_answer(controller.hold.answer)
-    controller.hold.on_wake_latency = metrics.wake_latency.observe
+    controller.router.use(metrics.count_sends, codes=_SEND_CODES)
+    controller.router.use(metrics.count_pulls, codes=(RequestCode.PULL_MESSAGE,))
+    controller.hold.add_observer(metrics)
     controller.store.observe_flushes(metrics.flush_latency.observe)
     controller.add_arrival_listener(metrics.on_arrival)
-    controller.metrics = metrics
     controller.add_start_hook(metrics.start)
     controller.add_stop_hook(lambda: asyncio.to_thread(metrics.stop))
+    return metrics

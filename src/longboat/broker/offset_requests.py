@@ -35,11 +35,11 @@ from longboat.protocol.headers import (
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
 
 
 class OffsetRequests:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
 
     def query_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -91,7 +91,7 @@ def _offset(cmd: RemotingCommand, offset: int) -> RemotingCommand:
     return cmd.make_response(ext_fields=OffsetResponseHeader(offset).to_ext())
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: CoreHost) -> None:
     requests = OffsetRequests(controller)
     register = controller.router.register
     register(RequestCode.QUERY_CONSUMER_OFFSET, requests.query_consumer_offset)

@@ -19,6 +19,9 @@ Answers follow RocketMQ's decision table (see `longboat.store.queue_read`):
 and every answer carries the four offset fields (suggestWhichBrokerId, nextBeginOffset,
 minOffset, maxOffset), which both Java and ali-ons read unconditionally.  The remark is the
 store status, as RocketMQ sends it.
+
+A held pull is answered by re-running its read without suspend: `HeldPullReader` is the
+answerer the composition root gives the hold service, which writes the answer itself.
 """
 
 from __future__ import annotations
@@ -32,10 +35,10 @@ from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import PERM_READ
 from longboat.remoting import Connection
-from longboat.store import GetResult, GetStatus
+from longboat.store import GetResult, GetStatus, MessageStore
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
 
 _CODES: dict[GetStatus, int] = {
     GetStatus.FOUND: ResponseCode.SUCCESS,
@@ -57,7 +60,7 @@ class PullRefused(Exception):
 
 
 class PullProcessor:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
 
     def handle(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
@@ -71,8 +74,8 @@ class PullProcessor:
             ctl.offsets.commit(
                 header.consumerGroup, header.topic, header.queueId, header.commitOffset
             )
-        got = self._read(header, codes)
-        code = self._code(got, header.queueOffset)
+        got = _read(ctl.store, header, codes)
+        code = _answer_code(got, header.queueOffset)
         if (
             code == ResponseCode.PULL_NOT_FOUND
             and header.sysFlag & PullSysFlag.SUSPEND
@@ -89,16 +92,7 @@ class PullProcessor:
             )
         ):
             return None
-        return self._response(cmd, got, code)
-
-    def answer_held(self, held: HeldPull) -> RemotingCommand:
-        """Re-run a released pull without suspend and write its answer (hold service); the
-        answer is returned for whoever wraps `hold.answer` (metrics)."""
-        header: PullMessageRequestHeader = held.header
-        got = self._read(header, held.codes)
-        response = self._response(held.request, got, self._code(got, header.queueOffset))
-        held.conn.send(response)
-        return response
+        return _answer(cmd, got, code)
 
     # ------------------------------------------------------------------ internals
 
@@ -156,36 +150,52 @@ class PullProcessor:
         expr = TagExpression.parse(sub.sub_string)
         return None if expr.matches_all else expr.codes
 
-    def _read(self, header: PullMessageRequestHeader, codes: frozenset[int] | None) -> GetResult:
-        return self.controller.store.get_messages(
-            header.topic,
-            header.queueId,
-            header.queueOffset,
-            header.maxMsgNums,
-            tag_filter=None if codes is None else codes.__contains__,
-        )
 
-    @staticmethod
-    def _code(got: GetResult, offset: int) -> int:
-        if got.status is GetStatus.NO_MESSAGE_IN_QUEUE or (
-            got.status is GetStatus.NO_MATCHED_LOGIC_QUEUE
-        ):
-            return ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED
-        return _CODES[got.status]
-
-    @staticmethod
-    def _response(cmd: RemotingCommand, got: GetResult, code: int) -> RemotingCommand:
-        ext = PullMessageResponseHeader(
-            suggestWhichBrokerId=0,
-            nextBeginOffset=got.next_begin_offset,
-            minOffset=got.min_offset,
-            maxOffset=got.max_offset,
-        ).to_ext()
-        body = b"".join(got.records) if got.records else b""
-        return cmd.make_response(code, got.status.value, ext_fields=ext, body=body)
+def _read(
+    store: MessageStore, header: PullMessageRequestHeader, codes: frozenset[int] | None
+) -> GetResult:
+    """The request's read (`codes`: the tags codes it accepts, None: all)."""
+    return store.get_messages(
+        header.topic,
+        header.queueId,
+        header.queueOffset,
+        header.maxMsgNums,
+        tag_filter=None if codes is None else codes.__contains__,
+    )
 
 
-def install(controller: BrokerController) -> None:
+def _answer_code(got: GetResult, offset: int) -> int:
+    """The response code of the decision table above."""
+    if got.status is GetStatus.NO_MESSAGE_IN_QUEUE or (
+        got.status is GetStatus.NO_MATCHED_LOGIC_QUEUE
+    ):
+        return ResponseCode.PULL_NOT_FOUND if offset == 0 else ResponseCode.PULL_OFFSET_MOVED
+    return _CODES[got.status]
+
+
+def _answer(cmd: RemotingCommand, got: GetResult, code: int) -> RemotingCommand:
+    ext = PullMessageResponseHeader(
+        suggestWhichBrokerId=0,
+        nextBeginOffset=got.next_begin_offset,
+        minOffset=got.min_offset,
+        maxOffset=got.max_offset,
+    ).to_ext()
+    body = b"".join(got.records) if got.records else b""
+    return cmd.make_response(code, got.status.value, ext_fields=ext, body=body)
+
+
+class HeldPullReader:
+    """The hold service's answerer: re-runs a released pull without suspend."""
+
+    def __init__(self, store: MessageStore) -> None:
+        self.store = store
+
+    def __call__(self, held: HeldPull) -> RemotingCommand:
+        header: PullMessageRequestHeader = held.header
+        got = _read(self.store, header, held.codes)
+        return _answer(held.request, got, _answer_code(got, header.queueOffset))
+
+
+def install(controller: CoreHost) -> None:
     processor = PullProcessor(controller)
-    controller.hold.answer = processor.answer_held
     controller.router.register(RequestCode.PULL_MESSAGE, processor.handle)

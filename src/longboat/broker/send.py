@@ -18,7 +18,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from longboat.broker import retry
+from longboat.broker.retry_policy import route_retry_send
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.batch import split_batch
 from longboat.protocol.errors import ProtocolError
@@ -45,7 +45,7 @@ from longboat.remoting import Connection
 from longboat.store import EncodedBatch, MessageInner, PutResult, PutStatus
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
 
 _PUT_CODES: dict[PutStatus, int] = {
     PutStatus.PUT_OK: ResponseCode.SUCCESS,
@@ -84,7 +84,7 @@ class _Send:
 
 
 class SendProcessor:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
         cfg = controller.config
         self._extra = {"MSG_REGION": cfg.region_id, "TRACE_ON": "true" if cfg.trace_on else "false"}
@@ -203,7 +203,7 @@ class SendProcessor:
                 born_port=conn.peer_port,
                 reconsume_times=header.reconsumeTimes or 0,
             )
-            retry.route_retry_send(
+            route_retry_send(
                 ctl,
                 msg,
                 reconsume_times=header.reconsumeTimes,
@@ -280,7 +280,7 @@ def _refuse_delayed(props: dict[str, str]) -> None:
         raise SendRefused(ResponseCode.MESSAGE_ILLEGAL, "messages of a batch may not be delayed")
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: CoreHost) -> None:
     processor = SendProcessor(controller)
     for code in (
         RequestCode.SEND_MESSAGE,

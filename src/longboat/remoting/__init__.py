@@ -6,18 +6,22 @@ This is the one I/O seam: sockets, timeouts and connection loss become `Remoting
 from __future__ import annotations
 
 from longboat.remoting.client import RemotingClient, split_addr
-from longboat.remoting.connection import Connection
+from longboat.remoting.connection import Connection, RequestHandler
 from longboat.remoting.errors import ConnectError, ConnectionClosed, RemotingError, RequestTimeout
-from longboat.remoting.router import Router
+from longboat.remoting.router import Handler, HandlerResult, Middleware, Router
 from longboat.remoting.server import RemotingServer
 
 __all__ = [
     "ConnectError",
     "Connection",
     "ConnectionClosed",
+    "Handler",
+    "HandlerResult",
+    "Middleware",
     "RemotingClient",
     "RemotingError",
     "RemotingServer",
+    "RequestHandler",
     "RequestTimeout",
     "Router",
     "split_addr",

@@ -1,7 +1,7 @@
 """Outgoing connections, one per address, shared by every request to that address.
 
 Requests from a broker to us (NOTIFY_CONSUMER_IDS_CHANGED and friends) arrive on the same
-sockets and go to the `Router` given here.
+sockets and go to the `RequestHandler` given here (a `Router`).
 """
 
 from __future__ import annotations
@@ -10,9 +10,8 @@ import asyncio
 import socket
 
 from longboat.protocol import RemotingCommand
-from longboat.remoting.connection import Connection, RemotingProtocol
+from longboat.remoting.connection import Connection, RemotingProtocol, RequestHandler
 from longboat.remoting.errors import ConnectError, ConnectionClosed
-from longboat.remoting.router import Router
 
 
 def split_addr(addr: str) -> tuple[str, int]:
@@ -23,7 +22,9 @@ def split_addr(addr: str) -> tuple[str, int]:
 
 
 class RemotingClient:
-    def __init__(self, router: Router | None = None, *, connect_timeout: float = 3.0) -> None:
+    def __init__(
+        self, router: RequestHandler | None = None, *, connect_timeout: float = 3.0
+    ) -> None:
         self.router = router
         self.connect_timeout = connect_timeout
         self._conns: dict[str, Connection] = {}

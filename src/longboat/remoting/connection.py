@@ -1,13 +1,18 @@
 """One remoting connection over asyncio: requests and responses in both directions.
 
 `RemotingProtocol` owns a sans-IO `FrameDecoder`; every whole command is either a response
-(flag bit 0), matched by opaque to a waiting future, or a request handed to the `Router`.
-Handlers may answer at once (a plain return) or later (a coroutine), or never for one-way
-requests.  A protocol error closes only this connection.
+(flag bit 0), matched by opaque to a waiting future, or a request handed to the connection's
+`RequestHandler` (the `Router`, in every server and client here).  The handler answers at once
+or returns the task still answering; one-way requests are never answered.  A protocol error
+closes only this connection.
 
 Back-pressure: when the peer stops reading our answers (the transport's write buffer passes
-its high-water mark) or too many handlers are in flight, we stop reading its requests, so a
-slow or hostile peer costs bounded memory.
+its high-water mark) or too many of its requests are still being answered, we stop reading its
+requests, so a slow or hostile peer costs bounded memory.  The connection counts those
+requests itself, from the tasks its handler returns: the handler knows nothing of it.
+
+The connection depends on the `RequestHandler` protocol, never on the router's module, so the
+import graph runs one way: router → connection.
 """
 
 from __future__ import annotations
@@ -15,14 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 from longboat.protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_parts
 from longboat.protocol.command import OpaqueCounter
 from longboat.remoting.errors import ConnectionClosed, RequestTimeout
-
-if TYPE_CHECKING:
-    from longboat.remoting.router import Router
 
 log = logging.getLogger(__name__)
 
@@ -30,18 +32,27 @@ MAX_IN_FLIGHT = 1024
 WRITE_HIGH_WATER = 8 * 1024 * 1024
 
 
+class RequestHandler(Protocol):
+    """What a connection hands each incoming request to."""
+
+    def handle(self, conn: Connection, cmd: RemotingCommand) -> asyncio.Future[None] | None:
+        """Answer `cmd` (or not, if one-way) on `conn`.  Returns None when done, or the task
+        still answering it, which the connection counts as in flight until it finishes."""
+        ...
+
+
 class RemotingProtocol(asyncio.Protocol):
     """asyncio protocol for one connection; `conn` is what the rest of the code uses."""
 
     def __init__(
         self,
-        router: Router | None,
+        handler: RequestHandler | None,
         *,
         max_frame: int = 16 * 1024 * 1024,
         on_open: Callable[[Connection], None] | None = None,
         on_close: Callable[[Connection], None] | None = None,
     ) -> None:
-        self.router = router
+        self.handler = handler
         self.decoder = FrameDecoder(max_frame)
         self.conn: Connection | None = None
         self._on_open = on_open
@@ -51,7 +62,7 @@ class RemotingProtocol(asyncio.Protocol):
         # A stream transport (uvloop's is not an asyncio.Transport subclass, so no isinstance).
         transport = cast(asyncio.Transport, transport)
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
-        self.conn = Connection(transport, self.router)
+        self.conn = Connection(transport, self.handler)
         if self._on_close is not None:
             self.conn.add_close_callback(self._on_close)
         if self._on_open is not None:
@@ -84,9 +95,11 @@ class RemotingProtocol(asyncio.Protocol):
 class Connection:
     """A live connection: send requests and await answers, write responses, close."""
 
-    def __init__(self, transport: asyncio.Transport, router: Router | None) -> None:
+    def __init__(self, transport: asyncio.Transport, handler: RequestHandler | None) -> None:
+        """`handler` answers the peer's requests; None: requests are ignored (a connection
+        that only sends requests)."""
         self.transport = transport
-        self.router = router
+        self.handler = handler
         peer = transport.get_extra_info("peername")
         self.peer_host: str = peer[0] if peer else "?"
         self.peer_port: int = peer[1] if peer else 0
@@ -112,16 +125,16 @@ class Connection:
             elif not fut.done():
                 fut.set_result(cmd)
             return
-        if self.router is None:
+        if self.handler is None:
             return
-        self.router.handle(self, cmd)
+        answering = self.handler.handle(self, cmd)
+        if answering is not None:
+            self._in_flight += 1
+            if self._in_flight >= MAX_IN_FLIGHT:
+                self._update_reading()
+            answering.add_done_callback(self._answered)
 
-    def handler_started(self) -> None:
-        self._in_flight += 1
-        if self._in_flight >= MAX_IN_FLIGHT:
-            self._update_reading()
-
-    def handler_finished(self) -> None:
+    def _answered(self, _: asyncio.Future[None]) -> None:
         self._in_flight -= 1
         if self._reading_paused:
             self._update_reading()
