@@ -55,11 +55,13 @@ up: $(STAMP)
 test: $(STAMP) node-peers java-peers
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
+	$(VENV)/bin/lint-imports --no-logo
 	$(VENV)/bin/ruff format --check .
 
 bench: $(STAMP)
