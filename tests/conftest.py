@@ -14,6 +14,11 @@ Everything a test started is stopped at its teardown.
 `cluster.restart_broker()` stops the broker and starts a new one on the same data directory
 and port (a clean restart: everything acknowledged must still be there).
 
+`loopback_broker` is the same pair started on the test's own event loop, for asyncio tests that
+also reach into the broker's state (its store, tables and `put_message`) between requests:
+`broker = await loopback_broker(message_delay_level="100ms")` returns the running
+`BrokerController`; its name server's address is `broker.config.namesrv_addr`.
+
 `rocketmq_cluster` is Apache RocketMQ itself (a name server and a broker, two JVMs started once
 per session; see `peers.rocketmq`), and `java_peers` the guard every test running a Java peer
 program requests: it skips with the reason when LONGBOAT_SKIP_JAVA=1 and fails, saying what to
@@ -25,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -151,6 +156,27 @@ def loopback_cluster(tmp_path: Path) -> Iterator[Callable[..., Cluster]]:
     yield make
     for cluster in started:
         cluster.stop()
+
+
+@pytest.fixture
+async def loopback_broker(
+    tmp_path: Path,
+) -> AsyncIterator[Callable[..., Awaitable[BrokerController]]]:
+    started: list[NameServer | BrokerController] = []
+
+    async def make(**options: Any) -> BrokerController:
+        namesrv = NameServer("127.0.0.1", 0)
+        await namesrv.start()
+        started.append(namesrv)
+        config = broker_config(tmp_path / f"broker-{len(started)}", namesrv.addr, **options)
+        broker = BrokerController(config)
+        started.append(broker)
+        await broker.start()
+        return broker
+
+    yield make
+    for server in reversed(started):
+        await server.stop()
 
 
 @pytest.fixture(scope="session")

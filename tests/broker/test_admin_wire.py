@@ -3,34 +3,48 @@ runtime figures, group settings that send-back then follows."""
 
 from __future__ import annotations
 
+from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ConsumeStats,
     SubscriptionGroupConfig,
     TopicConfigSerializeWrapper,
+    TopicRouteData,
 )
 from longboat.protocol.fastjson import loads
 from longboat.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetRouteInfoRequestHeader,
 )
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 from longboat.store import MessageInner
 
-from .extras_host import ExtrasHost, client, extras  # noqa: F401
-
 
 async def call(
-    client: RemotingClient,  # noqa: F811
-    host: ExtrasHost,
+    client: RemotingClient,
+    host: BrokerController,
     code: int,
     ext: dict[str, str] | None = None,
     body: bytes = b"",
 ) -> RemotingCommand:
     cmd = RemotingCommand.request(code, ext, body)
     return await client.request(host.broker_addr, cmd, timeout=5)
+
+
+async def route_at_name_server(
+    client: RemotingClient, broker: BrokerController, topic: str
+) -> TopicRouteData | None:
+    cmd = RemotingCommand.request(
+        RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic).to_ext()
+    )
+    response = await client.request(broker.config.namesrv_addr, cmd, timeout=5)
+    if response.code == ResponseCode.TOPIC_NOT_EXIST:
+        return None
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    return TopicRouteData.from_json(response.body)
 
 
 def create(topic: str, queues: int = 4, perm: int = 6) -> dict[str, str]:
@@ -44,50 +58,64 @@ def create(topic: str, queues: int = 4, perm: int = 6) -> dict[str, str]:
 
 
 async def test_create_topic_registers_and_shows_in_the_table(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    response = await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Orders", 3))
+    response = await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Orders", 3))
     assert response.code == ResponseCode.SUCCESS, response.remark
-    assert extras.registrations == 1
+    # Registered before the answer: the name server routes the topic to this broker already.
+    route = await route_at_name_server(client, broker, "Orders")
+    assert route is not None
+    assert [(q.broker_name, q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [
+        ("broker-a", 3, 3)
+    ]
 
-    response = await call(client, extras, RequestCode.GET_ALL_TOPIC_CONFIG)
+    response = await call(client, broker, RequestCode.GET_ALL_TOPIC_CONFIG)
     wrapper = TopicConfigSerializeWrapper.from_json(response.body)
     orders = wrapper.topic_config_table["Orders"]
     assert (orders.read_queue_nums, orders.write_queue_nums, orders.perm) == (3, 3, 6)
     assert wrapper.data_version.counter >= 1
 
     # Updating is the same call.
-    await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Orders", 8, perm=4))
-    assert extras.store.topic_configs.get("Orders").write_queue_nums == 8  # type: ignore[union-attr]
+    await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Orders", 8, perm=4))
+    assert broker.store.topic_configs.get("Orders").write_queue_nums == 8  # type: ignore[union-attr]
+
+
+RESERVED = ("SCHEDULE_TOPIC_XXXX", "TBW102", "DefaultCluster", "broker-a")
 
 
 async def test_reserved_and_bad_topic_names_are_refused(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    for name in ("SCHEDULE_TOPIC_XXXX", "TBW102", "DefaultCluster", "broker-a", "bad topic"):
-        response = await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create(name))
+    before = {name: broker.topics.get(name) for name in RESERVED}
+    version = broker.topics.wrapper().data_version.counter
+    for name in (*RESERVED, "bad topic"):
+        response = await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create(name))
         assert response.code == ResponseCode.SYSTEM_ERROR, name
         assert response.remark
-        assert extras.store.topic_configs.get(name) is None
-    response = await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Z", 0))
+    assert {name: broker.topics.get(name) for name in RESERVED} == before
+    assert broker.store.topic_configs.get("bad topic") is None
+    response = await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Z", 0))
     assert response.code == ResponseCode.SYSTEM_ERROR
-    assert extras.registrations == 0
+    assert broker.store.topic_configs.get("Z") is None
+    # Nothing changed, so nothing new was registered: the name server knows no route to Z.
+    assert broker.topics.wrapper().data_version.counter == version
+    assert await route_at_name_server(client, broker, "Z") is None
 
 
 async def test_consume_stats_per_queue(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    await call(client, extras, RequestCode.UPDATE_AND_CREATE_TOPIC, create("T", 2))
+    await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create("T", 2))
     for i in range(5):
-        await extras.put_message(MessageInner("T", i % 2, b"x", {}))
-    extras.offsets.commit("g", "T", 0, 2)
-    stored_at = extras.store.store_time_at("T", 0, 1)
+        await broker.put_message(MessageInner("T", i % 2, b"x", {}))
+    broker.offsets.commit("g", "T", 0, 2)
+    stored_at = broker.store.store_time_at("T", 0, 1)
 
     response = await call(
-        client, extras, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader("g").to_ext()
+        client, broker, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader("g").to_ext()
     )
     stats = ConsumeStats.from_json(response.body)
     q0, q1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
@@ -101,7 +129,7 @@ async def test_consume_stats_per_queue(
 
     response = await call(
         client,
-        extras,
+        broker,
         RequestCode.GET_CONSUME_STATS,
         GetConsumeStatsRequestHeader("nobody", "T").to_ext(),
     )
@@ -110,32 +138,32 @@ async def test_consume_stats_per_queue(
 
 
 async def test_runtime_info_is_a_kv_table(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    response = await call(client, extras, RequestCode.GET_BROKER_RUNTIME_INFO)
+    response = await call(client, broker, RequestCode.GET_BROKER_RUNTIME_INFO)
     table = loads(response.body)["table"]
     assert table["brokerVersionDesc"] == "V4_9_8"
     assert table["dispatchBehindBytes"] == "0"
-    assert int(table["commitLogMaxOffset"]) == extras.store.max_physical_offset
+    assert int(table["commitLogMaxOffset"]) == broker.store.max_physical_offset
 
 
 async def test_group_settings_are_stored_and_followed_by_send_back(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
     body = SubscriptionGroupConfig("g", retry_queue_nums=0).to_json()
     response = await call(
-        client, extras, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body
+        client, broker, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body
     )
     assert response.code == ResponseCode.SUCCESS
-    assert extras.subscription_groups.get("g").retry_queue_nums == 0
-    saved = loads(extras.subscription_groups.path.read_bytes())
+    assert broker.subscription_groups.get("g").retry_queue_nums == 0
+    saved = loads(broker.subscription_groups.path.read_bytes())
     assert saved["subscriptionGroupTable"]["g"]["retryQueueNums"] == 0
 
     # retryQueueNums 0: RocketMQ's "no retries" switch — accepted and dropped.
-    result = await extras.put_message(MessageInner("T", 0, b"x", {}))
+    result = await broker.put_message(MessageInner("T", 0, b"x", {}))
     header = ConsumerSendMsgBackRequestHeader(result.records[0].commit_log_offset, "g", 0)
-    response = await call(client, extras, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+    response = await call(client, broker, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
     assert response.code == ResponseCode.SUCCESS
-    assert extras.store.topics() == ["T"]
+    assert broker.store.topics() == ["T"]

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
+from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import LockBatchRequest, decode_lock_batch_response
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 
-from .extras_host import ExtrasHost, client, extras  # noqa: F401
-
 MQS = [MessageQueue("T", "broker-a", q) for q in range(3)]
 
 
 async def lock(
-    client: RemotingClient,  # noqa: F811
-    host: ExtrasHost,
+    client: RemotingClient,
+    host: BrokerController,
     client_id: str,
     mqs: list[MessageQueue],
     code: int = RequestCode.LOCK_BATCH_MQ,
@@ -28,21 +27,21 @@ async def lock(
 
 
 async def test_each_queue_goes_to_one_client_until_unlocked(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    assert await lock(client, extras, "c1", MQS[:2]) == MQS[:2]
-    assert await lock(client, extras, "c2", MQS) == MQS[2:]
-    assert await lock(client, extras, "c1", MQS) == MQS[:2]  # a refresh keeps them
-    await lock(client, extras, "c1", MQS[:1], RequestCode.UNLOCK_BATCH_MQ)
-    assert await lock(client, extras, "c2", MQS) == [MQS[0], MQS[2]]
+    assert await lock(client, broker, "c1", MQS[:2]) == MQS[:2]
+    assert await lock(client, broker, "c2", MQS) == MQS[2:]
+    assert await lock(client, broker, "c1", MQS) == MQS[:2]  # a refresh keeps them
+    await lock(client, broker, "c1", MQS[:1], RequestCode.UNLOCK_BATCH_MQ)
+    assert await lock(client, broker, "c2", MQS) == [MQS[0], MQS[2]]
 
 
 async def test_a_malformed_body_is_refused_and_the_server_goes_on(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
     bad = RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=b'{"mqSet": 5}')
-    response = await client.request(extras.broker_addr, bad, timeout=5)
+    response = await client.request(broker.broker_addr, bad, timeout=5)
     assert response.code == ResponseCode.SYSTEM_ERROR
-    assert await lock(client, extras, "c1", MQS[:1]) == MQS[:1]
+    assert await lock(client, broker, "c1", MQS[:1]) == MQS[:1]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import (
     QueryMessageRequestHeader,
@@ -16,26 +17,24 @@ from longboat.protocol.properties import Prop
 from longboat.remoting import RemotingClient
 from longboat.store import MessageInner
 
-from .extras_host import ExtrasHost, client, extras  # noqa: F401
 
-
-async def put(host: ExtrasHost, topic: str, body: bytes, **props: str) -> str:
+async def put(host: BrokerController, topic: str, body: bytes, **props: str) -> str:
     result = await host.put_message(MessageInner(topic, 0, body, dict(props)))
     assert result.ok
     return result.records[0].msg_id
 
 
 async def test_view_by_offset_id_returns_the_stored_record(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    await put(extras, "T", b"first")
-    msg_id = await put(extras, "T", b"second", TAGS="a")
+    await put(broker, "T", b"first")
+    msg_id = await put(broker, "T", b"second", TAGS="a")
     _, _, offset = decode_offset_msg_id(msg_id)
     cmd = RemotingCommand.request(
         RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset).to_ext()
     )
-    response = await client.request(extras.broker_addr, cmd, timeout=5)
+    response = await client.request(broker.broker_addr, cmd, timeout=5)
     assert response.code == ResponseCode.SUCCESS
     msg = decode_record(response.body)
     assert (msg.body, msg.offset_msg_id, msg.tags) == (b"second", msg_id, "a")
@@ -43,14 +42,14 @@ async def test_view_by_offset_id_returns_the_stored_record(
     cmd = RemotingCommand.request(
         RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset + 1).to_ext()
     )
-    response = await client.request(extras.broker_addr, cmd, timeout=5)
+    response = await client.request(broker.broker_addr, cmd, timeout=5)
     assert response.code == ResponseCode.SYSTEM_ERROR
     assert str(offset + 1) in (response.remark or "")
 
 
 async def query(
-    client: RemotingClient,  # noqa: F811
-    host: ExtrasHost,
+    client: RemotingClient,
+    host: BrokerController,
     topic: str,
     key: str,
     *,
@@ -70,34 +69,34 @@ async def query(
 
 
 async def test_query_by_key_and_by_unique_key(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    await put(extras, "T", b"a", KEYS="order-1 cust-9", UNIQ_KEY="U1")
-    await put(extras, "T", b"b", KEYS="order-2", UNIQ_KEY="U2")
-    await put(extras, "T", b"c", KEYS="order-1", UNIQ_KEY="U3")
-    await put(extras, "Other", b"d", KEYS="order-1")
+    await put(broker, "T", b"a", KEYS="order-1 cust-9", UNIQ_KEY="U1")
+    await put(broker, "T", b"b", KEYS="order-2", UNIQ_KEY="U2")
+    await put(broker, "T", b"c", KEYS="order-1", UNIQ_KEY="U3")
+    await put(broker, "Other", b"d", KEYS="order-1")
 
-    response = await query(client, extras, "T", "order-1")
+    response = await query(client, broker, "T", "order-1")
     assert response.code == ResponseCode.SUCCESS
     header = QueryMessageResponseHeader.from_ext(response.ext_fields)
-    assert header.indexLastUpdatePhyoffset == extras.store.max_physical_offset
+    assert header.indexLastUpdatePhyoffset == broker.store.max_physical_offset
     assert sorted(m.body for m in decode_records(response.body)) == [b"a", b"c"]
 
-    response = await query(client, extras, "T", "order-1", max_num=1)
+    response = await query(client, broker, "T", "order-1", max_num=1)
     assert len(decode_records(response.body)) == 1
 
-    response = await query(client, extras, "T", "U2", unique=True)
+    response = await query(client, broker, "T", "U2", unique=True)
     [msg] = decode_records(response.body)
     assert (msg.body, msg.properties[Prop.UNIQ_KEY]) == (b"b", "U2")
 
 
 async def test_query_with_no_match_says_so(
-    extras: ExtrasHost,  # noqa: F811
-    client: RemotingClient,  # noqa: F811
+    broker: BrokerController,
+    client: RemotingClient,
 ) -> None:
-    await put(extras, "T", b"a", KEYS="order-1")
-    response = await query(client, extras, "T", "order-404")
+    await put(broker, "T", b"a", KEYS="order-1")
+    response = await query(client, broker, "T", "order-404")
     assert response.code == ResponseCode.QUERY_NOT_FOUND
     assert "order-404" in (response.remark or "")
     assert "indexLastUpdateTimestamp" in response.ext_fields
