@@ -5,14 +5,7 @@ from __future__ import annotations
 from longboat.broker.locks import QueueLockTable
 from longboat.protocol.types import MessageQueue
 
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
+from .fakes import FakeClock
 
 MQ0 = MessageQueue("T", "broker-a", 0)
 MQ1 = MessageQueue("T", "broker-a", 1)

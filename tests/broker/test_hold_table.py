@@ -1,0 +1,286 @@
+"""The hold service driven by hand, one transition at a time (the table in `hold.py`), with
+fake deadlines and a fake latency clock: no sockets, no sleeps.  The same machine runs end to
+end over real sockets in `test_hold_core.py`.
+
+Each test parks pulls, then feeds one event — an arrival, a deadline, a closed connection,
+shutdown — and checks which pulls were answered, how often (at most once), what was written
+to their connections, and what the observers heard."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+import pytest
+
+from longboat.broker.hold import HeldPull, HoldService
+from longboat.protocol import RemotingCommand, RequestCode
+from longboat.remoting import Connection
+
+from .fakes import FakeClock, FakeTimers, RecordingTransport, fake_connection
+
+TOPIC = "T"
+TAG_A, TAG_B, TAG_C = 101, 202, 303
+SUSPEND_MS = 30_000
+
+
+@dataclass
+class Rig:
+    """A started hold service over a fake store's max offsets."""
+
+    service: HoldService
+    timers: FakeTimers
+    clock: FakeClock
+    max_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    answered: list[HeldPull] = field(default_factory=list)
+    heard: list[tuple[HeldPull, RemotingCommand, float | None]] = field(default_factory=list)
+    transports: dict[Connection, RecordingTransport] = field(default_factory=dict)
+    answer_takes_s: float = 0.0  # of the fake clock, per re-read
+
+    def connection(self) -> Connection:
+        conn, transport = fake_connection()
+        self.transports[conn] = transport
+        return conn
+
+    def hold(
+        self,
+        conn: Connection | None = None,
+        *,
+        queue: int = 0,
+        offset: int = 0,
+        codes: frozenset[int] | None = None,
+        suspend_ms: int = SUSPEND_MS,
+    ) -> tuple[bool, RemotingCommand, Connection]:
+        conn = conn or self.connection()
+        request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {"queueOffset": str(offset)})
+        held = self.service.hold(conn, request, None, TOPIC, queue, offset, codes, suspend_ms)
+        return held, request, conn
+
+    def arrive(self, tags_code: int, *, queue: int = 0) -> None:
+        """A message lands on the queue: its max offset moves one on, then the listener."""
+        key = (TOPIC, queue)
+        self.max_offsets[key] = self.max_offsets.get(key, 0) + 1
+        self.service.on_arrival(TOPIC, queue, self.max_offsets[key], tags_code, {})
+
+    def written(self, conn: Connection) -> list[RemotingCommand]:
+        return self.transports[conn].written
+
+    def held_pull_answered(
+        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+    ) -> None:
+        self.heard.append((held, response, wake_latency_s))
+
+
+def answer(rig: Rig, held: HeldPull) -> RemotingCommand:
+    """The answerer: what the pull module would re-read, reduced to the offset it stood at."""
+    rig.answered.append(held)
+    rig.clock.now += rig.answer_takes_s
+    return held.request.make_response(remark=f"re-read from {held.offset}")
+
+
+def make_rig(
+    *, long_polling: bool = True, short_polling_ms: int = 1000, max_held: int = 100
+) -> Rig:
+    timers, clock = FakeTimers(), FakeClock()
+    rig: Rig
+    service = HoldService(
+        lambda topic, queue: rig.max_offsets.get((topic, queue), 0),
+        lambda held: answer(rig, held),
+        long_polling=long_polling,
+        short_polling_ms=short_polling_ms,
+        max_held=max_held,
+        timers=timers,
+        clock=clock,
+    )
+    rig = Rig(service, timers, clock)
+    service.add_observer(rig)
+    return rig
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    made = make_rig()
+    made.service.start()
+    yield made
+    made.service.answer_all()
+
+
+# ---------------------------------------------------------------------- HELD → ANSWERED
+
+
+async def test_an_arrival_past_the_offset_answers_the_pull_once(rig: Rig) -> None:
+    held, request, conn = rig.hold(offset=0)
+    assert held and rig.service.held_count == 1 and rig.timers.pending == 1
+    rig.arrive(TAG_A)
+    assert [h.request for h in rig.answered] == [request]
+    assert [r.opaque for r in rig.written(conn)] == [request.opaque]
+    assert rig.written(conn)[0].remark == "re-read from 0"
+    assert rig.service.held_count == 0 and rig.timers.pending == 0  # its timer went with it
+    assert (rig.service.woken, rig.service.expired) == (1, 0)
+    # Answered at most once: later arrivals and its old deadline find nothing.
+    rig.arrive(TAG_A)
+    rig.timers.advance(SUSPEND_MS / 1000 + 1)
+    assert len(rig.answered) == 1 and len(rig.written(conn)) == 1
+
+
+async def test_the_deadline_answers_a_pull_nothing_woke(rig: Rig) -> None:
+    assert rig.hold(offset=0, suspend_ms=500)[0]
+    _, request, conn = rig.hold(queue=1, offset=0, suspend_ms=500)
+    rig.timers.advance(0.499)
+    assert rig.answered == [] and rig.service.held_count == 2
+    rig.timers.advance(0.001)
+    assert len(rig.answered) == 2 and request in [h.request for h in rig.answered]
+    assert len(rig.written(conn)) == 1
+    assert (rig.service.woken, rig.service.expired, rig.service.held_count) == (0, 2, 0)
+    rig.arrive(TAG_A, queue=1)  # too late: nobody is parked any more
+    assert len(rig.answered) == 2
+
+
+async def test_shutdown_answers_every_held_pull_and_holds_no_more(rig: Rig) -> None:
+    parked = [rig.hold(queue=q)[1] for q in range(3)]
+    assert rig.service.answer_all() == 3
+    assert sorted(h.request.opaque for h in rig.answered) == sorted(r.opaque for r in parked)
+    assert rig.service.held_count == 0 and rig.timers.pending == 0
+    held, _, _ = rig.hold()
+    assert not held  # answered at once by the caller from now on
+
+
+# ---------------------------------------------------------------------- what an arrival wakes
+
+
+@pytest.mark.parametrize(
+    ("filter_codes", "arrival", "woken"),
+    [
+        (None, TAG_A, True),  # subscribes to everything
+        (frozenset({TAG_A}), TAG_A, True),
+        (frozenset({TAG_A}), TAG_B, False),  # a TagB message never visits TagA's pulls
+        (frozenset({TAG_A, TAG_B}), TAG_B, True),  # TagA || TagB: either wakes it
+        (frozenset({TAG_A, TAG_B}), TAG_C, False),
+    ],
+)
+async def test_an_arrival_wakes_only_pulls_whose_filter_passes_its_tag(
+    rig: Rig, filter_codes: frozenset[int] | None, arrival: int, woken: bool
+) -> None:
+    _, _, conn = rig.hold(codes=filter_codes)
+    rig.arrive(arrival)
+    assert len(rig.written(conn)) == (1 if woken else 0)
+    assert rig.service.held_count == (0 if woken else 1)
+    if woken:  # and only once, though it sits under two codes
+        rig.arrive(TAG_A)
+        rig.arrive(TAG_B)
+        assert len(rig.written(conn)) == 1
+
+
+async def test_an_arrival_wakes_only_pulls_below_the_new_end_on_its_queue(rig: Rig) -> None:
+    rig.max_offsets[(TOPIC, 0)] = 4
+    _, _, behind = rig.hold(offset=4)
+    _, _, ahead = rig.hold(offset=6)  # asked past the end: waits for the message at 6
+    _, _, elsewhere = rig.hold(queue=1, offset=0)
+    rig.arrive(TAG_A)  # offset 4 lands: max 5
+    assert (len(rig.written(behind)), len(rig.written(ahead))) == (1, 0)
+    rig.arrive(TAG_A)  # max 6: still not past 6
+    assert len(rig.written(ahead)) == 0
+    rig.arrive(TAG_A)  # max 7
+    assert len(rig.written(ahead)) == 1
+    assert len(rig.written(elsewhere)) == 0 and rig.service.held_count == 1
+
+
+async def test_a_message_stored_before_registration_is_seen_by_the_recheck(rig: Rig) -> None:
+    """The lost wake-up (RocketMQ #7358): the read found nothing, then a message landed, then
+    the pull registered — the re-check after registering answers it at once."""
+    rig.max_offsets[(TOPIC, 0)] = 1  # landed between the pull's empty read at 0 and now
+    held, request, conn = rig.hold(offset=0)
+    assert held  # taken (the caller must not answer too) ...
+    assert [r.opaque for r in rig.written(conn)] == [request.opaque]  # ... and answered
+    assert rig.service.held_count == 0 and rig.timers.pending == 0
+    assert [latency for _, _, latency in rig.heard] == [None]  # no arrival woke it
+
+
+# ---------------------------------------------------------------------- HELD → DROPPED
+
+
+async def test_a_closed_connection_drops_its_pulls_unanswered(rig: Rig) -> None:
+    _, _, gone = rig.hold()
+    rig.hold(gone, queue=1)
+    _, _, staying = rig.hold()
+    gone.close()
+    assert rig.service.held_count == 1 and rig.timers.pending == 1
+    rig.arrive(TAG_A)
+    rig.arrive(TAG_A, queue=1)
+    rig.timers.advance(SUSPEND_MS / 1000)
+    assert rig.written(gone) == []
+    assert len(rig.written(staying)) == 1
+    held, _, _ = rig.hold(gone)
+    assert not held  # a closed connection is never parked
+
+
+# ---------------------------------------------------------------------- refusals
+
+
+async def test_past_max_held_the_caller_answers_at_once() -> None:
+    rig = make_rig(max_held=2)
+    rig.service.start()
+    assert [rig.hold()[0] for _ in range(3)] == [True, True, False]
+    rig.arrive(TAG_A)
+    assert rig.hold()[0]  # room again once answered
+
+
+async def test_a_service_not_started_holds_nothing() -> None:
+    rig = make_rig()
+    held, _, _ = rig.hold()
+    assert not held and rig.service.held_count == 0 and rig.timers.pending == 0
+
+
+# ---------------------------------------------------------------------- short polling
+
+
+async def test_short_polling_ignores_arrivals_and_rereads_after_its_interval() -> None:
+    rig = make_rig(long_polling=False, short_polling_ms=1000)
+    rig.service.start()
+    _, _, long_wait = rig.hold(suspend_ms=SUSPEND_MS)
+    _, _, short_wait = rig.hold(suspend_ms=300)  # its own suspend is shorter: that wins
+    rig.arrive(TAG_A)
+    assert rig.answered == []
+    rig.timers.advance(0.3)
+    assert (len(rig.written(short_wait)), len(rig.written(long_wait))) == (1, 0)
+    rig.timers.advance(0.7)
+    assert len(rig.written(long_wait)) == 1
+    assert (rig.service.woken, rig.service.expired) == (0, 2)
+
+
+# ---------------------------------------------------------------------- observers
+
+
+async def test_observers_hear_every_answer_with_the_wake_latency_of_woken_ones(rig: Rig) -> None:
+    second: list[float | None] = []
+
+    class Second:
+        def held_pull_answered(
+            self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+        ) -> None:
+            second.append(wake_latency_s)
+
+    rig.service.add_observer(Second())
+    _, woken_request, _ = rig.hold(codes=frozenset({TAG_A}))
+    _, timed_request, _ = rig.hold(codes=frozenset({TAG_B}), suspend_ms=100)
+    rig.answer_takes_s = 0.002
+    rig.arrive(TAG_A)
+    rig.timers.advance(0.1)
+    assert [(h.request, r.opaque, lat) for h, r, lat in rig.heard] == [
+        (woken_request, woken_request.opaque, pytest.approx(0.002)),
+        (timed_request, timed_request.opaque, None),
+    ]
+    assert second == [pytest.approx(0.002), None]
+
+
+async def test_an_arrival_on_another_thread_is_handled_on_the_loop(rig: Rig) -> None:
+    _, _, conn = rig.hold()
+    rig.max_offsets[(TOPIC, 0)] = 1
+    thread = threading.Thread(target=rig.service.on_arrival, args=(TOPIC, 0, 1, TAG_A, {}))
+    thread.start()
+    thread.join()
+    assert rig.written(conn) == []  # not answered on the store's thread ...
+    await asyncio.sleep(0)
+    assert len(rig.written(conn)) == 1  # ... but on the loop, right after
