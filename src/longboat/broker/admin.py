@@ -5,13 +5,17 @@ servers at once, so its route exists when the call returns; system topics and th
 own cluster and broker names are refused.  GET_ALL_TOPIC_CONFIG (21) is the topic table with
 its data version.  GET_CONSUME_STATS (208) is, per queue of the group's topics, where the queue
 ends, where the group is, and when the last consumed message was stored (lag time).
-GET_BROKER_RUNTIME_INFO (28) is a small table of figures.  UPDATE_AND_CREATE_SUBSCRIPTIONGROUP
-(200) stores a group's retry settings (retryQueueNums, retryMaxTimes) for send-back.
+GET_TOPIC_STATS_INFO (202) is, per queue of a topic, its offset range and when its last message
+was stored (`mqadmin topicStatus`).  DELETE_TOPIC_IN_BROKER (215) forgets a topic's config and
+re-registers, so the route drops it; as RocketMQ's, it leaves committed offsets, and it leaves
+the queues' data to retention: a topic created again under the same name continues its queues'
+offsets instead of reusing them (a consumer's committed offset never points past a queue's end).
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) stores a group's retry settings (retryQueueNums,
+retryMaxTimes) for send-back.
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -20,10 +24,14 @@ from longboat.protocol.bodies import (
     OffsetWrapper,
     SubscriptionGroupConfig,
     TopicConfig,
-    encode_kv_table,
+    TopicOffset,
+    encode_topic_stats,
 )
-from longboat.protocol.codes import VERSION_4_9_8
-from longboat.protocol.headers import CreateTopicRequestHeader, GetConsumeStatsRequestHeader
+from longboat.protocol.headers import (
+    CreateTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
+    TopicRequestHeader,
+)
 from longboat.protocol.topic_names import SYSTEM_TOPICS, validate_topic
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection
@@ -31,13 +39,10 @@ from longboat.remoting import Connection
 if TYPE_CHECKING:
     from longboat.broker.feature_host import FeatureHost
 
-BROKER_VERSION_DESC = "V4_9_8"
-
 
 class AdminProcessor:
     def __init__(self, controller: FeatureHost) -> None:
         self.controller = controller
-        self.boot_ms = int(time.time() * 1000)
 
     # ------------------------------------------------------------------ topics
 
@@ -79,6 +84,32 @@ class AdminProcessor:
     def all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.make_response(body=self.controller.topics.wrapper().to_json())
 
+    def topic_stats(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        topic = TopicRequestHeader.from_ext(cmd.ext_fields).topic
+        config = self.controller.topics.get(topic)
+        if config is None:
+            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
+        store = self.controller.store
+        table: dict[MessageQueue, TopicOffset] = {}
+        for queue_id in range(config.write_queue_nums):
+            low = max(store.min_offset(topic, queue_id), 0)
+            high = max(store.max_offset(topic, queue_id), 0)
+            last = (store.store_time_at(topic, queue_id, high - 1) or 0) if high > low else 0
+            mq = MessageQueue(topic, self.controller.config.broker_name, queue_id)
+            table[mq] = TopicOffset(low, high, last)
+        return cmd.make_response(body=encode_topic_stats(table))
+
+    async def delete_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        topic = TopicRequestHeader.from_ext(cmd.ext_fields).topic
+        problem = validate_topic(topic)
+        if problem is None and topic in SYSTEM_TOPICS:
+            problem = f"the topic {topic!r} is a system topic"
+        if problem is not None:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, problem)
+        if self.controller.topics.delete_topic(topic):
+            await self.controller.register_now()
+        return cmd.make_response()
+
     # ------------------------------------------------------------------ consumers
 
     def consume_stats(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -118,31 +149,15 @@ class AdminProcessor:
         self.controller.subscription_groups.put(config)
         return cmd.make_response()
 
-    # ------------------------------------------------------------------ figures
-
-    def runtime_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        store = self.controller.store
-        table = {
-            "brokerVersionDesc": BROKER_VERSION_DESC,
-            "brokerVersion": str(VERSION_4_9_8),
-            "bootTimestamp": str(self.boot_ms),
-            "commitLogMinOffset": str(store.min_physical_offset),
-            "commitLogMaxOffset": str(store.max_physical_offset),
-            "dispatchBehindBytes": str(
-                store.max_physical_offset - store.dispatched_physical_offset
-            ),
-            "commitLogDiskBytes": str(store.disk_bytes),
-        }
-        return cmd.make_response(body=encode_kv_table(table))
-
 
 def install(controller: FeatureHost) -> None:
     admin = AdminProcessor(controller)
     router = controller.router
     router.register(RequestCode.UPDATE_AND_CREATE_TOPIC, admin.create_topic)
     router.register(RequestCode.GET_ALL_TOPIC_CONFIG, admin.all_topic_config)
+    router.register(RequestCode.GET_TOPIC_STATS_INFO, admin.topic_stats)
+    router.register(RequestCode.DELETE_TOPIC_IN_BROKER, admin.delete_topic)
     router.register(RequestCode.GET_CONSUME_STATS, admin.consume_stats)
-    router.register(RequestCode.GET_BROKER_RUNTIME_INFO, admin.runtime_info)
     router.register(
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, admin.update_subscription_group
     )

@@ -126,6 +126,11 @@ class BrokerConfig:
             max_transfer_count=self.max_transfer_count_on_message_in_memory,
         )
 
+    def properties(self) -> dict[str, str]:
+        """Every setting by its broker.conf key, its value as broker.conf spells it (what
+        GET_BROKER_CONFIG reports to `mqadmin getBrokerConfig`)."""
+        return {java_key(f.name): _spell(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
     # ------------------------------------------------------------------ loading
 
     @classmethod
@@ -254,6 +259,12 @@ def java_key(attr: str) -> str:
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _spell(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _parse_bool(text: str) -> bool:

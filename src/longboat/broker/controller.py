@@ -35,7 +35,9 @@ from typing import Any
 
 from longboat.broker import (
     admin,
+    broker_stats,
     client_requests,
+    consumer_admin,
     locks,
     lookups,
     metrics,
@@ -84,6 +86,8 @@ EXTRA_FEATURES: tuple[Feature, ...] = (
     locks.install,
     lookups.install,
     admin.install,
+    consumer_admin.install,
+    broker_stats.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
 

@@ -54,6 +54,10 @@ class TopicCreator(Protocol):
         """Create or replace a topic's config (the caller re-registers)."""
         ...
 
+    def delete_topic(self, topic: str) -> bool:
+        """Forget a topic's config (re-registers when there was one); False when none."""
+        ...
+
 
 class FeatureHost(Protocol):
     @property

@@ -569,15 +569,32 @@ def encode_kv_table(table: dict[str, str]) -> bytes:
     return fastjson.dumps({"table": table})
 
 
+def encode_group_list(groups: list[str]) -> bytes:
+    """QUERY_TOPIC_CONSUME_BY_WHO's body."""
+    return fastjson.dumps({"groupList": sorted(groups)})
+
+
+def decode_group_list(data: bytes) -> list[str]:
+    d = _load(data, "group list")
+    with _malformed("group list"):
+        return [str(g) for g in d.get("groupList") or []]
+
+
+def keyed_by_queue(table: dict[MessageQueue, Any]) -> dict[tuple[tuple[str, Any], ...], Any]:
+    """A map keyed by MessageQueue in the form Java reads it: each key an object
+    (`{{"brokerName":..,"queueId":..,"topic":..}:value}`), written by
+    `fastjson.dumps_bare_int_keys`.  Standard JSON has no object keys, and fastjson refuses
+    anything else where the field is a `Map<MessageQueue, ...>`."""
+    return {fastjson.object_key(mq.to_dict()): v for mq, v in sorted(table.items())}
+
+
 def encode_offset_table(table: dict[MessageQueue, int]) -> bytes:
-    """An offset table as a list of entries (standard JSON has no object keys)."""
-    return fastjson.dumps(
-        {"offsetTable": [{**mq.to_dict(), "offset": off} for mq, off in sorted(table.items())]}
-    )
+    """ResetOffsetBody: `{"offsetTable": {MessageQueue: offset}}`, object keys."""
+    return fastjson.dumps_bare_int_keys({"offsetTable": keyed_by_queue(table)})
 
 
 def decode_offset_table(data: bytes) -> dict[MessageQueue, int]:
-    """Reads our list form and fastjson's object-keyed map form."""
+    """Reads fastjson's object-keyed map form and a list of entries."""
     raw = _load(data, "offset table").get("offsetTable") or {}
     with _malformed("offset table"):
         if isinstance(raw, dict):
@@ -616,18 +633,17 @@ class OffsetWrapper:
 
 @dataclass(slots=True)
 class ConsumeStats:
-    """GET_CONSUME_STATS body.
-
-    Java writes `offsetTable` keyed by MessageQueue objects (fastjson's object keys); we write
-    a list of entries (standard JSON) and read both.
-    """
+    """GET_CONSUME_STATS body: `offsetTable` keyed by MessageQueue objects, as Java writes
+    and reads it (a list of entries, which earlier Longboat brokers wrote, is read too)."""
 
     offset_table: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
     consume_tps: float = 0.0
 
     def to_json(self) -> bytes:
-        entries = [{**mq.to_dict(), **w.to_dict()} for mq, w in sorted(self.offset_table.items())]
-        return fastjson.dumps({"consumeTps": self.consume_tps, "offsetTable": entries})
+        table = {mq: w.to_dict() for mq, w in self.offset_table.items()}
+        return fastjson.dumps_bare_int_keys(
+            {"consumeTps": self.consume_tps, "offsetTable": keyed_by_queue(table)}
+        )
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ConsumeStats:
@@ -641,3 +657,43 @@ class ConsumeStats:
             else:
                 table = {MessageQueue.from_dict(e): OffsetWrapper.from_dict(e) for e in raw}
             return cls(offset_table=table, consume_tps=float(d.get("consumeTps") or 0.0))
+
+
+# --------------------------------------------------------------------------- topic stats
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOffset:
+    """One queue of GET_TOPIC_STATS_INFO: its offset range and its last message's store time."""
+
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "lastUpdateTimestamp": self.last_update_timestamp,
+            "maxOffset": self.max_offset,
+            "minOffset": self.min_offset,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> TopicOffset:
+        d = _obj(d, "topic offset")
+        return cls(
+            min_offset=int(d.get("minOffset", 0)),
+            max_offset=int(d.get("maxOffset", 0)),
+            last_update_timestamp=int(d.get("lastUpdateTimestamp", 0) or 0),
+        )
+
+
+def encode_topic_stats(table: dict[MessageQueue, TopicOffset]) -> bytes:
+    """TopicStatsTable: `{"offsetTable": {MessageQueue: TopicOffset}}`, object keys."""
+    rows = {mq: t.to_dict() for mq, t in table.items()}
+    return fastjson.dumps_bare_int_keys({"offsetTable": keyed_by_queue(rows)})
+
+
+def decode_topic_stats(data: bytes) -> dict[MessageQueue, TopicOffset]:
+    raw = _load(data, "topic stats").get("offsetTable") or {}
+    with _malformed("topic stats"):
+        return {MessageQueue.from_dict(k): TopicOffset.from_dict(v) for k, v in raw.items()}

@@ -177,8 +177,16 @@ def dumps(value: Any) -> bytes:
 
 
 def dumps_bare_int_keys(value: Any) -> bytes:
-    """fastjson's default form: integer map keys unquoted (old Go clients need it)."""
+    """fastjson's default form: integer map keys unquoted (old Go clients need it), and keys
+    made by `object_key` written as objects (how Java reads a map keyed by MessageQueue)."""
     return _dump_bare(value).encode("utf-8")
+
+
+def object_key(fields: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """A map key that `dumps_bare_int_keys` writes as the object `fields`; the same frozen
+    form `loads` gives an object key it reads."""
+    frozen: tuple[tuple[str, Any], ...] = _freeze(fields)
+    return frozen
 
 
 def _dump_bare(value: Any) -> str:
@@ -187,6 +195,8 @@ def _dump_bare(value: Any) -> str:
         for k in sorted(value, key=lambda x: (isinstance(x, str), x)):
             if isinstance(k, int) and not isinstance(k, bool):
                 key = str(k)
+            elif isinstance(k, tuple):
+                key = _dump_bare(dict(k))
             else:
                 key = orjson.dumps(str(k)).decode()
             parts.append(f"{key}:{_dump_bare(value[k])}")

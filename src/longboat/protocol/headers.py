@@ -219,6 +219,29 @@ class GetConsumeStatsRequestHeader(Header):
     topic: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TopicRequestHeader(Header):
+    """GET_TOPIC_STATS_INFO, DELETE_TOPIC_IN_BROKER, QUERY_TOPIC_CONSUME_BY_WHO."""
+
+    topic: str
+
+
+@dataclass(frozen=True, slots=True)
+class ResetOffsetRequestHeader(Header):
+    """INVOKE_BROKER_TO_RESET_OFFSET (from an admin) and RESET_CONSUMER_CLIENT_OFFSET (to each
+    member); `timestamp` -1 means each queue's end."""
+
+    topic: str
+    group: str
+    timestamp: int
+    isForce: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class GetBrokerConfigResponseHeader(Header):
+    version: str  # the configuration's DataVersion, as JSON
+
+
 # --------------------------------------------------------------------------- name server
 
 
