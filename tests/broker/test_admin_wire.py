@@ -124,8 +124,8 @@ async def test_consume_stats_per_queue(
     assert stats.offset_table[q0].consumer_offset == 2
     assert stats.offset_table[q0].last_timestamp == stored_at
     assert (stats.offset_table[q1].broker_offset, stats.offset_table[q1].consumer_offset) == (2, 0)
-    # Standard JSON: a list of entries, not fastjson's object keys.
-    assert isinstance(loads(response.body)["offsetTable"], list)
+    # fastjson's object keys: Java's ConsumeStats decoder reads nothing else.
+    assert response.body.startswith(b'{"consumeTps":0.0,"offsetTable":{{"brokerName":')
 
     response = await call(
         client,
