@@ -12,9 +12,9 @@ and `clusterList` print it: versions, commit-log offsets and disk use, and the t
 
 Stored messages are counted from the store's arrival calls: each carries the queue's new end,
 so the count is the queue's growth (a batch is one call for many messages).  Pulled messages
-are counted by wrapping the pull handler and the hold service's answerer, as the metrics module
-does.  RocketMQ's thread-pool figures (queue sizes, head wait) are 0: Longboat serves requests
-on its event loop, with no pool queue to wait in.
+are counted by a router middleware on PULL_MESSAGE and a hold-service observer, as the metrics
+module counts them.  RocketMQ's thread-pool figures (queue sizes, head wait) are 0: Longboat
+serves requests on its event loop, with no pool queue to wait in.
 
 GET_BROKER_CONFIG is every setting in broker.conf form (`key=value` lines), with the listen port
 the broker actually bound.
@@ -38,7 +38,7 @@ from longboat.remoting import Connection
 from longboat.remoting.router import Handler, HandlerResult
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
     from longboat.broker.hold import HeldPull
 
 BROKER_VERSION_DESC = "V4_9_8"
@@ -81,7 +81,7 @@ class TrafficCounter:
 
 
 class BrokerStats:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
         self.boot_ms = int(time.time() * 1000)
         self.puts = TrafficCounter()
@@ -108,23 +108,21 @@ class BrokerStats:
         self.puts.total += max(0, new_max - self._queue_ends.get(key, 0))
         self._queue_ends[key] = new_max
 
-    def wrap_pull(self, inner: Handler) -> Handler:
-        def handle(conn: Connection, cmd: RemotingCommand) -> HandlerResult:
-            result = inner(conn, cmd)
-            if isinstance(result, RemotingCommand):
-                self._count_pull(result)
-            return result
+    def count_pulls(
+        self, conn: Connection, cmd: RemotingCommand, handler: Handler
+    ) -> HandlerResult:
+        """Router middleware on PULL_MESSAGE: count what a pull answered at once (a held one
+        is counted when the hold service answers it)."""
+        result = handler(conn, cmd)
+        if isinstance(result, RemotingCommand):
+            self._count_pull(result)
+        return result
 
-        return handle
-
-    def wrap_held_answer(self, inner: Callable[[HeldPull], object]) -> Callable[[HeldPull], object]:
-        def answer(held: HeldPull) -> object:
-            response = inner(held)
-            if isinstance(response, RemotingCommand):
-                self._count_pull(response)
-            return response
-
-        return answer
+    def held_pull_answered(
+        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+    ) -> None:
+        """Hold service observer."""
+        self._count_pull(response)
 
     def _count_pull(self, response: RemotingCommand) -> None:
         if response.code == ResponseCode.SUCCESS and response.body:
@@ -193,15 +191,13 @@ def _human(size: int) -> str:
     return f"{value:.1f} {units[unit]}iB"
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: CoreHost) -> None:
     stats = BrokerStats(controller)
     router = controller.router
     router.register(RequestCode.GET_BROKER_RUNTIME_INFO, stats.runtime_info)
     router.register(RequestCode.GET_BROKER_CONFIG, stats.broker_config)
-    pull = router.handler(RequestCode.PULL_MESSAGE)
-    if pull is not None:
-        router.register(RequestCode.PULL_MESSAGE, stats.wrap_pull(pull))
-    controller.hold.answer = stats.wrap_held_answer(controller.hold.answer)
+    router.use(stats.count_pulls, codes=(RequestCode.PULL_MESSAGE,))
+    controller.hold.add_observer(stats)
     controller.add_arrival_listener(stats.on_arrival)
     controller.add_start_hook(stats.start)
     controller.add_periodic(SAMPLE_INTERVAL_S, stats.sample)

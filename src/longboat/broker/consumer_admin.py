@@ -31,7 +31,7 @@ from longboat.protocol.headers import ResetOffsetRequestHeader, TopicRequestHead
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.controller import BrokerController
+    from longboat.broker.feature_host import CoreHost
 
 log = logging.getLogger("longboat.broker.consumer_admin")
 
@@ -39,7 +39,7 @@ RESET_TO_END = -1
 
 
 class ConsumerAdmin:
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
 
     def consumers_of(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -110,7 +110,7 @@ class ConsumerAdmin:
         return table
 
 
-def install(controller: BrokerController) -> None:
+def install(controller: CoreHost) -> None:
     admin = ConsumerAdmin(controller)
     controller.router.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, admin.consumers_of)
     controller.router.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, admin.reset_offset)

@@ -107,6 +107,11 @@ class CoreHost(FeatureHost, Protocol):
     @property
     def hold(self) -> HoldService: ...
     @property
+    def broker_addr(self) -> str:
+        """`host:port` this broker is reached at (the port it bound, not the configured 0)."""
+        ...
+
+    @property
     def flush_backlog_full(self) -> bool:
         """Too many appends wait for an fsync: refuse sends that would wait too."""
         ...
