@@ -40,6 +40,7 @@ import pytest
 
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.namesrv import NameServer
+from peers.ali_ons import require_node_peer
 from peers.rocketmq import (
     CLIENT_DIR,
     SERVER_DIR,
@@ -177,6 +178,12 @@ async def loopback_broker(
     yield make
     for server in reversed(started):
         await server.stop()
+
+
+@pytest.fixture(scope="session")
+def node_peer() -> None:
+    """The ali-ons Node.js peer is installed (`make node-peers`); see `require_node_peer`."""
+    require_node_peer()
 
 
 @pytest.fixture(scope="session")

@@ -14,17 +14,13 @@ import pytest
 from peers.ali_ons import (
     EXIT_FAILED,
     EXIT_USAGE,
-    node_peer_available,
     run_node_peer,
     start_node_peer,
 )
 
 pytestmark = [
     pytest.mark.node,
-    pytest.mark.skipif(
-        not node_peer_available(),
-        reason="ali-ons peer not installed (needs node on PATH and `make node-peers`)",
-    ),
+    pytest.mark.usefixtures("node_peer"),
 ]
 
 

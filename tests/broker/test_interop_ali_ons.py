@@ -20,16 +20,13 @@ from conftest import Cluster
 from longboat.protocol import RequestCode
 from longboat.protocol.bodies import ClusterInfo
 from longboat.protocol.headers import CreateTopicRequestHeader, QueueRequestHeader
-from peers.ali_ons import node_peer_available, run_node_peer, start_node_peer
+from peers.ali_ons import run_node_peer, start_node_peer
 
 from .wire import Wire, eventually, offset_of
 
 pytestmark = [
     pytest.mark.node,
-    pytest.mark.skipif(
-        not node_peer_available(),
-        reason="ali-ons peer not installed (needs node on PATH and `make node-peers`)",
-    ),
+    pytest.mark.usefixtures("node_peer"),
 ]
 
 QUEUES = 4

@@ -2,33 +2,28 @@
 
 `namesrv` is the name-server address of a running name server with one broker registered
 (auto-create of topics on); `namesrv_no_autocreate` the same with autoCreateTopicEnable=false.
-Both come from the broker's loopback fixture in `tests/conftest.py`; until that fixture
-exists, the end-to-end tests are skipped with that reason rather than failing.
+Both come from the broker's `loopback_cluster` fixture in `tests/conftest.py`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-BROKER_FIXTURE = "loopback_cluster"
+from conftest import Cluster
 
-
-def _namesrv(request: pytest.FixtureRequest, **broker_options: object) -> str:
-    try:
-        make_cluster = request.getfixturevalue(BROKER_FIXTURE)
-    except pytest.FixtureLookupError:
-        pytest.skip(f"needs the broker's {BROKER_FIXTURE!r} fixture (tests/conftest.py)")
-    return make_cluster(**broker_options).namesrv_addr
+ClusterFactory = Callable[..., Cluster]
 
 
 @pytest.fixture
-def namesrv(request: pytest.FixtureRequest) -> str:
-    return _namesrv(request)
+def namesrv(loopback_cluster: ClusterFactory) -> str:
+    return loopback_cluster().namesrv_addr
 
 
 @pytest.fixture
-def namesrv_no_autocreate(request: pytest.FixtureRequest) -> str:
-    return _namesrv(request, auto_create_topic=False)
+def namesrv_no_autocreate(loopback_cluster: ClusterFactory) -> str:
+    return loopback_cluster(auto_create_topic=False).namesrv_addr
 
 
 # Retry and delay levels of 100 ms each, so retry/DLQ tests take a second, not minutes.
@@ -36,5 +31,5 @@ SHORT_DELAY_LEVELS = " ".join(["100ms"] * 18)
 
 
 @pytest.fixture
-def namesrv_short_delays(request: pytest.FixtureRequest) -> str:
-    return _namesrv(request, message_delay_level=SHORT_DELAY_LEVELS)
+def namesrv_short_delays(loopback_cluster: ClusterFactory) -> str:
+    return loopback_cluster(message_delay_level=SHORT_DELAY_LEVELS).namesrv_addr

@@ -10,17 +10,14 @@ from longboat.client import Message
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, ConsumeFrom, PushConsumer
 from longboat.protocol.message import MessageExt
-from peers.ali_ons import node_peer_available, run_node_peer, start_node_peer
+from peers.ali_ons import run_node_peer, start_node_peer
 
 from .client_e2e import config_for, unique
 from .push_support import Deliveries, create_topic
 
 pytestmark = [
     pytest.mark.node,
-    pytest.mark.skipif(
-        not node_peer_available(),
-        reason="ali-ons peer not installed (needs node on PATH and `make node-peers`)",
-    ),
+    pytest.mark.usefixtures("node_peer"),
 ]
 
 

@@ -7,9 +7,12 @@ one JSON object per line on stdout; these helpers run them and hand the events t
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from peers.process import PeerProcess, run_peer
 
@@ -22,13 +25,31 @@ EXIT_USAGE = 2
 EXIT_TIMEOUT = 3
 
 
-def node_peer_available() -> bool:
-    """True when ``node`` is on PATH and ``npm ci`` has installed ali-ons.
+# The one way to skip the ali-ons tests (documented in the README); without it a machine that
+# cannot run the peer fails those tests with the reason.
+SKIP_VARIABLE = "LONGBOAT_SKIP_NODE"
 
-    Tests use this to skip (rather than fail) on machines without Node.js or before
-    ``make node-peers`` has run.
-    """
-    return shutil.which("node") is not None and (NODE_DIR / "node_modules" / "ali-ons").is_dir()
+
+def node_peer_problem() -> str | None:
+    """Why the ali-ons peer cannot run here, or None when ``node`` is on PATH and ``npm ci``
+    (``make node-peers``) has installed ali-ons."""
+    if shutil.which("node") is None:
+        return "node is not on PATH: install Node.js"
+    if not (NODE_DIR / "node_modules" / "ali-ons").is_dir():
+        return "ali-ons is not installed: run `make node-peers`"
+    return None
+
+
+def require_node_peer() -> None:
+    """Skip under LONGBOAT_SKIP_NODE=1; otherwise fail, with the reason, when the peer cannot
+    run (pytest.skip / pytest.fail)."""
+    if os.environ.get(SKIP_VARIABLE) == "1":
+        pytest.skip(f"{SKIP_VARIABLE}=1: tests driving the ali-ons Node.js client are skipped")
+    problem = node_peer_problem()
+    if problem is not None:
+        pytest.fail(
+            f"the ali-ons peer cannot run: {problem} (or set {SKIP_VARIABLE}=1)", pytrace=False
+        )
 
 
 def _script_path(script: str) -> Path:

@@ -4,6 +4,9 @@ After every kill the store is reopened and must show: every append acknowledged 
 SYNC_FLUSH present and intact at its offsets, no partial record, and queues and index in
 agreement with the log.  The same store directory lives through all iterations, so later
 runs recover on top of earlier recoveries, and some runs start straight from a crash.
+
+Each test prints its seed (`LONGBOAT_CRASH_SEED=...`); set that variable to replay its choices.
+`LONGBOAT_CRASH_ITERATIONS` sets how many kills the SYNC_FLUSH test makes (24).
 """
 
 from __future__ import annotations
@@ -103,9 +106,21 @@ def check(root: Path, acks: list[Ack]) -> None:
         store.close()
 
 
+@pytest.fixture
+def rnd() -> random.Random:
+    """The test's random choices (writer seeds, thread counts, how long to let a writer run),
+    seeded from LONGBOAT_CRASH_SEED when set, to replay a failure, else from a fresh seed.  The
+    seed is printed either way: pytest shows it with a failure's captured output.  (When the
+    kill lands still depends on timing.)"""
+    seed = int(os.environ.get("LONGBOAT_CRASH_SEED") or random.randrange(1 << 32))
+    print(f"crash test seed: LONGBOAT_CRASH_SEED={seed}")
+    return random.Random(seed)
+
+
 @pytest.mark.slow
-def test_sync_flush_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None:
-    rnd = random.Random(int(os.environ.get("LONGBOAT_CRASH_SEED", "0")) or None)
+def test_sync_flush_acknowledged_appends_survive_sigkill(
+    tmp_path: Path, rnd: random.Random
+) -> None:
     root = tmp_path / "store"
     acked: list[Ack] = []
     for i in range(ITERATIONS):
@@ -117,8 +132,7 @@ def test_sync_flush_acknowledged_appends_survive_sigkill(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_async_flush_crash_leaves_a_consistent_store(tmp_path: Path) -> None:
-    rnd = random.Random()
+def test_async_flush_crash_leaves_a_consistent_store(tmp_path: Path, rnd: random.Random) -> None:
     root = tmp_path / "store"
     for _ in range(6):
         run_and_kill(root, "async", rnd)
