@@ -23,11 +23,27 @@ def namesrv(tmp_path_factory: pytest.TempPathFactory):
     cluster.stop()
 
 
-def sane(result: BenchResult) -> dict:
+def sane(result: BenchResult, *, samples: int) -> dict:
+    """The figures report what was measured: `samples` latencies, the messages moved, and a
+    rate that is those messages over the time taken."""
     figures = result.figures()
-    assert figures["tps"] > 0
+    assert len(result.latencies_us) == figures["samples"] == samples
+    assert figures["messages"] == result.messages
+    # (tps is printed to one decimal)
+    assert figures["tps"] == pytest.approx(result.messages / result.seconds, abs=0.05)
     assert 0 < figures["p50_us"] <= figures["p99_us"] <= figures["p999_us"] <= figures["max_us"]
     return figures
+
+
+async def stored(namesrv: str, topic: str) -> int:
+    """How many messages the broker holds in `topic` (the sum of its queues' max offsets)."""
+    puller = await loadgen.Puller.open(loadgen.LoadOptions(namesrv, topic=topic))
+    try:
+        queues = await puller.queues()
+        addr = await puller.instance.find_master_addr(queues[0].broker_name, topic)
+        return sum([await puller.instance.api.get_max_offset(addr, mq) for mq in queues])
+    finally:
+        await puller.close()
 
 
 def test_latency_figures_are_nearest_rank() -> None:
@@ -42,15 +58,17 @@ async def test_produce_moves_exactly_the_budget_in_batches(namesrv: str) -> None
     result = await loadgen.produce(opts)
     assert result.messages == 50
     # 50 in batches of at most 4 from a shared budget: 13 requests.
-    assert len(result.latencies_us) == 13
-    sane(result)
+    sane(result, samples=13)
+    assert await stored(namesrv, str(result.extra["topic"])) == 50
 
 
 async def test_consume_drains_every_preloaded_message(namesrv: str) -> None:
     opts = loadgen.LoadOptions(namesrv, batch=32, duration=30, queues=2)
     result = await loadgen.consume(opts, preloaded=300)
     assert result.messages == 300
-    sane(result)
+    # Two queues of 150 drained in pulls of up to 32: at least 5 pulls each, one per sample.
+    assert len(result.latencies_us) >= 10
+    sane(result, samples=len(result.latencies_us))
     # Every queue's offset is committed to its end, the last pull's included.
     opts = loadgen.LoadOptions(
         namesrv, topic=str(result.extra["topic"]), group=str(result.extra["group"])
@@ -71,22 +89,26 @@ async def test_e2e_delivers_every_sent_message(namesrv: str) -> None:
     opts = loadgen.LoadOptions(namesrv, concurrency=2, messages=40, duration=30, queues=2)
     result = await loadgen.e2e(opts)
     assert result.messages == result.extra["sent"] == 40
-    sane(result)
+    sane(result, samples=40)  # one latency per delivery
+    assert await stored(namesrv, str(result.extra["topic"])) == 40
 
 
 async def test_wakeup_times_each_round(namesrv: str) -> None:
     opts = loadgen.LoadOptions(namesrv, duration=30)
     result = await loadgen.wakeup(opts, rounds=20, warmup=2)
-    assert result.messages == 20
-    sane(result)
+    assert result.messages == result.extra["rounds"] == 20
+    sane(result, samples=20)
+    # Warm-up rounds are sent too, but not counted.
+    assert await stored(namesrv, str(result.extra["topic"])) == 22
 
 
 async def test_holds_parks_and_wakes_every_pull(namesrv: str) -> None:
     opts = loadgen.LoadOptions(namesrv, duration=30)
     result = await loadgen.holds(opts, count=200, window_s=0.3, settle_s=0.3, pid=os.getpid())
     assert result.messages == 200  # one message answered every parked pull
-    assert result.extra["parked"] == 200
-    assert result.extra["cpu_pct"] >= 0
+    assert result.extra["parked"] == 200 and result.extra["broker_pid"] == os.getpid()
+    assert result.extra["window_s"] == 0.3 and result.extra["cpu_pct"] >= 0
+    sane(result, samples=1)  # one send, timed to the last answer
 
 
 def test_cli_prints_json_and_writes_a_plot(namesrv: str, tmp_path: Path) -> None:

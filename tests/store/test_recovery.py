@@ -65,14 +65,21 @@ def overwrite(root: Path, offset: int, data: bytes) -> None:
         f.write(data)
 
 
-def reopen_and_check(root: Path, caplog: pytest.LogCaptureFixture, cut_at: int, why: str) -> None:
+def reopen_and_check(
+    root: Path, caplog: pytest.LogCaptureFixture, cut_at: int, why: str, *, also: str = ""
+) -> None:
+    """Reopen the damaged copy: one cut, at `cut_at`, logged with its reason `why` (and the
+    warning `also`, when given), and the store consistent and serving after it."""
+    assert why, "say which reason the cut must log"
     with caplog.at_level(logging.WARNING, logger="longboat.store"):
         store = MessageStore(_config(root))
         store.open()
     try:
         assert store.max_physical_offset == cut_at
-        cuts = [r.getMessage() for r in caplog.records if "cut at offset" in r.getMessage()]
-        assert len(cuts) == 1 and f"cut at offset {cut_at}" in cuts[0] and why in cuts[0], cuts
+        logged = [r.getMessage() for r in caplog.records]
+        cuts = [m for m in logged if "cut at offset" in m]
+        assert len(cuts) == 1 and f"cut at offset {cut_at} (" in cuts[0] and why in cuts[0], cuts
+        assert not also or any(also in m for m in logged), logged
         records = assert_consistent(store)
         assert records and records[-1].commit_log_offset + records[-1].store_size == cut_at
         bodies = [m.body.split(b"|")[0] for m in records]
@@ -91,7 +98,7 @@ def test_flipped_bytes_in_a_body_are_cut_by_crc(
     root, placed = crashed_copy(tmp_path)
     offset, _ = placed[200]
     overwrite(root, offset + 88 + 2, b"\xff\x00\xee")  # inside the body: only the CRC can tell
-    reopen_and_check(root, caplog, offset, "CRC")
+    reopen_and_check(root, caplog, offset, f"body CRC mismatch in the record at {offset}")
 
 
 def test_garbled_record_structure_is_cut(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -110,7 +117,14 @@ def test_truncated_segment_file_is_cut(tmp_path: Path, caplog: pytest.LogCapture
     for later in sorted((root / "commitlog").iterdir()):
         if int(later.name) > int(path.name):
             later.unlink()
-    reopen_and_check(root, caplog, offset, "")
+    # The half record left reads as one whose properties run into the zeros past the file's end.
+    reopen_and_check(
+        root,
+        caplog,
+        offset,
+        f"the record does not decode: properties do not end the record at {rel}",
+        also=f"a segment file ends early at offset {offset + size // 2}",
+    )
 
 
 def test_zeroed_page_is_cut(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -119,7 +133,9 @@ def test_zeroed_page_is_cut(tmp_path: Path, caplog: pytest.LogCaptureFixture) ->
     page = offset - offset % 4096  # segments are page-aligned
     overwrite(root, page, bytes(4096))
     first_hit = next(o for o, s in placed if o + s > page)
-    reopen_and_check(root, caplog, first_hit, "")
+    # The page starts inside that record: its tail is zeros where its properties were.
+    assert first_hit < page
+    reopen_and_check(root, caplog, first_hit, "the record does not decode")
 
 
 def test_zeroed_page_on_a_record_boundary_is_a_hole_not_the_end(
@@ -128,7 +144,7 @@ def test_zeroed_page_on_a_record_boundary_is_a_hole_not_the_end(
     root, placed = crashed_copy(tmp_path)
     offset, _ = placed[100]
     overwrite(root, offset, bytes(512))  # zeros exactly from a record's start: looks like the end
-    reopen_and_check(root, caplog, offset, "followed by data")
+    reopen_and_check(root, caplog, offset, f"zeros at {offset} followed by data at")
 
 
 def test_a_checkpoint_pointing_inside_a_record_does_not_cut_good_records(
