@@ -47,6 +47,8 @@ def test_bad_input_is_refused_with_nothing_written(store: MessageStore) -> None:
         "empty topic": message(topic=""),
         "bad chars": message(topic="a b"),
         "long topic": message(topic="t" * 128),
+        # re.match(...$) accepted a trailing newline, and the name became a directory.
+        "trailing newline": message(topic="abc\n"),
     }
     for name, msg in cases.items():
         result = store.put_message(msg)
@@ -54,6 +56,18 @@ def test_bad_input_is_refused_with_nothing_written(store: MessageStore) -> None:
         assert result.error, name
     assert store.max_physical_offset == 0
     assert store.topics() == []
+
+
+def test_a_refused_append_leaves_no_queue_behind(store_dir: Path) -> None:
+    # Admitted (under maxMessageSize) but larger than a whole commit-log segment: refused at
+    # append time, after the queue used to be registered.
+    with MessageStore(small_config(store_dir, commit_log_segment_size=4096)) as s:
+        result = s.put_message(message(topic="Fresh", body=b"x" * 8192))
+        assert result.status is PutStatus.MESSAGE_ILLEGAL and "segment" in (result.error or "")
+        assert s.topics() == [] and s.queue_ids("Fresh") == []
+        assert s.max_physical_offset == 0
+        assert s.put_message(message(topic="Fresh", body=b"fits")).ok
+        assert s.topics() == ["Fresh"] and s.max_offset("Fresh", 0) == 1
 
 
 def test_oversized_properties_and_mixed_batches_are_refused(store: MessageStore) -> None:

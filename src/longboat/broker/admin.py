@@ -32,7 +32,7 @@ from longboat.protocol.headers import (
     GetConsumeStatsRequestHeader,
     TopicRequestHeader,
 )
-from longboat.protocol.topic_names import SYSTEM_TOPICS, validate_topic
+from longboat.protocol.topic_names import is_system_topic, validate_group, validate_topic
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection
 
@@ -54,18 +54,33 @@ class AdminProcessor:
         problem = validate_topic(topic)
         if problem is not None:
             return problem
-        if topic in SYSTEM_TOPICS:
+        if is_system_topic(topic):
             return f"the topic {topic!r} is a system topic"
         return None
 
+    def queue_count_refusal(self, *counts: int) -> str | None:
+        """Why a topic may not have these queue counts (below one, or over the cap every
+        per-queue loop relies on), None when it may."""
+        cap = self.controller.config.max_topic_queue_nums
+        if min(counts) < 1:
+            return f"a topic needs at least one queue (asked for {', '.join(map(str, counts))})"
+        if max(counts) > cap:
+            return (
+                f"{max(counts)} queues is over the limit of {cap} queues per topic "
+                f"(broker setting maxTopicQueueNums)"
+            )
+        return None
+
+    def queue_ids(self, config: TopicConfig) -> range:
+        """The queues a per-queue answer covers: bounded by the cap even for a topic table
+        written before the cap existed."""
+        return range(min(config.write_queue_nums, self.controller.config.max_topic_queue_nums))
+
     async def create_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         header = CreateTopicRequestHeader.from_ext(cmd.ext_fields)
-        refusal = self.topic_refusal(header.topic)
-        if refusal is None and min(header.readQueueNums, header.writeQueueNums) < 1:
-            refusal = (
-                f"a topic needs at least one queue (read {header.readQueueNums}, "
-                f"write {header.writeQueueNums})"
-            )
+        refusal = self.topic_refusal(header.topic) or self.queue_count_refusal(
+            header.readQueueNums, header.writeQueueNums
+        )
         if refusal is not None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, refusal)
         config = TopicConfig(
@@ -91,7 +106,7 @@ class AdminProcessor:
             return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
         store = self.controller.store
         table: dict[MessageQueue, TopicOffset] = {}
-        for queue_id in range(config.write_queue_nums):
+        for queue_id in self.queue_ids(config):
             low = max(store.min_offset(topic, queue_id), 0)
             high = max(store.max_offset(topic, queue_id), 0)
             last = (store.store_time_at(topic, queue_id, high - 1) or 0) if high > low else 0
@@ -102,7 +117,7 @@ class AdminProcessor:
     async def delete_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(cmd.ext_fields).topic
         problem = validate_topic(topic)
-        if problem is None and topic in SYSTEM_TOPICS:
+        if problem is None and is_system_topic(topic):
             problem = f"the topic {topic!r} is a system topic"
         if problem is not None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, problem)
@@ -129,7 +144,7 @@ class AdminProcessor:
             if config is None:
                 continue
             committed = offsets.queue_offsets(group, name)
-            for queue_id in range(config.write_queue_nums):
+            for queue_id in self.queue_ids(config):
                 consumer_offset = max(committed.get(queue_id, 0), 0)
                 last = 0
                 if consumer_offset > 0:
@@ -144,8 +159,11 @@ class AdminProcessor:
 
     def update_subscription_group(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         config = SubscriptionGroupConfig.from_json(cmd.body)
-        if not config.group_name:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, "the group name is blank")
+        refusal = validate_group(config.group_name) or self.queue_count_refusal(
+            max(1, config.retry_queue_nums)
+        )
+        if refusal is not None:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, refusal)
         self.controller.subscription_groups.put(config)
         return cmd.make_response()
 

@@ -2,7 +2,8 @@
 NOTIFY_CONSUMER_IDS_CHANGED (40) to a group's members whenever its member list or topics change.
 
 A heartbeat also creates the group's `%RETRY%<group>` topic (which registers it with the name
-servers at once: clients subscribe to it right after).  A connection silent for
+servers at once: clients subscribe to it right after), so its group names are checked first
+(TopicValidator's characters, at most 255 of them).  A connection silent for
 `channelExpiredTimeout` (120 s) is closed, which removes it like any closed connection.
 """
 
@@ -20,6 +21,7 @@ from longboat.protocol.bodies import (
 )
 from longboat.protocol.codes import LanguageCode
 from longboat.protocol.headers import ConsumerGroupHeader, UnregisterClientRequestHeader
+from longboat.protocol.topic_names import validate_group
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
@@ -38,6 +40,12 @@ class ClientRequests:
     def heartbeat(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         data = HeartbeatData.from_json(cmd.body)
         ctl = self.controller
+        for consumer in data.consumer_data_set:
+            # All checked before any is registered: a refused heartbeat leaves nothing behind.
+            if problem := validate_group(consumer.group_name):
+                return cmd.make_response(
+                    ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)"
+                )
         for consumer in data.consumer_data_set:
             group = consumer.group_name
             settings = ctl.subscription_groups.get(group)

@@ -31,6 +31,8 @@ from longboat.store import FlushDiskType, StoreConfig
 log = logging.getLogger(__name__)
 
 ENV_PREFIX = "LONGBOAT_"
+LOOPBACK = "127.0.0.1"
+WILDCARD = "0.0.0.0"
 CONSUME_QUEUE_ENTRY_SIZE = 20
 
 
@@ -52,8 +54,10 @@ class BrokerConfig:
     broker_name: str = "broker-a"
     broker_id: int = 0
     listen_port: int = 10911
-    # Ours: the address the broker binds (RocketMQ binds every interface).
-    listen_host: str = "0.0.0.0"
+    # Ours: the address the broker binds.  Empty: every interface when brokerIP1 is set (the
+    # operator said where clients reach it, as RocketMQ binds), else loopback only, so a
+    # broker without authentication is not exposed by default (see `bind_host`).
+    listen_host: str = ""
     # Name servers, `host:port` separated by `;` (RocketMQ's format).
     namesrv_addr: str = ""
     store_path_root_dir: Path = field(default_factory=default_data_dir)
@@ -68,6 +72,9 @@ class BrokerConfig:
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
     default_topic_queue_nums: int = 8
+    # Ours: the most queues a topic may have (UPDATE_AND_CREATE_TOPIC, a group's retry
+    # queues); every per-queue loop (GET_CONSUME_STATS, routes) is bounded by it.
+    max_topic_queue_nums: int = 1024
     max_message_size: int = 4 * 1024 * 1024
     file_reserved_time: float = 72.0
     delete_when: str = "04"
@@ -101,8 +108,21 @@ class BrokerConfig:
         return DelayLevels.parse(self.message_delay_level)
 
     @property
+    def bind_host(self) -> str:
+        """The address the broker listens on: `listenHost`, else all interfaces when
+        `brokerIP1` is set, else 127.0.0.1."""
+        if self.listen_host:
+            return self.listen_host
+        return WILDCARD if self.broker_ip1 else LOOPBACK
+
+    @property
     def advertised_ip(self) -> str:
-        return self.broker_ip1 or host_address()
+        """What routes and message ids carry: `brokerIP1`, else the bound address (this
+        host's first non-loopback address when bound to every interface)."""
+        if self.broker_ip1:
+            return self.broker_ip1
+        host = self.bind_host
+        return host_address() if host in (WILDCARD, "::") else host
 
     def store_config(self, store_port: int) -> StoreConfig:
         """The store's settings; `store_port` is the port the broker actually listens on (it
@@ -199,7 +219,12 @@ class BrokerConfig:
             ("listen_port", 0 <= self.listen_port <= 65535, "a port is 0..65535"),
             ("metrics_port", 0 <= self.metrics_port <= 65535, "a port is 0..65535 (0 = off)"),
             ("broker_id", self.broker_id >= 0, "broker ids are >= 0 (0 is the master)"),
-            ("default_topic_queue_nums", 1 <= self.default_topic_queue_nums <= 1024, "1..1024"),
+            ("max_topic_queue_nums", 1 <= self.max_topic_queue_nums <= 65535, "1..65535"),
+            (
+                "default_topic_queue_nums",
+                1 <= self.default_topic_queue_nums <= self.max_topic_queue_nums,
+                "1..maxTopicQueueNums",
+            ),
             ("short_polling_time_mills", self.short_polling_time_mills >= 0, "must be >= 0"),
             ("max_message_size", self.max_message_size > 0, "must be > 0"),
             ("mapped_file_size_commit_log", self.mapped_file_size_commit_log >= 4096, ">= 4096"),

@@ -120,8 +120,9 @@ class BrokerController:
         self.router = Router("broker")
         self.server = RemotingServer(
             self.router,
-            config.listen_host,
+            config.bind_host,
             config.listen_port,
+            expose_hint="brokerIP1 or listenHost",
             on_connection_closed=self._connection_closed,
         )
         # Outgoing connections (name servers); broker-to-client requests go out on the

@@ -209,15 +209,15 @@ class BrokerMetrics:
         cfg = self.controller.config
         try:
             self._server, self._thread = start_http_server(
-                cfg.metrics_port, addr=cfg.listen_host, registry=self.registry
+                cfg.metrics_port, addr=cfg.bind_host, registry=self.registry
             )
         except OSError as exc:
             raise OSError(
                 exc.errno,
-                f"metrics endpoint: cannot listen on {cfg.listen_host}:{cfg.metrics_port} "
+                f"metrics endpoint: cannot listen on {cfg.bind_host}:{cfg.metrics_port} "
                 f"(metricsPort): {exc.strerror}",
             ) from exc
-        log.info("metrics at http://%s:%d/metrics", cfg.listen_host, self.port)
+        log.info("metrics at http://%s:%d/metrics", cfg.bind_host, self.port)
 
     def stop(self) -> None:
         server, self._server = self._server, None

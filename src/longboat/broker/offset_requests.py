@@ -32,6 +32,7 @@ from longboat.protocol.headers import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from longboat.protocol.topic_names import validate_group, validate_topic
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
@@ -60,6 +61,9 @@ class OffsetRequests:
 
     def update_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
+        # The offset table is persisted: only legal names get into it.
+        if problem := validate_group(header.consumerGroup) or validate_topic(header.topic):
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)")
         if header.commitOffset >= 0:
             self.controller.offsets.commit(
                 header.consumerGroup, header.topic, header.queueId, header.commitOffset

@@ -21,7 +21,7 @@ from longboat.broker.retry_policy import dead_letter_queue, max_reconsume_times,
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader
 from longboat.protocol.properties import Prop
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_group
 from longboat.remoting import Connection
 from longboat.store import MessageInner, PutStatus
 
@@ -37,6 +37,8 @@ class SendBackProcessor:
         header = ConsumerSendMsgBackRequestHeader.from_ext(cmd.ext_fields)
         ctl = self.controller
         group = header.group
+        if problem := validate_group(group):
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)")
         settings = ctl.subscription_groups.get(group)
         if settings.retry_queue_nums <= 0:
             # RocketMQ's switch for a group that wants no retries: accepted and dropped.

@@ -133,7 +133,12 @@ def up(data: Path | None, namesrv_port: int, broker_port: int, metrics_port: int
 
 
 @click.command()
-@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default=LOOPBACK,
+    show_default=True,
+    help="Address to listen on (0.0.0.0: every interface).",
+)
 @click.option("--port", default=NAMESRV_PORT, show_default=True, help="0: any free port.")
 def namesrv(host: str, port: int) -> None:
     """Run a name server alone (brokers register here; clients look up routes here)."""

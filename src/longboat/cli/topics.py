@@ -14,7 +14,7 @@ from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
-    SYSTEM_TOPICS,
+    is_system_topic,
 )
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
@@ -32,7 +32,7 @@ def topic_kind(topic: str, reserved: set[str]) -> str:
         return "retry"
     if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
         return "dlq"
-    if topic in SYSTEM_TOPICS or topic in reserved:
+    if is_system_topic(topic) or topic in reserved:
         return "system"
     return "normal"
 

@@ -40,7 +40,7 @@ from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import PullSysFlag
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPICS
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
 
@@ -441,7 +441,7 @@ class Admin(InstanceUser):
             ) from exc
 
     async def _search_unique_key(self, msg_id: str) -> MessageExt:
-        topics = [t for t in await self.topics() if t not in SYSTEM_TOPICS]
+        topics = [t for t in await self.topics() if not is_system_topic(t)]
         batches = await asyncio.gather(
             *(self._query(t, msg_id, unique_key=True, max_num=32) for t in topics),
             return_exceptions=True,

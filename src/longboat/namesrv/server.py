@@ -57,7 +57,11 @@ class NameServer:
         self.routes = RouteTable(clock=clock, expiry_s=expiry_s)
         self.router = Router("name server")
         self.server = RemotingServer(
-            self.router, host, port, on_connection_closed=self._connection_closed
+            self.router,
+            host,
+            port,
+            on_connection_closed=self._connection_closed,
+            expose_hint="the listen address (longboat namesrv --host)",
         )
         self.scan_interval_s = scan_interval_s
         self._scanner: asyncio.Task[None] | None = None

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from longboat.protocol.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from longboat.protocol.command import RemotingCommand
-from longboat.protocol.errors import FrameTooLarge, HeaderFieldError, ProtocolError
+from longboat.protocol.errors import (
+    FrameTooLarge,
+    HeaderFieldError,
+    MalformedHeader,
+    ProtocolError,
+)
 from longboat.protocol.frames import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame, encode_parts
 
 __all__ = [
@@ -18,6 +23,7 @@ __all__ = [
     "FrameTooLarge",
     "HeaderFieldError",
     "LanguageCode",
+    "MalformedHeader",
     "ProtocolError",
     "RemotingCommand",
     "RequestCode",

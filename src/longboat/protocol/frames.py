@@ -13,8 +13,8 @@ from __future__ import annotations
 import struct
 
 from longboat.protocol.command import RemotingCommand
-from longboat.protocol.errors import FrameTooLarge, ProtocolError
-from longboat.protocol.header_codec import decode_header, encode_header
+from longboat.protocol.errors import FrameTooLarge, MalformedHeader, ProtocolError
+from longboat.protocol.header_codec import decode_header, encode_header, request_identity
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 _PREFIX = struct.Struct(">iI")  # frame length, (serialize type << 24) | header length
@@ -78,7 +78,9 @@ class FrameDecoder:
         """The next whole command, or None until more bytes arrive.
 
         Raises ProtocolError (the peer's fault) for a malformed frame; the stream cannot be
-        resynchronised after that, so the connection should be closed.
+        resynchronised after that, so the connection should be closed.  A whole frame whose
+        header cannot be read raises MalformedHeader after consuming the frame: reading on is
+        safe, and its `request` (when known) can be answered.
         """
         buf = self._buf
         pos = self._pos
@@ -97,10 +99,20 @@ class FrameDecoder:
         hstart = pos + 8
         bstart = hstart + hlen
         end = pos + 4 + length
-        with memoryview(buf) as view:
-            cmd = decode_header(marker >> 24, view[hstart:bstart])
-            cmd.body = bytes(view[bstart:end]) if bstart < end else b""
+        serialize_type = marker >> 24
+        problem: str | None = None
+        # Views are released before anything is raised: a traceback keeping one alive would
+        # pin the buffer (bytearray cannot grow while exported).
+        with memoryview(buf) as view, view[hstart:bstart] as header:
+            try:
+                cmd = decode_header(serialize_type, header)
+            except ProtocolError as exc:
+                problem, request = str(exc), request_identity(serialize_type, header)
+            else:
+                cmd.body = bytes(view[bstart:end]) if bstart < end else b""
         self._pos = end
+        if problem is not None:
+            raise MalformedHeader(problem, request)
         return cmd
 
     def commands(self) -> list[RemotingCommand]:

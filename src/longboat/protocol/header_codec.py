@@ -213,6 +213,32 @@ def encode_rocketmq_header(cmd: RemotingCommand) -> bytes:
     return b"".join(parts)
 
 
+def request_identity(serialize_type: int, data: bytes | memoryview) -> RemotingCommand | None:
+    """From a header that failed to decode, a bare command with whatever identifies the request
+    (code, opaque, flag), so it can still be answered; None when even those are unreadable."""
+    if serialize_type == SerializeType.ROCKETMQ:
+        if len(data) < _FIXED.size:
+            return None
+        code, _, _, opaque, flag = _FIXED.unpack_from(data, 0)
+    elif serialize_type == SerializeType.JSON:
+        try:
+            header = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return None
+        if type(header) is not dict:
+            return None
+        try:
+            code, opaque = _int_field(header, "code"), _int_field(header, "opaque")
+            flag = _int_field(header, "flag")
+        except ProtocolError:
+            return None
+    else:
+        return None
+    return RemotingCommand(
+        code=code, opaque=opaque, flag=flag, serialize_type=SerializeType(serialize_type)
+    )
+
+
 def decode_header(serialize_type: int, data: bytes | memoryview) -> RemotingCommand:
     if serialize_type == SerializeType.JSON:
         return decode_json_header(data)

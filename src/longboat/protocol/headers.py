@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from longboat.protocol.header_fields import Header
+from longboat.protocol.header_fields import Header, JavaInt
 
 # --------------------------------------------------------------------------- sending
 
@@ -20,15 +20,15 @@ class SendMessageRequestHeader(Header):
     producerGroup: str
     topic: str
     defaultTopic: str
-    defaultTopicQueueNums: int
-    queueId: int
-    sysFlag: int
+    defaultTopicQueueNums: JavaInt
+    queueId: JavaInt
+    sysFlag: JavaInt
     bornTimestamp: int
-    flag: int
+    flag: JavaInt
     properties: str | None = None
-    reconsumeTimes: int | None = None
+    reconsumeTimes: JavaInt | None = None
     unitMode: bool | None = None
-    maxReconsumeTimes: int | None = None
+    maxReconsumeTimes: JavaInt | None = None
     batch: bool | None = None
 
 
@@ -54,7 +54,7 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader):
 @dataclass(frozen=True, slots=True)
 class SendMessageResponseHeader(Header):
     msgId: str
-    queueId: int
+    queueId: JavaInt
     queueOffset: int
     transactionId: str | None = None
     MSG_REGION: str | None = None
@@ -68,10 +68,10 @@ class SendMessageResponseHeader(Header):
 class PullMessageRequestHeader(Header):
     consumerGroup: str
     topic: str
-    queueId: int
+    queueId: JavaInt
     queueOffset: int
-    maxMsgNums: int
-    sysFlag: int
+    maxMsgNums: JavaInt
+    sysFlag: JavaInt
     commitOffset: int
     suspendTimeoutMillis: int
     subVersion: int = 0
@@ -94,7 +94,7 @@ class PullMessageResponseHeader(Header):
 class QueryConsumerOffsetRequestHeader(Header):
     consumerGroup: str
     topic: str
-    queueId: int
+    queueId: JavaInt
     setZeroIfNotFound: bool | None = None
 
 
@@ -109,7 +109,7 @@ class OffsetResponseHeader(Header):
 class UpdateConsumerOffsetRequestHeader(Header):
     consumerGroup: str
     topic: str
-    queueId: int
+    queueId: JavaInt
     commitOffset: int
 
 
@@ -118,13 +118,13 @@ class QueueRequestHeader(Header):
     """GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME."""
 
     topic: str
-    queueId: int
+    queueId: JavaInt
 
 
 @dataclass(frozen=True, slots=True)
 class SearchOffsetRequestHeader(Header):
     topic: str
-    queueId: int
+    queueId: JavaInt
     timestamp: int
 
 
@@ -154,11 +154,11 @@ class ConsumerGroupHeader(Header):
 class ConsumerSendMsgBackRequestHeader(Header):
     offset: int
     group: str
-    delayLevel: int
+    delayLevel: JavaInt
     originMsgId: str | None = None
     originTopic: str | None = None
     unitMode: bool | None = None
-    maxReconsumeTimes: int | None = None
+    maxReconsumeTimes: JavaInt | None = None
 
 
 # --------------------------------------------------------------------------- lookups
@@ -168,7 +168,7 @@ class ConsumerSendMsgBackRequestHeader(Header):
 class QueryMessageRequestHeader(Header):
     topic: str
     key: str
-    maxNum: int
+    maxNum: JavaInt
     beginTimestamp: int
     endTimestamp: int
     # Not a Java field but an extra ext field (MixAll.UNIQUE_MSG_QUERY_FLAG).
@@ -194,11 +194,11 @@ class ViewMessageRequestHeader(Header):
 class CreateTopicRequestHeader(Header):
     topic: str
     defaultTopic: str
-    readQueueNums: int
-    writeQueueNums: int
-    perm: int
+    readQueueNums: JavaInt
+    writeQueueNums: JavaInt
+    perm: JavaInt
     topicFilterType: str = "SINGLE_TAG"
-    topicSysFlag: int | None = None
+    topicSysFlag: JavaInt | None = None
     order: bool = False
 
 
@@ -207,7 +207,7 @@ class EndTransactionRequestHeader(Header):
     producerGroup: str
     tranStateTableOffset: int
     commitLogOffset: int
-    commitOrRollback: int
+    commitOrRollback: JavaInt
     msgId: str
     fromTransactionCheck: bool | None = None
     transactionId: str | None = None
@@ -259,7 +259,7 @@ class RegisterBrokerRequestHeader(Header):
     haServerAddr: str
     brokerId: int
     compressed: bool | None = None
-    bodyCrc32: int | None = None
+    bodyCrc32: JavaInt | None = None
 
 
 @dataclass(frozen=True, slots=True)

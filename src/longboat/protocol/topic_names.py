@@ -1,8 +1,12 @@
-"""Topic-name rules, as RocketMQ's TopicValidator enforces them on send and on topic creation.
+"""Topic- and group-name rules, as RocketMQ's TopicValidator and Validators.checkGroup enforce
+them on send, on topic creation and on a consumer's first heartbeat.
 
 Broker, client and store all check names, so the rule lives once, here.  The answer is the
 error text (what a broker puts in its remark) rather than an exception, because every caller
 turns it into something different: a response code, a PutResult, a ValueError.
+
+The whole name must match (Java tests every character): `re.match(...$)` would also accept a
+trailing newline, and a topic name becomes a directory name in the store.
 """
 
 from __future__ import annotations
@@ -10,20 +14,33 @@ from __future__ import annotations
 import re
 
 TOPIC_MAX_LENGTH = 127
-_LEGAL = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+GROUP_MAX_LENGTH = 255
+_LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
 def validate_topic(name: str) -> str | None:
     """None when `name` is a legal topic, else why it is not."""
+    return _validate_name("topic", name, TOPIC_MAX_LENGTH)
+
+
+def validate_group(name: str) -> str | None:
+    """None when `name` is a legal producer or consumer group, else why it is not."""
+    return _validate_name("group", name, GROUP_MAX_LENGTH)
+
+
+def _validate_name(kind: str, name: str, max_length: int) -> str | None:
     if not name or not name.strip():
-        return "the topic name is blank"
-    if len(name) > TOPIC_MAX_LENGTH:
-        return (
-            f"the topic name is {len(name)} characters long, over the limit of {TOPIC_MAX_LENGTH}"
-        )
-    if not _LEGAL.match(name):
-        return f"the topic name {name!r} has characters outside ^[%|a-zA-Z0-9_-]+$"
+        return f"the {kind} name is blank"
+    if len(name) > max_length:
+        return f"the {kind} name is {len(name)} characters long, over the limit of {max_length}"
+    if _LEGAL.fullmatch(name) is None:
+        return f"the {kind} name {name!r} has characters outside ^[%|a-zA-Z0-9_-]+$"
     return None
+
+
+def is_system_topic(name: str) -> bool:
+    """A topic the broker owns (TopicValidator.isSystemTopic: the set, or the rmq_sys_ prefix)."""
+    return name in SYSTEM_TOPICS or name.startswith(SYSTEM_TOPIC_PREFIX)
 
 
 # The auto-create topic.  A broker with autoCreateTopicEnable keeps it with the INHERIT
@@ -45,6 +62,7 @@ def auto_created_queue_nums(requested: int, default_topic_write_queue_nums: int)
 
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 # A consumer group's own topics: its redeliveries and its dead letters.
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"

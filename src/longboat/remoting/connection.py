@@ -4,7 +4,8 @@
 (flag bit 0), matched by opaque to a waiting future, or a request handed to the connection's
 `RequestHandler` (the `Router`, in every server and client here).  The handler answers at once
 or returns the task still answering; one-way requests are never answered.  A protocol error
-closes only this connection.
+closes only this connection; a whole frame with an unreadable header is answered with
+SYSTEM_ERROR when it says who asked, and reading goes on.
 
 Back-pressure: when the peer stops reading our answers (the transport's write buffer passes
 its high-water mark) or too many of its requests are still being answered, we stop reading its
@@ -22,7 +23,14 @@ import logging
 from collections.abc import Callable
 from typing import Protocol, cast
 
-from longboat.protocol import FrameDecoder, ProtocolError, RemotingCommand, encode_parts
+from longboat.protocol import (
+    FrameDecoder,
+    MalformedHeader,
+    ProtocolError,
+    RemotingCommand,
+    ResponseCode,
+    encode_parts,
+)
 from longboat.protocol.command import OpaqueCounter
 from longboat.remoting.errors import ConnectionClosed, RequestTimeout
 
@@ -71,9 +79,18 @@ class RemotingProtocol(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         conn = self.conn
         assert conn is not None
+        decoder = self.decoder
         try:
-            self.decoder.feed(data)
-            while (cmd := self.decoder.next_command()) is not None:
+            decoder.feed(data)
+            while True:
+                try:
+                    cmd = decoder.next_command()
+                except MalformedHeader as exc:
+                    if not conn.refuse_malformed(exc):
+                        raise
+                    continue
+                if cmd is None:
+                    break
                 conn.dispatch(cmd)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", conn.peer, exc)
@@ -133,6 +150,22 @@ class Connection:
             if self._in_flight >= MAX_IN_FLIGHT:
                 self._update_reading()
             answering.add_done_callback(self._answered)
+
+    def refuse_malformed(self, exc: MalformedHeader) -> bool:
+        """Answer a request whose header could not be read with SYSTEM_ERROR (nothing for a
+        one-way request); False when it cannot be answered and the connection must close."""
+        request = exc.request
+        if request is None or request.is_response or self.handler is None:
+            return False
+        log.info("bad header in request code %s from %s: %s", request.code, self.peer, exc)
+        if not request.is_oneway:
+            self.send(
+                request.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"malformed request header: {exc} (the sender's error)",
+                )
+            )
+        return True
 
     def _answered(self, _: asyncio.Future[None]) -> None:
         self._in_flight -= 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import Callable
 
@@ -10,6 +11,13 @@ from longboat.remoting.connection import Connection, RemotingProtocol
 from longboat.remoting.router import Router
 
 log = logging.getLogger(__name__)
+
+
+def is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 class RemotingServer:
@@ -21,8 +29,12 @@ class RemotingServer:
         *,
         max_frame: int = 16 * 1024 * 1024,
         on_connection_closed: Callable[[Connection], None] | None = None,
+        expose_hint: str = "its listen address",
     ) -> None:
+        """`expose_hint` names the setting that opens a loopback-only server to other hosts
+        (said in the one line logged when it starts listening)."""
         self.router = router
+        self.expose_hint = expose_hint
         self.host = host
         self.port = port
         self.max_frame = max_frame
@@ -52,13 +64,26 @@ class RemotingServer:
         )
         self.port = self._server.sockets[0].getsockname()[1]
         if serving:
-            log.info("%s listening on %s:%s", self.router.name, self.host, self.port)
+            self._log_listening()
 
     async def serve(self) -> None:
         """Start accepting connections on a port bound with `start(serving=False)`."""
         assert self._server is not None, "serve() before start()"
         await self._server.start_serving()
-        log.info("%s listening on %s:%s", self.router.name, self.host, self.port)
+        self._log_listening()
+
+    def _log_listening(self) -> None:
+        if is_loopback(self.host):
+            log.info(
+                "%s listening on %s:%s only: other hosts cannot connect (set %s to expose "
+                "it; see docs/security.md)",
+                self.router.name,
+                self.host,
+                self.port,
+                self.expose_hint,
+            )
+        else:
+            log.info("%s listening on %s:%s", self.router.name, self.host, self.port)
 
     def stop_accepting(self) -> None:
         if self._server is not None:

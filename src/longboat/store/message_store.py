@@ -265,14 +265,16 @@ class MessageStore:
     def _append(self, admitted: Admitted) -> PutResult:
         """Encode, copy in, dispatch.  Caller holds the lock."""
         topic, queue_id = admitted.topic, admitted.queue_id
-        cq = self._queues.get_or_create(topic, queue_id)
+        # A new queue is registered only once its first record is written: a refused append
+        # leaves no trace, in memory or on disk.
+        cq = self._queues.get(topic, queue_id)
         now = int(self._clock() * 1000)
         if now < self._last_store_ms:
             now = self._last_store_ms  # store times never go back along the log
         self._last_store_ms = now
         commit_log = self._log
         start = commit_log.write_offset
-        first_queue_offset = cq.max_offset
+        first_queue_offset = cq.max_offset if cq is not None else 0
         consumable = admitted.consumable
         if consumable is None:
             queue_offsets: list[int] = list(
@@ -312,6 +314,8 @@ class MessageStore:
             data = bytes(buf)
         commit_log.write(actual, data)
         end = actual + size
+        if cq is None:
+            cq = self._queues.get_or_create(topic, queue_id)
 
         # Dispatch: queue entries, index entries, what the caller is told.
         codes = admitted.tags_codes
