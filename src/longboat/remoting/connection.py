@@ -70,19 +70,29 @@ class RemotingProtocol(asyncio.Protocol):
         # A stream transport (uvloop's is not an asyncio.Transport subclass, so no isinstance).
         transport = cast(asyncio.Transport, transport)
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
-        self.conn = Connection(transport, self.handler)
+        self.conn = Connection(transport, self.handler, on_resume=self.process_buffered)
         if self._on_close is not None:
             self.conn.add_close_callback(self._on_close)
         if self._on_open is not None:
             self._on_open(self.conn)
 
     def data_received(self, data: bytes) -> None:
+        try:
+            self.decoder.feed(data)
+        except ProtocolError as exc:
+            self._refuse(exc)
+            return
+        self.process_buffered()
+
+    def process_buffered(self) -> None:
+        """Dispatch the whole commands received, until there are none or the connection paused
+        reading: one read can carry hundreds of requests, and answering them all would
+        overshoot the bounds that paused it.  The rest waits here for `resume`."""
         conn = self.conn
         assert conn is not None
         decoder = self.decoder
         try:
-            decoder.feed(data)
-            while True:
+            while not conn.reading_paused:
                 try:
                     cmd = decoder.next_command()
                 except MalformedHeader as exc:
@@ -93,8 +103,12 @@ class RemotingProtocol(asyncio.Protocol):
                     break
                 conn.dispatch(cmd)
         except ProtocolError as exc:
-            log.warning("closing connection from %s: %s", conn.peer, exc)
-            conn.close()
+            self._refuse(exc)
+
+    def _refuse(self, exc: ProtocolError) -> None:
+        assert self.conn is not None
+        log.warning("closing connection from %s: %s", self.conn.peer, exc)
+        self.conn.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.conn is not None:
@@ -112,11 +126,19 @@ class RemotingProtocol(asyncio.Protocol):
 class Connection:
     """A live connection: send requests and await answers, write responses, close."""
 
-    def __init__(self, transport: asyncio.Transport, handler: RequestHandler | None) -> None:
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        handler: RequestHandler | None,
+        *,
+        on_resume: Callable[[], None] | None = None,
+    ) -> None:
         """`handler` answers the peer's requests; None: requests are ignored (a connection
-        that only sends requests)."""
+        that only sends requests).  `on_resume` runs (soon, not in-line) when reading resumes
+        after back-pressure: the commands already received go first."""
         self.transport = transport
         self.handler = handler
+        self._on_resume = on_resume
         peer = transport.get_extra_info("peername")
         self.peer_host: str = peer[0] if peer else "?"
         self.peer_port: int = peer[1] if peer else 0
@@ -185,6 +207,13 @@ class Connection:
             self.transport.pause_reading()
         else:
             self.transport.resume_reading()
+            if self._on_resume is not None:
+                asyncio.get_running_loop().call_soon(self._on_resume)
+
+    @property
+    def reading_paused(self) -> bool:
+        """Back-pressure holds this peer's requests (or the connection is closed)."""
+        return self._reading_paused or self.closed
 
     # ------------------------------------------------------------------ outgoing
 
