@@ -126,6 +126,8 @@ def broker_config(data_dir: Path, namesrv_addr: str, **options: Any) -> BrokerCo
         # yet hold a 4 MiB message.
         "mapped_file_size_commit_log": 16 * 1024 * 1024,
         "flush_interval_commit_log": 50,
+        # The RocketMQ 5 endpoint only where a test asks for it (grpc_listen_port=0).
+        "grpc_listen_port": -1,
     }
     base.update(options)
     return BrokerConfig(**base)

@@ -96,6 +96,12 @@ class BrokerConfig:
     max_pending_sync_flushes: int = 10_000
     # Ours: the Prometheus endpoint's port on listen_host (0 = no endpoint).
     metrics_port: int = 0
+    # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host: RocketMQ's proxy port;
+    # 0 = any free port, -1 = no endpoint.
+    grpc_listen_port: int = 8081
+    # The invisible durations a gRPC receive may ask for (RocketMQ proxy's bounds).
+    grpc_min_invisible_time_mills: int = 10_000
+    grpc_max_invisible_time_mills: int = 12 * 3600 * 1000
 
     # ------------------------------------------------------------------ derived
 
@@ -218,6 +224,16 @@ class BrokerConfig:
         checks: list[tuple[str, bool, str]] = [
             ("listen_port", 0 <= self.listen_port <= 65535, "a port is 0..65535"),
             ("metrics_port", 0 <= self.metrics_port <= 65535, "a port is 0..65535 (0 = off)"),
+            (
+                "grpc_listen_port",
+                -1 <= self.grpc_listen_port <= 65535,
+                "a port is 0..65535 (0 = any free port, -1 = off)",
+            ),
+            (
+                "grpc_min_invisible_time_mills",
+                0 <= self.grpc_min_invisible_time_mills <= self.grpc_max_invisible_time_mills,
+                "0 <= min <= grpcMaxInvisibleTimeMills",
+            ),
             ("broker_id", self.broker_id >= 0, "broker ids are >= 0 (0 is the master)"),
             ("max_topic_queue_nums", 1 <= self.max_topic_queue_nums <= 65535, "1..65535"),
             (

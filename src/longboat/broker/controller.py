@@ -38,6 +38,7 @@ from longboat.broker import (
     broker_stats,
     client_requests,
     consumer_admin,
+    grpc,
     locks,
     lookups,
     metrics,
@@ -139,6 +140,7 @@ class BrokerController:
         self._closed_listeners: list[Callable[[Connection], None]] = []
         self._pending_durable = 0
         self.metrics: metrics.BrokerMetrics | None = None  # set at start when metricsPort > 0
+        self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0
         # Set by start():
         self.store: MessageStore
         self.offsets: ConsumerOffsetTable
@@ -292,6 +294,8 @@ class BrokerController:
             self.metrics = metrics.install(self)
         for install in self._features:
             install(self)
+        if cfg.grpc_listen_port >= 0:
+            self.grpc = grpc.install(self)
         for hook in self._start_hooks:
             await _maybe_await(hook())
         self.add_periodic(cfg.register_name_server_period / 1000, self.registrar.register)

@@ -283,10 +283,13 @@ class SubscriptionGroupConfig:
     broker_id: int = 0
     which_broker_when_consume_slowly: int = 1
     notify_consumer_ids_changed_enable: bool = True
+    # RocketMQ 5: the group consumes FIFO (a message group's next message waits for the ack).
+    consume_message_orderly: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "brokerId": self.broker_id,
+            "consumeMessageOrderly": self.consume_message_orderly,
             "consumeBroadcastEnable": self.consume_broadcast_enable,
             "consumeEnable": self.consume_enable,
             "consumeFromMinEnable": self.consume_from_min_enable,
@@ -318,6 +321,9 @@ class SubscriptionGroupConfig:
             ),
             notify_consumer_ids_changed_enable=bool(
                 d.get("notifyConsumerIdsChangedEnable", defaults.notify_consumer_ids_changed_enable)
+            ),
+            consume_message_orderly=bool(
+                d.get("consumeMessageOrderly", defaults.consume_message_orderly)
             ),
         )
 

@@ -1,0 +1,99 @@
+"""The RocketMQ 5 gRPC endpoint (`apache.rocketmq.v2.MessagingService`), served by the broker
+beside remoting, over the same store: RocketMQ 5 clients (the official Python client, the Java
+5 client) produce and consume with the pop model without a separate proxy.
+
+The controller calls `install` when `grpcListenPort` >= 0 (0: any free port): a `grpc.aio`
+server starts on the broker's event loop when the broker starts, and stops first at
+shutdown, answering parked receives.  The modules:
+
+| module        | job                                                              |
+|---------------|------------------------------------------------------------------|
+| `schema`      | the v2 message classes (from the client package's schema)        |
+| `service`     | the RPCs                                                         |
+| `settings`    | the Telemetry settings answer                                    |
+| `messages`    | v2 `Message` <-> the store's records                             |
+| `pop`         | pop consumption: receive, ack, invisibility, dead letters        |
+| `pop_state`   | the pop table and its invariants (pure)                          |
+| `pop_store`   | the pop table on disk (snapshot + journal)                       |
+| `wakeups`     | parked receives, woken by arrivals                               |
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from longboat.broker.feature_host import CoreHost
+
+log = logging.getLogger("longboat.broker.grpc")
+
+STOP_GRACE_S = 1.0
+
+
+class GrpcEndpoint:
+    """The gRPC server's lifecycle; `port` is the bound one once started."""
+
+    def __init__(self, controller: CoreHost) -> None:
+        self.controller = controller
+        self.port = 0
+        self._server: Any = None
+        self.service: Any = None
+
+    async def start(self) -> None:
+        import grpc
+
+        from longboat.broker.grpc.pop import PopService
+        from longboat.broker.grpc.schema import svc_grpc
+        from longboat.broker.grpc.service import MessagingService
+
+        ctl = self.controller
+        pop = PopService(ctl)
+        pop.open()
+        server = grpc.aio.server(
+            options=[
+                ("grpc.max_receive_message_length", ctl.config.max_message_size + 1024 * 1024),
+                ("grpc.so_reuseport", 0),
+            ]
+        )
+        self.port = server.add_insecure_port(
+            f"{ctl.config.listen_host}:{ctl.config.grpc_listen_port}"
+        )
+        if not self.port:
+            pop.close()
+            raise OSError(
+                f"cannot listen for gRPC on {ctl.config.listen_host}:"
+                f"{ctl.config.grpc_listen_port} (in use?); set grpcListenPort (-1: off)"
+            )
+        self.service = MessagingService(ctl, pop, self.port)
+        svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
+        ctl.add_arrival_listener(self.service.wakeups.on_arrival)
+        await server.start()
+        self._server = server
+        log.info("gRPC endpoint (RocketMQ 5 clients) at %s:%d", ctl.config.advertised_ip, self.port)
+
+    async def stop(self) -> None:
+        service, server = self.service, self._server
+        if service is not None:
+            service.stopping = True
+            service.wakeups.wake_all()
+        if server is not None:
+            await server.stop(STOP_GRACE_S)
+            self._server = None
+        if service is not None:
+            service.pop.close()
+            self.service = None
+
+
+def install(controller: CoreHost) -> GrpcEndpoint | None:
+    """Serve the endpoint while the broker runs; None (and a warning) when the grpc extra is
+    not installed."""
+    try:
+        import longboat.broker.grpc.schema  # noqa: F401
+    except ImportError as exc:
+        log.warning("gRPC endpoint off: %s", exc)
+        return None
+    endpoint = GrpcEndpoint(controller)
+    controller.add_start_hook(endpoint.start)
+    controller.add_stop_hook(endpoint.stop)
+    return endpoint

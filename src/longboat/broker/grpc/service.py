@@ -1,0 +1,432 @@
+"""`apache.rocketmq.v2.MessagingService` over the broker's store: the RPCs RocketMQ 5 clients
+call, answered the way RocketMQ's proxy answers them.
+
+Every answer carries an in-band `Status`; bad input gets its v2 code and a message that says
+whose fault it is (TOPIC_NOT_FOUND, CONSUMER_GROUP_NOT_FOUND, INVALID_RECEIPT_HANDLE,
+ILLEGAL_INVISIBLE_TIME, MESSAGE_BODY_TOO_LARGE, ...), and the endpoint keeps serving.  gRPC
+status codes other than OK are left to transport failures.
+
+Handlers run on the broker's event loop (grpc.aio shares it), so a send appends in-line like
+a remoting send, and pop-table transitions need no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import zlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from longboat.broker.grpc.messages import BadMessage, to_inner, to_v2
+from longboat.broker.grpc.pop import PopService, StaleHandle
+from longboat.broker.grpc.schema import pb, svc, svc_grpc
+from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
+from longboat.broker.grpc.wakeups import ReceiveWakeups
+from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.properties import Prop
+from longboat.protocol.tags import TagExpression
+from longboat.protocol.topic_names import validate_topic
+from longboat.protocol.types import PERM_READ, PERM_WRITE
+from longboat.store import PutStatus
+
+if TYPE_CHECKING:
+    from longboat.broker.feature_host import CoreHost
+
+log = logging.getLogger("longboat.broker.grpc")
+
+Code = pb.Code
+# What a push consumer (no invisible_duration in its receive) gets: RocketMQ proxy's default.
+DEFAULT_INVISIBLE_MS = 60_000
+# Answer a long poll this long before the client's deadline (RocketMQ proxy's reserve).
+LONG_POLLING_RESERVE_S = 0.1
+ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.FIFO)
+_PUT_CODES = {
+    PutStatus.PUT_OK: Code.OK,
+    PutStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
+    PutStatus.MESSAGE_ILLEGAL: Code.BAD_REQUEST,
+    PutStatus.PROPERTIES_SIZE_EXCEEDED: Code.MESSAGE_PROPERTIES_TOO_LARGE,
+    PutStatus.SERVICE_NOT_AVAILABLE: Code.INTERNAL_SERVER_ERROR,
+    PutStatus.OS_PAGECACHE_BUSY: Code.TOO_MANY_REQUESTS,
+    PutStatus.UNKNOWN_ERROR: Code.INTERNAL_SERVER_ERROR,
+}
+
+
+class Refused(Exception):
+    """A request answered with a non-OK status."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def status(code: int = Code.OK, message: str = "OK") -> Any:
+    return pb.Status(code=code, message=message)
+
+
+def _metadata(context: Any, key: str) -> str:
+    for k, v in context.invocation_metadata() or ():
+        if k == key:
+            return str(v)
+    return ""
+
+
+class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
+    def __init__(self, controller: CoreHost, pop: PopService, port: int) -> None:
+        self.controller = controller
+        self.pop = pop
+        self.port = port
+        self.wakeups = ReceiveWakeups()
+        self.stopping = False
+        # client id -> its latest Settings (from Telemetry)
+        self.clients: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ checks
+
+    def _topic(self, resource: Any, perm: int) -> TopicConfig:
+        name = resource.name
+        problem = validate_topic(name)
+        if problem is not None:
+            raise Refused(Code.ILLEGAL_TOPIC, f"{problem} (the client's error)")
+        config = self.controller.topics.get(name)
+        if config is None:
+            raise Refused(
+                Code.TOPIC_NOT_FOUND,
+                f"topic {name!r} does not exist on broker {self.controller.config.broker_name}; "
+                "create it first (longboat topic create)",
+            )
+        if not config.perm & perm:
+            what = "sending to" if perm == PERM_WRITE else "consuming from"
+            raise Refused(Code.FORBIDDEN, f"{what} topic {name!r} is not permitted")
+        return config
+
+    def _group(self, resource: Any) -> str:
+        name = resource.name
+        if not name or not name.strip():
+            raise Refused(Code.ILLEGAL_CONSUMER_GROUP, "the consumer group name is blank")
+        ctl = self.controller
+        if (
+            not ctl.config.auto_create_subscription_group
+            and name not in ctl.subscription_groups.configured()
+        ):
+            raise Refused(
+                Code.CONSUMER_GROUP_NOT_FOUND,
+                f"consumer group {name!r} does not exist and autoCreateSubscriptionGroup is off",
+            )
+        return str(name)
+
+    def _invisible_ms(self, duration: Any, *, receive: bool) -> int:
+        cfg = self.controller.config
+        ms = int(duration.ToMilliseconds())
+        low = cfg.grpc_min_invisible_time_mills if receive else 0
+        high = cfg.grpc_max_invisible_time_mills
+        if not low <= ms <= high:
+            raise Refused(
+                Code.ILLEGAL_INVISIBLE_TIME,
+                f"the invisible time {ms} ms is out of range [{low}, {high}] ms",
+            )
+        return ms
+
+    # ------------------------------------------------------------------ route
+
+    def _endpoints(self, asked: Any) -> Any:
+        """Where clients reach this broker: the address the client dialled, which it can
+        evidently reach, else the advertised one."""
+        if asked is not None and asked.addresses and asked.scheme:
+            return asked
+        return pb.Endpoints(
+            scheme=pb.AddressScheme.IPv4,
+            addresses=[pb.Address(host=self.controller.config.advertised_ip, port=self.port)],
+        )
+
+    def _queue(self, topic: Any, queue_id: int, perm: int, endpoints: Any) -> Any:
+        return pb.MessageQueue(
+            topic=topic,
+            id=queue_id,
+            permission=perm,
+            broker=pb.Broker(name=self.controller.config.broker_name, id=0, endpoints=endpoints),
+            accept_message_types=ACCEPTED_TYPES,
+        )
+
+    async def QueryRoute(self, request: Any, context: Any) -> Any:
+        try:
+            config = self._topic(request.topic, PERM_READ | PERM_WRITE)
+        except Refused as refused:
+            return svc.QueryRouteResponse(status=status(refused.code, refused.message))
+        endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
+        queues = []
+        for queue_id in range(max(config.read_queue_nums, config.write_queue_nums)):
+            readable = queue_id < config.read_queue_nums and config.perm & PERM_READ
+            writable = queue_id < config.write_queue_nums and config.perm & PERM_WRITE
+            perm = (
+                pb.Permission.READ_WRITE
+                if readable and writable
+                else pb.Permission.READ
+                if readable
+                else pb.Permission.WRITE
+            )
+            queues.append(self._queue(request.topic, queue_id, perm, endpoints))
+        return svc.QueryRouteResponse(status=status(), message_queues=queues)
+
+    async def QueryAssignment(self, request: Any, context: Any) -> Any:
+        # One assignment per broker, queue id -1: a receive pops every queue of the topic
+        # (RocketMQ's proxy answers the same for pop consumers).
+        try:
+            self._topic(request.topic, PERM_READ)
+            self._group(request.group)
+        except Refused as refused:
+            return svc.QueryAssignmentResponse(status=status(refused.code, refused.message))
+        endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
+        queue = self._queue(request.topic, -1, pb.Permission.READ_WRITE, endpoints)
+        return svc.QueryAssignmentResponse(
+            status=status(), assignments=[pb.Assignment(message_queue=queue)]
+        )
+
+    # ------------------------------------------------------------------ clients
+
+    async def Heartbeat(self, request: Any, context: Any) -> Any:
+        return svc.HeartbeatResponse(status=status())
+
+    async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
+        self.clients.pop(_metadata(context, "x-mq-client-id"), None)
+        return svc.NotifyClientTerminationResponse(status=status())
+
+    async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
+        """Answer each settings command; stay open until the client closes the stream."""
+        client_id = _metadata(context, "x-mq-client-id")
+        async for command in request_iterator:
+            if command.HasField("settings"):
+                self.clients[client_id] = command.settings
+                reply = settings_reply(self.controller, command.settings)
+                yield svc.TelemetryCommand(status=status(), settings=reply)
+
+    # ------------------------------------------------------------------ producing
+
+    def _queue_for(self, config: TopicConfig, msg: Any) -> int:
+        nums = max(1, config.write_queue_nums)
+        sp = msg.system_properties
+        if sp.HasField("message_group"):
+            # One message group, one queue: its order is the queue's order.
+            return zlib.crc32(sp.message_group.encode()) % nums
+        return random.randrange(nums)
+
+    async def SendMessage(self, request: Any, context: Any) -> Any:
+        if not request.messages:
+            return svc.SendMessageResponse(status=status(Code.BAD_REQUEST, "no message to send"))
+        entries = []
+        for msg in request.messages:
+            entries.append(await self._send_one(msg))
+        codes = {entry.status.code for entry in entries}
+        if len(entries) == 1 or len(codes) == 1:
+            top = entries[0].status
+        else:
+            top = status(Code.MULTIPLE_RESULTS, "the messages have different results")
+        return svc.SendMessageResponse(status=top, entries=entries)
+
+    async def _send_one(self, msg: Any) -> Any:
+        ctl = self.controller
+        message_id = msg.system_properties.message_id
+        try:
+            if not ctl.config.broker_permission & PERM_WRITE:
+                raise Refused(Code.FORBIDDEN, f"broker {ctl.config.broker_name} is read-only")
+            config = self._topic(msg.topic, PERM_WRITE)
+            if msg.system_properties.message_type not in ACCEPTED_TYPES:
+                raise Refused(
+                    Code.UNSUPPORTED,
+                    f"message type {pb.MessageType.Name(msg.system_properties.message_type)} "
+                    "is not served by this broker",
+                )
+            inner = to_inner(msg, self._queue_for(config, msg), ctl.config.max_message_size)
+        except (Refused, BadMessage) as refused:
+            code = refused.code
+            text = refused.message if isinstance(refused, Refused) else str(refused)
+            return svc.SendResultEntry(status=status(code, text), message_id=message_id)
+        inner.properties[Prop.CLUSTER] = ctl.config.broker_cluster_name
+        if ctl.flush_backlog_full:
+            return svc.SendResultEntry(
+                status=status(Code.TOO_MANY_REQUESTS, "the disk is behind: try again later"),
+                message_id=message_id,
+            )
+        result = await ctl.await_durable(ctl.store_message(inner))
+        code = _PUT_CODES[result.status]
+        if code != Code.OK:
+            text = f"{result.status.value}: {result.error or ''}".rstrip(": ")
+            return svc.SendResultEntry(status=status(code, text), message_id=message_id)
+        return svc.SendResultEntry(
+            status=status(), message_id=message_id, offset=result.records[0].queue_offset
+        )
+
+    # ------------------------------------------------------------------ consuming
+
+    async def ReceiveMessage(self, request: Any, context: Any) -> AsyncIterator[Any]:
+        """Status, then each message, then the delivery timestamp; then the stream ends."""
+        try:
+            group = self._group(request.group)
+            config = self._topic(request.message_queue.topic, PERM_READ)
+            expression = self._expression(request.filter_expression)
+            invisible_ms = (
+                self._invisible_ms(request.invisible_duration, receive=True)
+                if request.HasField("invisible_duration")
+                else DEFAULT_INVISIBLE_MS
+            )
+        except Refused as refused:
+            yield svc.ReceiveMessageResponse(status=status(refused.code, refused.message))
+            return
+        batch = max(1, min(request.batch_size or 1, RECEIVE_BATCH_SIZE))
+        wait_s = (
+            request.long_polling_timeout.ToMilliseconds() / 1000
+            if request.HasField("long_polling_timeout")
+            else LONG_POLLING_TIMEOUT_S
+        )
+        remaining = context.time_remaining()
+        if remaining is not None:
+            wait_s = min(wait_s, remaining - LONG_POLLING_RESERVE_S)
+        namespace = request.message_queue.topic.resource_namespace
+        popped = await self._pop_waiting(
+            group, config.topic_name, batch, expression, invisible_ms, max(0.0, wait_s)
+        )
+        if not popped:
+            yield svc.ReceiveMessageResponse(
+                status=status(Code.MESSAGE_NOT_FOUND, "no new message")
+            )
+        else:
+            yield svc.ReceiveMessageResponse(status=status())
+            for p in popped:
+                yield svc.ReceiveMessageResponse(
+                    message=to_v2(
+                        p.message,
+                        namespace=namespace,
+                        receipt_handle=p.handle,
+                        attempt=p.attempt,
+                        invisible_ms=invisible_ms,
+                    )
+                )
+        ts = svc.ReceiveMessageResponse()
+        ts.delivery_timestamp.GetCurrentTime()
+        yield ts
+
+    def _expression(self, expression: Any) -> TagExpression:
+        if expression.type == pb.FilterType.SQL:
+            raise Refused(
+                Code.ILLEGAL_FILTER_EXPRESSION,
+                "SQL92 filtering is not supported by this broker; filter by tag",
+            )
+        return TagExpression.parse(expression.expression)
+
+    async def _pop_waiting(
+        self,
+        group: str,
+        topic: str,
+        batch: int,
+        expression: TagExpression,
+        invisible_ms: int,
+        wait_s: float,
+    ) -> list[Any]:
+        fifo = self.controller.subscription_groups.get(group).consume_message_orderly
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        codes = None if expression.matches_all else expression.codes
+        while True:
+            popped = self.pop.pop(
+                group,
+                topic,
+                max_msgs=batch,
+                expression=expression,
+                invisible_ms=invisible_ms,
+                fifo=fifo,
+            )
+            if popped:
+                self.pop.maybe_compact()
+                self._wake_when_visible(group, topic)
+                return popped
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self.stopping:
+                return []
+            # No await since the empty pop: an arrival cannot slip in before the parking.
+            waiter = self.wakeups.park(topic, codes)
+            visible_at = self.pop.next_visible_at(group, topic)
+            if visible_at is not None:
+                remaining = min(remaining, max(0.001, visible_at - self.pop.now()))
+            try:
+                await asyncio.wait_for(waiter.event.wait(), remaining)
+            except TimeoutError:
+                pass
+            finally:
+                self.wakeups.unpark(waiter)
+
+    def _wake_when_visible(self, group: str, topic: str) -> None:
+        """Messages just handed out come back when their time runs out: wake the topic's
+        parked receives then."""
+        visible_at = self.pop.next_visible_at(group, topic)
+        if visible_at is not None:
+            delay = max(0.0, visible_at - self.pop.now())
+            asyncio.get_running_loop().call_later(delay, self.wakeups.wake_topic, topic)
+
+    async def AckMessage(self, request: Any, context: Any) -> Any:
+        try:
+            group = self._group(request.group)
+            self._topic(request.topic, PERM_READ)
+        except Refused as refused:
+            return svc.AckMessageResponse(status=status(refused.code, refused.message))
+        entries = []
+        for entry in request.entries:
+            try:
+                self.pop.ack(group, request.topic.name, entry.receipt_handle)
+                result = status()
+            except StaleHandle as stale:
+                result = status(Code.INVALID_RECEIPT_HANDLE, str(stale))
+            entries.append(
+                svc.AckMessageResultEntry(
+                    message_id=entry.message_id,
+                    receipt_handle=entry.receipt_handle,
+                    status=result,
+                )
+            )
+        self.pop.maybe_compact()
+        codes = {e.status.code for e in entries}
+        if not entries:
+            top = status(Code.BAD_REQUEST, "no entry to ack")
+        elif len(codes) == 1:
+            top = entries[0].status
+        else:
+            top = status(Code.MULTIPLE_RESULTS, "the entries have different results")
+        return svc.AckMessageResponse(status=top, entries=entries)
+
+    async def ChangeInvisibleDuration(self, request: Any, context: Any) -> Any:
+        try:
+            group = self._group(request.group)
+            self._topic(request.topic, PERM_READ)
+            invisible_ms = self._invisible_ms(request.invisible_duration, receive=False)
+            handle = self.pop.change_invisible(
+                group, request.topic.name, request.receipt_handle, invisible_ms
+            )
+        except Refused as refused:
+            # The client takes the handle before it reads the status: keep its old one.
+            return svc.ChangeInvisibleDurationResponse(
+                status=status(refused.code, refused.message),
+                receipt_handle=request.receipt_handle,
+            )
+        except StaleHandle as stale:
+            return svc.ChangeInvisibleDurationResponse(
+                status=status(Code.INVALID_RECEIPT_HANDLE, str(stale)),
+                receipt_handle=request.receipt_handle,
+            )
+        self._wake_when_visible(group, request.topic.name)
+        return svc.ChangeInvisibleDurationResponse(status=status(), receipt_handle=handle)
+
+    async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
+        try:
+            group = self._group(request.group)
+            self._topic(request.topic, PERM_READ)
+            self.pop.forward_to_dlq(group, request.topic.name, request.receipt_handle)
+        except Refused as refused:
+            return svc.ForwardMessageToDeadLetterQueueResponse(
+                status=status(refused.code, refused.message)
+            )
+        except StaleHandle as stale:
+            return svc.ForwardMessageToDeadLetterQueueResponse(
+                status=status(Code.INVALID_RECEIPT_HANDLE, str(stale))
+            )
+        return svc.ForwardMessageToDeadLetterQueueResponse(status=status())
