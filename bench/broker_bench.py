@@ -82,6 +82,7 @@ async def _serve(data_dir: str, ready: Any, stop: Event) -> None:
             namesrv_addr=namesrv.addr,
             store_path_root_dir=Path(data_dir),
             mapped_file_size_commit_log=256 * 1024 * 1024,
+            grpc_listen_port=-1,
         )
     )
     await broker.start()

@@ -94,8 +94,11 @@ class Cluster:
         return self.broker.broker_addr
 
     def restart_broker(self) -> BrokerController:
+        grpc = self.broker.grpc
         self.runner.run(self.broker.stop())
         self.config = self.config.updated(listen_port=self.broker.server.port)
+        if grpc is not None:
+            self.config = self.config.updated(grpc_listen_port=grpc.port)
         self.broker = BrokerController(self.config)
         self.runner.run(self.broker.start())
         return self.broker

@@ -48,7 +48,7 @@ class LongboatSystem(System):
         broker_port = free_port()
         argv = [sys.executable, "-m", "longboat.cli", "up", "--data", str(workdir / "store")]
         argv += ["--namesrv-port", str(self._namesrv_port), "--broker-port", str(broker_port)]
-        argv += ["--metrics-port", "0"]
+        argv += ["--metrics-port", "0", "--grpc-port", "0"]
         # The broker listens last (after the name server), so its port answering means both do.
         self._server = ServerProcess(argv, workdir / "longboat.log", broker_port)
         self._server.start(ready_timeout_s=60.0)

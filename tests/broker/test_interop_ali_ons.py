@@ -184,7 +184,7 @@ async def test_ali_ons_failed_messages_come_back_through_the_retry_topic(
 async def test_ali_ons_against_a_longboat_up_process(tmp_path: Path) -> None:
     """The same client against `longboat up` as a user starts it (its own process, uvloop,
     Ctrl-C to stop): produce, consume by tag, and a clean exit."""
-    ports = ("--namesrv-port", "0", "--broker-port", "0", "--metrics-port", "0")
+    ports = ("--namesrv-port", "0", "--broker-port", "0", "--metrics-port", "0", "--grpc-port", "0")
     up = ServerProcess(["up", "--data", str(tmp_path / "data"), *ports], tmp_path)
     try:
         namesrv = await asyncio.to_thread(up.address_of, "name server")

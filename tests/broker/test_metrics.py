@@ -148,6 +148,7 @@ def test_a_taken_port_fails_the_start_naming_the_setting(tmp_path) -> None:
             broker_ip1="127.0.0.1",
             store_path_root_dir=tmp_path,
             metrics_port=port,
+            grpc_listen_port=-1,
         )
         broker = BrokerController(config)
         with pytest.raises(OSError, match="metricsPort"):

@@ -43,6 +43,8 @@ def up_args(data: Path) -> list[str]:
         "0",
         "--metrics-port",
         "0",
+        "--grpc-port",
+        "0",
     ]
 
 
@@ -94,6 +96,7 @@ def test_namesrv_and_broker_processes_with_broker_conf(servers, tmp_path: Path) 
         "brokerName = broker-conf\n"
         f"storePathRootDir = {tmp_path / 'broker-store'}\n"
         "listenPort = 0\n"
+        "grpcListenPort = 0\n"
         "someRocketMqOnlyKey = ignored\n"
     )
     broker_proc = start(

@@ -195,6 +195,8 @@ def longboat_up(data: Path) -> Iterator[str]:
         str(broker_port),
         "--metrics-port",
         "0",
+        "--grpc-port",
+        "0",
     ]
     log = (data.parent / "longboat-up.log").open("wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)

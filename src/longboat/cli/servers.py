@@ -42,6 +42,8 @@ LOOPBACK = "127.0.0.1"
 BROKER_PORT = 10911
 # The port RocketMQ's Prometheus exporter uses.
 METRICS_PORT = 5557
+# The port RocketMQ 5's proxy serves gRPC clients on.
+GRPC_PORT = 8081
 
 
 class Server(Protocol):
@@ -86,6 +88,9 @@ def listening_table(namesrv: NameServer | None, broker: BrokerController | None)
         metrics_port = getattr(cfg, "metrics_port", 0)
         if metrics_port:
             table.add_row("metrics", f"http://{broker.store_host}:{metrics_port}/metrics")
+        grpc = getattr(broker, "grpc", None)
+        if grpc is not None:
+            table.add_row("grpc (RocketMQ 5)", f"{broker.store_host}:{grpc.port}")
     return table
 
 
@@ -105,7 +110,15 @@ def server_logging() -> None:
 @click.option(
     "--metrics-port", default=METRICS_PORT, show_default=True, help="Prometheus; 0 turns it off."
 )
-def up(data: Path | None, namesrv_port: int, broker_port: int, metrics_port: int) -> None:
+@click.option(
+    "--grpc-port",
+    default=GRPC_PORT,
+    show_default=True,
+    help="RocketMQ 5 clients (gRPC); 0: any free port, -1 turns it off.",
+)
+def up(
+    data: Path | None, namesrv_port: int, broker_port: int, metrics_port: int, grpc_port: int
+) -> None:
     """Run a name server and a broker in this process, on 127.0.0.1.
 
     Ctrl-C (or SIGTERM) stops both cleanly: held pulls are answered, the store is flushed and
@@ -119,6 +132,7 @@ def up(data: Path | None, namesrv_port: int, broker_port: int, metrics_port: int
             ("brokerIP1", LOOPBACK),
             ("storePathRootDir", data if data is not None else default_data_dir()),
             ("metricsPort", metrics_port),
+            ("grpcListenPort", grpc_port),
         ]
     )
     namesrv = NameServer(LOOPBACK, namesrv_port)

@@ -1,0 +1,203 @@
+"""The official Python client 5.x (Producer, SimpleConsumer) against the broker's gRPC
+endpoint: messages intact, long polling woken by arrival, tag filter, ack, change invisible
+duration, redelivery after the invisible time with the attempt counted, acked messages never
+coming back, FIFO order, dead letters, and the state surviving a restart."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import defaultdict
+
+import pytest
+from rocketmq import FilterExpression, Message
+from rocketmq.v5.exception import BadRequestException
+
+from .conftest import Grpc5
+
+
+def message(
+    topic: str, body: bytes, *, tag: str | None = None, group: str | None = None
+) -> Message:
+    msg = Message()
+    msg.topic = topic
+    msg.body = body
+    if tag is not None:
+        msg.tag = tag
+    if group is not None:
+        msg.message_group = group
+    return msg
+
+
+def receive_all(consumer, want: int, invisible_s: int = 30, timeout_s: float = 20.0) -> list:
+    got: list = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < want and time.monotonic() < deadline:
+        got += consumer.receive(32, invisible_s)
+    return got
+
+
+def test_send_receive_ack_intact_and_filtered_by_tag(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    with grpc5.producer(topic) as producer:
+        sent = {}
+        for i in range(6):
+            msg = message(topic, f"body-{i}".encode(), tag="TagA" if i % 2 == 0 else "TagB")
+            msg.keys = f"key-{i}"
+            msg.add_property("p", str(i))
+            sent[producer.send(msg).message_id] = i
+        # send_async too
+        future = producer.send_async(message(topic, b"async", tag="TagA"))
+        sent[future.result(timeout=10).message_id] = 6
+    with grpc5.simple_consumer(group, {topic: FilterExpression("TagA")}) as consumer:
+        got = receive_all(consumer, 4)
+        assert sorted(m.body for m in got) == [b"async", b"body-0", b"body-2", b"body-4"]
+        for m in got:
+            assert m.tag == "TagA"
+            assert m.delivery_attempt == 1
+            assert m.message_id in sent
+            assert not m.corrupted
+            if m.body != b"async":
+                i = sent[m.message_id]
+                assert m.keys == {f"key-{i}"}
+                assert m.properties == {"p": str(i)}
+            consumer.ack(m)
+        # Acked, and the TagB ones are not this subscription's: nothing more comes.
+        assert consumer.receive(32, 1) == []
+        time.sleep(1.2)
+        assert consumer.receive(32, 1) == []
+
+
+def test_long_polling_receive_wakes_on_arrival(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    with (
+        grpc5.producer(topic) as producer,
+        grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=15) as consumer,
+    ):
+        timer = threading.Timer(1.0, lambda: producer.send(message(topic, b"late")))
+        started = time.monotonic()
+        timer.start()
+        try:
+            got = consumer.receive(32, 10)
+        finally:
+            timer.join()
+        waited = time.monotonic() - started
+        assert [m.body for m in got] == [b"late"]
+        # Woken by the arrival, well before the 15 s long poll ran out.
+        assert waited < 10
+        consumer.ack(got[0])
+
+
+def test_unacked_message_redelivered_with_attempt_counted(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    with grpc5.producer(topic) as producer:
+        producer.send(message(topic, b"retry me"))
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=5) as consumer:
+        first = receive_all(consumer, 1, invisible_s=1)
+        assert [(m.body, m.delivery_attempt) for m in first] == [(b"retry me", 1)]
+        # Not acked: it comes back once its invisible second is over, attempt 2.
+        second = receive_all(consumer, 1, invisible_s=1)
+        assert [(m.body, m.delivery_attempt) for m in second] == [(b"retry me", 2)]
+        assert second[0].message_id == first[0].message_id
+        # The first delivery's handle is stale now.
+        with pytest.raises(BadRequestException) as stale:
+            consumer.ack(first[0])
+        assert stale.value.code == 40013  # INVALID_RECEIPT_HANDLE
+        consumer.ack(second[0])
+        time.sleep(1.2)
+        assert consumer.receive(32, 1) == []
+
+
+def test_change_invisible_duration_then_ack_with_new_handle(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    with grpc5.producer(topic) as producer:
+        producer.send(message(topic, b"slow work"))
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
+        [m] = receive_all(consumer, 1, invisible_s=1)
+        old_handle = m.receipt_handle
+        consumer.change_invisible_duration(m, 30)
+        assert m.receipt_handle != old_handle
+        # Re-armed for 30 s: the original second passing does not bring it back.
+        time.sleep(1.5)
+        assert consumer.receive(32, 1) == []
+        consumer.ack(m)
+
+
+def test_fifo_group_delivers_next_message_of_a_group_after_ack(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(queues=4), grpc5.group(orderly=True)
+    with grpc5.producer(topic) as producer:
+        for i in range(5):
+            for g in ("order-a", "order-b", "order-c"):
+                producer.send(message(topic, f"{g}:{i}".encode(), group=g))
+    seen: dict[str, list[int]] = defaultdict(list)
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
+        deadline = time.monotonic() + 30
+        while sum(map(len, seen.values())) < 15 and time.monotonic() < deadline:
+            batch = consumer.receive(32, 20)
+            for m in batch:
+                g, i = m.body.decode().split(":")
+                assert m.message_group == g
+                seen[g].append(int(i))
+            for m in batch:
+                consumer.ack(m)
+    assert dict(seen) == {g: list(range(5)) for g in ("order-a", "order-b", "order-c")}
+
+
+def test_fifo_group_holds_back_while_unacked(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(queues=1), grpc5.group(orderly=True)
+    with grpc5.producer(topic) as producer:
+        producer.send(message(topic, b"1", group="g"))
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=1) as consumer:
+        [first] = receive_all(consumer, 1, invisible_s=30)
+        with grpc5.producer(topic) as producer:
+            producer.send(message(topic, b"2", group="g"))
+        # "2" waits for "1"'s ack.
+        assert consumer.receive(32, 30) == []
+        consumer.ack(first)
+        assert [m.body for m in receive_all(consumer, 1)] == [b"2"]
+
+
+def test_dead_letter_after_max_attempts(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group(retry_max_times=1)  # 2 deliveries
+    with grpc5.producer(topic) as producer:
+        msg_id = producer.send(message(topic, b"poison")).message_id
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=3) as consumer:
+        attempts = [m.delivery_attempt for m in receive_all(consumer, 1, invisible_s=1)]
+        attempts += [m.delivery_attempt for m in receive_all(consumer, 1, invisible_s=1)]
+        assert attempts == [1, 2]
+        # The third time it is due, it goes to %DLQ%<group> instead.
+        time.sleep(1.2)
+        assert consumer.receive(32, 1) == []
+    store = grpc5.cluster.broker.store
+    dlq = f"%DLQ%{group}"
+    got = store.get_messages(dlq, 0, 0, 10)
+    assert len(got.records) == 1
+    from longboat.protocol.message import decode_record
+
+    dead = decode_record(got.records[0])
+    assert dead.body == b"poison"
+    assert dead.uniq_key == msg_id
+    assert dead.properties["RETRY_TOPIC"] == topic
+
+
+def test_unacked_comes_back_after_restart_acked_never(grpc5_factory) -> None:
+    env = grpc5_factory()
+    topic, group = env.topic(queues=2), env.group()
+    with env.producer(topic) as producer:
+        for i in range(4):
+            producer.send(message(topic, f"m{i}".encode()))
+    with env.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
+        got = receive_all(consumer, 4, invisible_s=300)
+        assert len(got) == 4
+        acked = {m.body for m in got[:2]}
+        for m in got[:2]:
+            consumer.ack(m)
+    env.cluster.restart_broker()
+    with env.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
+        again = receive_all(consumer, 2, invisible_s=300)
+        assert {m.body for m in again} == {m.body for m in got[2:]}
+        assert not acked & {m.body for m in again}
+        assert all(m.delivery_attempt == 2 for m in again)
+        for m in again:
+            consumer.ack(m)
+        assert consumer.receive(32, 1) == []
