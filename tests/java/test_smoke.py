@@ -47,7 +47,7 @@ def test_java_producer_and_push_consumer_against_longboat(
     assert got.keys() == sent_ids.keys()
     for msg_id, msg in got.items():
         i = sent_ids[msg_id]["i"]
-        assert msg["body"] == f"body-{i}"
+        assert msg["body"] == f"sync-{i}"
         assert msg["tags"] == ["TagA", "TagB"][i % 2]
         assert msg["keys"] == f"order-{i}"
         assert msg["properties"]["color"] == "blue"

@@ -120,6 +120,7 @@ final class Peer {
         map.put("reconsumeTimes", msg.getReconsumeTimes());
         map.put("storeHost", String.valueOf(msg.getStoreHost()));
         map.put("bornTimestamp", msg.getBornTimestamp());
+        map.put("storeTimestamp", msg.getStoreTimestamp());
         map.put("brokerName", msg.getBrokerName());
         map.put("properties", msg.getProperties());
         return map;

@@ -20,23 +20,24 @@ import org.apache.rocketmq.common.message.Message;
  * only "i", as there is no answer), "done", or a fatal "error" (exit 1) carrying the broker's or
  * client's response code.
  *
- * Message i has body --body (default "body-i"; --body-size pads it to that many bytes, so
+ * Message i has body --body (default mode + "-" + i; --body-size pads it to that many bytes, so
  * 4096 and over is compressed by the client), tag --tags[i % n], key --keys + "-" + i, user
- * properties --props "k=v,k2=v2", delay level --delay-level. --mode: sync (default), async,
- * oneway, batch (one send of all), ordered (MessageQueueSelector: message i carries sharding
- * key "k" + (i % --shard-keys) and goes to queue hash(key) % queues, in order).
+ * properties --props "k=v,k2=v2", delay level --delay-level. --mode, one or several
+ * comma-separated (--count messages each, in turn): sync (default), async, oneway, batch (one
+ * send of all), ordered (MessageQueueSelector: message i carries sharding key "k" +
+ * (i % --shard-keys) and goes to queue hash(key) % queues, in order). --interval-ms paces
+ * sync, oneway and ordered sends.
  */
 public final class Produce {
     private static final String USAGE = "Produce --namesrv HOST:PORT --topic T [--count N]"
             + " [--mode sync|async|oneway|batch|ordered] [--tags A,B] [--keys PREFIX]"
             + " [--body TEXT] [--body-size B] [--props k=v,...] [--delay-level L]"
-            + " [--shard-keys K] [--group PG] [--timeout-ms MS]";
+            + " [--shard-keys K] [--interval-ms MS] [--group PG] [--timeout-ms MS]";
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
         String topic = peer.require("topic");
         int count = (int) peer.number("count", 1);
-        String mode = peer.get("mode", "sync");
         DefaultMQProducer producer = new DefaultMQProducer(peer.get("group", "java-peer-producer"));
         producer.setNamesrvAddr(peer.require("namesrv"));
         producer.setInstanceName("produce-" + ProcessHandle.current().pid());
@@ -44,12 +45,15 @@ public final class Produce {
         try {
             producer.start();
             Peer.emit("started", Peer.fields("clientId", producer.buildMQClientId()));
-            List<Message> messages = new ArrayList<>();
-            for (int i = 0; i < count; i++) {
-                messages.add(message(peer, topic, i));
+            List<String> modes = Peer.split(peer.get("mode", "sync"));
+            for (String mode : modes) {
+                List<Message> messages = new ArrayList<>();
+                for (int i = 0; i < count; i++) {
+                    messages.add(message(peer, topic, mode, i));
+                }
+                send(peer, producer, mode, messages);
             }
-            send(peer, producer, mode, messages);
-            Peer.emit("done", Peer.fields("sent", count));
+            Peer.emit("done", Peer.fields("sent", count * modes.size()));
         } catch (MQClientException e) {
             failWithCode(e, e.getResponseCode());
         } catch (MQBrokerException e) {
@@ -66,9 +70,9 @@ public final class Produce {
         Runtime.getRuntime().halt(Peer.EXIT_FAILED);
     }
 
-    static Message message(Peer peer, String topic, int i) {
+    static Message message(Peer peer, String topic, String mode, int i) {
         List<String> tags = Peer.split(peer.get("tags", ""));
-        String body = peer.get("body", "body-" + i);
+        String body = peer.get("body", mode + "-" + i);
         int size = (int) peer.number("body-size", 0);
         StringBuilder padded = new StringBuilder(body);
         while (padded.length() < size) {
@@ -95,10 +99,12 @@ public final class Produce {
 
     private static void send(Peer peer, DefaultMQProducer producer, String mode, List<Message> messages)
             throws Exception {
+        long interval = peer.number("interval-ms", 0);
         switch (mode) {
             case "sync":
                 for (int i = 0; i < messages.size(); i++) {
-                    sent(i, messages.get(i), producer.send(messages.get(i)));
+                    sent(mode, i, messages.get(i), producer.send(messages.get(i)));
+                    Thread.sleep(interval);
                 }
                 break;
             case "async":
@@ -107,7 +113,8 @@ public final class Produce {
             case "oneway":
                 for (int i = 0; i < messages.size(); i++) {
                     producer.sendOneway(messages.get(i));
-                    Peer.emit("sent", Peer.fields("i", i));
+                    Peer.emit("sent", Peer.fields("mode", mode, "i", i));
+                    Thread.sleep(interval);
                 }
                 break;
             case "batch":
@@ -115,7 +122,7 @@ public final class Produce {
                 String[] ids = result.getMsgId().split(",");
                 String[] offsetIds = result.getOffsetMsgId().split(",");
                 for (int i = 0; i < messages.size(); i++) {
-                    Map<String, Object> f = describe(i, messages.get(i), result);
+                    Map<String, Object> f = describe(mode, i, messages.get(i), result);
                     f.put("msgId", ids[i]);
                     f.put("offsetMsgId", offsetIds[i]);
                     f.put("queueOffset", result.getQueueOffset() + i);
@@ -128,10 +135,11 @@ public final class Produce {
                         queues.get(Math.floorMod(arg.hashCode(), queues.size()));
                 for (int i = 0; i < messages.size(); i++) {
                     String key = "k" + (i % keys);
-                    Map<String, Object> f = describe(i, messages.get(i),
+                    Map<String, Object> f = describe(mode, i, messages.get(i),
                             producer.send(messages.get(i), byKey, key));
                     f.put("shardKey", key);
                     Peer.emit("sent", f);
+                    Thread.sleep(interval);
                 }
                 break;
             default:
@@ -149,7 +157,7 @@ public final class Produce {
             producer.send(msg, new SendCallback() {
                 @Override
                 public void onSuccess(SendResult result) {
-                    sent(index, msg, result);
+                    sent("async", index, msg, result);
                     answered.countDown();
                 }
 
@@ -164,12 +172,13 @@ public final class Produce {
         }
     }
 
-    private static void sent(int i, Message msg, SendResult result) {
-        Peer.emit("sent", describe(i, msg, result));
+    private static void sent(String mode, int i, Message msg, SendResult result) {
+        Peer.emit("sent", describe(mode, i, msg, result));
     }
 
-    private static Map<String, Object> describe(int i, Message msg, SendResult result) {
+    private static Map<String, Object> describe(String mode, int i, Message msg, SendResult result) {
         return Peer.fields(
+                "mode", mode,
                 "i", i,
                 "msgId", result.getMsgId(),
                 "offsetMsgId", result.getOffsetMsgId(),

@@ -22,8 +22,9 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  * A DefaultMQPushConsumer. Events: "rebalance" (topic, queues owned) whenever this member's
  * share of a topic changes, "ready" once the subscribed topic has queues here, "msg" per delivery
  * (the message, "delivery": count for this msgId, "outcome": ok or fail), and "done" after
- * --expect distinct messages were consumed (plus --linger-ms) or on SIGTERM; the consumer is shut
- * down first, which commits offsets and unregisters.
+ * --expect distinct messages were consumed or --until-deliveries deliveries made (plus
+ * --linger-ms), or on SIGTERM; the consumer is shut down first, which commits offsets and
+ * unregisters.
  *
  * --listener concurrently (default) or orderly; --model clustering (default) or broadcasting;
  * --tags "A || B"; --from first|last|timestamp (--timestamp yyyyMMddHHmmss); --fail-first K:
@@ -32,13 +33,15 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  */
 public final class PushConsume {
     private static final String USAGE = "PushConsume --namesrv HOST:PORT --topic T --group G"
-            + " [--tags EXPR] [--expect N] [--linger-ms MS] [--listener concurrently|orderly]"
+            + " [--tags EXPR] [--expect N] [--until-deliveries N] [--linger-ms MS] [--listener concurrently|orderly]"
             + " [--model clustering|broadcasting] [--from first|last|timestamp]"
             + " [--timestamp yyyyMMddHHmmss] [--fail-first K] [--max-reconsume N]"
             + " [--consume-ms MS] [--instance NAME] [--timeout-ms MS]";
 
     private static final Map<String, AtomicInteger> deliveries = new ConcurrentHashMap<>();
     private static final Set<String> consumed = ConcurrentHashMap.newKeySet();
+    private static final AtomicInteger allDeliveries = new AtomicInteger();
+    private static long untilDeliveries;
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
@@ -46,6 +49,7 @@ public final class PushConsume {
         System.setProperty("rocketmq.client.rebalance.waitInterval", "1000");
         String topic = peer.require("topic");
         long expect = peer.number("expect", Long.MAX_VALUE);
+        untilDeliveries = peer.number("until-deliveries", Long.MAX_VALUE);
         long failFirst = peer.number("fail-first", 0);
         long consumeMs = peer.number("consume-ms", 0);
         CountDownLatch enough = new CountDownLatch(1);
@@ -155,7 +159,8 @@ public final class PushConsume {
             }
         }
         Peer.emit("msg", f);
-        if (ok && consumed.add(msg.getMsgId()) && consumed.size() >= expect) {
+        boolean added = ok && consumed.add(msg.getMsgId());
+        if ((added && consumed.size() >= expect) || allDeliveries.incrementAndGet() >= untilDeliveries) {
             enough.countDown();
         }
         return ok;
