@@ -84,11 +84,13 @@ def java_command(
 
 
 def _peer_command(program: str, args: tuple[str, ...]) -> list[str]:
-    logs = CLIENT_DIR / "target" / "logs"
+    target = CLIENT_DIR / "target"
     options = (
         *PEER_JVM_OPTIONS,
-        # The client logs to files under ~/logs by default; keep them in the build directory.
-        f"-Drocketmq.client.logRoot={logs}",
+        # The client logs under ~/logs and keeps broadcasting offsets under ~/.rocketmq_offsets
+        # by default; keep both in the build directory.
+        f"-Drocketmq.client.logRoot={target / 'logs'}",
+        f"-Drocketmq.client.localOffsetStoreDir={target / 'offsets'}",
         "-Drocketmq.client.logLevel=INFO",
     )
     return java_command(CLIENT_DIR, f"{PEER_PACKAGE}.{program}", args, options)

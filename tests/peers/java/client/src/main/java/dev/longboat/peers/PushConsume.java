@@ -109,7 +109,11 @@ public final class PushConsume {
                 System.out.flush();
             }
         };
-        Runtime.getRuntime().addShutdownHook(new Thread(close));
+        // On SIGTERM: a clean shutdown, then exit 0 (the JVM's own status would be 143).
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            close.run();
+            Runtime.getRuntime().halt(Peer.EXIT_OK);
+        }));
         consumer.start();
         Peer.emit("started", Peer.fields("clientId", consumer.buildMQClientId()));
 
