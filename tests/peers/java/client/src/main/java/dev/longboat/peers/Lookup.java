@@ -12,14 +12,15 @@ import org.apache.rocketmq.common.message.MessageExt;
 /**
  * The client's message lookups (its MQAdmin interface, here through a DefaultMQProducer):
  * viewMessage(offsetMsgId) for each --offset-ids, viewMessage(topic, uniqKey) for each
- * --uniq-ids, queryMessage(topic, key, --max-num, --begin, --end) for each --query-keys.
- * Events: "viewed" (by, id, message) or "lookup_error" (by, id, code, message) per id;
- * "queried" (key, messages) per key; "done".
+ * --uniq-ids, queryMessage(topic, key, --max-num, begin, end) for each --query-keys entry
+ * "key" (begin 0, end now + 1 day) or "key@BEGIN:END" (milliseconds). Events: "viewed" (by,
+ * id, message) or "lookup_error" (by, id, code, message) per id or key; "queried" (key, begin,
+ * end, messages) per key found; "done".
  */
 public final class Lookup {
     private static final String USAGE = "Lookup --namesrv HOST:PORT --topic T"
             + " [--offset-ids ID,...] [--uniq-ids ID,...] [--query-keys K,...]"
-            + " [--max-num N] [--begin MS] [--end MS] [--timeout-ms MS]";
+            + " [--max-num N] [--timeout-ms MS]";
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
@@ -43,16 +44,28 @@ public final class Lookup {
                     lookupError("uniqKey", id, e);
                 }
             }
-            long begin = peer.number("begin", 0);
-            long end = peer.number("end", Long.MAX_VALUE);
             int maxNum = (int) peer.number("max-num", 32);
-            for (String key : Peer.split(peer.get("query-keys", ""))) {
-                QueryResult result = client.queryMessage(topic, key, maxNum, begin, end);
-                List<Map<String, Object>> found = new ArrayList<>();
-                for (MessageExt msg : result.getMessageList()) {
-                    found.add(Peer.describe(msg));
+            for (String entry : Peer.split(peer.get("query-keys", ""))) {
+                String[] keyRange = entry.split("@", 2);
+                String key = keyRange[0];
+                long begin = 0;
+                long end = System.currentTimeMillis() + 86_400_000L;
+                if (keyRange.length == 2) {
+                    String[] range = keyRange[1].split(":");
+                    begin = Long.parseLong(range[0]);
+                    end = Long.parseLong(range[1]);
                 }
-                Peer.emit("queried", Peer.fields("key", key, "messages", found));
+                try {
+                    QueryResult result = client.queryMessage(topic, key, maxNum, begin, end);
+                    List<Map<String, Object>> found = new ArrayList<>();
+                    for (MessageExt msg : result.getMessageList()) {
+                        found.add(Peer.describe(msg));
+                    }
+                    Peer.emit("queried", Peer.fields(
+                            "key", key, "begin", begin, "end", end, "messages", found));
+                } catch (MQClientException e) {
+                    lookupError("key", entry, e);
+                }
             }
         } catch (Exception e) {
             Peer.fail("lookup", e);
