@@ -201,3 +201,45 @@ def test_unacked_comes_back_after_restart_acked_never(grpc5_factory) -> None:
         for m in again:
             consumer.ack(m)
         assert consumer.receive(32, 1) == []
+
+
+def test_delay_message_arrives_at_its_delivery_time(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    with grpc5.producer(topic) as producer:
+        due = int(time.time()) + 3
+        msg = message(topic, b"later")
+        msg.delivery_timestamp = due  # whole seconds, as the client sends them
+        receipt = producer.send(msg)
+        assert receipt.recall_handle
+        producer.send(message(topic, b"now"))
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=1) as consumer:
+        first = receive_all(consumer, 1)
+        assert [m.body for m in first] == [b"now"]
+        consumer.ack(first[0])
+        # Not before its time: the receive long-polls until the timer re-stores it.
+        got: list = []
+        deadline = time.monotonic() + 15
+        while not got and time.monotonic() < deadline:
+            got = consumer.receive(32, 30)
+            if not got:
+                assert time.time() < due + 1
+        assert [m.body for m in got] == [b"later"]
+        assert time.time() >= due - 0.05
+        assert got[0].delivery_timestamp == due * 1000
+        assert got[0].message_id == receipt.message_id
+        consumer.ack(got[0])
+
+
+def test_recalled_delay_message_is_never_delivered(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    with grpc5.producer(topic) as producer:
+        msg = message(topic, b"cancel me")
+        msg.delivery_timestamp = int(time.time()) + 2
+        receipt = producer.send(msg)
+        assert producer.recall_message(topic, receipt.recall_handle) == receipt.message_id
+        # A second recall finds nothing pending.
+        with pytest.raises(Exception, match="recall"):
+            producer.recall_message(topic, receipt.recall_handle)
+    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=4) as consumer:
+        time.sleep(2)
+        assert consumer.receive(32, 30) == []

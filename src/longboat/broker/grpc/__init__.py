@@ -16,6 +16,7 @@ shutdown, answering parked receives.  The modules:
 | `pop_state`   | the pop table and its invariants (pure)                          |
 | `pop_store`   | the pop table on disk (snapshot + journal)                       |
 | `wakeups`     | parked receives, woken by arrivals                               |
+| `timer`       | DELAY messages held to their delivery time; RecallMessage        |
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class GrpcEndpoint:
         from longboat.broker.grpc.pop import PopService
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
+        from longboat.broker.grpc.timer import TimerService
 
         ctl = self.controller
         pop = PopService(ctl)
@@ -65,7 +67,9 @@ class GrpcEndpoint:
                 f"cannot listen for gRPC on {ctl.config.listen_host}:"
                 f"{ctl.config.grpc_listen_port} (in use?); set grpcListenPort (-1: off)"
             )
-        self.service = MessagingService(ctl, pop, self.port)
+        timer = TimerService(ctl)
+        timer.start()
+        self.service = MessagingService(ctl, pop, timer, self.port)
         svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
         ctl.add_arrival_listener(self.service.wakeups.on_arrival)
         await server.start()
@@ -81,6 +85,7 @@ class GrpcEndpoint:
             await server.stop(STOP_GRACE_S)
             self._server = None
         if service is not None:
+            service.timer.stop()
             service.pop.close()
             self.service = None
 

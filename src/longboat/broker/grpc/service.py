@@ -19,10 +19,11 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from longboat.broker.grpc.messages import BadMessage, to_inner, to_v2
+from longboat.broker.grpc.messages import BadMessage, timestamp_ms, to_inner, to_v2
 from longboat.broker.grpc.pop import PopService, StaleHandle
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
+from longboat.broker.grpc.timer import MAX_DELAY_MS, RecallRefused, TimerService
 from longboat.broker.grpc.wakeups import ReceiveWakeups
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.properties import Prop
@@ -41,7 +42,7 @@ Code = pb.Code
 DEFAULT_INVISIBLE_MS = 60_000
 # Answer a long poll this long before the client's deadline (RocketMQ proxy's reserve).
 LONG_POLLING_RESERVE_S = 0.1
-ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.FIFO)
+ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.FIFO, pb.MessageType.DELAY)
 _PUT_CODES = {
     PutStatus.PUT_OK: Code.OK,
     PutStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
@@ -74,9 +75,12 @@ def _metadata(context: Any, key: str) -> str:
 
 
 class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
-    def __init__(self, controller: CoreHost, pop: PopService, port: int) -> None:
+    def __init__(
+        self, controller: CoreHost, pop: PopService, timer: TimerService, port: int
+    ) -> None:
         self.controller = controller
         self.pop = pop
+        self.timer = timer
         self.port = port
         self.wakeups = ReceiveWakeups()
         self.stopping = False
@@ -227,17 +231,13 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
 
     async def _send_one(self, msg: Any) -> Any:
         ctl = self.controller
-        message_id = msg.system_properties.message_id
+        sp = msg.system_properties
+        message_id = sp.message_id
         try:
             if not ctl.config.broker_permission & PERM_WRITE:
                 raise Refused(Code.FORBIDDEN, f"broker {ctl.config.broker_name} is read-only")
             config = self._topic(msg.topic, PERM_WRITE)
-            if msg.system_properties.message_type not in ACCEPTED_TYPES:
-                raise Refused(
-                    Code.UNSUPPORTED,
-                    f"message type {pb.MessageType.Name(msg.system_properties.message_type)} "
-                    "is not served by this broker",
-                )
+            deliver_ms = self._check_type(sp)
             inner = to_inner(msg, self._queue_for(config, msg), ctl.config.max_message_size)
         except (Refused, BadMessage) as refused:
             code = refused.code
@@ -249,14 +249,62 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 status=status(Code.TOO_MANY_REQUESTS, "the disk is behind: try again later"),
                 message_id=message_id,
             )
-        result = await ctl.await_durable(ctl.store_message(inner))
+        recall_handle = ""
+        if deliver_ms is not None:
+            result = self.timer.schedule(inner, deliver_ms)
+            if result.status is PutStatus.PUT_OK:
+                recall_handle = self.timer.recall_handle(result, message_id)
+        else:
+            result = ctl.store_message(inner)
+        result = await ctl.await_durable(result)
         code = _PUT_CODES[result.status]
         if code != Code.OK:
             text = f"{result.status.value}: {result.error or ''}".rstrip(": ")
             return svc.SendResultEntry(status=status(code, text), message_id=message_id)
         return svc.SendResultEntry(
-            status=status(), message_id=message_id, offset=result.records[0].queue_offset
+            status=status(),
+            message_id=message_id,
+            offset=result.records[0].queue_offset,
+            recall_handle=recall_handle,
         )
+
+    def _check_type(self, sp: Any) -> int | None:
+        """Refuse a type this broker does not serve or one its properties contradict; the
+        delivery time (epoch ms) of a message to hold back, else None."""
+        kind = sp.message_type
+        if kind not in ACCEPTED_TYPES:
+            raise Refused(
+                Code.UNSUPPORTED,
+                f"message type {pb.MessageType.Name(kind)} is not served by this broker",
+            )
+        if (kind == pb.MessageType.FIFO) != sp.HasField("message_group") or (
+            kind == pb.MessageType.DELAY
+        ) != sp.HasField("delivery_timestamp"):
+            raise Refused(
+                Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+                f"a {pb.MessageType.Name(kind)} message needs a message group exactly when it "
+                "is FIFO and a delivery timestamp exactly when it is DELAY",
+            )
+        if kind != pb.MessageType.DELAY:
+            return None
+        deliver_ms = timestamp_ms(sp.delivery_timestamp)
+        now_ms = int(self.pop.now() * 1000)
+        if deliver_ms - now_ms > MAX_DELAY_MS:
+            raise Refused(
+                Code.ILLEGAL_DELIVERY_TIME,
+                f"the delivery time is more than {MAX_DELAY_MS // 3_600_000} h ahead",
+            )
+        return deliver_ms if deliver_ms > now_ms else None
+
+    async def RecallMessage(self, request: Any, context: Any) -> Any:
+        try:
+            self._topic(request.topic, PERM_WRITE)
+            message_id = self.timer.recall(request.topic.name, request.recall_handle)
+        except Refused as refused:
+            return svc.RecallMessageResponse(status=status(refused.code, refused.message))
+        except RecallRefused as refused:
+            return svc.RecallMessageResponse(status=status(Code.NOT_FOUND, str(refused)))
+        return svc.RecallMessageResponse(status=status(), message_id=message_id)
 
     # ------------------------------------------------------------------ consuming
 
