@@ -32,14 +32,16 @@ def cli_env(home: Path) -> dict[str, str]:
 
 
 class ServerProcess:
-    def __init__(self, args: Sequence[str], home: Path) -> None:
+    def __init__(
+        self, args: Sequence[str], home: Path, *, extra_env: dict[str, str] | None = None
+    ) -> None:
         self.args = [sys.executable, "-m", "longboat.cli", *args]
         self.proc = subprocess.Popen(
             self.args,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=cli_env(home),
+            env=cli_env(home) | (extra_env or {}),
         )
         self._lines: list[str] = []
         self._changed = threading.Condition()

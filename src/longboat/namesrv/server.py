@@ -61,7 +61,7 @@ class NameServer:
             host,
             port,
             on_connection_closed=self._connection_closed,
-            expose_hint="the listen address (longboat namesrv --host)",
+            expose_hint="--host of `longboat namesrv`",
         )
         self.scan_interval_s = scan_interval_s
         self._scanner: asyncio.Task[None] | None = None

@@ -139,6 +139,7 @@ class Connection:
         self.transport = transport
         self.handler = handler
         self._on_resume = on_resume
+        self._bad_requests = 0
         peer = transport.get_extra_info("peername")
         self.peer_host: str = peer[0] if peer else "?"
         self.peer_port: int = peer[1] if peer else 0
@@ -179,7 +180,7 @@ class Connection:
         request = exc.request
         if request is None or request.is_response or self.handler is None:
             return False
-        log.info("bad header in request code %s from %s: %s", request.code, self.peer, exc)
+        self.log_bad_request(request.code, exc)
         if not request.is_oneway:
             self.send(
                 request.make_response(
@@ -188,6 +189,13 @@ class Connection:
                 )
             )
         return True
+
+    def log_bad_request(self, code: int, problem: Exception) -> None:
+        """The peer's first bad request is logged at INFO, the rest at DEBUG: a peer sending
+        garbage in a loop must not flood the log (and the disk under it)."""
+        self._bad_requests += 1
+        level = logging.INFO if self._bad_requests == 1 else logging.DEBUG
+        log.log(level, "bad request code %s from %s: %s", code, self.peer, problem)
 
     def _answered(self, _: asyncio.Future[None]) -> None:
         self._in_flight -= 1

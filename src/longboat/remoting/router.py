@@ -105,7 +105,7 @@ class Router:
 
     def _answer_error(self, conn: Connection, cmd: RemotingCommand, exc: Exception) -> None:
         if isinstance(exc, HeaderFieldError | ProtocolError):
-            log.info("bad request code %s from %s: %s", cmd.code, conn.peer, exc)
+            conn.log_bad_request(cmd.code, exc)
         else:
             log.exception("handler for code %s failed (peer %s)", cmd.code, conn.peer)
         if not cmd.is_oneway:
