@@ -102,6 +102,11 @@ class BrokerConfig:
     # The invisible durations a gRPC receive may ask for (RocketMQ proxy's bounds).
     grpc_min_invisible_time_mills: int = 10_000
     grpc_max_invisible_time_mills: int = 12 * 3600 * 1000
+    # Transactions (RocketMQ's keys): a half message not ended this long after it was stored
+    # is checked with its producer, again every interval, and rolled back after the maximum.
+    transaction_time_out: int = 6000
+    transaction_check_interval: int = 30_000
+    transaction_check_max: int = 15
 
     # ------------------------------------------------------------------ derived
 

@@ -24,6 +24,7 @@ from longboat.broker.grpc.pop import PopService, StaleHandle
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
 from longboat.broker.grpc.timer import MAX_DELAY_MS, RecallRefused, TimerService
+from longboat.broker.grpc.transactions import TransactionService, UnknownTransaction, real_view
 from longboat.broker.grpc.wakeups import ReceiveWakeups
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.properties import Prop
@@ -42,7 +43,12 @@ Code = pb.Code
 DEFAULT_INVISIBLE_MS = 60_000
 # Answer a long poll this long before the client's deadline (RocketMQ proxy's reserve).
 LONG_POLLING_RESERVE_S = 0.1
-ACCEPTED_TYPES = (pb.MessageType.NORMAL, pb.MessageType.FIFO, pb.MessageType.DELAY)
+ACCEPTED_TYPES = (
+    pb.MessageType.NORMAL,
+    pb.MessageType.FIFO,
+    pb.MessageType.DELAY,
+    pb.MessageType.TRANSACTION,
+)
 _PUT_CODES = {
     PutStatus.PUT_OK: Code.OK,
     PutStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
@@ -52,6 +58,30 @@ _PUT_CODES = {
     PutStatus.OS_PAGECACHE_BUSY: Code.TOO_MANY_REQUESTS,
     PutStatus.UNKNOWN_ERROR: Code.INTERNAL_SERVER_ERROR,
 }
+
+
+class TelemetrySession:
+    """One client's open Telemetry stream: its settings and the commands waiting to go."""
+
+    def __init__(self, client_id: str) -> None:
+        self.client_id = client_id
+        self.settings: Any = None
+        self.outbox: asyncio.Queue[Any] = asyncio.Queue()
+
+    def send(self, command: Any) -> None:
+        self.outbox.put_nowait(command)
+
+    def close(self) -> None:
+        """End the stream (the client went away or said goodbye)."""
+        self.outbox.put_nowait(None)
+
+    def publishes(self, topic: str) -> bool:
+        settings = self.settings
+        return (
+            settings is not None
+            and settings.HasField("publishing")
+            and any(t.name == topic for t in settings.publishing.topics)
+        )
 
 
 class Refused(Exception):
@@ -76,16 +106,22 @@ def _metadata(context: Any, key: str) -> str:
 
 class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
     def __init__(
-        self, controller: CoreHost, pop: PopService, timer: TimerService, port: int
+        self,
+        controller: CoreHost,
+        pop: PopService,
+        timer: TimerService,
+        transactions: TransactionService,
+        port: int,
     ) -> None:
         self.controller = controller
         self.pop = pop
         self.timer = timer
+        self.transactions = transactions
         self.port = port
         self.wakeups = ReceiveWakeups()
         self.stopping = False
-        # client id -> its latest Settings (from Telemetry)
-        self.clients: dict[str, Any] = {}
+        # client id -> its open Telemetry stream
+        self.sessions: dict[str, TelemetrySession] = {}
 
     # ------------------------------------------------------------------ checks
 
@@ -194,17 +230,74 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         return svc.HeartbeatResponse(status=status())
 
     async def NotifyClientTermination(self, request: Any, context: Any) -> Any:
-        self.clients.pop(_metadata(context, "x-mq-client-id"), None)
+        session = self.sessions.pop(_metadata(context, "x-mq-client-id"), None)
+        if session is not None:
+            session.close()
         return svc.NotifyClientTerminationResponse(status=status())
 
     async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[Any]:
-        """Answer each settings command; stay open until the client closes the stream."""
-        client_id = _metadata(context, "x-mq-client-id")
-        async for command in request_iterator:
-            if command.HasField("settings"):
-                self.clients[client_id] = command.settings
-                reply = settings_reply(self.controller, command.settings)
-                yield svc.TelemetryCommand(status=status(), settings=reply)
+        """Answer each settings command, and send the broker's own commands (transaction
+        checks); stay open until the client closes the stream."""
+        session = TelemetrySession(_metadata(context, "x-mq-client-id"))
+        self.sessions[session.client_id] = session
+
+        async def read() -> None:
+            try:
+                async for command in request_iterator:
+                    if command.HasField("settings"):
+                        session.settings = command.settings
+                        reply = settings_reply(self.controller, command.settings)
+                        session.send(svc.TelemetryCommand(status=status(), settings=reply))
+            finally:
+                session.close()
+
+        reader = asyncio.ensure_future(read())
+        try:
+            while (command := await session.outbox.get()) is not None:
+                yield command
+        finally:
+            reader.cancel()
+            if self.sessions.get(session.client_id) is session:
+                del self.sessions[session.client_id]
+
+    def send_transaction_check(self, topic: str, half: Any, transaction_id: str) -> bool:
+        """Ask a connected producer of `topic` about an open transaction (the transaction
+        service's check sender); False when none is connected."""
+        for session in self.sessions.values():
+            if session.publishes(topic):
+                message = to_v2(real_view(half), namespace="")
+                command = svc.TelemetryCommand(
+                    recover_orphaned_transaction_command=svc.RecoverOrphanedTransactionCommand(
+                        message=message, transaction_id=transaction_id
+                    )
+                )
+                session.send(command)
+                return True
+        return False
+
+    async def EndTransaction(self, request: Any, context: Any) -> Any:
+        commit = request.resolution == pb.TransactionResolution.COMMIT
+        try:
+            self._topic(request.topic, PERM_WRITE)
+            if request.resolution not in (
+                pb.TransactionResolution.COMMIT,
+                pb.TransactionResolution.ROLLBACK,
+            ):
+                raise Refused(Code.BAD_REQUEST, "the resolution is neither COMMIT nor ROLLBACK")
+            result = self.transactions.end(request.topic.name, request.transaction_id, commit)
+        except Refused as refused:
+            return svc.EndTransactionResponse(status=status(refused.code, refused.message))
+        except UnknownTransaction as unknown:
+            return svc.EndTransactionResponse(
+                status=status(Code.INVALID_TRANSACTION_ID, str(unknown))
+            )
+        if result is not None:
+            result = await self.controller.await_durable(result)
+            code = _PUT_CODES[result.status]
+            if code != Code.OK:
+                text = f"{result.status.value}: {result.error or ''}".rstrip(": ")
+                return svc.EndTransactionResponse(status=status(code, text))
+        return svc.EndTransactionResponse(status=status())
 
     # ------------------------------------------------------------------ producing
 
@@ -249,8 +342,12 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 status=status(Code.TOO_MANY_REQUESTS, "the disk is behind: try again later"),
                 message_id=message_id,
             )
-        recall_handle = ""
-        if deliver_ms is not None:
+        recall_handle = transaction_id = ""
+        if sp.message_type == pb.MessageType.TRANSACTION:
+            result = self.transactions.prepare(inner)
+            if result.status is PutStatus.PUT_OK:
+                transaction_id = self.transactions.transaction_id(result, message_id)
+        elif deliver_ms is not None:
             result = self.timer.schedule(inner, deliver_ms)
             if result.status is PutStatus.PUT_OK:
                 recall_handle = self.timer.recall_handle(result, message_id)
@@ -266,6 +363,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             message_id=message_id,
             offset=result.records[0].queue_offset,
             recall_handle=recall_handle,
+            transaction_id=transaction_id,
         )
 
     def _check_type(self, sp: Any) -> int | None:

@@ -1,0 +1,80 @@
+"""Transactions with the official Python client: a committed half becomes visible, a rolled
+back one never does, and a half nobody ends is checked with the producer over Telemetry,
+whose checker's answer decides it."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from rocketmq import FilterExpression, Message, Producer, TransactionChecker, TransactionResolution
+
+from .conftest import Grpc5
+from .test_python_simple import message, receive_all
+
+
+class Checker(TransactionChecker):
+    """Commits the bodies in `commit`, rolls back the rest; records what it was asked."""
+
+    def __init__(self, commit: set[bytes]) -> None:
+        self.commit = commit
+        self.asked: list[bytes] = []
+        self.lock = threading.Lock()
+
+    def check(self, message: Message) -> TransactionResolution:
+        with self.lock:
+            self.asked.append(message.body)
+        if message.body in self.commit:
+            return TransactionResolution.COMMIT
+        return TransactionResolution.ROLLBACK
+
+
+def test_commit_and_rollback(grpc5: Grpc5) -> None:
+    topic, group = grpc5.topic(), grpc5.group()
+    producer = Producer(grpc5.config(), (topic,), checker=Checker(set()))
+    producer.startup()
+    try:
+        committed = producer.begin_transaction()
+        receipt = producer.send(message(topic, b"committed"), committed)
+        assert receipt.transaction_id
+        rolled_back = producer.begin_transaction()
+        producer.send(message(topic, b"rolled back"), rolled_back)
+        with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=1) as consumer:
+            # Neither is visible while open.
+            assert consumer.receive(32, 30) == []
+            committed.commit()
+            rolled_back.rollback()
+            got = receive_all(consumer, 1)
+            assert [m.body for m in got] == [b"committed"]
+            assert got[0].message_id == receipt.message_id
+            consumer.ack(got[0])
+            time.sleep(0.5)
+            assert consumer.receive(32, 30) == []
+    finally:
+        producer.shutdown()
+
+
+def test_unended_transactions_are_checked_with_the_producer(grpc5_factory) -> None:
+    env = grpc5_factory(transaction_time_out=500, transaction_check_interval=500)
+    topic, group = env.topic(), env.group()
+    checker = Checker({b"check says commit"})
+    producer = Producer(env.config(), (topic,), checker=checker)
+    producer.startup()
+    try:
+        for body in (b"check says commit", b"check says rollback"):
+            producer.send(message(topic, body), producer.begin_transaction())
+        # Never ended by the application: the broker asks the producer's checker.
+        deadline = time.monotonic() + 20
+        while len(checker.asked) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert sorted(checker.asked) == [b"check says commit", b"check says rollback"]
+        with env.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
+            got = receive_all(consumer, 1)
+            assert [m.body for m in got] == [b"check says commit"]
+            consumer.ack(got[0])
+            time.sleep(1.5)  # past another check interval: nothing else appears
+            assert consumer.receive(32, 30) == []
+        assert env.cluster.broker.grpc is not None
+        assert env.cluster.broker.grpc.service.transactions.open == {}
+    finally:
+        producer.shutdown()
