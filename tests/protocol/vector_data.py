@@ -1,7 +1,10 @@
-"""The captured ali-ons 3.12.0 frames, as test data.
+"""Captured frames of real RocketMQ clients, as test data: one folder per client.
 
-The repository carries its own copy under `vectors/ali-ons/` so a plain clone tests itself;
-`SHARED_DIR` is the reference folder beside the clone, compared with the copy when present.
+`vectors/ali-ons/`: the Node.js client ali-ons 3.12.0 against a recording server. The
+repository carries its own copy so a plain clone tests itself; `SHARED_DIR` is the reference
+folder beside the clone, compared with the copy when present.
+`vectors/java-4.9.8/`: Apache RocketMQ's Java client 4.9.8 against Longboat, written by
+tests/peers/capture_java_vectors.py through a recording proxy.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-VECTOR_DIR = Path(__file__).parent / "vectors" / "ali-ons"
+ALI_ONS = "ali-ons"
+JAVA = "java-4.9.8"
+VECTOR_ROOT = Path(__file__).parent / "vectors"
+VECTOR_DIR = VECTOR_ROOT / ALI_ONS
 SHARED_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "protocol" / "vectors"
 SHARED_ALI_ONS = SHARED_DIR / "ali-ons"
 
@@ -38,9 +44,9 @@ class Vector:
 
 
 @cache
-def load_vectors() -> tuple[Vector, ...]:
+def load_vectors(client: str = ALI_ONS) -> tuple[Vector, ...]:
     out = []
-    for path in sorted(VECTOR_DIR.glob("*.jsonl")):
+    for path in sorted((VECTOR_ROOT / client).glob("*.jsonl")):
         for line in path.read_text().splitlines():
             r = json.loads(line)
             out.append(
@@ -62,10 +68,12 @@ def load_vectors() -> tuple[Vector, ...]:
     return tuple(out)
 
 
-def vectors(direction: str | None = None, name: str | None = None) -> list[Vector]:
+def vectors(
+    direction: str | None = None, name: str | None = None, client: str = ALI_ONS
+) -> list[Vector]:
     return [
         v
-        for v in load_vectors()
+        for v in load_vectors(client)
         if (direction is None or v.direction == direction) and (name is None or v.name == name)
     ]
 
