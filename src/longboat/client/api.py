@@ -63,6 +63,7 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.message import MessageExt, decode_record, decode_records
 from longboat.protocol.properties import Prop
+from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import MessageQueue
@@ -70,6 +71,11 @@ from longboat.remoting import RemotingClient, RemotingError
 
 # Java's answer to GET_CONSUMER_LIST_BY_GROUP for a group with no live member is an error.
 _NO_CONSUMER_REMARK = "no consumer"
+
+
+# A group every RocketMQ broker has from its start (MixAll.TOOLS_CONSUMER_GROUP): pulls made
+# for the client's own lookups use it, so they work where groups are not auto-created.
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 
 
 class PullStatus(Enum):
@@ -323,9 +329,34 @@ class ClientAPI:
         return await self._queue_offset(addr, RequestCode.GET_MIN_OFFSET, ext)
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
-        """The queue offset of the first message stored at or after `timestamp_ms`."""
+        """The queue offset of the first message stored at or after `timestamp_ms` (the
+        queue's end when there is none).
+
+        Longboat's broker answers exactly that; a RocketMQ 4.x broker answers the message
+        stored *closest* to the time, which may be the one just before it.  So the answer's
+        store time is read (a one-message pull, as RocketMQ's own TOOLS_CONSUMER group) and
+        the offset moved one on when that message is older than the time."""
         ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
-        return await self._queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+        offset = await self._queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+        found = await self.pull(
+            addr,
+            PullMessageRequestHeader(
+                consumerGroup=TOOLS_CONSUMER_GROUP,
+                topic=mq.topic,
+                queueId=mq.queue_id,
+                queueOffset=offset,
+                maxMsgNums=1,
+                sysFlag=PullSysFlag.SUBSCRIPTION,
+                commitOffset=0,
+                suspendTimeoutMillis=0,
+                subscription="*",
+                expressionType="TAG",
+            ),
+            timeout=self.config.request_timeout,
+        )
+        if found.messages and found.messages[0].store_timestamp < timestamp_ms:
+            return offset + 1
+        return offset
 
     async def get_earliest_store_time(self, addr: str, mq: MessageQueue) -> int:
         """Store time (ms) of the oldest message kept in the queue, -1 if none."""

@@ -34,7 +34,12 @@ from typing import Any
 
 from longboat.client.api import PullStatus
 from longboat.client.config import ClientConfig
-from longboat.client.consume_from import ConsumeFrom, initial_offset, offset_for
+from longboat.client.consume_from import (
+    ConsumeFrom,
+    committed_offset,
+    initial_offset,
+    offset_for,
+)
 from longboat.client.errors import (
     BrokerBusyError,
     ClientError,
@@ -329,9 +334,7 @@ class LitePullConsumer(InstanceUser):
     async def committed(self, mq: MessageQueue) -> int | None:
         """The group's offset for `mq` stored on the broker, None if it has none."""
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-        return await self.instance.api.query_consumer_offset(
-            addr, self.group, mq, set_zero_if_not_found=False
-        )
+        return await committed_offset(self.instance.api, addr, self.group, mq)
 
     def position(self, mq: MessageQueue) -> int | None:
         """The next offset `poll()` will return for `mq` (None until known)."""

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Protocol
 
+from longboat.client.consume_from import committed_offset
 from longboat.client.errors import ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
 from longboat.protocol.types import MessageQueue
@@ -103,10 +104,8 @@ class RemoteOffsetStore(_MemoryTable):
 
     async def read(self, mq: MessageQueue) -> int | None:
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-        # setZeroIfNotFound=false: see longboat.client.consume_from for 4.x brokers' answer.
-        return await self.instance.api.query_consumer_offset(
-            addr, self.group, mq, set_zero_if_not_found=False
-        )
+        # Not the broker's 0 for "not found": see longboat.client.consume_from.
+        return await committed_offset(self.instance.api, addr, self.group, mq)
 
     async def _write(self, mq: MessageQueue, offset: int, *, oneway: bool) -> None:
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
