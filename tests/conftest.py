@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import Future
@@ -49,6 +50,10 @@ from peers.rocketmq import (
     java_skip_reason,
     start_rocketmq,
 )
+
+# Servers the suite spawns (`longboat up`, `longboat broker`) serve gRPC on a free port, not
+# on RocketMQ's 8081, which concurrent tests (or the machine) may hold.
+os.environ.setdefault("LONGBOAT_GRPC_LISTEN_PORT", "0")
 
 T = TypeVar("T")
 START_TIMEOUT_S = 30.0

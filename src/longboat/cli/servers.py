@@ -42,8 +42,6 @@ LOOPBACK = "127.0.0.1"
 BROKER_PORT = 10911
 # The port RocketMQ's Prometheus exporter uses.
 METRICS_PORT = 5557
-# The port RocketMQ 5's proxy serves gRPC clients on.
-GRPC_PORT = 8081
 
 
 class Server(Protocol):
@@ -112,12 +110,17 @@ def server_logging() -> None:
 )
 @click.option(
     "--grpc-port",
-    default=GRPC_PORT,
-    show_default=True,
-    help="RocketMQ 5 clients (gRPC); 0: any free port, -1 turns it off.",
+    type=int,
+    default=None,
+    help="RocketMQ 5 clients (gRPC); 0: any free port, -1 turns it off "
+    "[default: $LONGBOAT_GRPC_LISTEN_PORT, else 8081 as RocketMQ's proxy].",
 )
 def up(
-    data: Path | None, namesrv_port: int, broker_port: int, metrics_port: int, grpc_port: int
+    data: Path | None,
+    namesrv_port: int,
+    broker_port: int,
+    metrics_port: int,
+    grpc_port: int | None,
 ) -> None:
     """Run a name server and a broker in this process, on 127.0.0.1.
 
@@ -132,7 +135,7 @@ def up(
             ("brokerIP1", LOOPBACK),
             ("storePathRootDir", data if data is not None else default_data_dir()),
             ("metricsPort", metrics_port),
-            ("grpcListenPort", grpc_port),
+            *([("grpcListenPort", grpc_port)] if grpc_port is not None else []),
         ]
     )
     namesrv = NameServer(LOOPBACK, namesrv_port)
