@@ -174,7 +174,6 @@ class HoldService:
         self._by_conn: dict[Connection, dict[HeldPull, None]] = {}
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_timers: Timers | None = None
         self._loop_thread = 0
         # Tests set this to act between a pull's empty read and its registration (the race
         # the re-check closes); called with (topic, queue_id).
@@ -191,7 +190,8 @@ class HoldService:
     def start(self) -> None:
         """Start holding, on the running loop (arrivals from other threads hop onto it)."""
         self._loop = asyncio.get_running_loop()
-        self._loop_timers = self._timers if self._timers is not None else self._loop
+        if self._timers is None:
+            self._timers = self._loop
         self._loop_thread = threading.get_ident()
 
     @property
@@ -213,7 +213,7 @@ class HoldService:
     ) -> bool:
         """Park a pull; False when it cannot be held (the caller answers at once): the
         connection is gone, the service is not started, or `max_held` pulls are parked."""
-        timers = self._loop_timers
+        timers = self._timers
         if self._loop is None or timers is None or conn.closed or self._count >= self.max_held:
             return False
         if self.before_hold is not None:
