@@ -50,6 +50,22 @@ def test_tag_filter_skips_but_counts_scanned_entries(store: MessageStore) -> Non
     assert (none.status, none.next_begin_offset) == (GetStatus.NO_MATCHED_MESSAGE, 20)
 
 
+def test_a_filtered_scan_is_bounded_whatever_max_msgs_says(store_dir: Path) -> None:
+    # A tag nobody sent and maxMsgNums = Java's Integer.MAX_VALUE: the scan used to run to
+    # the end of the queue (every held pull's wake-up re-ran it on the event loop).
+    nobody = tags_code("Nobody")
+    with MessageStore(small_config(store_dir, consume_queue_entries_per_file=1000)) as store:
+        for i in range(2500):
+            store.put_message(message(body=b"%d" % i, TAGS="A"))
+        got = store.get_messages("T", 0, 0, 2**31 - 1, tag_filter=lambda code: code == nobody)
+        assert (got.status, got.next_begin_offset) == (GetStatus.NO_MATCHED_MESSAGE, 800)
+        # Never past the end of the consume-queue file the read started in.
+        tail = store.get_messages("T", 0, 900, 2**31 - 1, tag_filter=lambda code: code == nobody)
+        assert tail.next_begin_offset == 1000
+        # Unfiltered, the same request still returns a full reply.
+        assert len(store.get_messages("T", 0, 0, 2**31 - 1).records) == 32
+
+
 def test_reply_limits_and_the_first_message_always_goes(store_dir: Path) -> None:
     store = MessageStore(small_config(store_dir, max_transfer_count=4))
     with store:

@@ -26,6 +26,7 @@ from longboat.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevel
 from longboat.broker.java_properties import parse_properties
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.types import PERM_READ, PERM_WRITE
+from longboat.remoting import ConnectionLimits
 from longboat.store import FlushDiskType, StoreConfig
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,11 @@ class BrokerConfig:
     trace_on: bool = True
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
+    # Ours: the most client connections served at once (over it, requests are answered
+    # SYSTEM_BUSY and the connection closed).
+    max_connections: int = 10_000
+    # RocketMQ's Netty setting: a connection with no traffic at all this long is closed.
+    server_channel_max_idle_time_seconds: int = 120
     # Ours (RocketMQ hard-codes 120 s): a client connection silent this long is dropped.
     channel_expired_timeout: int = 120_000
     # Ours: bounds that keep memory bounded when clients or the disk fall behind.
@@ -117,6 +123,15 @@ class BrokerConfig:
     @property
     def delay_levels(self) -> DelayLevels:
         return DelayLevels.parse(self.message_delay_level)
+
+    @property
+    def connection_limits(self) -> ConnectionLimits:
+        return ConnectionLimits(
+            max_connections=self.max_connections,
+            idle_timeout_s=float(self.server_channel_max_idle_time_seconds),
+            max_connections_setting="maxConnections",
+            idle_timeout_setting="serverChannelMaxIdleTimeSeconds",
+        )
 
     @property
     def bind_host(self) -> str:
@@ -260,6 +275,12 @@ class BrokerConfig:
             ("register_name_server_period", self.register_name_server_period >= 100, ">= 100"),
             ("broker_permission", 0 <= self.broker_permission <= 15, "perm bits 0..15"),
             ("channel_expired_timeout", self.channel_expired_timeout > 0, "must be > 0"),
+            ("max_connections", self.max_connections > 0, "must be > 0"),
+            (
+                "server_channel_max_idle_time_seconds",
+                self.server_channel_max_idle_time_seconds > 0,
+                "must be > 0",
+            ),
             ("max_held_pull_requests", self.max_held_pull_requests > 0, "must be > 0"),
             ("max_pending_sync_flushes", self.max_pending_sync_flushes > 0, "must be > 0"),
             ("broker_name", bool(self.broker_name.strip()), "must not be empty"),

@@ -124,6 +124,7 @@ class BrokerController:
             config.bind_host,
             config.listen_port,
             expose_hint="brokerIP1 or listenHost",
+            limits=config.connection_limits,
             on_connection_closed=self._connection_closed,
         )
         # Outgoing connections (name servers); broker-to-client requests go out on the

@@ -15,6 +15,7 @@ timeouts.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from longboat.cli.runtime import (
 )
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
+from longboat.namesrv.server import NAMESRV_LIMITS
 
 log = logging.getLogger(__name__)
 
@@ -157,10 +159,25 @@ def up(
     help="Address to listen on (0.0.0.0: every interface).",
 )
 @click.option("--port", default=NAMESRV_PORT, show_default=True, help="0: any free port.")
-def namesrv(host: str, port: int) -> None:
+@click.option(
+    "--max-connections",
+    default=NAMESRV_LIMITS.max_connections,
+    show_default=True,
+    help="Connections served at once; over it, requests are answered SYSTEM_BUSY.",
+)
+@click.option(
+    "--idle-timeout",
+    default=NAMESRV_LIMITS.idle_timeout_s,
+    show_default=True,
+    help="Seconds without traffic after which a connection is closed.",
+)
+def namesrv(host: str, port: int, max_connections: int, idle_timeout: float) -> None:
     """Run a name server alone (brokers register here; clients look up routes here)."""
     server_logging()
-    server = NameServer(host, port)
+    limits = dataclasses.replace(
+        NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
+    )
+    server = NameServer(host, port, limits=limits)
     run(serve([lambda: server], lambda: listening_table(server, None)))
 
 

@@ -34,11 +34,15 @@ from longboat.protocol.headers import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
 )
-from longboat.remoting import Connection, RemotingServer, Router
+from longboat.remoting import Connection, ConnectionLimits, RemotingServer, Router
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 9876
+NAMESRV_LIMITS = ConnectionLimits(
+    max_connections_setting="--max-connections of `longboat namesrv`",
+    idle_timeout_setting="--idle-timeout of `longboat namesrv`",
+)
 # RocketMQ scans for expired brokers every 10 s.
 EXPIRY_SCAN_S = 10.0
 _FAQ = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
@@ -53,6 +57,7 @@ class NameServer:
         clock: Callable[[], float] = time.monotonic,
         expiry_s: float = BROKER_EXPIRY_S,
         scan_interval_s: float = EXPIRY_SCAN_S,
+        limits: ConnectionLimits = NAMESRV_LIMITS,
     ) -> None:
         self.routes = RouteTable(clock=clock, expiry_s=expiry_s)
         self.router = Router("name server")
@@ -62,6 +67,7 @@ class NameServer:
             port,
             on_connection_closed=self._connection_closed,
             expose_hint="--host of `longboat namesrv`",
+            limits=limits,
         )
         self.scan_interval_s = scan_interval_s
         self._scanner: asyncio.Task[None] | None = None

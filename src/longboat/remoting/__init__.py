@@ -9,12 +9,13 @@ from longboat.remoting.client import RemotingClient, split_addr
 from longboat.remoting.connection import Connection, RequestHandler
 from longboat.remoting.errors import ConnectError, ConnectionClosed, RemotingError, RequestTimeout
 from longboat.remoting.router import Handler, HandlerResult, Middleware, Router
-from longboat.remoting.server import RemotingServer
+from longboat.remoting.server import ConnectionLimits, RemotingServer
 
 __all__ = [
     "ConnectError",
     "Connection",
     "ConnectionClosed",
+    "ConnectionLimits",
     "Handler",
     "HandlerResult",
     "Middleware",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Protocol, cast
 
@@ -77,6 +78,8 @@ class RemotingProtocol(asyncio.Protocol):
             self._on_open(self.conn)
 
     def data_received(self, data: bytes) -> None:
+        assert self.conn is not None
+        self.conn.last_active = time.monotonic()
         try:
             self.decoder.feed(data)
         except ProtocolError as exc:
@@ -140,6 +143,11 @@ class Connection:
         self.handler = handler
         self._on_resume = on_resume
         self._bad_requests = 0
+        # Monotonic time of the last bytes read or written (a server closes idle connections).
+        self.last_active = time.monotonic()
+        # Set by a server over its connection cap: every request is answered SYSTEM_BUSY with
+        # this remark, and the connection closed.
+        self.refusal: str | None = None
         peer = transport.get_extra_info("peername")
         self.peer_host: str = peer[0] if peer else "?"
         self.peer_port: int = peer[1] if peer else 0
@@ -166,6 +174,11 @@ class Connection:
                 fut.set_result(cmd)
             return
         if self.handler is None:
+            return
+        if self.refusal is not None:
+            if not cmd.is_oneway:
+                self.send(cmd.make_response(ResponseCode.SYSTEM_BUSY, self.refusal))
+            self.close()
             return
         answering = self.handler.handle(self, cmd)
         if answering is not None:
@@ -229,6 +242,7 @@ class Connection:
         """Write one command (typically a response); silently dropped once closed."""
         if self.closed:
             return
+        self.last_active = time.monotonic()
         head, body = encode_parts(cmd)
         if body:
             self.transport.writelines((head, body))

@@ -1,16 +1,30 @@
-"""A remoting server: accept connections, route their requests, track them for shutdown."""
+"""A remoting server: accept connections, route their requests, track them for shutdown.
+
+Limits (`ConnectionLimits`), so one peer or many cannot exhaust the server:
+
+* at most `max_connections` at once: a connection over the cap has each request answered
+  SYSTEM_BUSY with a remark naming the limit and its setting, and is closed;
+* a connection with no bytes read or written for `idle_timeout_s` is closed (Netty's
+  `IdleStateHandler` with RocketMQ's `serverChannelMaxIdleTimeSeconds`, 120 s): each open
+  connection holds a read buffer of up to one frame (16 MiB).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
 import logging
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from longboat.remoting.connection import Connection, RemotingProtocol
 from longboat.remoting.router import Router
 
 log = logging.getLogger(__name__)
+
+# Connections over the cap kept open to answer their first request with the refusal.
+REFUSED_WAITING = 64
 
 
 def is_loopback(host: str) -> bool:
@@ -18,6 +32,18 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return host == "localhost"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    """How many connections a server keeps and how long an idle one lives; the setting
+    names go into the remark or log line of each refusal, so an operator knows what to
+    change."""
+
+    max_connections: int = 10_000
+    idle_timeout_s: float = 120.0
+    max_connections_setting: str = "maxConnections"
+    idle_timeout_setting: str = "serverChannelMaxIdleTimeSeconds"
 
 
 class RemotingServer:
@@ -30,10 +56,14 @@ class RemotingServer:
         max_frame: int = 16 * 1024 * 1024,
         on_connection_closed: Callable[[Connection], None] | None = None,
         expose_hint: str = "its listen address",
+        limits: ConnectionLimits = ConnectionLimits(),
     ) -> None:
         """`expose_hint` names the setting that opens a loopback-only server to other hosts
         (said in the one line logged when it starts listening)."""
         self.router = router
+        self.limits = limits
+        self._idle_scanner: asyncio.Task[None] | None = None
+        self._refused: set[Connection] = set()
         self.expose_hint = expose_hint
         self.host = host
         self.port = port
@@ -43,17 +73,49 @@ class RemotingServer:
         self._server: asyncio.base_events.Server | None = None
 
     def _closed(self, conn: Connection) -> None:
+        self._refused.discard(conn)
         self.connections.discard(conn)
         if self._on_connection_closed is not None:
             self._on_connection_closed(conn)
+
+    def _opened(self, conn: Connection) -> None:
+        limits = self.limits
+        if len(self.connections) >= limits.max_connections:
+            conn.refusal = (
+                f"the server holds {len(self.connections)} connections, its limit "
+                f"(setting {limits.max_connections_setting}); try again later"
+            )
+            log.warning("connection from %s over the limit: %s", conn.peer, conn.refusal)
+            # It lives only to answer its first request; a few at most wait for one.
+            if len(self._refused) >= REFUSED_WAITING:
+                conn.close()
+            else:
+                self._refused.add(conn)
+            return
+        self.connections.add(conn)
 
     def _make_protocol(self) -> RemotingProtocol:
         return RemotingProtocol(
             self.router,
             max_frame=self.max_frame,
-            on_open=self.connections.add,
+            on_open=self._opened,
             on_close=self._closed,
         )
+
+    async def _close_idle(self) -> None:
+        timeout = self.limits.idle_timeout_s
+        while True:
+            await asyncio.sleep(min(10.0, timeout / 2))
+            deadline = time.monotonic() - timeout
+            idle = [c for c in (*self.connections, *self._refused) if c.last_active < deadline]
+            for conn in idle:
+                log.info(
+                    "closing %s: idle for %.0f s (setting %s)",
+                    conn.peer,
+                    timeout,
+                    self.limits.idle_timeout_setting,
+                )
+                conn.close()
 
     async def start(self, *, serving: bool = True) -> None:
         """Bind the port; with `serving=False` connections are refused until `serve()` (a
@@ -63,6 +125,7 @@ class RemotingServer:
             self._make_protocol, self.host, self.port, reuse_address=True, start_serving=serving
         )
         self.port = self._server.sockets[0].getsockname()[1]
+        self._idle_scanner = asyncio.ensure_future(self._close_idle())
         if serving:
             self._log_listening()
 
@@ -91,7 +154,11 @@ class RemotingServer:
 
     async def close(self) -> None:
         self.stop_accepting()
-        for conn in list(self.connections):
+        if self._idle_scanner is not None:
+            self._idle_scanner.cancel()
+            await asyncio.gather(self._idle_scanner, return_exceptions=True)
+            self._idle_scanner = None
+        for conn in [*self.connections, *self._refused]:
             conn.close()
         if self._server is not None:
             await self._server.wait_closed()

@@ -27,11 +27,20 @@ ENTRY_SIZE = ENTRY.size  # 20
 
 
 class ConsumeQueue:
-    __slots__ = ("chain", "max_offset", "min_offset", "queue_id", "synced_offset", "topic")
+    __slots__ = (
+        "chain",
+        "entries_per_file",
+        "max_offset",
+        "min_offset",
+        "queue_id",
+        "synced_offset",
+        "topic",
+    )
 
     def __init__(self, root: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
         self.topic = topic
         self.queue_id = queue_id
+        self.entries_per_file = entries_per_file
         self.chain = SegmentChain(root / topic / str(queue_id), entries_per_file * ENTRY_SIZE)
         self.min_offset = 0
         self.max_offset = 0

@@ -16,8 +16,12 @@ messages it never saw.
 
 Entries skipped by the tag filter count as scanned, so the consumer moves past them.  A reply
 stops at `max_msgs`, at `max_count` messages or `max_bytes` bytes (the first message always
-goes, however large), or after scanning max(800, max_msgs) entries, RocketMQ's
-16000-byte index-scan cap.
+goes, however large), after scanning max(800, min(max_msgs, max_count)) entries, or at the
+end of the consume-queue file holding `offset`.  RocketMQ scans max(16000 B, maxMsgNums x
+20 B) of one file: with a huge maxMsgNums and a tag nobody sent, that is a whole file (300,000
+entries) per pull, re-run by every held pull's wake-up.  Here one pull scans at most 800
+entries (what RocketMQ scans for any maxMsgNums up to 800) plus what it may return, so
+the work of a read on the event loop is bounded whatever the request says.
 """
 
 from __future__ import annotations
@@ -52,7 +56,9 @@ def read_queue(
         return GetResult(GetStatus.OFFSET_OVERFLOW_BADLY, lo if lo == 0 else hi, lo, hi)
 
     want = max(1, min(max_msgs, max_count))
-    scan_left = max(_MIN_SCAN_ENTRIES, max_msgs)
+    scan_left = max(_MIN_SCAN_ENTRIES, want)
+    per_file = cq.entries_per_file
+    end = min(hi, (offset // per_file + 1) * per_file)
     result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, lo, hi)
     records = result.records
     queue_offsets = result.queue_offsets
@@ -60,8 +66,8 @@ def read_queue(
     removed = False
     o = offset
     full = False
-    while not full and o < hi and scan_left > 0:
-        raw = cq.read_entries(o, scan_left)
+    while not full and o < end and scan_left > 0:
+        raw = cq.read_entries(o, min(scan_left, end - o))
         if not raw:
             removed = True  # the queue's files went under us (retention)
             break
