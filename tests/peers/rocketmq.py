@@ -257,17 +257,21 @@ def start_rocketmq(
     namesrv_port: int = 0,
     broker_port_number: int = 0,
     broker_options: Mapping[str, object] | None = None,
+    namesrv_addr: str | None = None,
 ) -> RocketMQCluster:
     """Start a name server and a broker with their ``ROCKETMQ_HOME`` and store under ``home``.
 
     Ports are random free loopback ports unless given. ``broker_options`` are broker.conf
     entries overriding the defaults below (e.g. ``{"autoCreateTopicEnable": "false"}``).
+    With ``namesrv_addr`` (``host:port;...``, any name servers: RocketMQ's or Longboat's) no
+    name server is started: the broker registers with those.
     """
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
+    own_namesrv = namesrv_addr is None
     ns_port = namesrv_port or _free_port()
     b_port = broker_port_number or broker_port()
-    namesrv_addr = f"127.0.0.1:{ns_port}"
+    namesrv_addr = namesrv_addr or f"127.0.0.1:{ns_port}"
     (home / "conf" / "logback_namesrv.xml").write_text(_logback(home / "logs" / "namesrv.log"))
     (home / "conf" / "logback_broker.xml").write_text(_logback(home / "logs" / "broker.log"))
     namesrv_conf = home / "conf" / "namesrv.properties"
@@ -316,10 +320,11 @@ def start_rocketmq(
     )
     # Each JVM's startup class prints its line once serving (the broker's after its first
     # registration with the name server).
-    starts = [
-        ("namesrv", "NamesrvStartup", namesrv_conf, "The Name Server boot success"),
-        ("broker", "BrokerStartup", broker_conf, "boot success"),
-    ]
+    starts = [("broker", "BrokerStartup", broker_conf, "boot success")]
+    if own_namesrv:
+        starts.insert(
+            0, ("namesrv", "NamesrvStartup", namesrv_conf, "The Name Server boot success")
+        )
     try:
         for name, startup, conf, marker in starts:
             main_class = f"org.apache.rocketmq.{name}.{startup}"
