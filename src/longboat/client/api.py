@@ -291,7 +291,8 @@ class ClientAPI:
         """The group's committed offset, or None when the broker has none.
 
         `set_zero_if_not_found=False` asks brokers that understand it (Longboat, RocketMQ 5) not
-        to answer 0 for a new group (RocketMQ #334); 4.x brokers ignore it.
+        to answer 0 for a new group (RocketMQ #334); 4.x brokers ignore it (see
+        `consume_from.committed_offset`, which tells their 0 apart).
         """
         header = QueryConsumerOffsetRequestHeader(
             group, mq.topic, mq.queue_id, set_zero_if_not_found
