@@ -33,7 +33,7 @@ MVN       ?= mvn
 JAVA_DIR  := tests/peers/java
 JAVA_STAMP := $(JAVA_DIR)/target/.built
 JAVA_INPUTS := $(JAVA_DIR)/pom.xml $(JAVA_DIR)/client/pom.xml $(JAVA_DIR)/server/pom.xml \
-	$(shell find $(JAVA_DIR)/client/src -type f)
+	$(JAVA_DIR)/client5/pom.xml $(shell find $(JAVA_DIR)/client/src $(JAVA_DIR)/client5/src -type f)
 
 ifeq ($(LONGBOAT_SKIP_JAVA),1)
 java-peers:

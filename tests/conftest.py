@@ -43,6 +43,7 @@ from longboat.broker import BrokerConfig, BrokerController
 from longboat.namesrv import NameServer
 from peers.ali_ons import require_node_peer
 from peers.rocketmq import (
+    CLIENT5_DIR,
     CLIENT_DIR,
     SERVER_DIR,
     RocketMQCluster,
@@ -203,6 +204,7 @@ def java_peers() -> None:
         pytest.skip(reason)
     try:
         classpath(CLIENT_DIR)
+        classpath(CLIENT5_DIR)
         classpath(SERVER_DIR)
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)

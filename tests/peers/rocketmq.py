@@ -32,6 +32,9 @@ from peers.process import PeerProcess, run_peer
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 CLIENT_DIR = JAVA_DIR / "client"
+# RocketMQ's gRPC Java client (5.x) and its peer program, for the gRPC endpoint's tests.
+CLIENT5_DIR = JAVA_DIR / "client5"
+PEER5_PROGRAM = "dev.longboat.peers5.Grpc5"
 SERVER_DIR = JAVA_DIR / "server"
 SKIP_VARIABLE = "LONGBOAT_SKIP_JAVA"
 PEER_PACKAGE = "dev.longboat.peers"
@@ -120,6 +123,13 @@ def run_java_peer(
     args = peer_args(options)
     command = _peer_command(program, args)
     return run_peer(_peer_name(program, args), command, CLIENT_DIR, timeout=timeout, check=check)
+
+
+def run_java5_peer(*, timeout: float, **options: object) -> list[dict[str, Any]]:
+    """Run the RocketMQ 5 (gRPC) Java peer to completion; its events (see `Grpc5.java`)."""
+    args = peer_args(options)
+    command = java_command(CLIENT5_DIR, PEER5_PROGRAM, args, PEER_JVM_OPTIONS)
+    return run_peer(f"java5 peer {' '.join(args)}", command, CLIENT5_DIR, timeout=timeout)
 
 
 def start_java_peer(program: str, **options: object) -> PeerProcess:
