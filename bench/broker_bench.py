@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from multiprocessing.synchronize import Event
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
@@ -68,7 +68,7 @@ class Echo(asyncio.Protocol):
         self.transport.write(data)
 
 
-async def _serve(data_dir: str, ready: Any, stop: Event) -> None:
+async def _serve(data_dir: str, ready: Any, stop: Event, grpc: bool) -> None:
     from longboat.broker import BrokerConfig, BrokerController
     from longboat.namesrv import NameServer
 
@@ -82,38 +82,47 @@ async def _serve(data_dir: str, ready: Any, stop: Event) -> None:
             namesrv_addr=namesrv.addr,
             store_path_root_dir=Path(data_dir),
             mapped_file_size_commit_log=256 * 1024 * 1024,
-            grpc_listen_port=-1,
+            grpc_listen_port=0 if grpc else -1,
         )
     )
     await broker.start()
     loop = asyncio.get_running_loop()
     echo = await loop.create_server(Echo, "127.0.0.1", 0)
     echo_port = echo.sockets[0].getsockname()[1]
-    ready.put((namesrv.addr, broker.broker_addr, echo_port))
+    grpc_port = broker.grpc.port if broker.grpc is not None else 0
+    ready.put((namesrv.addr, broker.broker_addr, echo_port, grpc_port))
     await loop.run_in_executor(None, stop.wait)
     echo.close()
     await broker.stop()
     await namesrv.stop()
 
 
-def _server_child(data_dir: str, ready: Any, stop: Event) -> None:
-    run(_serve(data_dir, ready, stop))
+def _server_child(data_dir: str, ready: Any, stop: Event, grpc: bool) -> None:
+    run(_serve(data_dir, ready, stop, grpc))
+
+
+class Servers(NamedTuple):
+    namesrv: str
+    broker: str
+    echo_port: int
+    pid: int
+    grpc_port: int  # 0 when the gRPC endpoint is off
 
 
 @contextmanager
-def servers_in_child() -> Iterator[tuple[str, str, int, int]]:
-    """A name server, a broker and an echo server in a child process on loopback ports, with a
-    temporary data directory; yields (name-server addr, broker addr, echo port, child pid)."""
+def servers_in_child(*, grpc: bool = False) -> Iterator[Servers]:
+    """A name server, a broker (with its gRPC endpoint when `grpc`) and an echo server in a
+    child process on loopback ports, with a temporary data directory."""
     ctx = multiprocessing.get_context("spawn")
     ready = ctx.Queue()
     stop = ctx.Event()
     with tempfile.TemporaryDirectory(prefix="longboat-bench-") as data_dir:
-        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop), daemon=True)
+        child = ctx.Process(target=_server_child, args=(data_dir, ready, stop, grpc), daemon=True)
         child.start()
         try:
-            namesrv, broker_addr, echo_port = ready.get(timeout=60)
+            namesrv, broker_addr, echo_port, grpc_port = ready.get(timeout=60)
             assert child.pid is not None
-            yield namesrv, broker_addr, echo_port, child.pid
+            yield Servers(namesrv, broker_addr, echo_port, child.pid, grpc_port)
         finally:
             stop.set()
             child.join(30)
@@ -317,7 +326,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=50_000, help="batched produce, consume")
     args = parser.parse_args()
 
-    with servers_in_child() as (namesrv, broker_addr, echo_port, pid):
+    with servers_in_child() as (namesrv, broker_addr, echo_port, pid, _):
         print(f"broker {broker_addr} (pid {pid}), name server {namesrv}", flush=True)
         run(bench(args, namesrv, broker_addr, echo_port, pid))
 

@@ -259,7 +259,7 @@ def main() -> None:
     if args.namesrv:
         asyncio.run(bench(args.namesrv, args.runs, args.messages))
         return
-    with servers_in_child() as (namesrv, broker_addr, _, pid):
+    with servers_in_child() as (namesrv, broker_addr, _, pid, _):
         print(f"broker {broker_addr} (pid {pid}), name server {namesrv}", flush=True)
         asyncio.run(bench(namesrv, args.runs, args.messages))
 
