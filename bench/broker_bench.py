@@ -292,21 +292,27 @@ def report(name: str, figures: dict[str, float]) -> None:
     print(f"  {name:<46} {shown}", flush=True)
 
 
-async def bench(
-    args: argparse.Namespace, namesrv: str, broker: str, echo_port: int, pid: int
-) -> None:
-    table = cases(args, namesrv, broker, echo_port, pid)
+async def run_cases(table: dict[str, Case], runs: int) -> dict[str, dict[str, float]]:
+    """Run every case `runs` times in turn, printing each run's figures, then the medians;
+    returns the medians by case."""
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
-    for r in range(args.runs):
-        print(f"run {r + 1}/{args.runs}", flush=True)
+    for r in range(runs):
+        print(f"run {r + 1}/{runs}", flush=True)
         for name, case in table.items():
             figures = await case()
             results[name].append(figures)
             report(name, medians([figures]))
-    print(f"\nmedians of {args.runs} runs", flush=True)
-    summary = {name: medians(runs) for name, runs in results.items()}
+    print(f"\nmedians of {runs} runs", flush=True)
+    summary = {name: medians(figures) for name, figures in results.items()}
     for name, figures in summary.items():
         report(name, figures)
+    return summary
+
+
+async def bench(
+    args: argparse.Namespace, namesrv: str, broker: str, echo_port: int, pid: int
+) -> None:
+    summary = await run_cases(cases(args, namesrv, broker, echo_port, pid), args.runs)
     echo = summary[ECHO]
     for name in (WAKEUP, BARE_WAKEUP):
         wake = summary[name]

@@ -33,11 +33,11 @@ from bench.broker_bench import (
     BODY,
     PARK_S,
     WARMUP,
+    Case,
     bare_send,
     bare_wakeup,
     echo_round_trips,
-    medians,
-    report,
+    run_cases,
     servers_in_child,
 )
 from google.protobuf.duration_pb2 import Duration
@@ -206,24 +206,14 @@ REMOTING_CONSUME = f"pull {RECEIVE_BATCH} + commit, remoting, {QUEUES} queues"
 
 
 async def bench(args: argparse.Namespace, broker: str, endpoint: str, echo_port: int) -> None:
-    table = {
+    table: dict[str, Case] = {
         GRPC_WAKEUP: lambda: grpc_wakeup(broker, endpoint, args.rounds),
         REMOTING_WAKEUP: lambda: bare_wakeup(broker, args.rounds),
         ECHO: lambda: echo_round_trips(echo_port, args.rounds),
         GRPC_CONSUME: lambda: grpc_receive_ack(broker, endpoint, args.messages),
         REMOTING_CONSUME: lambda: remoting_pull_commit(broker, args.messages),
     }
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
-    for r in range(args.runs):
-        print(f"run {r + 1}/{args.runs}", flush=True)
-        for name, case in table.items():
-            figures = await case()
-            results[name].append(figures)
-            report(name, medians([figures]))
-    print(f"\nmedians of {args.runs} runs", flush=True)
-    summary = {name: medians(runs) for name, runs in results.items()}
-    for name, figures in summary.items():
-        report(name, figures)
+    summary = await run_cases(table, args.runs)
     grpc_wake, remoting_wake = summary[GRPC_WAKEUP], summary[REMOTING_WAKEUP]
     echo = summary[ECHO]
     print(
