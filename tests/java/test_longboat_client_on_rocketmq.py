@@ -38,9 +38,8 @@ from longboat.client.push import (
     OrderlyResult,
     PushConsumer,
 )
-from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
-from longboat.protocol.sysflags import MessageSysFlag, PullSysFlag
+from longboat.protocol.sysflags import MessageSysFlag
 from peers.rocketmq import RocketMQCluster
 
 pytestmark = pytest.mark.java
@@ -240,23 +239,8 @@ async def test_lite_pull_reads_past_the_brokers_32_message_cap_and_commits(
         (mq,) = await consumer.fetch_message_queues(topic)
         # RocketMQ's broker hands out 32 at most, whatever the pull asks for.
         addr = await consumer.instance.find_master_addr(mq.broker_name, topic)
-        raw = await consumer.instance.api.pull(
-            addr,
-            PullMessageRequestHeader(
-                consumerGroup=group,
-                topic=topic,
-                queueId=0,
-                queueOffset=0,
-                maxMsgNums=64,
-                sysFlag=PullSysFlag.SUBSCRIPTION,
-                commitOffset=0,
-                suspendTimeoutMillis=0,
-                subscription="*",
-                expressionType="TAG",
-            ),
-            timeout=10,
-        )
-        assert len(raw.messages) == 32
+        raw = await consumer.instance.api.peek(addr, mq, 0, count=64)
+        assert len(raw) == 32
         consumer.assign([mq])
         await consumer.seek(mq, 10)
         got: list[MessageExt] = []

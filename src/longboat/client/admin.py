@@ -36,10 +36,8 @@ from longboat.protocol.bodies import (
     TopicConfig,
     TopicRouteData,
 )
-from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
@@ -328,34 +326,19 @@ class Admin(InstanceUser):
                 lag_time = None
                 if with_lag_time:
                     if not last_ts and consumer_offset > 0:
-                        last_ts = await self._store_time(addr, group, mq, consumer_offset - 1)
+                        last_ts = await self._store_time(addr, mq, consumer_offset - 1)
                     if w.broker_offset > consumer_offset:
-                        oldest = await self._store_time(addr, group, mq, consumer_offset)
+                        oldest = await self._store_time(addr, mq, consumer_offset)
                         lag_time = max(0.0, time.time() - oldest / 1000) if oldest else None
                 rows.append(
                     QueueProgress(mq, w.broker_offset, consumer_offset, last_ts or 0, lag_time)
                 )
         return sorted(rows, key=lambda r: r.mq)
 
-    async def _store_time(self, addr: str, group: str, mq: MessageQueue, offset: int) -> int:
+    async def _store_time(self, addr: str, mq: MessageQueue, offset: int) -> int:
         """Store time (ms) of the message at `offset`, 0 if it is gone."""
-        result = await self.instance.api.pull(
-            addr,
-            PullMessageRequestHeader(
-                consumerGroup=group,
-                topic=mq.topic,
-                queueId=mq.queue_id,
-                queueOffset=offset,
-                maxMsgNums=1,
-                sysFlag=PullSysFlag.SUBSCRIPTION,
-                commitOffset=0,
-                suspendTimeoutMillis=0,
-                subscription="*",
-                expressionType="TAG",
-            ),
-            timeout=self.config.request_timeout,
-        )
-        return result.messages[0].store_timestamp if result.messages else 0
+        found = await self.instance.api.peek(addr, mq, offset)
+        return found[0].store_timestamp if found else 0
 
     async def reset_offsets(
         self,

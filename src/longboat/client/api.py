@@ -335,18 +335,28 @@ class ClientAPI:
 
         Longboat's broker answers exactly that; a RocketMQ 4.x broker answers the message
         stored *closest* to the time, which may be the one just before it.  So the answer's
-        store time is read (a one-message pull, as RocketMQ's own TOOLS_CONSUMER group) and
-        the offset moved one on when that message is older than the time."""
+        store time is read (`peek`) and the offset moved one on when that message is older
+        than the time."""
         ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
         offset = await self._queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
-        found = await self.pull(
+        found = await self.peek(addr, mq, offset)
+        if found and found[0].store_timestamp < timestamp_ms:
+            return offset + 1
+        return offset
+
+    async def peek(
+        self, addr: str, mq: MessageQueue, offset: int, count: int = 1
+    ) -> list[MessageExt]:
+        """Up to `count` messages of `mq` from `offset`, read for a lookup: pulled as
+        RocketMQ's TOOLS_CONSUMER group, committing nothing, never held."""
+        result = await self.pull(
             addr,
             PullMessageRequestHeader(
                 consumerGroup=TOOLS_CONSUMER_GROUP,
                 topic=mq.topic,
                 queueId=mq.queue_id,
                 queueOffset=offset,
-                maxMsgNums=1,
+                maxMsgNums=count,
                 sysFlag=PullSysFlag.SUBSCRIPTION,
                 commitOffset=0,
                 suspendTimeoutMillis=0,
@@ -355,9 +365,7 @@ class ClientAPI:
             ),
             timeout=self.config.request_timeout,
         )
-        if found.messages and found.messages[0].store_timestamp < timestamp_ms:
-            return offset + 1
-        return offset
+        return result.messages
 
     async def get_earliest_store_time(self, addr: str, mq: MessageQueue) -> int:
         """Store time (ms) of the oldest message kept in the queue, -1 if none."""
