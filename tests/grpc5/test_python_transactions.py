@@ -78,3 +78,34 @@ def test_unended_transactions_are_checked_with_the_producer(grpc5_factory) -> No
         assert env.cluster.broker.grpc.service.transactions.open == {}
     finally:
         producer.shutdown()
+
+
+def test_open_transaction_and_pending_delay_survive_a_restart(grpc5_factory) -> None:
+    env = grpc5_factory()
+    topic, group = env.topic(), env.group()
+    producer = Producer(env.config(), (topic,), checker=Checker(set()))
+    producer.startup()
+    try:
+        transaction = producer.begin_transaction()
+        producer.send(message(topic, b"half before restart"), transaction)
+        delayed = message(topic, b"due after restart")
+        delayed.delivery_timestamp = int(time.time()) + 3
+        producer.send(delayed)
+        env.cluster.restart_broker()
+        # The same producer (its channel reconnects) ends the transaction it began.
+        committed = False
+        deadline = time.monotonic() + 20
+        while not committed and time.monotonic() < deadline:
+            try:
+                transaction.commit()
+                committed = True
+            except Exception:
+                time.sleep(0.5)
+        assert committed
+    finally:
+        producer.shutdown()
+    with env.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
+        got = receive_all(consumer, 2)
+        assert sorted(m.body for m in got) == [b"due after restart", b"half before restart"]
+        for m in got:
+            consumer.ack(m)
