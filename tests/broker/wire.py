@@ -88,12 +88,17 @@ class Wire:
         header = pull_header(topic, queue_id, offset, **options)
         return await self.call(RequestCode.PULL_MESSAGE, header, timeout=timeout)
 
-    async def heartbeat(self, client_id: str, group: str, topic: str, expr: str = "*") -> None:
+    async def heartbeat(
+        self, client_id: str, group: str, topic: str, expr: str = "*", *, sql: str | None = None
+    ) -> None:
+        """A consumer heartbeat subscribing by tag `expr`, or by the SQL92 `sql`."""
+        sub = (
+            SubscriptionData.of(topic, expr, 1)
+            if sql is None
+            else SubscriptionData.sql92(topic, sql, 1)
+        )
         data = HeartbeatData(
-            client_id,
-            consumer_data_set=[
-                ConsumerData(group, subscription_data_set=[SubscriptionData.of(topic, expr, 1)])
-            ],
+            client_id, consumer_data_set=[ConsumerData(group, subscription_data_set=[sub])]
         )
         response = await self.call(RequestCode.HEART_BEAT, body=data.to_json())
         assert response.code == 0, response.remark
@@ -142,6 +147,7 @@ def pull_header(
     max_nums: int = 32,
     commit_offset: int = -1,
     sub_version: int = 0,
+    expression_type: str = "TAG",
 ) -> PullMessageRequestHeader:
     """A pull; `subscription=None` leaves the subscription to the group's heartbeat."""
     flag = PullSysFlag.build(
@@ -160,7 +166,7 @@ def pull_header(
         suspendTimeoutMillis=suspend_ms,
         subVersion=sub_version,
         subscription=subscription,
-        expressionType="TAG" if subscription is not None else None,
+        expressionType=expression_type if subscription is not None else None,
     )
 
 

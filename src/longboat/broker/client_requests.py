@@ -1,4 +1,5 @@
-"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), and the broker's
+"""HEART_BEAT (34), UNREGISTER_CLIENT (35), GET_CONSUMER_LIST_BY_GROUP (38), CHECK_CLIENT_CONFIG
+(46: can this broker serve a subscription's filter?), and the broker's
 NOTIFY_CONSUMER_IDS_CHANGED (40) to a group's members whenever its member list or topics change.
 
 A heartbeat also creates the group's `%RETRY%<group>` topic (which registers it with the name
@@ -12,11 +13,15 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+import orjson
+
+from longboat.broker.message_filter import FilterRefused, message_filter
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ClientConnection,
     ConsumerConnection,
     HeartbeatData,
+    SubscriptionData,
     encode_consumer_id_list,
 )
 from longboat.protocol.codes import LanguageCode
@@ -58,6 +63,28 @@ class ClientRequests:
                     "consumer group %s changed: members %s", group, ctl.consumers.client_ids(group)
                 )
                 self.notify_ids_changed(group)
+        return cmd.make_response()
+
+    def check_client_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """CHECK_CLIENT_CONFIG (46): Java's push consumer asks this at start for each
+        subscription, so a selector the broker cannot serve fails `start()`, not a pull."""
+        try:
+            body = orjson.loads(cmd.body) if cmd.body else {}
+            sub = body.get("subscriptionData") if isinstance(body, dict) else None
+            data = SubscriptionData.from_dict(sub) if isinstance(sub, dict) else None
+        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            return cmd.make_response(
+                ResponseCode.SYSTEM_ERROR, f"CHECK_CLIENT_CONFIG body is not valid: {exc}"
+            )
+        if data is not None:
+            try:
+                message_filter(
+                    data.expression_type,
+                    data.sub_string,
+                    property_filter_enabled=self.controller.config.enable_property_filter,
+                )
+            except FilterRefused as refused:
+                return cmd.make_response(refused.code, refused.remark)
         return cmd.make_response()
 
     def unregister(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -137,6 +164,7 @@ def install(controller: CoreHost) -> None:
     requests = ClientRequests(controller)
     controller.router.register(RequestCode.HEART_BEAT, requests.heartbeat)
     controller.router.register(RequestCode.UNREGISTER_CLIENT, requests.unregister)
+    controller.router.register(RequestCode.CHECK_CLIENT_CONFIG, requests.check_client_config)
     controller.router.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, requests.consumer_list)
     controller.router.register(
         RequestCode.GET_CONSUMER_CONNECTION_LIST, requests.consumer_connections

@@ -113,6 +113,8 @@ class BrokerConfig:
     transaction_time_out: int = 6000
     transaction_check_interval: int = 30_000
     transaction_check_max: int = 15
+    # SQL92 subscriptions (`MessageSelector.bySql`); off by default, as in RocketMQ.
+    enable_property_filter: bool = False
 
     # ------------------------------------------------------------------ derived
 

@@ -17,7 +17,8 @@ Invariants: a pull is HELD iff it is in its queue's `Waiters` (long polling only
 `_by_conn[conn]` and its timer is pending; leaving HELD (`_release`, or `drop_connection` for a
 whole connection) undoes all three at once, so a pull is answered at most once.  In its queue's
 `Waiters` a pull that takes every message is in `every`, one with a tag filter is in
-`by_code[c]` for each tags code `c` of its filter (a `TagA || TagB` pull sits in two), so an
+`by_code[c]` for each tags code `c` of its filter (a `TagA || TagB` pull sits in two; an SQL92
+pull sits in `every` and is woken only by an arrival whose properties match it), so an
 arrival looks only at the pulls it can wake: a message tagged TagB never visits the thousand
 pulls parked for TagA (RocketMQ scans every pull of the queue per arrival).  A connection
 keeps its (possibly empty) `_by_conn` entry until it closes, so its close callback is added
@@ -44,9 +45,10 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from longboat.broker.message_filter import MessageFilter
 from longboat.protocol import RemotingCommand
 from longboat.remoting import Connection
 
@@ -58,7 +60,7 @@ QueueKey = tuple[str, int]
 class HeldPull:
     """One parked pull request and what its wake-up needs."""
 
-    __slots__ = ("codes", "conn", "header", "key", "offset", "request", "timer")
+    __slots__ = ("codes", "conn", "filter", "header", "key", "offset", "request", "timer")
 
     def __init__(
         self,
@@ -67,14 +69,15 @@ class HeldPull:
         header: Any,
         key: QueueKey,
         offset: int,
-        codes: frozenset[int] | None,
+        flt: MessageFilter,
     ) -> None:
         self.conn = conn
         self.request = request
         self.header = header  # the parsed request header, for the re-run
         self.key = key
         self.offset = offset
-        self.codes = codes  # tags codes that wake it; None: every message
+        self.filter = flt  # what the re-run reads through
+        self.codes = flt.codes  # tags codes that wake it; None: every message
         self.timer: Timer | None = None
 
 
@@ -108,9 +111,14 @@ class Waiters:
                 if not pulls:
                     del self.by_code[code]
 
-    def woken_by(self, new_max: int, tags_code: int) -> list[HeldPull]:
-        """The pulls an arrival with `tags_code` that moved the max offset to `new_max` wakes."""
-        woken = [held for held in self.every if held.offset < new_max]
+    def woken_by(self, new_max: int, tags_code: int, props: Mapping[str, str]) -> list[HeldPull]:
+        """The pulls an arrival with `tags_code` and `props` that moved the max offset to
+        `new_max` wakes (an SQL92 pull only when the properties match its expression)."""
+        woken = [
+            held
+            for held in self.every
+            if held.offset < new_max and held.filter.matches_properties(props)
+        ]
         tagged = self.by_code.get(tags_code)
         if tagged:
             woken += [held for held in tagged if held.offset < new_max]
@@ -208,7 +216,7 @@ class HoldService:
         topic: str,
         queue_id: int,
         offset: int,
-        codes: frozenset[int] | None,
+        flt: MessageFilter,
         suspend_ms: int,
     ) -> bool:
         """Park a pull; False when it cannot be held (the caller answers at once): the
@@ -219,7 +227,7 @@ class HoldService:
         if self.before_hold is not None:
             self.before_hold(topic, queue_id)
         key = (topic, queue_id)
-        held = HeldPull(conn, request, header, key, offset, codes)
+        held = HeldPull(conn, request, header, key, offset, flt)
         hold_ms = suspend_ms if self.long_polling else min(self.short_polling_ms, suspend_ms)
         held.timer = timers.call_at(timers.time() + max(0, hold_ms) / 1000, self._expired, held)
         if self.long_polling:
@@ -255,7 +263,7 @@ class HoldService:
                 self.on_arrival, topic, queue_id, new_max, tags_code, props
             )
             return
-        woken = waiters.woken_by(new_max, tags_code)
+        woken = waiters.woken_by(new_max, tags_code, props)
         for held in woken:
             self._release(held)
         self.woken += len(woken)

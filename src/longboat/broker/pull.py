@@ -1,5 +1,6 @@
-"""PULL_MESSAGE (11): read a queue from an offset, filtered by tag hash; park the request in
-the hold service when there is nothing new and the client allows suspending.
+"""PULL_MESSAGE (11): read a queue from an offset, filtered by tag hash or by an SQL92
+expression over properties (`message_filter`); park the request in the hold service when
+there is nothing new and the client allows suspending.
 
 Subscription: from the request when it carries the subscription flag (ali-ons, lite pull),
 else from the group's heartbeat, whose subVersion must not be older than the request's
@@ -29,10 +30,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from longboat.broker.hold import HeldPull
+from longboat.broker.message_filter import FilterRefused, MessageFilter, message_filter
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from longboat.protocol.sysflags import PullSysFlag
-from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import PERM_READ
 from longboat.remoting import Connection
 from longboat.store import GetResult, GetStatus, MessageStore
@@ -49,7 +50,6 @@ _CODES: dict[GetStatus, int] = {
     GetStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-_SQL92 = "SQL92"
 
 
 class PullRefused(Exception):
@@ -66,15 +66,15 @@ class PullProcessor:
     def handle(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
         header = PullMessageRequestHeader.from_ext(cmd.ext_fields)
         try:
-            codes = self._check(header)
-        except PullRefused as refused:
+            flt = self._check(header)
+        except (PullRefused, FilterRefused) as refused:
             return cmd.make_response(refused.code, refused.remark)
         ctl = self.controller
         if header.sysFlag & PullSysFlag.COMMIT_OFFSET and header.commitOffset >= 0:
             ctl.offsets.commit(
                 header.consumerGroup, header.topic, header.queueId, header.commitOffset
             )
-        got = _read(ctl.store, header, codes)
+        got = _read(ctl.store, header, flt)
         code = _answer_code(got, header.queueOffset)
         if (
             code == ResponseCode.PULL_NOT_FOUND
@@ -87,7 +87,7 @@ class PullProcessor:
                 header.topic,
                 header.queueId,
                 header.queueOffset,
-                codes,
+                flt,
                 header.suspendTimeoutMillis,
             )
         ):
@@ -96,8 +96,8 @@ class PullProcessor:
 
     # ------------------------------------------------------------------ internals
 
-    def _check(self, header: PullMessageRequestHeader) -> frozenset[int] | None:
-        """Validate the request; the tags codes it accepts (None: all)."""
+    def _check(self, header: PullMessageRequestHeader) -> MessageFilter:
+        """Validate the request; the filter of its subscription."""
         ctl = self.controller
         if not ctl.config.broker_permission & PERM_READ:
             raise PullRefused(
@@ -121,14 +121,11 @@ class PullProcessor:
                 f"queueId[{header.queueId}] is illegal, topic:[{header.topic}] "
                 f"topicConfig.readQueueNums:[{config.read_queue_nums}]",
             )
+        enabled = ctl.config.enable_property_filter
         if header.sysFlag & PullSysFlag.SUBSCRIPTION:
-            if (header.expressionType or "TAG").upper() == _SQL92:
-                raise PullRefused(
-                    ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                    "SQL92 filtering is not supported by this broker; subscribe by tag",
-                )
-            expr = TagExpression.parse(header.subscription)
-            return None if expr.matches_all else expr.codes
+            return message_filter(
+                header.expressionType, header.subscription, property_filter_enabled=enabled
+            )
         sub = ctl.consumers.subscription(header.consumerGroup, header.topic)
         if sub is None:
             raise PullRefused(
@@ -142,25 +139,18 @@ class PullProcessor:
                 f"the consumer's subscription is not latest, {sub.sub_version} < "
                 f"{header.subVersion}",
             )
-        if sub.expression_type.upper() == _SQL92:
-            raise PullRefused(
-                ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                "SQL92 filtering is not supported by this broker; subscribe by tag",
-            )
-        expr = TagExpression.parse(sub.sub_string)
-        return None if expr.matches_all else expr.codes
+        return message_filter(sub.expression_type, sub.sub_string, property_filter_enabled=enabled)
 
 
-def _read(
-    store: MessageStore, header: PullMessageRequestHeader, codes: frozenset[int] | None
-) -> GetResult:
-    """The request's read (`codes`: the tags codes it accepts, None: all)."""
+def _read(store: MessageStore, header: PullMessageRequestHeader, flt: MessageFilter) -> GetResult:
+    """The request's read through its subscription's filter."""
     return store.get_messages(
         header.topic,
         header.queueId,
         header.queueOffset,
         header.maxMsgNums,
-        tag_filter=None if codes is None else codes.__contains__,
+        tag_filter=None if flt.codes is None else flt.codes.__contains__,
+        record_filter=None if flt.sql is None else flt.matches_record,
     )
 
 
@@ -192,7 +182,7 @@ class HeldPullReader:
 
     def __call__(self, held: HeldPull) -> RemotingCommand:
         header: PullMessageRequestHeader = held.header
-        got = _read(self.store, header, held.codes)
+        got = _read(self.store, header, held.filter)
         return _answer(held.request, got, _answer_code(got, header.queueOffset))
 
 

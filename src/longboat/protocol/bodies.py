@@ -361,6 +361,13 @@ class SubscriptionData:
             code_set=sorted(expr.codes),
         )
 
+    @classmethod
+    def sql92(cls, topic: str, expression: str, sub_version: int) -> SubscriptionData:
+        """An SQL92 subscription (Java's `FilterAPI.build` for `MessageSelector.bySql`)."""
+        return cls(
+            topic=topic, sub_string=expression, sub_version=sub_version, expression_type="SQL92"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "classFilterMode": self.class_filter_mode,

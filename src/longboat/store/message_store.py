@@ -386,9 +386,11 @@ class MessageStore:
         *,
         max_bytes: int | None = None,
         tag_filter: Callable[[int], bool] | None = None,
+        record_filter: Callable[[bytes], bool] | None = None,
     ) -> GetResult:
         """Up to `max_msgs` stored records from queue `offset`, by RocketMQ's decision table
-        (see queue_read); `tag_filter` sees each entry's tags code."""
+        (see queue_read); `tag_filter` sees each entry's tags code, `record_filter` each
+        record the tag filter let through."""
         return read_queue(
             self._queues.get(topic, queue_id),
             self._log,
@@ -397,6 +399,7 @@ class MessageStore:
             max_bytes=self.config.max_transfer_bytes if max_bytes is None else max_bytes,
             max_count=self.config.max_transfer_count,
             tag_filter=tag_filter,
+            record_filter=record_filter,
         )
 
     def max_offset(self, topic: str, queue_id: int) -> int:

@@ -14,9 +14,10 @@
 at a store that was wiped and refilled, so it is sent back to the start rather than past
 messages it never saw.
 
-Entries skipped by the tag filter count as scanned, so the consumer moves past them.  A reply
-stops at `max_msgs`, at `max_count` messages or `max_bytes` bytes (the first message always
-goes, however large), after scanning max(800, min(max_msgs, max_count)) entries, or at the
+Entries skipped by the tag filter (on the entry's tags code) or the record filter (on the
+stored record: SQL92 over its properties) count as scanned, so the consumer moves past them.
+A reply stops at `max_msgs`, at `max_count` messages or `max_bytes` bytes (the first message
+always goes, however large), after scanning max(800, min(max_msgs, max_count)) entries, or at the
 end of the consume-queue file holding `offset`.  RocketMQ scans max(16000 B, maxMsgNums x
 20 B) of one file: with a huge maxMsgNums and a tag nobody sent, that is a whole file (300,000
 entries) per pull, re-run by every held pull's wake-up.  Here one pull scans at most 800
@@ -44,6 +45,7 @@ def read_queue(
     max_bytes: int,
     max_count: int,
     tag_filter: Callable[[int], bool] | None,
+    record_filter: Callable[[bytes], bool] | None = None,
 ) -> GetResult:
     if cq is None or cq.max_offset == 0:
         return GetResult(GetStatus.NO_MESSAGE_IN_QUEUE, 0, 0, 0)
@@ -82,6 +84,8 @@ def read_queue(
             record = log.read(phys, size)
             if record is None:
                 removed = True
+                continue
+            if record_filter is not None and not record_filter(record):
                 continue
             records.append(record)
             queue_offsets.append(o - 1)
