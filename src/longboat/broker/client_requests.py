@@ -45,6 +45,7 @@ class ClientRequests:
     def heartbeat(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         data = HeartbeatData.from_json(cmd.body)
         ctl = self.controller
+        ctl.producers.heartbeat(conn, data.client_id, data.producer_groups)
         for consumer in data.consumer_data_set:
             # All checked before any is registered: a refused heartbeat leaves nothing behind.
             if problem := validate_group(consumer.group_name):
@@ -89,6 +90,8 @@ class ClientRequests:
 
     def unregister(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         header = UnregisterClientRequestHeader.from_ext(cmd.ext_fields)
+        if header.producerGroup:
+            self.controller.producers.unregister(conn, header.producerGroup)
         group = header.consumerGroup
         if group and self.controller.consumers.unregister(group, conn, header.clientID):
             self.notify_ids_changed(group)
@@ -142,6 +145,7 @@ class ClientRequests:
                 log.debug("notify %s of group %s failed: %s", member.peer, group, exc)
 
     def connection_closed(self, conn: Connection) -> None:
+        self.controller.producers.remove_connection(conn)
         for group in self.controller.consumers.remove_connection(conn):
             log.info("consumer %s left group %s (connection closed)", conn.peer, group)
             self.notify_ids_changed(group)

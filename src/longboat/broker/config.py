@@ -115,6 +115,13 @@ class BrokerConfig:
     transaction_check_max: int = 15
     # SQL92 subscriptions (`MessageSelector.bySql`); off by default, as in RocketMQ.
     enable_property_filter: bool = False
+    # Transactional messages (RocketMQ's keys and defaults): refuse halves altogether; how
+    # often undecided halves are checked back with their producer, how many times before a
+    # half is discarded, and how old (ms) a half must be before its first check.
+    reject_transaction_message: bool = False
+    transaction_check_interval: int = 60_000
+    transaction_check_max: int = 15
+    transaction_time_out: int = 6_000
 
     # ------------------------------------------------------------------ derived
 

@@ -47,12 +47,14 @@ from longboat.broker import (
     retry,
     schedule,
     send,
+    transactions,
 )
 from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import reroute_delayed
 from longboat.broker.feature_host import CoreHost
 from longboat.broker.hold import HoldService
+from longboat.broker.producers import ProducerTable
 from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
@@ -89,6 +91,7 @@ EXTRA_FEATURES: tuple[Feature, ...] = (
     admin.install,
     consumer_admin.install,
     broker_stats.install,
+    transactions.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
 
@@ -131,6 +134,7 @@ class BrokerController:
         # clients' own connections.
         self.client = RemotingClient()
         self.consumers = ConsumerManager()
+        self.producers = ProducerTable()
         self.store_host = config.advertised_ip
         self.broker_addr = ""  # host:port, once start() bound the port
         self._features = tuple(features)

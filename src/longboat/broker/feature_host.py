@@ -3,7 +3,8 @@
 Feature modules (retry, schedule, locks, lookups, admin) each expose
 `install(host: FeatureHost) -> None`, which registers request handlers on `host.router`, store
 arrival listeners, start/stop hooks and periodic jobs.  The core modules (send, pull, client
-requests, offset requests, metrics) expose `install(host: CoreHost) -> None`: `CoreHost` adds
+requests, offset requests, metrics) and transactions expose
+`install(host: CoreHost) -> None`: `CoreHost` adds
 the broker's own machinery — the send path's append and durability steps, the consumer table,
 the hold service, connection-closed listeners.  `BrokerController` is the real host of both.
 
@@ -21,6 +22,7 @@ from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import DelayLevels
 from longboat.broker.hold import HoldService
+from longboat.broker.producers import ProducerTable
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
@@ -109,6 +111,13 @@ class CoreHost(FeatureHost, Protocol):
     @property
     def broker_addr(self) -> str:
         """`host:port` this broker is reached at (the port it bound, not the configured 0)."""
+        ...
+
+    @property
+    def producers(self) -> ProducerTable: ...
+    @property
+    def clock(self) -> Callable[[], float]:
+        """The wall clock (seconds) of the store."""
         ...
 
     @property

@@ -5,8 +5,9 @@ stored in the order they arrived; only the wait for an fsync (SYNC_FLUSH) is asy
 
 Checks, in RocketMQ's order: broker writable, topic name legal, not a broker-internal topic,
 topic known or auto-created through the default topic (TBW102), topic writable, queue id in
-range (negative: the broker picks one), no transaction halves (not supported: refused rather
-than stored and never committed).  Every answer, success or not, carries `MSG_REGION` and
+range (negative: the broker picks one).  A transactional half (TRAN_MSG) is stored in the
+half topic (see `transactions`); halves in a batch, or with `rejectTransactionMessage`, are
+refused.  Every answer, success or not, carries `MSG_REGION` and
 `TRACE_ON` (the Java client reads MSG_REGION unconditionally); stored answers (0 and 10)
 carry `msgId` (the offset id), `queueId` and `queueOffset`.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from longboat.broker.retry_policy import route_retry_send
+from longboat.broker.transaction_half import half_message, is_half
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.batch import split_batch
 from longboat.protocol.errors import ProtocolError
@@ -177,11 +179,6 @@ class SendProcessor:
                 f"request queueId[{queue_id}] is illegal, topic {topic} has {limit} queues",
             )
         sys_flag = header.sysFlag
-        if MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE:
-            raise SendRefused(
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{ctl.config.broker_name}] does not support transaction messages",
-            )
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MessageSysFlag.MULTI_TAGS
         props = string_to_properties(header.properties or "")
@@ -190,6 +187,16 @@ class SendProcessor:
         wait = props.pop(Prop.WAIT, "true") != "false"
         born_host = self._born_host(conn)
         is_batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        half = (
+            is_half(props)
+            or MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        )
+        if half and (is_batch or ctl.config.reject_transaction_message):
+            raise SendRefused(
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{ctl.config.broker_name}] sending transaction message is forbidden"
+                + (" in a batch" if is_batch else " (rejectTransactionMessage=true)"),
+            )
         if not is_batch:
             msg = MessageInner(
                 topic=topic,
@@ -210,6 +217,8 @@ class SendProcessor:
                 max_reconsume_header=header.maxReconsumeTimes,
                 request_version=cmd.version,
             )
+            if half:
+                half_message(msg)
             return _Send(msg, queue_id, wait)
         batch = self._batch(conn, cmd, header, topic, queue_id, sys_flag, props, born_host)
         return _Send(batch, queue_id, wait)

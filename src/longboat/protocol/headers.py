@@ -214,6 +214,17 @@ class EndTransactionRequestHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
+class CheckTransactionStateRequestHeader(Header):
+    """CHECK_TRANSACTION_STATE (39), broker to producer: what became of this half?"""
+
+    tranStateTableOffset: int
+    commitLogOffset: int
+    msgId: str | None = None
+    transactionId: str | None = None
+    offsetMsgId: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class GetConsumeStatsRequestHeader(Header):
     consumerGroup: str
     topic: str | None = None

@@ -63,6 +63,11 @@ def auto_created_queue_nums(requested: int, default_topic_write_queue_nums: int)
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+# Transactional messages: halves wait in the first, decisions are recorded in the second,
+# halves checked too often end in the third.
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 # A consumer group's own topics: its redeliveries and its dead letters.
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
@@ -72,9 +77,9 @@ DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 NOT_ALLOWED_SEND_TOPICS: frozenset[str] = frozenset(
     {
         SCHEDULE_TOPIC,
-        "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-        "TRANS_CHECK_MAX_TIME_TOPIC",
+        TRANS_HALF_TOPIC,
+        TRANS_OP_HALF_TOPIC,
+        TRANS_CHECK_MAX_TIME_TOPIC,
         "SELF_TEST_TOPIC",
         "OFFSET_MOVED_EVENT",
     }
