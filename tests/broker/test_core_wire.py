@@ -169,15 +169,19 @@ async def test_v1_sends_byte_limits_per_pull_and_permissions(
     assert 1 <= len(got) <= 3
     assert pulled(response).nextBeginOffset == len(got)
 
-    # A transaction half is refused rather than stored and never committed.
+    # A transaction half is stored where consumers do not see it (test_transactions_wire),
+    # unless the broker rejects transactional messages.
     prepared = send_header(TOPIC, 0, {})
-    response = await w.call(
-        RequestCode.SEND_MESSAGE_V2,
-        {**prepared.to_ext(), "f": str(MessageSysFlag.TRANSACTION_PREPARED_TYPE)},
-        b"half",
-    )
-    assert response.code == ResponseCode.NO_PERMISSION
+    half = {**prepared.to_ext(), "f": str(MessageSysFlag.TRANSACTION_PREPARED_TYPE)}
+    response = await w.call(RequestCode.SEND_MESSAGE_V2, half, b"half")
+    assert response.code == ResponseCode.SUCCESS
+    assert pulled(await w.pull(TOPIC, 0, 0)).maxOffset == 10
     await w.close()
+    rejecting = Wire(loopback_cluster(reject_transaction_message=True).broker_addr)
+    response = await rejecting.call(RequestCode.SEND_MESSAGE_V2, half, b"half")
+    assert response.code == ResponseCode.NO_PERMISSION
+    assert "rejectTransactionMessage" in (response.remark or "")
+    await rejecting.close()
 
     # A read-only broker (brokerPermission=4) refuses sends.
     read_only = loopback_cluster(broker_permission=4)

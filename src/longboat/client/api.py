@@ -46,6 +46,7 @@ from longboat.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     EarliestMsgStoreTimeResponseHeader,
+    EndTransactionRequestHeader,
     GetConsumeStatsRequestHeader,
     GetRouteInfoRequestHeader,
     OffsetResponseHeader,
@@ -238,6 +239,11 @@ class ClientAPI:
     async def send_oneway(self, addr: str, header: SendMessageRequestHeaderV2, body: bytes) -> None:
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
         await self.invoke_oneway(addr, self._command(code, header.to_ext(), body))
+
+    async def end_transaction(self, addr: str, header: EndTransactionRequestHeader) -> None:
+        """END_TRANSACTION (37): a half's commit / rollback / unknown, one-way as Java sends
+        it (a lost one is recovered by the broker's check-back)."""
+        await self.invoke_oneway(addr, self._command(RequestCode.END_TRANSACTION, header.to_ext()))
 
     # ------------------------------------------------------------------ pulling
 

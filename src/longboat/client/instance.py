@@ -37,11 +37,17 @@ from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
-from longboat.protocol.headers import ConsumerGroupHeader
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.headers import CheckTransactionStateRequestHeader, ConsumerGroupHeader
+from longboat.protocol.message import MessageExt, decode_record
+from longboat.protocol.properties import Prop
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 from longboat.remoting import Connection, RemotingClient, Router
 
 log = logging.getLogger(__name__)
+
+# (connection the check came on, its header, the half as the producer sent it).
+TransactionChecker = Callable[[Connection, CheckTransactionStateRequestHeader, MessageExt], None]
 
 
 class InstanceConsumer(Protocol):
@@ -72,6 +78,8 @@ class ClientInstance:
         self.remoting = RemotingClient(self.router, connect_timeout=config.connect_timeout)
         self.api = ClientAPI(self.remoting, config)
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
+        self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
+        self._transaction_checkers: dict[str, TransactionChecker] = {}
         self._refs = 0
         self._producers: set[str] = set()
         self._consumers: dict[str, InstanceConsumer | None] = {}
@@ -340,6 +348,29 @@ class ClientInstance:
         if consumer is not None:
             log.debug("consumer ids of %s changed (notice from %s)", group, conn.peer)
             consumer.on_consumer_ids_changed()
+
+    def add_transaction_checker(self, group: str, checker: TransactionChecker) -> None:
+        """Route the broker's CHECK_TRANSACTION_STATE for halves of `group` to `checker`."""
+        self._transaction_checkers[group] = checker
+
+    def remove_transaction_checker(self, group: str) -> None:
+        self._transaction_checkers.pop(group, None)
+
+    def _on_check_transaction(self, conn: Connection, cmd: RemotingCommand) -> None:
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext(cmd.ext_fields)
+            msg = decode_record(cmd.body, decompress=True)
+        except ProtocolError as exc:
+            log.warning("malformed transaction check from %s: %s", conn.peer, exc)
+            return
+        group = msg.properties.get(Prop.PGROUP, "")
+        checker = self._transaction_checkers.get(group)
+        if checker is None:
+            log.warning(
+                "transaction check from %s for group %r, not started here", conn.peer, group
+            )
+            return
+        checker(conn, header, msg)
 
     def __repr__(self) -> str:
         return f"ClientInstance({self.client_id})"
