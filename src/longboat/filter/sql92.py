@@ -290,34 +290,30 @@ def _not(node: _Node) -> _Node:
     return _Node(evaluate, "boolean", text=f"NOT {node.text}")
 
 
-def _and(left: _Node, right: _Node) -> _Node:
+def _logic(left: _Node, right: _Node, dominant: bool, symbol: str) -> _Node:
+    """AND (`dominant` False) or OR (True) in three-valued logic: the dominant value on either
+    side decides (the right side is not evaluated when the left one does), otherwise the
+    answer is unknown when either side is."""
     lf, rf = _as_boolean(left).fn, _as_boolean(right).fn
 
     def evaluate(props: Props) -> Value:
         lv = lf(props)
-        if lv is False:
-            return False
+        if lv is dominant:
+            return dominant
         rv = rf(props)
-        if rv is False:
-            return False
-        return None if lv is None or rv is None else True
+        if rv is dominant:
+            return dominant
+        return None if lv is None or rv is None else not dominant
 
-    return _Node(evaluate, "boolean", text=f"{left.text} AND {right.text}")
+    return _Node(evaluate, "boolean", text=f"{left.text} {symbol} {right.text}")
+
+
+def _and(left: _Node, right: _Node) -> _Node:
+    return _logic(left, right, False, "AND")
 
 
 def _or(left: _Node, right: _Node) -> _Node:
-    lf, rf = _as_boolean(left).fn, _as_boolean(right).fn
-
-    def evaluate(props: Props) -> Value:
-        lv = lf(props)
-        if lv is True:
-            return True
-        rv = rf(props)
-        if rv is True:
-            return True
-        return None if lv is None or rv is None else False
-
-    return _Node(evaluate, "boolean", text=f"{left.text} OR {right.text}")
+    return _logic(left, right, True, "OR")
 
 
 def _in(left: _Node, values: list[str], negated: bool) -> _Node:
