@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from longboat.broker.hold import HeldPull, HoldService
+from longboat.broker.message_filter import MessageFilter
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.remoting import Connection
 
@@ -55,7 +56,8 @@ class Rig:
     ) -> tuple[bool, RemotingCommand, Connection]:
         conn = conn or self.connection()
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {"queueOffset": str(offset)})
-        held = self.service.hold(conn, request, None, TOPIC, queue, offset, codes, suspend_ms)
+        flt = MessageFilter(codes=codes)
+        held = self.service.hold(conn, request, None, TOPIC, queue, offset, flt, suspend_ms)
         return held, request, conn
 
     def arrive(self, tags_code: int, *, queue: int = 0) -> None:
