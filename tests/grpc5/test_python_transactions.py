@@ -75,7 +75,7 @@ def test_unended_transactions_are_checked_with_the_producer(grpc5_factory) -> No
             time.sleep(1.5)  # past another check interval: nothing else appears
             assert consumer.receive(32, 30) == []
         assert env.cluster.broker.grpc is not None
-        assert env.cluster.broker.grpc.service.transactions.open == {}
+        assert env.cluster.broker.transactions.undecided() == []
     finally:
         producer.shutdown()
 

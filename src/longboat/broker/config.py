@@ -108,16 +108,12 @@ class BrokerConfig:
     # The invisible durations a gRPC receive may ask for (RocketMQ proxy's bounds).
     grpc_min_invisible_time_mills: int = 10_000
     grpc_max_invisible_time_mills: int = 12 * 3600 * 1000
-    # Transactions (RocketMQ's keys): a half message not ended this long after it was stored
-    # is checked with its producer, again every interval, and rolled back after the maximum.
-    transaction_time_out: int = 6000
-    transaction_check_interval: int = 30_000
-    transaction_check_max: int = 15
     # SQL92 subscriptions (`MessageSelector.bySql`); off by default, as in RocketMQ.
     enable_property_filter: bool = False
-    # Transactional messages (RocketMQ's keys and defaults): refuse halves altogether; how
-    # often undecided halves are checked back with their producer, how many times before a
-    # half is discarded, and how old (ms) a half must be before its first check.
+    # Transactional messages, remoting and gRPC (RocketMQ 4.9's keys and defaults): refuse
+    # halves altogether; how often undecided halves are checked back with their producer,
+    # how many check-backs before a half is discarded, and how old (ms) a half must be
+    # before its first check.
     reject_transaction_message: bool = False
     transaction_check_interval: int = 60_000
     transaction_check_max: int = 15

@@ -58,6 +58,7 @@ from longboat.broker.producers import ProducerTable
 from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
+from longboat.broker.transactions import TransactionService
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.store import (
     ConsumerOffsetTable,
@@ -152,6 +153,7 @@ class BrokerController:
         self.topics: TopicManager
         self.subscription_groups: SubscriptionGroupTable
         self.hold: HoldService
+        self.transactions: TransactionService
         self.registrar: NameServerRegistrar
 
     # ------------------------------------------------------------------ the seam
@@ -295,6 +297,11 @@ class BrokerController:
         )
         self.hold.start()
         self.store.add_arrival_listener(self.hold.on_arrival)
+        # Transactional halves of both protocols: decisions read back before anything is
+        # served, checked periodically; each protocol adds its way to reach producers.
+        self.transactions = TransactionService(self)
+        self.transactions.load()
+        self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
         if cfg.metrics_port:
             self.metrics = metrics.install(self)
         for install in self._features:

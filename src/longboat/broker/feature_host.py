@@ -16,7 +16,7 @@ cycle through it.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
@@ -35,6 +35,9 @@ from longboat.store import (
     PutResult,
 )
 from longboat.store.message_store import ArrivalListener
+
+if TYPE_CHECKING:
+    from longboat.broker.transactions import TransactionService
 
 
 class TopicCreator(Protocol):
@@ -115,6 +118,8 @@ class CoreHost(FeatureHost, Protocol):
 
     @property
     def producers(self) -> ProducerTable: ...
+    @property
+    def transactions(self) -> TransactionService: ...
     @property
     def clock(self) -> Callable[[], float]:
         """The wall clock (seconds) of the store."""

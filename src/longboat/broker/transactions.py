@@ -1,32 +1,35 @@
-"""Transactional messages: half messages, END_TRANSACTION (37) and the broker's check-back
-(CHECK_TRANSACTION_STATE, 39), as RocketMQ 4.x.
+"""Transactional messages for both protocols, as RocketMQ 4.x keeps them: half messages,
+decisions recorded as op records, and the broker's check-back.
 
-A producer sends a message with `TRAN_MSG=true` (and the PREPARED sys flag): the send path
-stores it as a *half* in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 with its real topic and queue in
-REAL_TOPIC / REAL_QID (`transaction_half`), so no consumer sees it.  The producer runs its local
-transaction and sends END_TRANSACTION with the half's queue offset and commit-log offset:
+A producer's transactional send is stored as a *half* in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0
+with its real topic and queue in REAL_TOPIC / REAL_QID (`transaction_half`), so no consumer
+sees it: remoting sends carry `TRAN_MSG=true` (the send path re-addresses them), gRPC sends of
+type TRANSACTION come through `prepare`.  The producer runs its local transaction and ends it —
+END_TRANSACTION (37) over remoting (`install`), EndTransaction over gRPC (`end`):
 
-| decision | what the broker stores                                                  |
-|----------|-------------------------------------------------------------------------|
+| decision | what the broker stores                                                          |
+|----------|---------------------------------------------------------------------------------|
 | COMMIT   | the real message (topic and queue restored, COMMIT sys flag), then an op record |
-| ROLLBACK | an op record                                                             |
-| UNKNOWN  | nothing: the half stays undecided                                       |
+| ROLLBACK | an op record                                                                    |
+| UNKNOWN  | nothing: the half stays undecided                                               |
 
 An *op record* is a message in `RMQ_SYS_TRANS_OP_HALF_TOPIC` queue 0 whose body is the
-half's queue offset (tag `d`, as RocketMQ's REMOVETAG).  Op records are the only durable
-decision state: at start the broker reads them back, so a half decided before a restart is
-neither delivered again nor checked again, and an undecided one is still checked.
+half's queue offset (tag `d`, RocketMQ's REMOVETAG).  Op records are the only durable
+decision state: at start the broker reads them back (`load`), so a half decided before a
+restart is neither delivered again nor checked again, and an undecided one is still checked.
 
 State (as data): `cursor` — every half below it is decided; `decided` — decided halves at or
-past the cursor; `checks` — check-backs sent per undecided half during this run.  A half
-moves UNDECIDED → DECIDED once, by the first END_TRANSACTION (from the producer or from a
-check-back's answer) that commits or rolls it back, or by being discarded; a later
-END_TRANSACTION for it is answered and ignored, so a decision is never applied twice.
+past the cursor; `checks` — check-backs made per undecided half during this run.  A half
+moves UNDECIDED → DECIDED once, by the first commit or rollback (from the producer or from
+its answer to a check-back) or by being discarded, all in-line on the event loop; a later
+decision for it is answered and ignored, so none is ever applied twice.
 
 Check-back: every `transactionCheckInterval` ms, each undecided half older than
-`transactionTimeOut` ms (or its CHECK_IMMUNITY_TIME_IN_SECONDS) is sent, with its real topic,
-to a live member of its producer group (PGROUP), which answers with END_TRANSACTION.  After
-`transactionCheckMax` check-backs without a decision the half is discarded: copied to
+`transactionTimeOut` ms (or its CHECK_IMMUNITY_TIME_IN_SECONDS) is offered to the checkers
+in turn until one reaches a producer — remoting's CHECK_TRANSACTION_STATE to a live member
+of the half's producer group (PGROUP), gRPC's RecoverOrphanedTransactionCommand to a
+producer of its topic — whose answer ends it.  Every round counts, reached or not (as
+RocketMQ); after `transactionCheckMax` of them the half is discarded: copied to
 `TRANS_CHECK_MAX_TIME_TOPIC` (kept for an operator) and given an op record.
 """
 
@@ -34,13 +37,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from longboat.broker.transaction_half import TYPE_MASK
+from longboat.broker.transaction_half import TYPE_MASK, half_message
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.errors import ProtocolError
 from longboat.protocol.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
@@ -60,10 +63,20 @@ from longboat.store import MessageInner, PutResult, PutStatus
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
 
-log = logging.getLogger("longboat.broker.transactions")
+log = logging.getLogger(__name__)
 
 _OP_TAG = "d"  # RocketMQ's TransactionalMessageUtil.REMOVETAG
 _READ_BATCH = 32
+COMMIT = MessageSysFlag.TRANSACTION_COMMIT_TYPE
+ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
+
+# Offer a check-back for `half` (shown with its real topic), named `transaction_id`, to a
+# producer; False when no producer this checker knows of can be reached.
+Checker = Callable[[MessageExt, str], bool]
+
+
+class UnknownTransaction(Exception):
+    """No undecided half has this id (decided already, or never begun on this broker)."""
 
 
 class TransactionService:
@@ -72,12 +85,17 @@ class TransactionService:
         self.cursor = 0
         self.decided: set[int] = set()
         self.checks: dict[int, int] = {}
+        self.checkers: list[Checker] = []
         self.discarded = 0
+
+    def add_checker(self, checker: Checker) -> None:
+        """A way to reach producers (remoting, gRPC); tried in the order added."""
+        self.checkers.append(checker)
 
     # ------------------------------------------------------------------ recovery
 
     def load(self) -> None:
-        """Read the op records back (start hook): every half they name is decided."""
+        """Read the op records back (start): every half they name is decided."""
         store = self.controller.store
         offset = store.min_offset(TRANS_OP_HALF_TOPIC, 0)
         end = store.max_offset(TRANS_OP_HALF_TOPIC, 0)
@@ -86,15 +104,15 @@ class TransactionService:
             for record in got.records:
                 try:
                     self.decided.add(int(decode_record(record).body))
-                except ValueError:
+                except (ProtocolError, ValueError):
                     log.warning("ignoring an op record whose body is not a half offset")
             if got.next_begin_offset <= offset:
                 break
             offset = got.next_begin_offset
         self.cursor = store.min_offset(TRANS_HALF_TOPIC, 0)
         self._advance()
-        pending = store.max_offset(TRANS_HALF_TOPIC, 0) - self.cursor - len(self.decided)
-        if pending > 0:
+        pending = len(self.undecided())
+        if pending:
             log.info("%d transaction half message(s) undecided at start", pending)
 
     def _advance(self) -> None:
@@ -106,81 +124,72 @@ class TransactionService:
     def is_decided(self, half_offset: int) -> bool:
         return half_offset < self.cursor or half_offset in self.decided
 
-    # ------------------------------------------------------------------ END_TRANSACTION
+    def undecided(self) -> list[int]:
+        """Half offsets still waiting for a decision."""
+        end = self.controller.store.max_offset(TRANS_HALF_TOPIC, 0)
+        return [o for o in range(self.cursor, end) if o not in self.decided]
 
-    def end_transaction(
-        self, conn: Connection, cmd: RemotingCommand
-    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
-        header = EndTransactionRequestHeader.from_ext(cmd.ext_fields)
-        decision = header.commitOrRollback & TYPE_MASK
-        if decision == MessageSysFlag.TRANSACTION_NOT_TYPE:
-            return self._answer(cmd, ResponseCode.SUCCESS, None)  # still unknown: wait
-        if decision not in (
-            MessageSysFlag.TRANSACTION_COMMIT_TYPE,
-            MessageSysFlag.TRANSACTION_ROLLBACK_TYPE,
+    # ------------------------------------------------------------------ gRPC
+
+    def prepare(self, msg: MessageInner) -> PutResult:
+        """Store a half bound for `msg.topic` (gRPC); `transaction_id(result, id)` names it."""
+        msg.properties[Prop.TRAN_MSG] = "true"
+        return self.controller.store_message(half_message(msg))
+
+    @staticmethod
+    def transaction_id(result: PutResult, message_id: str) -> str:
+        return f"{result.records[0].queue_offset}:{message_id}"
+
+    def end(self, topic: str, transaction_id: str, commit: bool) -> PutResult | None:
+        """Commit (the real message's put result) or roll back (None) an undecided half named
+        by its gRPC transaction id; raises UnknownTransaction."""
+        raw_offset, _, message_id = transaction_id.partition(":")
+        half = self._half_at(int(raw_offset)) if raw_offset.isdigit() else None
+        if (
+            half is None
+            or self.is_decided(half.queue_offset)
+            or half.properties.get(Prop.REAL_TOPIC) != topic
+            or half.properties.get(Prop.UNIQ_KEY, half.msg_id) != message_id
         ):
-            return self._answer(
-                cmd, ResponseCode.SYSTEM_ERROR, f"commitOrRollback {decision} is not a decision"
+            raise UnknownTransaction(
+                f"no open transaction {transaction_id!r} on topic {topic!r} "
+                "(ended already, or not begun on this broker)"
             )
-        record = self.controller.store.read_record(header.commitLogOffset)
-        half = decode_record(record) if record is not None else None
-        problem = self._mismatch(half, header)
-        if problem is not None or half is None:
-            log.warning("END_TRANSACTION from %s refused: %s", conn.peer, problem)
-            return self._answer(cmd, ResponseCode.SYSTEM_ERROR, problem)
-        offset = header.tranStateTableOffset
-        if self.is_decided(offset):
-            return self._answer(cmd, ResponseCode.SUCCESS, "the transaction was already decided")
+        results = self.decide(half, COMMIT if commit else ROLLBACK)
+        return results[0] if commit else None
+
+    def _half_at(self, offset: int) -> MessageExt | None:
+        got = self.controller.store.get_messages(TRANS_HALF_TOPIC, 0, offset, 1)
+        if not got.records or got.queue_offsets[0] != offset:
+            return None
+        try:
+            return decode_record(got.records[0])
+        except ProtocolError:
+            return None
+
+    # ------------------------------------------------------------------ deciding
+
+    def decide(self, half: MessageExt, decision: int) -> list[PutResult]:
+        """Apply COMMIT or ROLLBACK to an undecided half, in-line: the real message's put
+        (commit only) then the op record's.  A commit whose real message cannot be stored
+        leaves the half undecided and returns only that failed put."""
         results: list[PutResult] = []
-        if decision == MessageSysFlag.TRANSACTION_COMMIT_TYPE:
-            real = self._committed(half)
-            result = self.controller.store_message(real)
+        if decision == COMMIT:
+            result = self.controller.store_message(_committed(half))
             if result.status is not PutStatus.PUT_OK:
-                return self._answer(
-                    cmd, ResponseCode.SYSTEM_ERROR, f"storing the committed message: {result}"
-                )
+                return [result]
             results.append(result)
-        results.append(self._decide(half, offset))
-        if any(r.durable is not None for r in results):
-            return self._after_flush(cmd, results)
-        return self._answer(cmd, ResponseCode.SUCCESS, None)
+        results.append(self._record_decision(half))
+        return results
 
-    @staticmethod
-    def _mismatch(half: MessageExt | None, header: EndTransactionRequestHeader) -> str | None:
-        """RocketMQ's checkPrepareMessage: why this is not the half the request names."""
-        if half is None or half.topic != TRANS_HALF_TOPIC:
-            return f"no half message at commit-log offset {header.commitLogOffset}"
-        if half.queue_offset != header.tranStateTableOffset:
-            return (
-                f"the transaction state table offset is wrong: {header.tranStateTableOffset}, "
-                f"the half is at {half.queue_offset}"
-            )
-        if half.properties.get(Prop.PGROUP) != header.producerGroup:
-            return f"the producer group is wrong: {header.producerGroup}"
-        return None
-
-    @staticmethod
-    def _committed(half: MessageExt) -> MessageInner:
-        """The real message (RocketMQ's endMessageTransaction): topic and queue restored, the
-        COMMIT type set, the half's commit-log offset kept as the prepared offset."""
-        props = dict(half.properties)
-        topic = props.pop(Prop.REAL_TOPIC)
-        queue_id = int(props.pop(Prop.REAL_QID))
-        props.pop(Prop.TRAN_MSG, None)
-        msg = MessageInner.moved(half, topic, queue_id, props)
-        msg.sys_flag = (half.sys_flag & ~TYPE_MASK) | MessageSysFlag.TRANSACTION_COMMIT_TYPE
-        msg.prepared_transaction_offset = half.commit_log_offset
-        return msg
-
-    def _decide(self, half: MessageExt, offset: int) -> PutResult:
-        """Write the op record and mark the half decided (in-line: no second decision can
-        slip in between)."""
+    def _record_decision(self, half: MessageExt) -> PutResult:
+        offset = half.queue_offset
         op = MessageInner(
             topic=TRANS_OP_HALF_TOPIC,
             queue_id=0,
             body=str(offset).encode(),
             properties={Prop.TAGS: _OP_TAG},
-            born_timestamp=int(time.time() * 1000),
+            born_timestamp=int(self.controller.clock() * 1000),
             born_host=half.born_host,
         )
         result = self.controller.store_message(op)
@@ -189,31 +198,18 @@ class TransactionService:
         self._advance()
         return result
 
-    async def _after_flush(
-        self, cmd: RemotingCommand, results: list[PutResult]
-    ) -> RemotingCommand | None:
-        for result in results:
-            done = await self.controller.await_durable(result)
-            if done.status is not PutStatus.PUT_OK:
-                return self._answer(cmd, ResponseCode.FLUSH_DISK_TIMEOUT, done.status.value)
-        return self._answer(cmd, ResponseCode.SUCCESS, None)
-
-    @staticmethod
-    def _answer(cmd: RemotingCommand, code: int, remark: str | None) -> RemotingCommand | None:
-        return None if cmd.is_oneway else cmd.make_response(code, remark)
-
     # ------------------------------------------------------------------ check-back
 
     def check(self) -> int:
-        """One round (periodic): ask about every undecided half old enough, discard those
-        asked `transactionCheckMax` times.  Returns how many check-backs were sent."""
+        """One round (periodic): offer every undecided half old enough to the checkers,
+        discard those checked `transactionCheckMax` times.  Returns how many were reached."""
         ctl = self.controller
         store = ctl.store
         now_ms = int(ctl.clock() * 1000)
         cfg = ctl.config
         self.cursor = max(self.cursor, store.min_offset(TRANS_HALF_TOPIC, 0))
         offset, end = self.cursor, store.max_offset(TRANS_HALF_TOPIC, 0)
-        sent = 0
+        reached = 0
         while offset < end:
             got = store.get_messages(TRANS_HALF_TOPIC, 0, offset, _READ_BATCH)
             for queue_offset, record in zip(got.queue_offsets, got.records, strict=True):
@@ -221,49 +217,38 @@ class TransactionService:
                     continue
                 half = decode_record(record)
                 if now_ms - half.store_timestamp < _immunity_ms(half, cfg.transaction_time_out):
-                    return sent  # the rest are younger still
+                    return reached  # the rest are younger still
                 asked = self.checks.get(queue_offset, 0)
                 if asked >= cfg.transaction_check_max:
                     self._discard(half)
                     continue
                 self.checks[queue_offset] = asked + 1
-                sent += self._ask(half)
+                reached += self._offer(half)
             if got.next_begin_offset <= offset:
                 break
             offset = got.next_begin_offset
-        return sent
+        return reached
 
-    def _ask(self, half: MessageExt) -> int:
-        group = half.properties.get(Prop.PGROUP, "")
-        conn = self.controller.producers.any_live(group)
-        if conn is None:
-            log.info("no live producer of group %s to check half %d", group, half.queue_offset)
-            return 0
-        uniq = half.properties.get(Prop.UNIQ_KEY)
-        header = CheckTransactionStateRequestHeader(
-            tranStateTableOffset=half.queue_offset,
-            commitLogOffset=half.commit_log_offset,
-            msgId=uniq,
-            transactionId=uniq,
-            offsetMsgId=half.offset_msg_id,
-        )
+    def _offer(self, half: MessageExt) -> int:
         shown = dataclasses.replace(
             half,
             topic=half.properties.get(Prop.REAL_TOPIC, half.topic),
             queue_id=int(half.properties.get(Prop.REAL_QID, "0")),
         )
-        request = RemotingCommand.request(
-            RequestCode.CHECK_TRANSACTION_STATE,
-            header.to_ext(),
-            encode_message(shown),
-            oneway=True,
+        transaction_id = f"{half.queue_offset}:{half.properties.get(Prop.UNIQ_KEY, half.msg_id)}"
+        for checker in self.checkers:
+            try:
+                if checker(shown, transaction_id):
+                    return 1
+            except Exception:
+                log.exception("a transaction checker failed for half %d", half.queue_offset)
+        log.info(
+            "no producer reachable to check half %d (group %s, topic %s)",
+            half.queue_offset,
+            half.properties.get(Prop.PGROUP),
+            shown.topic,
         )
-        try:
-            conn.oneway(request)
-        except Exception as exc:  # the producer just went away; the next round tries again
-            log.info("check-back to %s failed: %s", conn.peer, exc)
-            return 0
-        return 1
+        return 0
 
     def _discard(self, half: MessageExt) -> None:
         log.warning(
@@ -277,8 +262,21 @@ class TransactionService:
             topics.create_topic(TopicConfig(TRANS_CHECK_MAX_TIME_TOPIC, 1, 1, PERM_READ_WRITE))
         kept = MessageInner.moved(half, TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(half.properties))
         self.controller.store_message(kept)
-        self._decide(half, half.queue_offset)
+        self._record_decision(half)
         self.discarded += 1
+
+
+def _committed(half: MessageExt) -> MessageInner:
+    """The real message (RocketMQ's endMessageTransaction): topic and queue restored, the
+    COMMIT type set, the half's commit-log offset kept as the prepared offset."""
+    props = dict(half.properties)
+    topic = props.pop(Prop.REAL_TOPIC)
+    queue_id = int(props.pop(Prop.REAL_QID))
+    props.pop(Prop.TRAN_MSG, None)
+    msg = MessageInner.moved(half, topic, queue_id, props)
+    msg.sys_flag = (half.sys_flag & ~TYPE_MASK) | COMMIT
+    msg.prepared_transaction_offset = half.commit_log_offset
+    return msg
 
 
 def _immunity_ms(half: MessageExt, default_ms: int) -> int:
@@ -293,8 +291,99 @@ def _immunity_ms(half: MessageExt, default_ms: int) -> int:
     return default_ms
 
 
+# --------------------------------------------------------------------------- remoting
+
+
+class RemotingTransactions:
+    """END_TRANSACTION (37) and CHECK_TRANSACTION_STATE (39) over remoting."""
+
+    def __init__(self, controller: CoreHost) -> None:
+        self.controller = controller
+        self.service = controller.transactions
+
+    def end_transaction(
+        self, conn: Connection, cmd: RemotingCommand
+    ) -> RemotingCommand | Awaitable[RemotingCommand | None] | None:
+        header = EndTransactionRequestHeader.from_ext(cmd.ext_fields)
+        decision = header.commitOrRollback & TYPE_MASK
+        if decision == MessageSysFlag.TRANSACTION_NOT_TYPE:
+            return _answer(cmd, ResponseCode.SUCCESS, None)  # still unknown: wait
+        if decision not in (COMMIT, ROLLBACK):
+            return _answer(
+                cmd, ResponseCode.SYSTEM_ERROR, f"commitOrRollback {decision} is not a decision"
+            )
+        record = self.controller.store.read_record(header.commitLogOffset)
+        half = decode_record(record) if record is not None else None
+        problem = _mismatch(half, header)
+        if problem is not None or half is None:
+            log.warning("END_TRANSACTION from %s refused: %s", conn.peer, problem)
+            return _answer(cmd, ResponseCode.SYSTEM_ERROR, problem)
+        if self.service.is_decided(half.queue_offset):
+            return _answer(cmd, ResponseCode.SUCCESS, "the transaction was already decided")
+        results = self.service.decide(half, decision)
+        failed = results[0]
+        if failed.status is not PutStatus.PUT_OK:
+            return _answer(
+                cmd, ResponseCode.SYSTEM_ERROR, f"storing the committed message: {failed.status}"
+            )
+        if any(r.durable is not None for r in results):
+            return self._after_flush(cmd, results)
+        return _answer(cmd, ResponseCode.SUCCESS, None)
+
+    async def _after_flush(
+        self, cmd: RemotingCommand, results: list[PutResult]
+    ) -> RemotingCommand | None:
+        for result in results:
+            done = await self.controller.await_durable(result)
+            if done.status is not PutStatus.PUT_OK:
+                return _answer(cmd, ResponseCode.FLUSH_DISK_TIMEOUT, done.status.value)
+        return _answer(cmd, ResponseCode.SUCCESS, None)
+
+    def check_with_group(self, half: MessageExt, transaction_id: str) -> bool:
+        """CHECK_TRANSACTION_STATE to a live member of the half's producer group."""
+        conn = self.controller.producers.any_live(half.properties.get(Prop.PGROUP, ""))
+        if conn is None:
+            return False
+        uniq = half.properties.get(Prop.UNIQ_KEY)
+        header = CheckTransactionStateRequestHeader(
+            tranStateTableOffset=half.queue_offset,
+            commitLogOffset=half.commit_log_offset,
+            msgId=uniq,
+            transactionId=uniq,
+            offsetMsgId=half.offset_msg_id,
+        )
+        request = RemotingCommand.request(
+            RequestCode.CHECK_TRANSACTION_STATE, header.to_ext(), encode_message(half), oneway=True
+        )
+        try:
+            conn.oneway(request)
+        except Exception as exc:  # the producer just went away; the next round tries again
+            log.info("check-back to %s failed: %s", conn.peer, exc)
+            return False
+        return True
+
+
+def _mismatch(half: MessageExt | None, header: EndTransactionRequestHeader) -> str | None:
+    """RocketMQ's checkPrepareMessage: why this is not the half the request names."""
+    if half is None or half.topic != TRANS_HALF_TOPIC:
+        return f"no half message at commit-log offset {header.commitLogOffset}"
+    if half.queue_offset != header.tranStateTableOffset:
+        return (
+            f"the transaction state table offset is wrong: {header.tranStateTableOffset}, "
+            f"the half is at {half.queue_offset}"
+        )
+    if half.properties.get(Prop.PGROUP) != header.producerGroup:
+        return f"the producer group is wrong: {header.producerGroup}"
+    return None
+
+
+def _answer(cmd: RemotingCommand, code: int, remark: str | None) -> RemotingCommand | None:
+    return None if cmd.is_oneway else cmd.make_response(code, remark)
+
+
 def install(controller: CoreHost) -> None:
-    service = TransactionService(controller)
-    controller.router.register(RequestCode.END_TRANSACTION, service.end_transaction)
-    controller.add_start_hook(service.load)
-    controller.add_periodic(controller.config.transaction_check_interval / 1000, service.check)
+    """Remoting's side: END_TRANSACTION, and check-backs to producer groups.  The service
+    itself (loaded at start, checking periodically) is the controller's."""
+    remoting = RemotingTransactions(controller)
+    controller.router.register(RequestCode.END_TRANSACTION, remoting.end_transaction)
+    controller.transactions.add_checker(remoting.check_with_group)

@@ -17,7 +17,9 @@ shutdown, answering parked receives.  The modules:
 | `pop_store`   | the pop table on disk (snapshot + journal)                       |
 | `wakeups`     | parked receives, woken by arrivals                               |
 | `timer`       | DELAY messages held to their delivery time; RecallMessage        |
-| `transactions`| half messages, EndTransaction, checks with the producer          |
+
+Transactions are the broker's (`longboat.broker.transactions`, shared with remoting): the
+service stores TRANSACTION sends as halves, ends them, and reaches producers over Telemetry.
 """
 
 from __future__ import annotations
@@ -31,8 +33,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("longboat.broker.grpc")
 
 STOP_GRACE_S = 1.0
-# How often open transactions are looked at (each has its own timeout and interval).
-CHECK_ROUND_S = 0.5
 
 
 class GrpcEndpoint:
@@ -51,7 +51,6 @@ class GrpcEndpoint:
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
         from longboat.broker.grpc.timer import TimerService
-        from longboat.broker.grpc.transactions import TransactionService
 
         ctl = self.controller
         pop = PopService(ctl)
@@ -73,16 +72,8 @@ class GrpcEndpoint:
             )
         timer = TimerService(ctl)
         timer.start()
-        cfg = ctl.config
-        transactions = TransactionService(
-            ctl,
-            timeout_ms=cfg.transaction_time_out,
-            check_interval_ms=cfg.transaction_check_interval,
-            check_max=cfg.transaction_check_max,
-        )
-        transactions.start()
-        self.service = service = MessagingService(ctl, pop, timer, transactions, self.port)
-        ctl.add_periodic(CHECK_ROUND_S, lambda: transactions.check(service.send_transaction_check))
+        self.service = service = MessagingService(ctl, pop, timer, ctl.transactions, self.port)
+        ctl.transactions.add_checker(service.send_transaction_check)
         svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
         ctl.add_arrival_listener(self.service.wakeups.on_arrival)
         await server.start()

@@ -24,8 +24,8 @@ from longboat.broker.grpc.pop import PopService, StaleHandle
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
 from longboat.broker.grpc.timer import MAX_DELAY_MS, RecallRefused, TimerService
-from longboat.broker.grpc.transactions import TransactionService, UnknownTransaction, real_view
 from longboat.broker.grpc.wakeups import ReceiveWakeups
+from longboat.broker.transactions import TransactionService, UnknownTransaction
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
@@ -260,12 +260,12 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             if self.sessions.get(session.client_id) is session:
                 del self.sessions[session.client_id]
 
-    def send_transaction_check(self, topic: str, half: Any, transaction_id: str) -> bool:
-        """Ask a connected producer of `topic` about an open transaction (the transaction
-        service's check sender); False when none is connected."""
+    def send_transaction_check(self, half: Any, transaction_id: str) -> bool:
+        """Ask a connected producer of the half's topic about it (a checker of the broker's
+        transaction service; `half` shows its real topic); False when none is connected."""
         for session in self.sessions.values():
-            if session.publishes(topic):
-                message = to_v2(real_view(half), namespace="")
+            if session.publishes(half.topic):
+                message = to_v2(half, namespace="")
                 command = svc.TelemetryCommand(
                     recover_orphaned_transaction_command=svc.RecoverOrphanedTransactionCommand(
                         message=message, transaction_id=transaction_id
