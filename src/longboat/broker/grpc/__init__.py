@@ -62,12 +62,12 @@ class GrpcEndpoint:
             ]
         )
         self.port = server.add_insecure_port(
-            f"{ctl.config.listen_host}:{ctl.config.grpc_listen_port}"
+            f"{ctl.config.bind_host}:{ctl.config.grpc_listen_port}"
         )
         if not self.port:
             pop.close()
             raise OSError(
-                f"cannot listen for gRPC on {ctl.config.listen_host}:"
+                f"cannot listen for gRPC on {ctl.config.bind_host}:"
                 f"{ctl.config.grpc_listen_port} (in use?); set grpcListenPort (-1: off)"
             )
         timer = TimerService(ctl)
