@@ -181,16 +181,24 @@ async def test_orderly_keeps_order_per_key_while_members_join_and_leave(
     runs = {"first": deliveries(first_events), "second": deliveries(second_events)}
     assert runs["first"] and runs["second"], "both members consumed"
     assert not missing()
+    per_member: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name, run in runs.items():
-        per_key: dict[str, list[int]] = defaultdict(list)
+        per_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for e in run:
-            key, seq = e["body"].split(":")
-            per_key[key].append(int(seq))
-        for key, seqs in per_key.items():
+            per_key[e["body"].split(":")[0]].append(e)
+        per_member[name] = per_key
+        for key, events in per_key.items():
+            seqs = [int(e["body"].split(":")[1]) for e in events]
             # One member sees a key's messages in order, each once or replayed from an
             # uncommitted point (never skipping ahead).
             for before, after in itertools.pairwise(seqs):
                 assert after == before + 1 or after <= before, (name, key, seqs)
+    # A key moves from the first member to the second, never consumed by both at once: the
+    # broker's queue lock holds the second off until the first has let go.
+    for key, second_events_of_key in per_member["second"].items():
+        first_events_of_key = per_member["first"].get(key)
+        if first_events_of_key:
+            assert first_events_of_key[-1]["deliveredAt"] <= second_events_of_key[0]["deliveredAt"]
 
 
 async def test_broadcasting_delivers_everything_to_every_member(

@@ -155,6 +155,7 @@ public final class PushConsume {
         f.put("outcome", ok ? "ok" : "fail");
         f.put("duplicate", ok && consumed.contains(msg.getMsgId()));
         f.put("thread", Thread.currentThread().getName());
+        f.put("deliveredAt", System.currentTimeMillis());
         if (consumeMs > 0) {
             try {
                 Thread.sleep(consumeMs);
