@@ -6,8 +6,8 @@ Run once, from the tests directory, after `make java-peers`:
 
 It starts Longboat clusters on loopback behind `RecordingProxy`s, runs the Java peer programs
 through the scenarios of tests/java (every send mode, push consumers concurrent with retries,
-orderly, broadcasting and from a timestamp, lite pull assign and subscribe, lookups, a topic that
-does not exist) and writes one JSON-lines file per scenario to tests/protocol/vectors/java-4.9.8/.
+orderly, broadcasting and from a timestamp, lite pull assign and subscribe, lookups, the mqadmin
+commands, a topic that does not exist) and writes one JSON-lines file per scenario to tests/protocol/vectors/java-4.9.8/.
 Frames exchanged to set a scenario up (sending the messages a consumer reads) are left out.
 `c2s` frames are byte for byte what the Java client sent; `s2c` frames are Longboat's answers,
 which the client accepted.
@@ -172,6 +172,27 @@ async def capture_clients(recorder: Recorder, work: Path) -> None:
             query_keys="key-0,nokey",
         )
         write("lookups", recorder.take())
+
+        broker_addr = cluster.cluster.broker_addr  # the proxy's address, as advertised
+        cluster_name = cluster.cluster.config.broker_cluster_name
+        commands = [
+            ["updateTopic", "-c", cluster_name, "-t", "CAP_ADMIN", "-r", "2", "-w", "2"],
+            ["updateSubGroup", "-c", cluster_name, "-g", "CAP_ADMIN_GROUP", "-r", "5"],
+            ["topicList"],
+            ["topicRoute", "-t", "CAP_PUSH"],
+            ["topicStatus", "-t", "CAP_PUSH"],
+            ["clusterList"],
+            ["brokerStatus", "-b", broker_addr],
+            ["getBrokerConfig", "-b", broker_addr],
+            ["consumerConnection", "-g", "CAP_CONSUMER"],
+            ["consumerProgress", "-g", "CAP_CONSUMER"],
+            ["queryMsgById", "-i", first["offsetMsgId"]],
+            ["queryMsgByKey", "-t", "CAP_PUSH", "-k", "key-0"],
+            ["resetOffsetByTime", "-g", "CAP_CONSUMER", "-t", "CAP_PUSH", "-s", "now"],
+            ["deleteTopic", "-c", cluster_name, "-t", "CAP_ADMIN"],
+        ]
+        await java("MqAdmin", namesrv=ns, commands=json.dumps(commands))
+        write("mqadmin", recorder.take())
 
 
 async def capture_topic_not_exist(recorder: Recorder, work: Path) -> None:

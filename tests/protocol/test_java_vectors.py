@@ -2,7 +2,8 @@
 what the client meant and encode back to the same bytes.
 
 The captures (tests/protocol/vectors/java-4.9.8, written by tests/peers/capture_java_vectors.py
-through a recording proxy) cover every request the Java scenarios of tests/java send. `c2s`
+through a recording proxy) cover every request the Java scenarios of tests/java send, the
+`mqadmin` commands' included. `c2s`
 frames are byte for byte what the Java client wrote: its JSON headers with every ext value a
 string, keys in fastjson's sorted order, `serializeTypeCurrentRPC`, version 409 (V4_9_8).
 """
@@ -19,19 +20,23 @@ from longboat.protocol import (
     encode_frame,
 )
 from longboat.protocol.batch import decode_batch
-from longboat.protocol.bodies import HeartbeatData, LockBatchRequest
+from longboat.protocol.bodies import HeartbeatData, LockBatchRequest, SubscriptionGroupConfig
 from longboat.protocol.compression import COMPRESS_OVER, decompress_body
 from longboat.protocol.header_fields import Header
 from longboat.protocol.headers import (
     ConsumerGroupHeader,
     ConsumerSendMsgBackRequestHeader,
+    CreateTopicRequestHeader,
+    GetConsumeStatsRequestHeader,
     GetRouteInfoRequestHeader,
     PullMessageRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryMessageRequestHeader,
     QueueRequestHeader,
+    ResetOffsetRequestHeader,
     SearchOffsetRequestHeader,
     SendMessageRequestHeaderV2,
+    TopicRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
@@ -62,8 +67,27 @@ REQUEST_HEADERS: dict[str, type[Header]] = {
     "UNREGISTER_CLIENT": UnregisterClientRequestHeader,
     "QUERY_MESSAGE": QueryMessageRequestHeader,
     "VIEW_MESSAGE_BY_ID": ViewMessageRequestHeader,
+    # mqadmin's
+    "UPDATE_AND_CREATE_TOPIC": CreateTopicRequestHeader,
+    "GET_TOPIC_STATS_INFO": TopicRequestHeader,
+    "QUERY_TOPIC_CONSUME_BY_WHO": TopicRequestHeader,
+    "DELETE_TOPIC_IN_BROKER": TopicRequestHeader,
+    "GET_CONSUMER_CONNECTION_LIST": ConsumerGroupHeader,
+    "GET_CONSUME_STATS": GetConsumeStatsRequestHeader,
+    "INVOKE_BROKER_TO_RESET_OFFSET": ResetOffsetRequestHeader,
 }
-BODY_ONLY = {"HEART_BEAT", "LOCK_BATCH_MQ", "UNLOCK_BATCH_MQ"}
+BODY_ONLY = {
+    "HEART_BEAT",
+    "LOCK_BATCH_MQ",
+    "UNLOCK_BATCH_MQ",
+    "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+    "GET_BROKER_CLUSTER_INFO",
+    "GET_BROKER_RUNTIME_INFO",
+    "GET_BROKER_CONFIG",
+    "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+}
+# Read from the ext fields as they come (the name server's one-field requests).
+UNTYPED = {"DELETE_TOPIC_IN_NAMESRV"}
 # Fields the 4.9.8 client adds for RocketMQ 5 proxies, which no 4.x request header declares and
 # brokers ignore: `bname` (RpcRequestHeader: the broker a queue request is meant for; `n` in
 # SEND_MESSAGE_V2's short names) and ReqT=0 (RequestType STREAM), added to every request by
@@ -84,7 +108,7 @@ def _ids(vs: list[Vector]) -> list[str]:
 
 
 def test_the_captures_cover_every_request_the_java_scenarios_send() -> None:
-    assert {v.name for v in C2S} == set(REQUEST_HEADERS) | BODY_ONLY
+    assert {v.name for v in C2S} == set(REQUEST_HEADERS) | BODY_ONLY | UNTYPED
 
 
 @pytest.mark.parametrize("vector", ALL, ids=_ids(ALL))
@@ -105,6 +129,9 @@ def test_request_header_is_java_and_types_to_the_same_ext_fields(vector: Vector)
     assert cmd.ext_fields == vector.header.get("extFields", {})
     ext = {k: v for k, v in cmd.ext_fields.items() if k not in PROXY_FIELDS}
     assert ("ReqT" in cmd.ext_fields) == vector.file.startswith("lite_pull")
+    if vector.name in UNTYPED:
+        assert ext["topic"] and ext["clusterName"]
+        return
     cls = REQUEST_HEADERS.get(vector.name)
     if cls is None:
         assert vector.name in BODY_ONLY and not ext
@@ -212,10 +239,11 @@ def test_consumer_requests() -> None:
 
 
 def test_lookups_and_offset_searches() -> None:
-    [(_, view)] = _headers("VIEW_MESSAGE_BY_ID")
+    [(_, view)] = _headers("VIEW_MESSAGE_BY_ID", "lookups")
     assert ViewMessageRequestHeader.from_ext(view.ext_fields).offset >= 0
     queries = [
-        QueryMessageRequestHeader.from_ext(c.ext_fields) for _, c in _headers("QUERY_MESSAGE")
+        QueryMessageRequestHeader.from_ext(c.ext_fields)
+        for _, c in _headers("QUERY_MESSAGE", "lookups")
     ]
     # viewMessage(topic, uniqKey) asks by key with the unique-key flag; queryMessage by key.
     assert {q.key for q in queries if q.uniqueKeyQuery is False} == {"key-0", "nokey"}
@@ -223,3 +251,21 @@ def test_lookups_and_offset_searches() -> None:
     assert [len(q.key) in (32, 56) for q in queries if q.uniqueKeyQuery] == [True]
     [(_, search)] = _headers("SEARCH_OFFSET_BY_TIMESTAMP")
     assert SearchOffsetRequestHeader.from_ext(search.ext_fields).topic == "CAP_EXPIRED"
+
+
+def test_mqadmin_requests() -> None:
+    [(_, create)] = _headers("UPDATE_AND_CREATE_TOPIC")
+    h = CreateTopicRequestHeader.from_ext(create.ext_fields)
+    assert (h.topic, h.readQueueNums, h.writeQueueNums, h.perm) == ("CAP_ADMIN", 2, 2, 6)
+    [(_, group)] = _headers("UPDATE_AND_CREATE_SUBSCRIPTIONGROUP")
+    config = SubscriptionGroupConfig.from_json(group.body)
+    assert (config.group_name, config.retry_max_times) == ("CAP_ADMIN_GROUP", 5)
+    [(_, reset)] = _headers("INVOKE_BROKER_TO_RESET_OFFSET")
+    r = ResetOffsetRequestHeader.from_ext(reset.ext_fields)
+    assert (r.group, r.topic, r.timestamp) == ("CAP_CONSUMER", "CAP_PUSH", -1)  # "-s now"
+    deletes = {v.name: cmd.ext_fields["topic"] for v, cmd in _headers("DELETE_TOPIC_IN_BROKER")}
+    deletes |= {v.name: cmd.ext_fields["topic"] for v, cmd in _headers("DELETE_TOPIC_IN_NAMESRV")}
+    assert deletes == {
+        "DELETE_TOPIC_IN_BROKER": "CAP_ADMIN",
+        "DELETE_TOPIC_IN_NAMESRV": "CAP_ADMIN",
+    }
