@@ -7,7 +7,8 @@ Run once, from the tests directory, after `make java-peers`:
 It starts Longboat clusters on loopback behind `RecordingProxy`s, runs the Java peer programs
 through the scenarios of tests/java (every send mode, push consumers concurrent with retries,
 orderly, broadcasting and from a timestamp, lite pull assign and subscribe, lookups, the mqadmin
-commands, a topic that does not exist) and writes one JSON-lines file per scenario to tests/protocol/vectors/java-4.9.8/.
+commands, a topic that does not exist) and writes one JSON-lines file per scenario to
+tests/protocol/vectors/java-4.9.8/.
 Frames exchanged to set a scenario up (sending the messages a consumer reads) are left out.
 `c2s` frames are byte for byte what the Java client sent; `s2c` frames are Longboat's answers,
 which the client accepted.
