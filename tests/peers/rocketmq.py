@@ -22,6 +22,7 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -349,8 +350,6 @@ def start_rocketmq(
 
 def main() -> None:
     """Start a RocketMQ cluster by hand (``make rocketmq-up``) and keep it until Ctrl-C."""
-    import tempfile
-
     parser = argparse.ArgumentParser(prog="python -m peers.rocketmq", description=main.__doc__)
     parser.add_argument("--namesrv-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--broker-port", type=int, default=0, help="default: a free port")
