@@ -23,7 +23,7 @@ def namesrv(tmp_path_factory: pytest.TempPathFactory):
     cluster.stop()
 
 
-def sane(result: BenchResult, *, samples: int) -> dict:
+def sane(result: BenchResult, *, samples: int) -> None:
     """The figures report what was measured: `samples` latencies, the messages moved, and a
     rate that is those messages over the time taken."""
     figures = result.figures()
@@ -31,8 +31,9 @@ def sane(result: BenchResult, *, samples: int) -> dict:
     assert figures["messages"] == result.messages
     # (tps is printed to one decimal)
     assert figures["tps"] == pytest.approx(result.messages / result.seconds, abs=0.05)
-    assert 0 < figures["p50_us"] <= figures["p99_us"] <= figures["p999_us"] <= figures["max_us"]
-    return figures
+    latency = latency_figures(result.latencies_us)
+    assert {name: figures[name] for name in latency} == latency
+    assert 0 < latency["p50_us"] <= latency["p99_us"] <= latency["p999_us"] <= latency["max_us"]
 
 
 async def stored(namesrv: str, topic: str) -> int:
@@ -82,7 +83,8 @@ async def test_consume_drains_every_preloaded_message(namesrv: str) -> None:
         ]
     finally:
         await puller.close()
-    assert len(committed) == 2 and sum(committed) == 300
+    offsets = [c for c in committed if c is not None]
+    assert len(offsets) == 2 and sum(offsets) == 300
 
 
 async def test_e2e_delivers_every_sent_message(namesrv: str) -> None:
@@ -107,7 +109,7 @@ async def test_holds_parks_and_wakes_every_pull(namesrv: str) -> None:
     result = await loadgen.holds(opts, count=200, window_s=0.3, settle_s=0.3, pid=os.getpid())
     assert result.messages == 200  # one message answered every parked pull
     assert result.extra["parked"] == 200 and result.extra["broker_pid"] == os.getpid()
-    assert result.extra["window_s"] == 0.3 and result.extra["cpu_pct"] >= 0
+    assert result.extra["window_s"] == 0.3 and float(result.extra["cpu_pct"]) >= 0
     sane(result, samples=1)  # one send, timed to the last answer
 
 

@@ -91,7 +91,9 @@ async def test_delayed_messages_arrive_in_order_after_their_delay(harness: Harne
     for i in range(5):
         result = await harness.put(delayed("T", f"m{i}".encode(), level=1, queue_id=3))
         assert result.ok
-        sent.append(harness.store.read_message(result.records[0].commit_log_offset))
+        stored = harness.store.read_message(result.records[0].commit_log_offset)
+        assert stored is not None
+        sent.append(stored)
     assert harness.store.max_offset("T", 3) == 0
     await harness.wait_for("T", 3, 5)
     got = read_all(harness.store, "T", 3)

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from longboat.client import Message
+from longboat.client import Message, MessageExt
 from longboat.client.admin import Admin, GroupOnlineError, MessageNotFoundError
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
@@ -100,7 +100,7 @@ def test_blocking_facade(namesrv: str) -> None:
         group, config=config_for(namesrv), consume_from=ConsumeFrom.FIRST_OFFSET
     ) as consumer:
         consumer.subscribe(topic)
-        got = []
+        got: list[MessageExt] = []
         deadline = time.monotonic() + 15
         while len(got) < 6 and time.monotonic() < deadline:
             got += consumer.poll(timeout=0.5)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import Counter
+from typing import Any
 
 from longboat.client.push import (
     ConcurrentContext,
@@ -20,7 +21,7 @@ from .push_support import Deliveries, create_topic, positioned, send, settled
 
 
 def consumer_of(
-    namesrv: str, group: str, topic: str, deliveries: Deliveries, name: str, **options: object
+    namesrv: str, group: str, topic: str, deliveries: Deliveries, name: str, **options: Any
 ) -> PushConsumer:
     consumer = PushConsumer(
         group, config=config_for(namesrv, name), rebalance_interval=2.0, **options

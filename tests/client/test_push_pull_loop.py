@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ async def broker_factory() -> AsyncIterator[Callable[..., ScriptedBroker]]:
 
 
 async def run_loop(
-    broker: ScriptedBroker, start: int, until: Callable[[], bool], **settings: float
+    broker: ScriptedBroker, start: int, until: Callable[[], bool], **settings: Any
 ) -> tuple[PullLoop, list[list[MessageExt]], list[int]]:
     addr = await broker.start()
     instance = ClientInstance.acquire(

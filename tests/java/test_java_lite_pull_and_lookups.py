@@ -17,6 +17,7 @@ from conftest import Cluster
 from longboat.client import Message
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
+from longboat.client.selector import QueueSelector
 from longboat.protocol.types import MessageQueue
 from peers.rocketmq import run_java_peer
 
@@ -27,13 +28,16 @@ def of(events: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] == name]
 
 
+def queue_number(q: int) -> QueueSelector:
+    """A selector that picks the q-th queue of the route."""
+    return lambda queues, _msg, _arg: queues[q]
+
+
 async def fill_queues(ns: str, topic: str, per_queue: int, queues: int) -> None:
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         for q in range(queues):
             for i in range(per_queue):
-                await producer.send(
-                    Message(topic, f"q{q}-{i}".encode()), selector=lambda qs, m, a, q=q: qs[q]
-                )
+                await producer.send(Message(topic, f"q{q}-{i}".encode()), selector=queue_number(q))
 
 
 async def test_lite_pull_assign_seek_commit_sync_and_subscribe(

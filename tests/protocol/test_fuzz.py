@@ -10,6 +10,7 @@ ali-ons frames and records.  Example counts are bounded so the whole file runs i
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pytest
@@ -203,7 +204,7 @@ def test_header_decoders_survive_hostile_bytes(data: bytes) -> None:
 )
 def test_typed_headers_reject_only_with_header_field_errors(ext: dict[str, str]) -> None:
     for cls in (SendMessageRequestHeaderV2, PullMessageRequestHeader):
-        _only_protocol_errors(lambda cls=cls: cls.from_ext(ext))
+        _only_protocol_errors(partial(cls.from_ext, ext))
     _only_protocol_errors(lambda: ConsumerSendMsgBackRequestHeader.from_ext(ext))
 
 
@@ -249,7 +250,7 @@ _BODY_READERS: list[Callable[[bytes], Any]] = [
 )
 def test_json_body_readers_survive_hostile_bytes(data: bytes) -> None:
     for reader in _BODY_READERS:
-        _only_protocol_errors(lambda reader=reader: reader(data))
+        _only_protocol_errors(partial(reader, data))
 
 
 @pytest.mark.parametrize(

@@ -166,6 +166,7 @@ def test_send_message_v2_short_names() -> None:
     assert len(sends) == 4
     compressed = []
     for v in sends:
+        assert v.decoded is not None
         ext = v.header["extFields"]
         h = SendMessageRequestHeaderV2.from_ext(_decode_one(v.frame).ext_fields)
         assert h.producerGroup == ext["a"] == "CAP_PRODUCER_GROUP"
@@ -195,6 +196,7 @@ def test_pull_message_headers_and_sys_flag_bits() -> None:
     pulls = vectors("c2s", "PULL_MESSAGE")
     assert pulls
     for v in pulls:
+        assert v.decoded is not None
         h = PullMessageRequestHeader.from_ext(_decode_one(v.frame).ext_fields)
         assert h.consumerGroup == "CAP_CONSUMER_GROUP"
         assert h.maxMsgNums == 32
@@ -307,6 +309,7 @@ def test_pull_bodies_decode_as_message_records() -> None:
     found = [v for v in ALL if v.direction == "s2c" and v.decoded and "messages" in v.decoded]
     assert len(found) == 2
     for v in found:
+        assert v.decoded is not None
         cmd = _decode_one(v.frame)
         h = PullMessageResponseHeader.from_ext(cmd.ext_fields)
         msgs = decode_records(cmd.body)

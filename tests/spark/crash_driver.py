@@ -1,6 +1,6 @@
 """A Spark driver for the SIGKILL test: topic → Parquet, run until killed or caught up.
 
-    python crash_driver.py NAMESRV TOPIC OUT CHECKPOINT (run|finish)
+    python -m spark.crash_driver NAMESRV TOPIC OUT CHECKPOINT (run|finish)    (from tests/)
 
 `run` streams with a small cap per micro-batch until it is killed; `finish` restarts from the
 checkpoint with Trigger.AvailableNow and exits once it has caught up.
@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from spark_session import build_session
-
 from longboat.spark import register
+from spark.spark_session import build_session
 
 
 def main() -> None:

@@ -15,13 +15,22 @@ import pytest
 from spark.conftest import SparkCluster
 
 pytestmark = pytest.mark.spark
-DRIVER = Path(__file__).with_name("crash_driver.py")
+TESTS = Path(__file__).resolve().parent.parent
 
 
 def _driver(cluster: SparkCluster, topic: str, out: Path, cp: Path, mode: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(DRIVER), cluster.namesrv, topic, str(out), str(cp), mode],
-        cwd=DRIVER.parent,
+        [
+            sys.executable,
+            "-m",
+            "spark.crash_driver",
+            cluster.namesrv,
+            topic,
+            str(out),
+            str(cp),
+            mode,
+        ],
+        cwd=TESTS,
         start_new_session=True,  # its own process group: the kill takes JVM and workers too
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

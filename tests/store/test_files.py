@@ -21,7 +21,7 @@ def test_offsets_survive_a_restart_and_are_rocketmq_shaped(store_dir: Path) -> N
         assert store.offsets.query("G1", "T", 0) == 42
         assert store.offsets.query("G1", "T", 1) is None
     raw = read_json(store_dir / "config" / "consumerOffset.json")
-    assert raw["offsetTable"]["T@G1"] == {"0": 42, "3": 7}
+    assert raw is not None and raw["offsetTable"]["T@G1"] == {"0": 42, "3": 7}
     with MessageStore(small_config(store_dir)) as store:
         assert store.offsets.snapshot() == {"G1": {"T": {0: 42, 3: 7}}, "G2": {"%RETRY%G2": {0: 1}}}
         store.offsets.remove_group("G2")
@@ -40,7 +40,8 @@ def test_topic_configs_bump_the_data_version_and_persist(tmp_path: Path) -> None
     again = TopicConfigTable(path)
     again.load()
     assert set(again.all()) == {"Orders"}
-    assert again.get("Orders").read_queue_nums == 8
+    orders = again.get("Orders")
+    assert orders is not None and orders.read_queue_nums == 8
     assert again.data_version.counter == 3
 
 

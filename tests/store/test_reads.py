@@ -96,7 +96,8 @@ def test_transaction_halves_get_no_queue_entry(store: MessageStore) -> None:
     result = store.put_message(prepared)
     assert result.ok and result.records[0].queue_offset == 0
     assert store.max_offset("T", 0) == 0
-    assert store.read_message(result.records[0].commit_log_offset).body == b"half"
+    half = store.read_message(result.records[0].commit_log_offset)
+    assert half is not None and half.body == b"half"
     committed = message(body=b"commit")
     committed.sys_flag = MessageSysFlag.TRANSACTION_COMMIT_TYPE
     assert store.put_message(committed).records[0].queue_offset == 0
@@ -190,5 +191,6 @@ def test_raw_log_range_reads(store: MessageStore) -> None:
     first, last = results[0], results[-1]
     span = last.commit_log_offset + last.size - first.commit_log_offset
     raw = store.read_log(first.commit_log_offset, span)
+    assert raw is not None
     assert [m.body for m in decode_records(raw)] == [b"0", b"1", b"2"]
     assert store.read_log(store.max_physical_offset, 1) is None

@@ -87,7 +87,8 @@ def reopen_and_check(
         # The store goes on: new appends land right after the cut and are read back.
         result = store.put_message(message(queue_id=0, body=b"after"))
         assert result.records[0].commit_log_offset >= cut_at
-        assert store.read_message(result.records[0].commit_log_offset).body == b"after"
+        after = store.read_message(result.records[0].commit_log_offset)
+        assert after is not None and after.body == b"after"
     finally:
         store.close()
 
