@@ -42,7 +42,9 @@ def body_of(i: int) -> bytes:
     return payload + hashlib.sha256(payload).digest()
 
 
-async def well_behaved(addr: str, fuzzing: asyncio.Future[bytes]) -> tuple[int, list[float]]:
+async def well_behaved(
+    addr: str, fuzzing: asyncio.Future[tuple[bytes, bytes]]
+) -> tuple[int, list[float]]:
     """Send and pull until the fuzzer is done; check everything pulled; the latencies."""
     wire = Wire(addr)
     latencies: list[float] = []

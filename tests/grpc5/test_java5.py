@@ -77,7 +77,7 @@ def test_java_fifo_messages_keep_group_order(grpc5: Grpc5) -> None:
     topic, group = grpc5.topic(), grpc5.group(orderly=True)
     java5(grpc5, mode="produce", topic=topic, count=10, message_group="order-1")
     with grpc5.simple_consumer(group, {topic: FilterExpression()}) as consumer:
-        bodies = []
+        bodies: list[bytes] = []
         while len(bodies) < 10:
             batch = receive_all(consumer, 1)
             assert batch

@@ -8,7 +8,7 @@ import time
 
 from rocketmq import FilterExpression
 
-from longboat.client import ClientConfig, Message
+from longboat.client import ClientConfig, Message, MessageExt
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.sync import LitePullConsumer, Producer
 
@@ -30,7 +30,7 @@ def test_sent_over_grpc_read_over_remoting(grpc5: Grpc5) -> None:
             msg.add_property("origin", "grpc")
             sent[producer.send(msg).message_id] = i
         fifo_id = producer.send(message(topic, b"ordered", group="og")).message_id
-    got = []
+    got: list[MessageExt] = []
     with LitePullConsumer(
         "remoting-reader",
         config=remoting_config(grpc5),

@@ -42,7 +42,7 @@ DELAY_BOOKKEEPING = {"DELAY", "WAIT"}
 
 def deliveries(ns: str) -> dict[tuple[str, int], dict[str, Any]]:
     topic, group = unique("Same"), unique("same_g")
-    common = {"namesrv": ns, "topic": topic, "timeout_ms": 40000, "timeout": 60}
+    common: dict[str, Any] = {"namesrv": ns, "topic": topic, "timeout_ms": 40000, "timeout": 60}
     run_java_peer(
         "Produce", mode="sync,batch", count=2, tags="TagA", keys="k", props="color=blue", **common
     )

@@ -58,7 +58,7 @@ async def test_every_send_mode_stores_the_message_as_sent(
     ns = rocketmq_cluster.namesrv_addr
     topic = unique("AutoCreated")  # not created first: the broker's autoCreateTopicEnable
     big = bytes(range(256)) * 40  # 10 KiB: sent compressed
-    called: list[SendResult] = []
+    called: list[SendResult | None] = []
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         sync = await producer.send(
             Message(topic, b"sync", tags="TagS", keys=["k-sync"], properties={"color": "blue"})
@@ -300,7 +300,7 @@ async def test_admin_on_rocketmq_progress_lag_reset_and_lookups(
         late = [
             await producer.send(Message(topic, b"l%d" % i, keys=[f"late-{i}"])) for i in range(4)
         ]
-    ends = defaultdict(int)
+    ends: defaultdict[int, int] = defaultdict(int)
     for r in early + late:
         ends[r.message_queue.queue_id] += 1
 
@@ -322,14 +322,14 @@ async def test_admin_on_rocketmq_progress_lag_reset_and_lookups(
         assert all(p.lag_time is not None and p.lag_time >= 0 for p in progress.values())
 
         moved = await admin.reset_offsets(group, topic, between_ms)
-        first_late = {}
+        first_late: dict[int, int] = {}
         for r in late:
             first_late.setdefault(r.message_queue.queue_id, r.queue_offset)
         assert {mq.queue_id: o for mq, o in moved.items()} == {
             q: first_late.get(q, ends[q]) for q in ends
         }
-        progress = {p.mq.queue_id: p.consumer_offset for p in await admin.group_progress(group)}
-        assert progress == {q: first_late.get(q, ends[q]) for q in ends}
+        committed = {p.mq.queue_id: p.consumer_offset for p in await admin.group_progress(group)}
+        assert committed == {q: first_late.get(q, ends[q]) for q in ends}
 
         probe = late[2]
         by_offset_id = await admin.message_by_id(probe.offset_msg_id)

@@ -69,6 +69,10 @@ async def proxied(
         cluster.cluster.stop()
 
 
+# "from" is a Python keyword, so the option goes in as a mapping.
+FROM_TIMESTAMP: dict[str, Any] = {"from": "timestamp"}
+
+
 async def java(program: str, *, check: bool = True, **options: object) -> list[dict[str, Any]]:
     return await asyncio.to_thread(
         run_java_peer, program, timeout=120, check=check, timeout_ms=90000, **options
@@ -243,7 +247,7 @@ async def capture_from_timestamp(recorder: Recorder, work: Path) -> None:
             group="CAP_FROM_TIMESTAMP",
             expect=2,
             timestamp=stamp,
-            **{"from": "timestamp"},
+            **FROM_TIMESTAMP,
         )
         write("push_from_timestamp", recorder.take())
 

@@ -224,9 +224,9 @@ def test_consumer_requests() -> None:
     backs = _headers("CONSUMER_SEND_MSG_BACK")
     assert len(backs) == 3  # the three messages "A || B" selects fail once each
     for _, cmd in backs:
-        h = ConsumerSendMsgBackRequestHeader.from_ext(cmd.ext_fields)
-        assert (h.group, h.delayLevel, h.maxReconsumeTimes) == ("CAP_CONSUMER", 0, 2)
-        assert (h.originMsgId, h.offset) in pulled
+        back = ConsumerSendMsgBackRequestHeader.from_ext(cmd.ext_fields)
+        assert (back.group, back.delayLevel, back.maxReconsumeTimes) == ("CAP_CONSUMER", 0, 2)
+        assert (back.originMsgId, back.offset) in pulled
 
     # The orderly consumer locks (and at shutdown unlocks) its queues, its retry topic's too.
     for name in ("LOCK_BATCH_MQ", "UNLOCK_BATCH_MQ"):
