@@ -58,7 +58,7 @@ from longboat.broker.producers import ProducerTable
 from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
-from longboat.broker.transactions import TransactionService
+from longboat.broker.transaction_service import TransactionService
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.store import (
     ConsumerOffsetTable,

@@ -37,7 +37,7 @@ from longboat.store import (
 from longboat.store.message_store import ArrivalListener
 
 if TYPE_CHECKING:
-    from longboat.broker.transactions import TransactionService
+    from longboat.broker.transaction_service import TransactionService
 
 
 class TopicCreator(Protocol):

@@ -18,7 +18,7 @@ shutdown, answering parked receives.  The modules:
 | `wakeups`     | parked receives, woken by arrivals                               |
 | `timer`       | DELAY messages held to their delivery time; RecallMessage        |
 
-Transactions are the broker's (`longboat.broker.transactions`, shared with remoting): the
+Transactions are the broker's (`longboat.broker.transaction_service`, shared with remoting): the
 service stores TRANSACTION sends as halves, ends them, and reaches producers over Telemetry.
 """
 

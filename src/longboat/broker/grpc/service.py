@@ -25,7 +25,7 @@ from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
 from longboat.broker.grpc.timer import MAX_DELAY_MS, RecallRefused, TimerService
 from longboat.broker.grpc.wakeups import ReceiveWakeups
-from longboat.broker.transactions import TransactionService, UnknownTransaction
+from longboat.broker.transaction_service import TransactionService, UnknownTransaction
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
