@@ -9,12 +9,14 @@ non-scalar ext value, a header that is not JSON).
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import struct
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+import psutil
 import pytest
 
 from conftest import Cluster, LoopThread
@@ -96,6 +98,12 @@ def rocketmq_frame(code: int, opaque: int, ext_bytes: bytes) -> bytes:
 def query_max_offset(opaque: int) -> bytes:
     ext = {"topic": "TBW102", "queueId": "0"}
     return json_frame(request_header(RequestCode.GET_MAX_OFFSET, opaque, ext))
+
+
+def is_loopback(ip: str) -> bool:
+    address = ipaddress.ip_address(ip)
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).is_loopback
 
 
 @pytest.fixture
@@ -260,13 +268,24 @@ def test_servers_listen_on_loopback_unless_an_address_is_configured(
     runner = LoopThread()
     broker = BrokerController(
         BrokerConfig(
-            listen_port=0, store_path_root_dir=tmp_path, mapped_file_size_commit_log=1 << 20
+            listen_port=0,
+            grpc_listen_port=0,
+            store_path_root_dir=tmp_path,
+            mapped_file_size_commit_log=1 << 20,
         )
     )
     try:
         with caplog.at_level(logging.INFO, "longboat.remoting"):
             runner.run(broker.start())
         assert broker.server.host == "127.0.0.1"
+        # The gRPC endpoint too.
+        assert broker.grpc is not None
+        listening = {
+            c.laddr.ip
+            for c in psutil.net_connections("tcp")
+            if c.status == psutil.CONN_LISTEN and c.laddr.port == broker.grpc.port
+        }
+        assert listening and all(is_loopback(ip) for ip in listening), listening
         assert broker.broker_addr.startswith("127.0.0.1:")
         lines = [r.getMessage() for r in caplog.records if "listening" in r.getMessage()]
         assert len(lines) == 1 and "only" in lines[0] and "brokerIP1" in lines[0], lines

@@ -37,11 +37,20 @@ WILDCARD = "0.0.0.0"
 CONSUME_QUEUE_ENTRY_SIZE = 20
 
 
+def longboat_home() -> Path:
+    """`$LONGBOAT_HOME`, else `~/.longboat`."""
+    home = os.environ.get("LONGBOAT_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".longboat"
+
+
 def default_data_dir() -> Path:
     """`$LONGBOAT_HOME/store`, else `~/.longboat/store`."""
-    home = os.environ.get("LONGBOAT_HOME")
-    base = Path(home).expanduser() if home else Path.home() / ".longboat"
-    return base / "store"
+    return longboat_home() / "store"
+
+
+def default_acl_file() -> Path:
+    """`$LONGBOAT_HOME/conf/plain_acl.yml` (RocketMQ: `$ROCKETMQ_HOME/conf/plain_acl.yml`)."""
+    return longboat_home() / "conf" / "plain_acl.yml"
 
 
 class ConfigError(ValueError):
@@ -100,6 +109,14 @@ class BrokerConfig:
     # Ours: bounds that keep memory bounded when clients or the disk fall behind.
     max_held_pull_requests: int = 100_000
     max_pending_sync_flushes: int = 10_000
+    # RocketMQ's ACL switch: every request checked against `plainAclFile` (reloaded when it
+    # changes).
+    acl_enable: bool = False
+    plain_acl_file: Path = field(default_factory=default_acl_file)
+    # Ours: the account this broker signs its own requests with (registrations with name
+    # servers whose ACL is on).
+    access_key: str = ""
+    secret_key: str = ""
     # Ours: the Prometheus endpoint's port on listen_host (0 = no endpoint).
     metrics_port: int = 0
     # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host: RocketMQ's proxy port;

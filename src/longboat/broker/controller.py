@@ -33,6 +33,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
 from typing import Any
 
+from longboat.acl import BROKER_ADMIN_CODES, AccessControl
 from longboat.broker import (
     admin,
     broker_stats,
@@ -59,6 +60,7 @@ from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
 from longboat.broker.transaction_service import TransactionService
+from longboat.protocol.acl_signature import signer
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.store import (
     ConsumerOffsetTable,
@@ -133,7 +135,10 @@ class BrokerController:
         )
         # Outgoing connections (name servers); broker-to-client requests go out on the
         # clients' own connections.
-        self.client = RemotingClient()
+        # Outgoing requests (registrations) are signed when the broker has an account.
+        self.client = RemotingClient(
+            signer=signer(config.access_key, config.secret_key) if config.access_key else None
+        )
         self.consumers = ConsumerManager()
         self.producers = ProducerTable()
         self.store_host = config.advertised_ip
@@ -253,6 +258,12 @@ class BrokerController:
 
     async def _start(self) -> None:
         cfg = self.config
+        if cfg.acl_enable:
+            # Added first, so it is the outermost middleware: nothing runs for a refused peer.
+            self.router.use(
+                AccessControl(cfg.plain_acl_file.expanduser(), admin_codes=BROKER_ADMIN_CODES)
+            )
+            log.info("ACL on: requests are checked against %s", cfg.plain_acl_file)
         await self.server.start(serving=False)
         port = self.server.port
         self.broker_addr = f"{self.store_host}:{port}"

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 import click
 
+from longboat.cli.runtime import CliState
 from longboat.client import ClientConfig
 from longboat.client.admin import Admin
 from longboat.client.config import parse_namesrv_addrs
@@ -31,8 +32,16 @@ def namesrv_option(fn: F) -> F:
 
 
 def client_config(namesrv: str) -> ClientConfig:
+    """The client settings of a command: its name servers, and the ACL credentials given to
+    `longboat` itself."""
+    context = click.get_current_context(silent=True)
+    state = context.find_object(CliState) if context is not None else None
     try:
-        return ClientConfig(parse_namesrv_addrs(namesrv))
+        return ClientConfig(
+            parse_namesrv_addrs(namesrv),
+            access_key=state.access_key if state else None,
+            secret_key=state.secret_key if state else None,
+        )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--namesrv") from None
 

@@ -37,16 +37,32 @@ def _version() -> str:
 
 @click.group(cls=ErrorReportingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks on errors.")
+@click.option(
+    "--access-key",
+    envvar="LONGBOAT_ACCESS_KEY",
+    show_envvar=True,
+    help="ACL access key: client commands sign their requests (with --secret-key).",
+)
+@click.option(
+    "--secret-key",
+    envvar="LONGBOAT_SECRET_KEY",
+    show_envvar=True,
+    help="ACL secret key of --access-key.",
+)
 @click.version_option(_version(), "-V", "--version", prog_name="longboat")
 @click.pass_context
-def cli(ctx: click.Context, verbose: bool) -> None:
+def cli(
+    ctx: click.Context, verbose: bool, access_key: str | None, secret_key: str | None
+) -> None:
     """Longboat: a RocketMQ-compatible message queue.
 
     Start a name server and a broker with `longboat up`, then produce and consume from another
     shell.  Client commands find the name server from --namesrv or $LONGBOAT_NAMESRV
     (default 127.0.0.1:9876).
     """
-    ctx.obj = CliState(verbose=verbose)
+    if (access_key is None) != (secret_key is None):
+        raise click.UsageError("--access-key and --secret-key go together")
+    ctx.obj = CliState(verbose=verbose, access_key=access_key, secret_key=secret_key)
     configure_logging(verbose)
 
 

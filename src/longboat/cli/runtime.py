@@ -52,6 +52,9 @@ _FAULTS: tuple[tuple[type[BaseException], str], ...] = (
 @dataclass(slots=True)
 class CliState:
     verbose: bool = False
+    # ACL credentials every client command signs its requests with.
+    access_key: str | None = None
+    secret_key: str | None = None
 
 
 class ErrorReportingGroup(click.Group):

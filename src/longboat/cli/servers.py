@@ -171,13 +171,20 @@ def up(
     show_default=True,
     help="Seconds without traffic after which a connection is closed.",
 )
-def namesrv(host: str, port: int, max_connections: int, idle_timeout: float) -> None:
+@click.option(
+    "--acl-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A plain_acl.yml: route-changing commands then need a signed admin request.",
+)
+def namesrv(
+    host: str, port: int, max_connections: int, idle_timeout: float, acl_file: Path | None
+) -> None:
     """Run a name server alone (brokers register here; clients look up routes here)."""
     server_logging()
     limits = dataclasses.replace(
         NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
     )
-    server = NameServer(host, port, limits=limits)
+    server = NameServer(host, port, limits=limits, acl_file=acl_file)
     run(serve([lambda: server], lambda: listening_table(server, None)))
 
 

@@ -13,9 +13,12 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from longboat.protocol.acl_signature import signer
 from longboat.protocol.codes import SerializeType
+from longboat.protocol.command import RemotingCommand
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 
@@ -50,8 +53,13 @@ class ClientConfig:
     persist_consumer_offset_interval: float = 5.0
     # Header encoding of our requests; brokers answer in the same one.
     serialize_type: SerializeType = SerializeType.JSON
+    # ACL credentials (RocketMQ's AclClientRPCHook): when set, every request is signed.
+    access_key: str | None = None
+    secret_key: str | None = None
 
     def __post_init__(self) -> None:
+        if (self.access_key is None) != (self.secret_key is None):
+            raise ValueError("access_key and secret_key go together: give both or neither")
         self.namesrv_addrs = parse_namesrv_addrs(self.namesrv_addrs)
         if not self.namesrv_addrs:
             raise ValueError("ClientConfig needs at least one name-server address")
@@ -59,6 +67,12 @@ class ClientConfig:
             ipaddress.ip_address(self.client_ip)
         except ValueError:
             raise ValueError(f"client_ip must be an IP address, not {self.client_ip!r}") from None
+
+    def signer(self) -> Callable[[RemotingCommand], None] | None:
+        """What signs each request with these credentials, None without credentials."""
+        if self.access_key is None or self.secret_key is None:
+            return None
+        return signer(self.access_key, self.secret_key)
 
     def client_id(self, member: int = 1) -> str:
         """`ip@instance[@unit]`; `member` > 1 picks the n-th id of a default-named process."""

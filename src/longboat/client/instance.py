@@ -75,7 +75,9 @@ class ClientInstance:
         self.config = config
         self.client_id = client_id
         self.router = Router(f"client {client_id}")
-        self.remoting = RemotingClient(self.router, connect_timeout=config.connect_timeout)
+        self.remoting = RemotingClient(
+            self.router, connect_timeout=config.connect_timeout, signer=config.signer()
+        )
         self.api = ClientAPI(self.remoting, config)
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)

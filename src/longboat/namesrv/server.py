@@ -17,7 +17,9 @@ import logging
 import time
 import zlib
 from collections.abc import Callable
+from pathlib import Path
 
+from longboat.acl import NAMESRV_WRITE_CODES, AccessControl
 from longboat.namesrv.routes import BROKER_EXPIRY_S, RouteTable
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
@@ -58,7 +60,12 @@ class NameServer:
         expiry_s: float = BROKER_EXPIRY_S,
         scan_interval_s: float = EXPIRY_SCAN_S,
         limits: ConnectionLimits = NAMESRV_LIMITS,
+        acl_file: Path | None = None,
     ) -> None:
+        """`acl_file`: a plain_acl.yml; when given, the commands that change routes or
+        settings (register, unregister, delete topic, kv writes) need a signed request from
+        an admin account (or a white address).  Route queries stay open: every client needs
+        them, and they reveal only addresses."""
         self.routes = RouteTable(clock=clock, expiry_s=expiry_s)
         self.router = Router("name server")
         self.server = RemotingServer(
@@ -71,6 +78,11 @@ class NameServer:
         )
         self.scan_interval_s = scan_interval_s
         self._scanner: asyncio.Task[None] | None = None
+        if acl_file is not None:
+            self.router.use(
+                AccessControl(acl_file, admin_codes=NAMESRV_WRITE_CODES, resource_checks=False),
+                codes=NAMESRV_WRITE_CODES,
+            )
         register = self.router.register
         register(RequestCode.REGISTER_BROKER, self.register_broker)
         register(RequestCode.UNREGISTER_BROKER, self.unregister_broker)

@@ -10,7 +10,7 @@ import asyncio
 import socket
 
 from longboat.protocol import RemotingCommand
-from longboat.remoting.connection import Connection, RemotingProtocol, RequestHandler
+from longboat.remoting.connection import Connection, RemotingProtocol, RequestHandler, Signer
 from longboat.remoting.errors import ConnectError, ConnectionClosed
 
 
@@ -23,9 +23,15 @@ def split_addr(addr: str) -> tuple[str, int]:
 
 class RemotingClient:
     def __init__(
-        self, router: RequestHandler | None = None, *, connect_timeout: float = 3.0
+        self,
+        router: RequestHandler | None = None,
+        *,
+        connect_timeout: float = 3.0,
+        signer: Signer | None = None,
     ) -> None:
+        """`signer` adds credentials to every request sent on these connections (ACL)."""
         self.router = router
+        self.signer = signer
         self.connect_timeout = connect_timeout
         self._conns: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
@@ -61,7 +67,7 @@ class RemotingClient:
             # Not wait_for: it can swallow a cancellation that lands as the connect completes.
             async with asyncio.timeout(self.connect_timeout):
                 _, proto = await loop.create_connection(
-                    lambda: RemotingProtocol(self.router), host, port
+                    lambda: RemotingProtocol(self.router, signer=self.signer), host, port
                 )
         except (OSError, TimeoutError) as exc:
             raise ConnectError(f"cannot connect to {addr}: {exc or 'timed out'}") from None

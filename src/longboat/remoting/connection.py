@@ -35,6 +35,9 @@ from longboat.protocol import (
 from longboat.protocol.command import OpaqueCounter
 from longboat.remoting.errors import ConnectionClosed, RequestTimeout
 
+# Adds credentials to an outgoing request (the ACL signature); see protocol.acl_signature.
+Signer = Callable[[RemotingCommand], None]
+
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 1024
@@ -60,8 +63,11 @@ class RemotingProtocol(asyncio.Protocol):
         max_frame: int = 16 * 1024 * 1024,
         on_open: Callable[[Connection], None] | None = None,
         on_close: Callable[[Connection], None] | None = None,
+        signer: Signer | None = None,
     ) -> None:
+        """`signer` adds credentials to each request this side sends (ACL's signature)."""
         self.handler = handler
+        self.signer = signer
         self.decoder = FrameDecoder(max_frame)
         self.conn: Connection | None = None
         self._on_open = on_open
@@ -72,6 +78,7 @@ class RemotingProtocol(asyncio.Protocol):
         transport = cast(asyncio.Transport, transport)
         transport.set_write_buffer_limits(high=WRITE_HIGH_WATER)
         self.conn = Connection(transport, self.handler, on_resume=self.process_buffered)
+        self.conn.signer = self.signer
         if self._on_close is not None:
             self.conn.add_close_callback(self._on_close)
         if self._on_open is not None:
@@ -143,6 +150,7 @@ class Connection:
         self.handler = handler
         self._on_resume = on_resume
         self._bad_requests = 0
+        self.signer: Signer | None = None
         # Monotonic time of the last bytes read or written (a server closes idle connections).
         self.last_active = time.monotonic()
         # Set by a server over its connection cap: every request is answered SYSTEM_BUSY with
@@ -256,6 +264,8 @@ class Connection:
         cmd.opaque = self._opaque.next()
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
         self._pending[cmd.opaque] = fut
+        if self.signer is not None:
+            self.signer(cmd)
         self.send(cmd)
         try:
             # asyncio.timeout, not wait_for: on 3.11 wait_for returns the answer and swallows a
@@ -275,6 +285,8 @@ class Connection:
             raise ConnectionClosed(f"connection to {self.peer} is closed")
         cmd.opaque = self._opaque.next()
         cmd.flag |= 0x2
+        if self.signer is not None:
+            self.signer(cmd)
         self.send(cmd)
 
     # ------------------------------------------------------------------ closing
