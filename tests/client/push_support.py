@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from longboat.client import Message
+from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
-from longboat.client.push import PushConsumer
+from longboat.client.push import ConsumeFrom, PushConsumer
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import decode_offset_table
+from longboat.protocol.headers import ResetOffsetRequestHeader
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
+from longboat.remoting import RemotingClient
 
 from .client_e2e import config_for, unique
 
@@ -111,3 +116,54 @@ async def settled(
                 await asyncio.sleep(0.05)
     except TimeoutError:
         raise AssertionError(f"(owned, distinct) per topic {partition()} != {want}") from None
+
+
+async def broker_driven_reset_restarts_a_live_group(namesrv: str, broker_addr: str) -> int:
+    """A live push consumer of a 1-queue topic consumed everything; the broker at
+    `broker_addr` is asked to reset the group to a time between two halves
+    (INVOKE_BROKER_TO_RESET_OFFSET, as `mqadmin resetOffsetByTime` asks it) and tells the
+    member (RESET_CONSUMER_CLIENT_OFFSET): the messages from the offset the broker chose are
+    delivered again, and the group's committed offset ends at the queue's end.  Returns that
+    offset (the queue holds 3 messages stored before the time, then 3 after it)."""
+    topic, group = await create_topic(namesrv, 1), unique("reset_g")
+    first, second = [f"first-{i}" for i in range(3)], [f"second-{i}" for i in range(3)]
+    await send(namesrv, topic, first)
+    await asyncio.sleep(0.05)
+    between_ms = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    await send(namesrv, topic, second)
+    deliveries = Deliveries()
+    config = ClientConfig(
+        [namesrv],
+        client_ip="127.0.0.1",
+        instance_name=unique("c"),
+        persist_consumer_offset_interval=0.1,
+    )
+    consumer = PushConsumer(group, config=config, consume_from=ConsumeFrom.FIRST_OFFSET)
+    consumer.subscribe(topic)
+    consumer.register_listener(lambda msgs, ctx: deliveries.record("c", ctx.mq, msgs))
+    await consumer.start()
+    admin = RemotingClient()
+    try:
+        await deliveries.wait(lambda: len(deliveries.all) == 6)
+        # RocketMQ resets only a group with an offset on every queue: wait for the commit.
+        async with Admin(config=config_for(namesrv)) as reader, asyncio.timeout(10):
+            while [p.consumer_offset for p in await reader.group_progress(group, topic)] != [6]:
+                await asyncio.sleep(0.05)
+        header = ResetOffsetRequestHeader(topic, group, between_ms, isForce=True)
+        request = RemotingCommand.request(
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header.to_ext()
+        )
+        response = await admin.request(broker_addr, request, 10)
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        (reset_to,) = decode_offset_table(response.body).values()
+        await deliveries.wait(lambda: len(deliveries.all) == 12 - reset_to, timeout=30)
+        assert deliveries.bodies()[6:] == (first + second)[reset_to:]
+    finally:
+        await admin.close()
+        await consumer.shutdown()
+    (mq,) = {d.mq for d in deliveries.all}
+    async with Admin(config=config_for(namesrv)) as reader:
+        progress = {p.mq: p.consumer_offset for p in await reader.group_progress(group, topic)}
+    assert progress == {mq: 6}
+    return reset_to

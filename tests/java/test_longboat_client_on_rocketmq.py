@@ -23,9 +23,9 @@ from pathlib import Path
 import pytest
 
 from client.client_e2e import config_for, read_topic, unique
-from client.push_support import Deliveries, positioned
+from client.push_support import Deliveries, broker_driven_reset_restarts_a_live_group, positioned
 from longboat.client import Message, NoRouteError
-from longboat.client.admin import Admin
+from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.message import SendResult
@@ -307,14 +307,8 @@ async def test_admin_on_rocketmq_progress_lag_reset_and_lookups(
     async with Admin(config=config_for(ns)) as admin:
         route = await admin.route(topic)
         assert [q.write_queue_nums for q in route.queue_datas] == [2]
-        queues = [status.mq for status in await admin.topic_status(topic)]
         # The group commits 1 message per queue: lag is the rest.
-        lite = LitePullConsumer(group, config=config_for(ns), auto_commit=False)
-        await lite.start()
-        try:
-            await lite.commit({mq: 1 for mq in queues})
-        finally:
-            await lite.shutdown()
+        await admin.reset_offsets(group, topic, QueueOffset(1))
         progress = {p.mq.queue_id: p for p in await admin.group_progress(group, topic)}
         assert {q: (p.broker_offset, p.consumer_offset, p.lag) for q, p in progress.items()} == {
             q: (n, 1, n - 1) for q, n in ends.items()
@@ -341,3 +335,13 @@ async def test_admin_on_rocketmq_progress_lag_reset_and_lookups(
         )
         (keyed,) = await admin.messages_by_key(topic, "early-1")
         assert keyed.body == b"e1"
+
+
+async def test_a_broker_driven_reset_restarts_a_live_group(
+    rocketmq_cluster: RocketMQCluster,
+) -> None:
+    reset_to = await broker_driven_reset_restarts_a_live_group(
+        rocketmq_cluster.namesrv_addr, rocketmq_cluster.broker_addr
+    )
+    # RocketMQ's broker picks the message stored closest to the time, on either side of it.
+    assert reset_to in (2, 3)

@@ -36,12 +36,22 @@ from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
 from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
-from longboat.protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
+from longboat.protocol.bodies import (
+    ConsumerData,
+    HeartbeatData,
+    TopicRouteData,
+    decode_offset_table,
+)
 from longboat.protocol.errors import ProtocolError
-from longboat.protocol.headers import CheckTransactionStateRequestHeader, ConsumerGroupHeader
+from longboat.protocol.headers import (
+    CheckTransactionStateRequestHeader,
+    ConsumerGroupHeader,
+    ResetOffsetRequestHeader,
+)
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, RemotingClient, Router
 
 log = logging.getLogger(__name__)
@@ -64,6 +74,11 @@ class InstanceConsumer(Protocol):
         """A broker says the group's membership changed: rebalance soon.  Must not block."""
         ...
 
+    def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """A broker moved the group's offsets on `topic` (RESET_CONSUMER_CLIENT_OFFSET, what
+        `mqadmin resetOffsetByTime` makes it send to each live member).  Must not block."""
+        ...
+
 
 RouteListener = Callable[[str, TopicRoute], None]
 
@@ -81,6 +96,7 @@ class ClientInstance:
         self.api = ClientAPI(self.remoting, config)
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
+        self.router.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
         self._transaction_checkers: dict[str, TransactionChecker] = {}
         self._refs = 0
         self._producers: set[str] = set()
@@ -373,6 +389,18 @@ class ClientInstance:
             )
             return
         checker(conn, header, msg)
+
+    def _on_reset_offset(self, conn: Connection, cmd: RemotingCommand) -> None:
+        try:
+            header = ResetOffsetRequestHeader.from_ext(cmd.ext_fields)
+            offsets = decode_offset_table(cmd.body)
+        except ProtocolError as exc:
+            log.warning("malformed offset reset from %s: %s", conn.peer, exc)
+            return
+        consumer = self._consumers.get(header.group)
+        if consumer is not None:
+            log.info("offsets of %s on %s reset by %s", header.group, header.topic, conn.peer)
+            consumer.on_reset_offset(header.topic, offsets)
 
     def __repr__(self) -> str:
         return f"ClientInstance({self.client_id})"

@@ -466,6 +466,11 @@ class LitePullConsumer(InstanceUser):
     def on_consumer_ids_changed(self) -> None:
         self._rebalance_wanted.set()
 
+    def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """Ignored, as Java's lite pull consumer ignores it: positions are the application's
+        (`seek`)."""
+        log.info("%s: ignoring a broker's offset reset of %s (use seek)", self, topic)
+
     def _on_route_changed(self, topic: str, route: TopicRoute) -> None:
         if topic in self._subscriptions:
             self._rebalance_wanted.set()

@@ -162,6 +162,7 @@ class PushConsumer(InstanceUser):
         self._service: ConsumeService | None = None
         self._store: OffsetStore | None = None
         self._rebalance: RebalanceService | None = None
+        self._resets: set[asyncio.Task[None]] = set()
         self._producer: Producer | None = None
         self._persist_task: asyncio.Task[None] | None = None
 
@@ -300,6 +301,9 @@ class PushConsumer(InstanceUser):
         instance = self._instance
         if instance is None:
             return
+        for task in list(self._resets):
+            task.cancel()
+            await ended(task)
         if self._rebalance is not None:
             await self._rebalance.stop()
             with contextlib.suppress(ValueError):
@@ -368,6 +372,31 @@ class PushConsumer(InstanceUser):
 
     def on_consumer_ids_changed(self) -> None:
         self._request_rebalance()
+
+    def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        """The owned queues of `topic` in `offsets` restart there: dropped as a rebalance
+        drops them (pulls stopped, running listeners done), their offsets written as given,
+        and started again (RocketMQ's Java consumer does the same after a 10 s pause)."""
+        table = {mq: o for mq, o in offsets.items() if mq.topic == topic}
+        if self._rebalance is None or not table:
+            return
+        task = asyncio.create_task(self._reset(table), name=f"reset {self}")
+        self._resets.add(task)
+        task.add_done_callback(self._resets.discard)
+
+    async def _reset(self, table: dict[MessageQueue, int]) -> None:
+        rebalance, store = self._rebalance, self._store
+        assert rebalance is not None and store is not None
+
+        async def write(mqs: list[MessageQueue]) -> None:
+            for mq in mqs:
+                store.reset(mq, table[mq])
+            await store.persist(mqs)
+
+        try:
+            await rebalance.restart_queues(sorted(table), write)
+        except (ClientError, OSError) as exc:
+            log.warning("%s: resetting offsets failed: %s", self, exc)
 
     def _request_rebalance(self) -> None:
         if self._rebalance is not None:

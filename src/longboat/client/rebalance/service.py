@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import logging
 import random
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from longboat.client.errors import ClientError
@@ -145,6 +146,23 @@ class RebalanceService:
                     len(dropped),
                     len(wanted),
                 )
+
+    async def restart_queues(
+        self,
+        mqs: list[MessageQueue],
+        between: Callable[[list[MessageQueue]], Awaitable[None]],
+    ) -> None:
+        """Drop those of `mqs` still owned, run `between` on them, and add them again, under
+        the rebalance lock: a broker-driven offset reset restarts queues this way, never
+        racing a rebalance that moves them."""
+        async with self._lock:
+            owned = self.target.owned()
+            mine = [mq for mq in mqs if mq in owned]
+            if not mine:
+                return
+            await self.target.drop_queues(mine)
+            await between(mine)
+            await self.target.add_queues(mine)
 
     async def _share_of(self, topic: str) -> set[MessageQueue] | None:
         """This member's share of `topic`, or None when it cannot be known now."""
