@@ -20,11 +20,14 @@ from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     BrokerData,
     ConsumerData,
+    MessageQueue,
     QueueData,
     TopicRouteData,
+    encode_offset_table,
 )
 from longboat.protocol.headers import (
     ConsumerGroupHeader,
+    ResetOffsetRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
@@ -115,12 +118,18 @@ class _Member:
 
     def __init__(self) -> None:
         self.changed = asyncio.Event()
+        self.reset = asyncio.Event()
+        self.resets: list[tuple[str, dict[MessageQueue, int]]] = []
 
     def consumer_data(self) -> ConsumerData:
         return ConsumerData(group_name=self.group)
 
     def on_consumer_ids_changed(self) -> None:
         self.changed.set()
+
+    def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
+        self.resets.append((topic, offsets))
+        self.reset.set()
 
 
 async def test_broker_notices_reach_the_consumer(servers: list[RemotingServer]) -> None:
@@ -150,6 +159,16 @@ async def test_broker_notices_reach_the_consumer(servers: list[RemotingServer]) 
         )
         conn.oneway(notice)
         await asyncio.wait_for(member.changed.wait(), 5)
+        # A broker-driven reset reaches the group's consumer with its table.
+        table = {MessageQueue("T", "b", 0): 7}
+        reset = RemotingCommand.request(
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET,
+            ResetOffsetRequestHeader("T", "g1", -1).to_ext(),
+            encode_offset_table(table),
+        )
+        conn.oneway(reset)
+        await asyncio.wait_for(member.reset.wait(), 5)
+        assert member.resets == [("T", table)]
         # A request the client does not serve is answered, not left hanging.
         answer = await conn.request(
             RemotingCommand.request(RequestCode.GET_CONSUMER_STATUS_FROM_CLIENT), 5
