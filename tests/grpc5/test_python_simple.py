@@ -153,8 +153,17 @@ def test_fifo_group_holds_back_while_unacked(grpc5: Grpc5) -> None:
             producer.send(message(topic, b"2", group="g"))
         # "2" waits for "1"'s ack.
         assert consumer.receive(32, 30) == []
-        consumer.ack(first)
-        assert [m.body for m in receive_all(consumer, 1)] == [b"2"]
+        # A receive parked meanwhile is woken by the ack, long before its 15 s poll ends.
+        consumer.await_duration = 15
+        timer = threading.Timer(0.5, consumer.ack, (first,))
+        started = time.monotonic()
+        timer.start()
+        try:
+            got = consumer.receive(32, 30)
+        finally:
+            timer.join()
+        assert [m.body for m in got] == [b"2"]
+        assert time.monotonic() - started < 10
 
 
 def test_dead_letter_after_max_attempts(grpc5: Grpc5) -> None:

@@ -300,13 +300,16 @@ class PopService:
         self._commit(key, q)
 
     def next_visible_at(self, group: str, topic: str) -> float | None:
-        """When an in-flight message of the group's topic becomes visible again, if any."""
+        """The next instant an in-flight message of the group's topic becomes visible again
+        (None: none will).  Messages already visible but held back (FIFO) are not counted:
+        an ack, not the clock, releases them."""
+        now = self._clock()
         times = [
-            t
+            f.until
             for (g, tp, _), q in self.table.items()
             if g == group and tp == topic
-            for t in (q.next_visible_at(),)
-            if t is not None
+            for f in q.inflight.values()
+            if f.until > now
         ]
         return min(times, default=None)
 

@@ -71,9 +71,6 @@ class QueuePop:
         """In-flight offsets whose invisible time is over, oldest first."""
         return sorted(o for o, f in self.inflight.items() if f.until <= now)
 
-    def next_visible_at(self) -> float | None:
-        """When the earliest in-flight message becomes visible again (None: nothing in flight)."""
-        return min((f.until for f in self.inflight.values()), default=None)
 
 
 class PopTable:

@@ -531,6 +531,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 )
             )
         self.pop.maybe_compact()
+        # An ack can release a FIFO queue's next message: parked receives look again.
+        self.wakeups.wake_topic(request.topic.name)
         codes = {e.status.code for e in entries}
         if not entries:
             top = status(Code.BAD_REQUEST, "no entry to ack")
@@ -567,6 +569,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             group = self._group(request.group)
             self._topic(request.topic, PERM_READ)
             self.pop.forward_to_dlq(group, request.topic.name, request.receipt_handle)
+            self.wakeups.wake_topic(request.topic.name)
         except Refused as refused:
             return svc.ForwardMessageToDeadLetterQueueResponse(
                 status=status(refused.code, refused.message)
