@@ -11,8 +11,11 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.common.message.MessageClientExt;
 import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.remoting.RPCHook;
 
 /**
  * What every peer program shares: "--name value" options, one JSON object per line on stdout,
@@ -63,6 +66,18 @@ final class Peer {
     long number(String name, long fallback) {
         String value = options.get(name);
         return value == null ? fallback : Long.parseLong(value);
+    }
+
+    /**
+     * The ACL hook of --access-key / --secret-key (RocketMQ's AclClientRPCHook, which signs
+     * every request), or null without them.
+     */
+    RPCHook aclHook() {
+        String accessKey = options.get("access-key");
+        if (accessKey == null) {
+            return null;
+        }
+        return new AclClientRPCHook(new SessionCredentials(accessKey, require("secret-key")));
     }
 
     long millisLeft() {

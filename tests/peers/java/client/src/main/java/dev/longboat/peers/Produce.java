@@ -32,13 +32,15 @@ public final class Produce {
     private static final String USAGE = "Produce --namesrv HOST:PORT --topic T [--count N]"
             + " [--mode sync|async|oneway|batch|ordered] [--tags A,B] [--keys PREFIX]"
             + " [--body TEXT] [--body-size B] [--props k=v,...] [--delay-level L]"
-            + " [--shard-keys K] [--interval-ms MS] [--group PG] [--timeout-ms MS]";
+            + " [--shard-keys K] [--interval-ms MS] [--group PG] [--timeout-ms MS]"
+            + " [--access-key AK --secret-key SK]";
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
         String topic = peer.require("topic");
         int count = (int) peer.number("count", 1);
-        DefaultMQProducer producer = new DefaultMQProducer(peer.get("group", "java-peer-producer"));
+        DefaultMQProducer producer =
+                new DefaultMQProducer(peer.get("group", "java-peer-producer"), peer.aclHook());
         producer.setNamesrvAddr(peer.require("namesrv"));
         producer.setInstanceName("produce-" + ProcessHandle.current().pid());
         producer.setSendMsgTimeout(10000);

@@ -9,6 +9,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
@@ -54,7 +55,8 @@ public final class PushConsume {
         long consumeMs = peer.number("consume-ms", 0);
         CountDownLatch enough = new CountDownLatch(1);
 
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(peer.require("group"));
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
+                peer.require("group"), peer.aclHook(), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(peer.require("namesrv"));
         consumer.setInstanceName(peer.get("instance", "push-" + ProcessHandle.current().pid()));
         consumer.subscribe(topic, peer.get("tags", "*"));
