@@ -32,15 +32,12 @@ from dataclasses import dataclass
 
 from bench.broker_bench import servers_in_child
 
-from longboat.client import ClientConfig, Message
+from longboat.client import ClientConfig, Message, PullStatus
 from longboat.client.admin import Admin
-from longboat.client.api import PullStatus
 from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, ConsumeFrom, PushConsumer
-from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
-from longboat.protocol.sysflags import PullSysFlag
 
 BODY = b"x" * 256
 QUEUES = 4
@@ -119,12 +116,9 @@ async def drain_with_raw_pulls(namesrv: str, topic: str, n: int, group: str) -> 
             addr = await instance.find_master_addr(mq.broker_name, topic)
             offset = 0
             while True:
-                header = PullMessageRequestHeader(
-                    group, topic, mq.queue_id, offset, 32,
-                    PullSysFlag.build(commit_offset=False, suspend=True, subscription=True),
-                    0, 1000, 0, "*", "TAG",
-                )  # fmt: skip
-                result = await instance.api.pull(addr, header, timeout=5)
+                result = await instance.api.pull(
+                    addr, mq, offset, group=group, max_msgs=32, timeout=5, suspend=1.0
+                )
                 offset = result.next_begin_offset
                 if result.status is PullStatus.FOUND:
                     got += len(result.messages)

@@ -8,8 +8,9 @@ import time
 import pytest
 
 from longboat.client import Message, MessageExt
-from longboat.client.admin import Admin, GroupOnlineError, MessageNotFoundError
+from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
+from longboat.client.errors import GroupOnlineError, MessageNotFoundError
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
 from longboat.client.sync import Admin as BlockingAdmin

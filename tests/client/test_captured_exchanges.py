@@ -24,15 +24,14 @@ from dataclasses import replace
 
 import pytest
 
-from longboat.client import ClientConfig, Message, NoRouteError
-from longboat.client.api import ClientAPI, PullStatus
+from longboat.client import ClientConfig, Message, NoRouteError, PullResult, PullStatus
+from longboat.client.api import ClientAPI
 from longboat.client.producer import Producer
 from longboat.protocol import FrameDecoder, RemotingCommand
 from longboat.protocol.bodies import HeartbeatData
 from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.properties import Prop, string_to_properties
-from longboat.protocol.sysflags import MessageSysFlag
-from longboat.protocol.tags import TagExpression
+from longboat.protocol.sysflags import MessageSysFlag, PullSysFlag
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from protocol.vector_data import Vector, java_ext, load_vectors
@@ -186,25 +185,38 @@ async def test_consumer_requests_and_answers(replay: tuple[Replay, ClientAPI]) -
     assert_carries(server.requests[-1], theirs)
 
 
-def _pull_header(theirs: Vector) -> PullMessageRequestHeader:
-    """The same pull as the real client's, plus `expressionType` as Java clients send it."""
-    header = PullMessageRequestHeader.from_ext(java_ext(theirs.header["extFields"]))
-    return replace(header, expressionType="TAG")
+async def pull_as_they_did(api: ClientAPI, addr: str, theirs: Vector) -> PullResult:
+    """The real client's pull made through our keyword builder (which must write the same
+    header, plus `expressionType` as Java clients send it)."""
+    h = PullMessageRequestHeader.from_ext(java_ext(theirs.header["extFields"]))
+    flag = PullSysFlag(h.sysFlag)
+    assert flag & PullSysFlag.SUBSCRIPTION  # ours always carries the subscription
+    return await api.pull(
+        addr,
+        MessageQueue(h.topic, "broker-a", h.queueId),
+        h.queueOffset,
+        group=h.consumerGroup,
+        max_msgs=h.maxMsgNums,
+        timeout=3,
+        expression=h.subscription or "*",
+        sub_version=h.subVersion,
+        suspend=h.suspendTimeoutMillis / 1000 if flag & PullSysFlag.SUSPEND else 0,
+        commit_offset=h.commitOffset if flag & PullSysFlag.COMMIT_OFFSET else None,
+        lite=bool(flag & PullSysFlag.LITE_PULL_MESSAGE),
+    )
 
 
 async def test_pulls_long_polls_and_send_back(replay: tuple[Replay, ClientAPI]) -> None:
     server, api = replay
     # A held pull that ended with nothing new.
     request = server.expect("consumer_retry", 37)
-    empty = await api.pull(server.addr, _pull_header(request), timeout=3)
+    empty = await pull_as_they_did(api, server.addr, request)
     assert_carries(server.requests[-1], request)
     assert empty.status is PullStatus.NO_NEW_MSG and empty.messages == []
 
     # A pull answer with a record: decoded, tag-checked, offsets attached.
     theirs = server.expect("consumer_retry", 11)
-    found = await api.pull(
-        server.addr, _pull_header(theirs), timeout=3, tag_filter=TagExpression.parse("TagA")
-    )
+    found = await pull_as_they_did(api, server.addr, theirs)
     assert_carries(server.requests[-1], theirs)
     assert found.status is PullStatus.FOUND
     assert (found.next_begin_offset, found.min_offset, found.max_offset) == (1, 0, 1)

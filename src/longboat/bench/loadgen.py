@@ -23,15 +23,20 @@ import psutil
 
 from longboat.bench.stats import BenchResult
 from longboat.bench.usage import cpu_pct, sample
-from longboat.client import ClientConfig, Message, MessageExt, MessageQueue, NoRouteError
+from longboat.client import (
+    ClientConfig,
+    Message,
+    MessageExt,
+    MessageQueue,
+    NoRouteError,
+    PullResult,
+    PullStatus,
+)
 from longboat.client.admin import Admin
-from longboat.client.api import PullResult, PullStatus
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, PushConsumer
-from longboat.protocol.headers import PullMessageRequestHeader
-from longboat.protocol.sysflags import PullSysFlag
 
 STAMP_BYTES = 8
 # RocketMQ's broker caps one pull at 32 messages (maxTransferCountOnMessageInMemory).
@@ -214,14 +219,17 @@ class Puller:
         """One pull for `group` (default: the options' group); `commit` >= 0 commits that
         offset with it; `suspend_s` > 0 lets the broker park it that long."""
         addr = await self._broker(mq)
-        flag = PullSysFlag.build(
-            commit_offset=commit >= 0, suspend=suspend_s > 0, subscription=True
+        return await self.instance.api.pull(
+            addr,
+            mq,
+            offset,
+            group=group or self.opts.group,
+            max_msgs=max_msgs,
+            timeout=suspend_s + 10,
+            expression=self.opts.tags or "*",
+            suspend=suspend_s,
+            commit_offset=commit if commit >= 0 else None,
         )
-        header = PullMessageRequestHeader(
-            group or self.opts.group, mq.topic, mq.queue_id, offset, max_msgs, flag,
-            max(commit, 0), int(suspend_s * 1000), 0, self.opts.tags or "*", "TAG",
-        )  # fmt: skip
-        return await self.instance.api.pull(addr, header, timeout=suspend_s + 10)
 
     async def commit(self, mq: MessageQueue, offset: int, group: str | None = None) -> None:
         """Commit an offset on its own (the last one, which no next pull carries)."""

@@ -14,11 +14,11 @@ from longboat.cli.render import format_duration, format_ms
 from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import (
     Admin,
-    GroupOnlineError,
     QueueOffset,
     QueueProgress,
     ResetTarget,
 )
+from longboat.client.errors import GroupOnlineError
 from longboat.client.message import MessageQueue
 from longboat.protocol.bodies import ConsumerConnection
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX

@@ -23,8 +23,14 @@ from rich.logging import RichHandler
 from rich.markup import escape
 
 from longboat.broker.config import ConfigError
-from longboat.client.admin import GroupOnlineError, MessageNotFoundError
-from longboat.client.errors import BrokerError, ClientError, ClientUsageError, TransportError
+from longboat.client.errors import (
+    BrokerError,
+    ClientError,
+    ClientUsageError,
+    GroupOnlineError,
+    MessageNotFoundError,
+    TransportError,
+)
 
 T = TypeVar("T")
 

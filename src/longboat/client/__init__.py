@@ -13,12 +13,15 @@ from longboat.client.errors import (
     ClientClosedError,
     ClientError,
     ClientUsageError,
+    GroupOnlineError,
+    MessageNotFoundError,
     MessageTooLargeError,
     NoRouteError,
     SendTimeoutError,
     TransportError,
 )
 from longboat.client.message import Message, MessageExt, MessageQueue, SendResult, SendStatus
+from longboat.client.types import PullResult, PullStatus
 
 __all__ = [
     "BrokerBusyError",
@@ -27,11 +30,15 @@ __all__ = [
     "ClientConfig",
     "ClientError",
     "ClientUsageError",
+    "GroupOnlineError",
     "Message",
     "MessageExt",
+    "MessageNotFoundError",
     "MessageQueue",
     "MessageTooLargeError",
     "NoRouteError",
+    "PullResult",
+    "PullStatus",
     "SendResult",
     "SendStatus",
     "SendTimeoutError",

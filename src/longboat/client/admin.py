@@ -24,6 +24,8 @@ from longboat.client.errors import (
     BrokerError,
     ClientError,
     ClientUsageError,
+    GroupOnlineError,
+    MessageNotFoundError,
     TransportError,
 )
 from longboat.client.instance import ClientInstance
@@ -51,23 +53,6 @@ class QueueOffset:
 
 ResetTarget = Literal["earliest", "latest"] | int | datetime | QueueOffset
 _ROUTE_POLL_INTERVAL = 0.05
-
-
-class GroupOnlineError(ClientError):
-    """The consumer group has live members; stop them before resetting its offsets."""
-
-    def __init__(self, group: str, client_ids: list[str]) -> None:
-        super().__init__(
-            f"consumer group {group} has {len(client_ids)} live member(s) "
-            f"({', '.join(client_ids)}); stop them first — a running consumer would overwrite "
-            f"the reset with the offsets it holds (or pass force=True)"
-        )
-        self.group = group
-        self.client_ids = client_ids
-
-
-class MessageNotFoundError(ClientError):
-    """No broker holds a message matching the lookup; the text says what was searched."""
 
 
 @dataclass(frozen=True, slots=True)

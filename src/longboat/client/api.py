@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass, field
-from enum import Enum
 
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
@@ -26,6 +24,7 @@ from longboat.client.errors import (
     transport_error,
 )
 from longboat.client.message import SendResult, SendStatus
+from longboat.client.types import PullResult, PullStatus
 from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ClusterInfo,
@@ -79,35 +78,12 @@ _NO_CONSUMER_REMARK = "no consumer"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 
 
-class PullStatus(Enum):
-    FOUND = "FOUND"
-    # Nothing at or after the offset (PULL_NOT_FOUND, after any long-poll hold).
-    NO_NEW_MSG = "NO_NEW_MSG"
-    # Entries were scanned but none passed the filter; pull again from next_begin_offset.
-    NO_MATCHED_MSG = "NO_MATCHED_MSG"
-    # The offset is outside [min, max]; next_begin_offset is where to go instead.
-    OFFSET_ILLEGAL = "OFFSET_ILLEGAL"
-
-
 _PULL_STATUS: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
     ResponseCode.PULL_OFFSET_MOVED: PullStatus.OFFSET_ILLEGAL,
 }
-
-
-@dataclass(slots=True)
-class PullResult:
-    status: PullStatus
-    next_begin_offset: int
-    min_offset: int
-    max_offset: int
-    suggest_which_broker_id: int = 0
-    # Decoded, decompressed and tag-checked messages (empty when pulled with decode=False).
-    messages: list[MessageExt] = field(default_factory=list)
-    # The response body as received: stored records back to back, bodies still compressed.
-    body: bytes = b""
 
 
 class ClientAPI:
@@ -250,14 +226,47 @@ class ClientAPI:
     async def pull(
         self,
         addr: str,
-        header: PullMessageRequestHeader,
+        mq: MessageQueue,
+        offset: int,
         *,
+        group: str,
+        max_msgs: int,
         timeout: float,
-        tag_filter: TagExpression | None = None,
+        expression: TagExpression | str = "*",
+        sub_version: int = 0,
+        suspend: float = 0.0,
+        commit_offset: int | None = None,
+        lite: bool = False,
         decode: bool = True,
     ) -> PullResult:
-        """PULL_MESSAGE.  With `decode`, messages are decompressed, checked against the exact
-        tags of `tag_filter` (the broker only filtered by hash) and carry MIN/MAX_OFFSET."""
+        """PULL_MESSAGE of up to `max_msgs` messages of `mq` from `offset` on, for `group`.
+
+        The one place a pull header and its flags are built.  The subscription (`expression`,
+        tags only) always travels with the pull, so no heartbeat is needed first; `suspend` > 0
+        lets the broker hold the pull that many seconds until a message arrives (`timeout`
+        must exceed it); `commit_offset` asks the broker to store the group's offset with the
+        pull; `lite` marks a lite-pull consumer's pull, as Java's does.  With `decode`,
+        messages are decompressed, checked against the exact tags of `expression` (the broker
+        only filtered by hash) and carry MIN/MAX_OFFSET; without it only `body` is set."""
+        tags = TagExpression.parse(expression) if isinstance(expression, str) else expression
+        header = PullMessageRequestHeader(
+            consumerGroup=group,
+            topic=mq.topic,
+            queueId=mq.queue_id,
+            queueOffset=offset,
+            maxMsgNums=max_msgs,
+            sysFlag=PullSysFlag.build(
+                commit_offset=commit_offset is not None,
+                suspend=suspend > 0,
+                subscription=True,
+                lite_pull=lite,
+            ),
+            commitOffset=commit_offset or 0,
+            suspendTimeoutMillis=int(suspend * 1000),
+            subVersion=sub_version,
+            subscription=tags.expression,
+            expressionType="TAG",
+        )
         cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext())
         response = await self._call(addr, cmd, timeout, ok=_PULL_STATUS)
         try:
@@ -277,7 +286,7 @@ class ClientAPI:
         if decode and result.status is PullStatus.FOUND:
             min_s, max_s = str(rh.minOffset), str(rh.maxOffset)
             for msg in decode_records(response.body, decompress=True):
-                if tag_filter is not None and not tag_filter.matches_tag(msg.tags):
+                if not tags.matches_tag(msg.tags):
                     continue
                 msg.properties[Prop.MIN_OFFSET] = min_s
                 msg.properties[Prop.MAX_OFFSET] = max_s
@@ -357,18 +366,10 @@ class ClientAPI:
         RocketMQ's TOOLS_CONSUMER group, committing nothing, never held."""
         result = await self.pull(
             addr,
-            PullMessageRequestHeader(
-                consumerGroup=TOOLS_CONSUMER_GROUP,
-                topic=mq.topic,
-                queueId=mq.queue_id,
-                queueOffset=offset,
-                maxMsgNums=count,
-                sysFlag=PullSysFlag.SUBSCRIPTION,
-                commitOffset=0,
-                suspendTimeoutMillis=0,
-                subscription="*",
-                expressionType="TAG",
-            ),
+            mq,
+            offset,
+            group=TOOLS_CONSUMER_GROUP,
+            max_msgs=count,
             timeout=self.config.request_timeout,
         )
         return result.messages

@@ -8,7 +8,9 @@ Three kinds of fault, told apart by type so callers can react without parsing me
   code, the remote's remark and the address, and `retriable` says whether trying again (on
   another broker, or later) can help;
 * the network failed (`TransportError`, `SendTimeoutError`): always retriable; the request
-  may or may not have been carried out.
+  may or may not have been carried out;
+* an admin request found the cluster in a state that refuses it (`GroupOnlineError`,
+  `MessageNotFoundError`): the text says what to change.
 
 Callers of the client only ever see these types: `api.py` maps `RemotingError` and non-success
 answers here, through `transport_error` and `broker_error`, and nowhere else.
@@ -43,6 +45,23 @@ class ClientClosedError(ClientError):
 
 class MessageTooLargeError(ClientUsageError):
     """A message (or batch) is over the producer's `max_message_size`; nothing was sent."""
+
+
+class GroupOnlineError(ClientError):
+    """The consumer group has live members; stop them before resetting its offsets."""
+
+    def __init__(self, group: str, client_ids: list[str]) -> None:
+        super().__init__(
+            f"consumer group {group} has {len(client_ids)} live member(s) "
+            f"({', '.join(client_ids)}); stop them first — a running consumer would overwrite "
+            f"the reset with the offsets it holds (or pass force=True)"
+        )
+        self.group = group
+        self.client_ids = client_ids
+
+
+class MessageNotFoundError(ClientError):
+    """No broker holds a message matching the lookup; the text says what was searched."""
 
 
 class TransportError(ClientError):

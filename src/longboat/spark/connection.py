@@ -18,23 +18,16 @@ import zlib
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
-from longboat.client.api import PullResult
+from longboat.client import PullResult
 from longboat.client.config import ClientConfig, parse_namesrv_addrs
 from longboat.client.errors import NoRouteError
 from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.client.sync import LoopThread
-from longboat.protocol.headers import PullMessageRequestHeader
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.types import MessageQueue
 
 T = TypeVar("T")
 
-# A plain read of a range: no suspend (the range is known to exist), subscription in the
-# request so no heartbeat is needed, nothing committed by the pull.
-_PULL_FLAGS = PullSysFlag.build(
-    commit_offset=False, suspend=False, subscription=True, lite_pull=True
-)
 _IMPLICIT_TOPIC = re.compile(r"^(%RETRY%|%DLQ%|rmq_sys_|SCHEDULE_TOPIC_XXXX$|TBW102$)")
 
 
@@ -112,20 +105,17 @@ class BrokerLink:
     async def _pull(
         self, mq: MessageQueue, offset: int, count: int, tags: str, group: str
     ) -> PullResult:
-        header = PullMessageRequestHeader(
-            consumerGroup=group,
-            topic=mq.topic,
-            queueId=mq.queue_id,
-            queueOffset=offset,
-            maxMsgNums=count,
-            sysFlag=_PULL_FLAGS,
-            commitOffset=0,
-            suspendTimeoutMillis=0,
-            subscription=tags,
-            expressionType="TAG",
-        )
+        # A plain read of a range: no suspend (the range is known to exist), nothing committed.
         return await self.instance.api.pull(
-            await self._addr(mq), header, timeout=self.config.request_timeout, decode=False
+            await self._addr(mq),
+            mq,
+            offset,
+            group=group,
+            max_msgs=count,
+            timeout=self.config.request_timeout,
+            expression=tags,
+            lite=True,
+            decode=False,
         )
 
     # ------------------------------------------------------------------ group offsets

@@ -46,7 +46,7 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from longboat.client.api import PullStatus
+from longboat.client import PullStatus
 from longboat.protocol.message import decode_records
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue

@@ -28,14 +28,12 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from longboat.client.api import PullStatus
 from longboat.client.errors import BrokerBusyError, ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.tasks import ended
-from longboat.protocol.headers import PullMessageRequestHeader
+from longboat.client.types import PullStatus
 from longboat.protocol.message import MessageExt
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
 
@@ -52,6 +50,8 @@ class PullSettings:
     error_backoff: float = 1.0
     busy_backoff: float = 0.02
     max_backoff: float = 10.0
+    # Mark pulls as a lite-pull consumer's (Java's LITE_PULL_MESSAGE flag).
+    lite: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,23 +154,18 @@ class PullLoop:
         mq, sub, s = self.mq, self.subscription, self.settings
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         commit = self._commit_offset(mq) if self._commit_offset is not None else None
-        header = PullMessageRequestHeader(
-            consumerGroup=self.group,
-            topic=mq.topic,
-            queueId=mq.queue_id,
-            queueOffset=self.next_offset,
-            maxMsgNums=size,
-            sysFlag=PullSysFlag.build(
-                commit_offset=commit is not None and commit > 0, suspend=True, subscription=True
-            ),
-            commitOffset=commit if commit is not None and commit > 0 else 0,
-            suspendTimeoutMillis=int(s.broker_suspend_timeout * 1000),
-            subVersion=sub.version,
-            subscription=sub.expression.expression,
-            expressionType="TAG",
-        )
         result = await self.instance.api.pull(
-            addr, header, timeout=s.pull_timeout, tag_filter=sub.expression
+            addr,
+            mq,
+            self.next_offset,
+            group=self.group,
+            max_msgs=size,
+            timeout=s.pull_timeout,
+            expression=sub.expression,
+            sub_version=sub.version,
+            suspend=s.broker_suspend_timeout,
+            commit_offset=commit if commit is not None and commit > 0 else None,
+            lite=s.lite,
         )
         if self.pq.dropped:
             return
