@@ -33,6 +33,12 @@ async def test_client_doc_examples_run(namesrv: str) -> None:
     everything = {b"created", b"paid", b"shipped", b"audit", b"line-1", b"line-2", b"ping"}
     assert everything <= set(await ex["read_orders"](namesrv))
 
+    async with ex["replay_consumer"](namesrv, "orders-replay") as replay:
+        assert replay.settings.pull_batch_size == 100 and not replay.settings.auto_commit
+        replay.assign(await replay.fetch_message_queues("Orders"))
+        replayed = [m.body for m in await replay.poll(timeout=5.0)]
+        assert replayed and set(replayed) <= everything
+
     assert sorted(await ex["bill_orders"](namesrv, 2)) == [b"paid", b"shipped"]
 
     lag, by_key, first = await ex["inspect_orders"](namesrv)

@@ -146,3 +146,48 @@ async def test_subscribe_splits_queues_between_members(namesrv: str) -> None:
     finally:
         await a.shutdown()
         await b.shutdown()
+
+
+async def test_buffers_stay_under_the_queue_and_total_thresholds(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=2)
+    await produce(namesrv, topic, [b"a"] * 60, queue_id=0)
+    await produce(namesrv, topic, [b"b"] * 60, queue_id=1)
+    options = {"pull_batch_size": 4, "pull_threshold_for_queue": 10, "pull_threshold_for_all": 14}
+    async with lite(namesrv, unique("g"), auto_commit=False, **options) as consumer:
+        consumer.assign(await consumer.fetch_message_queues(topic))
+        got = await poll_n(consumer, 1)
+        await asyncio.sleep(1.0)  # the pull loops fill the buffers as far as they may
+        pqs = consumer.process_queues()
+        # Per queue: a pull never asks for more than the room left.
+        assert all(pq.peak_count <= 10 for pq in pqs.values())
+        # All queues: once over the total, no new pull starts (one in flight per queue may land).
+        assert 10 <= sum(pq.count for pq in pqs.values()) <= 14 + 2 * 4
+        got += await poll_n(consumer, 119)
+        assert sorted(m.body for m in got) == [b"a"] * 60 + [b"b"] * 60
+
+
+async def test_queue_moved_by_a_rebalance_continues_after_what_was_polled(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=2)
+    bodies = [f"m{i}".encode() for i in range(40)]
+    for q in (0, 1):
+        await produce(namesrv, topic, bodies[q::2], queue_id=q)
+    group = unique("g")
+    a = lite(namesrv, group, rebalance_interval=1.0, pull_batch_size=5)
+    a.subscribe(topic)
+    await a.start()
+    b = lite(namesrv, group, rebalance_interval=1.0, pull_batch_size=5)
+    b.subscribe(topic)
+    try:
+        first = await poll_n(a, 10)
+        await b.start()
+        got = list(first)
+        deadline = time.monotonic() + 20
+        while len(got) < 40 and time.monotonic() < deadline:
+            got += await a.poll(timeout=0.2)
+            got += await b.poll(timeout=0.2)
+        assert len(b.assignment()) == 1
+        # The queue b took over was committed by a when dropped: nothing polled comes twice.
+        assert sorted(m.body for m in got) == sorted(bodies)
+    finally:
+        await a.shutdown()
+        await b.shutdown()

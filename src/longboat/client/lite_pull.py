@@ -1,23 +1,27 @@
 """The lite pull consumer: the application calls `poll()`; pulling happens underneath.
 
-Each owned queue has one pull task that long-polls the broker (suspend 20 s, RPC timeout
-30 s, as Java's `DefaultLitePullConsumer`) and buffers what it gets; `poll()` hands buffered
-batches to the application one queue at a time, round robin.  Queues come from `assign()`
-or, after `subscribe()`, from rebalancing the group (on start, on NOTIFY_CONSUMER_IDS_CHANGED,
-on route changes and every `rebalance_interval`).
+Built on the push consumer's parts: each owned queue has a `ProcessQueue` (what was pulled
+and not yet polled, flow control) fed by a `PullLoop` (long polls held up to
+`broker_suspend_timeout`, back-off after errors); after `subscribe()` the `RebalanceService`
+decides which queues this member owns (jittered timer, one rebalance at a time, waiting for
+our heartbeat to reach the broker) and calls `add_queues` / `drop_queues` here; `assign()`
+names the queues instead, without rebalancing.  `poll()` hands buffered batches to the
+application one queue at a time, round robin.
 
-Per-queue state and its invariants (`_QueueState`):
+Per-queue state and its invariants (`_Queue`):
 
-* `buffer` holds consecutive pulled batches in offset order; `pull_offset` is past all of them.
+* `batches` holds the pulled batches not yet polled, in offset order; the process queue holds
+  the same messages (so its count drives flow control).
 * `position` is the next offset the application has not been given: every message before it
-  was returned by `poll()`.  `commit()` stores positions on the broker, so a restarted
-  consumer resumes after the last committed position (at-least-once: what was polled but not
-  committed is delivered again).
-* `seek()` cancels the queue's pull task and empties its buffer before moving both offsets,
-  so no batch pulled from the old offset can reach the application afterwards.
-* A pull task waits (no request in flight) while its queue is paused or the cache is over
-  `pull_threshold_for_queue` messages, or all queues together over `pull_threshold_for_all`;
-  `poll()` and `resume()` wake it.  Paused queues' buffered batches stay held, not returned.
+  was returned by `poll()` (the process queue's committed offset once a batch is polled).
+  `commit()` stores positions on the broker, so a restarted consumer resumes after the last
+  committed position (at-least-once: what was polled but not committed is delivered again).
+* `seek()` stops the queue's pull loop and replaces its process queue and batches before
+  moving the position, so no batch pulled from the old offset can reach the application.
+* A pull loop waits (no request in flight) while its queue is paused or holds
+  `pull_threshold_for_queue` messages, or all queues together `pull_threshold_for_all`
+  (its `gate` is cleared); `poll()` and `resume()` open it again.  Paused queues' batches
+  stay held, not returned.
 """
 
 from __future__ import annotations
@@ -25,14 +29,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections import deque
-from collections.abc import Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Unpack
 
-from longboat.client.api import PullStatus
 from longboat.client.config import ClientConfig
 from longboat.client.consume_from import (
     ConsumeFrom,
@@ -40,53 +42,34 @@ from longboat.client.consume_from import (
     initial_offset,
     offset_for,
 )
-from longboat.client.errors import (
-    BrokerBusyError,
-    ClientError,
-    ClientUsageError,
-)
+from longboat.client.consumer_settings import LitePullOptions, LitePullSettings, settings_with
+from longboat.client.errors import ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
-from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
-from longboat.client.route import TopicRoute
+from longboat.client.push.process_queue import FlowLimits, ProcessQueue
+from longboat.client.push.pull_loop import PullLoop, Subscription
+from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
-from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.protocol.message import MessageExt
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
 
-# Suspend + subscription + lite-pull: the subscription travels with every pull, so pulls do
-# not depend on the heartbeat having reached the broker; commits go separately.
-_PULL_SYS_FLAG = PullSysFlag.build(
-    commit_offset=False, suspend=True, subscription=True, lite_pull=True
-)
-_BACKOFF_ON_ERROR = 1.0
-_BACKOFF_ON_BUSY = 0.05
+_ALL = Subscription(TagExpression.parse("*"), 0)
 
 
 @dataclass(eq=False)
-class _QueueState:
+class _Queue:
     mq: MessageQueue
-    expression: TagExpression
-    sub_version: int
-    pull_offset: int | None = None
+    pq: ProcessQueue
+    pull: PullLoop
+    gate: asyncio.Event
+    batches: deque[list[MessageExt]] = field(default_factory=deque)
     position: int | None = None
     committed: int | None = None
-    buffer: deque[list[MessageExt]] = field(default_factory=deque)
-    cached: int = 0
     paused: bool = False
-    room: asyncio.Event = field(default_factory=asyncio.Event)
-    task: asyncio.Task[None] | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class _Subscription:
-    expression: TagExpression
-    version: int
 
 
 class LitePullConsumer(InstanceUser):
@@ -95,44 +78,23 @@ class LitePullConsumer(InstanceUser):
     def __init__(
         self,
         group: str,
+        settings: LitePullSettings | None = None,
         *,
         config: ClientConfig | None = None,
         namesrv_addrs: str | list[str] | None = None,
-        pull_batch_size: int = 10,
-        auto_commit: bool = True,
-        auto_commit_interval: float = 5.0,
-        consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
-        consume_timestamp_ms: int | None = None,
-        allocate: AllocateStrategy = allocate_averagely,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_for_all: int = 10_000,
-        broker_suspend_timeout: float = 20.0,
-        pull_timeout: float = 30.0,
-        rebalance_interval: float = 20.0,
+        **options: Unpack[LitePullOptions],
     ) -> None:
+        """`settings`, or its fields as keyword arguments (`options` replace fields of
+        `settings` when both are given); raises ClientUsageError for a bad value."""
         super().__init__(config, namesrv_addrs)
-        if pull_timeout <= broker_suspend_timeout:
-            raise ClientUsageError(
-                "pull_timeout must exceed broker_suspend_timeout, or held pulls time out"
-            )
         self.group = group
-        self.pull_batch_size = pull_batch_size
-        self.auto_commit = auto_commit
-        self.auto_commit_interval = auto_commit_interval
-        self.consume_from = consume_from
-        self.consume_timestamp_ms = consume_timestamp_ms
-        self.allocate = allocate
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_for_all = pull_threshold_for_all
-        self.broker_suspend_timeout = broker_suspend_timeout
-        self.pull_timeout = pull_timeout
-        self.rebalance_interval = rebalance_interval
-        self._subscriptions: dict[str, _Subscription] = {}
+        self.settings = settings_with(settings or LitePullSettings(), dict(options))
+        self._pull_settings = self.settings.pull_settings()
+        self._subscriptions: dict[str, Subscription] = {}
         self._assigned: list[MessageQueue] | None = None
-        self._states: dict[MessageQueue, _QueueState] = {}
+        self._queues: dict[MessageQueue, _Queue] = {}
         self._arrival = asyncio.Event()
-        self._rebalance_wanted = asyncio.Event()
-        self._rebalance_task: asyncio.Task[None] | None = None
+        self._rebalance: RebalanceService | None = None
         self._next_auto_commit = 0.0
         self._poll_cursor = 0
         self._background: set[asyncio.Task[None]] = set()
@@ -145,17 +107,24 @@ class LitePullConsumer(InstanceUser):
         instance = ClientInstance.acquire(self.config, consumer_group=self.group)
         self._instance = instance
         instance.register_consumer(self)
-        instance.route_listeners.append(self._on_route_changed)
-        self._next_auto_commit = time.monotonic() + self.auto_commit_interval
+        self._next_auto_commit = time.monotonic() + self.settings.auto_commit_interval
         try:
             for topic in self._subscriptions:
                 await instance.route(topic)
             await instance.heartbeat_all()
-            if self._subscriptions:
-                await self.rebalance()
-                self._rebalance_task = asyncio.create_task(self._rebalance_loop())
-            elif self._assigned is not None:
+            if self._assigned is not None:
                 self._apply_assignment(set(self._assigned))
+            else:
+                self._rebalance = RebalanceService(
+                    instance,
+                    self.group,
+                    self,
+                    self.settings.allocate,
+                    broadcasting=False,
+                    interval=self.settings.rebalance_interval,
+                )
+                instance.route_listeners.append(self._rebalance.on_route_changed)
+                await self._rebalance.start()
         except BaseException:
             await self.shutdown()
             raise
@@ -165,19 +134,16 @@ class LitePullConsumer(InstanceUser):
         instance = self._instance
         if instance is None:
             return
-        if self._rebalance_task is not None:
-            self._rebalance_task.cancel()
-            await ended(self._rebalance_task)
-            self._rebalance_task = None
-        await self._stop_pulling(list(self._states.values()))
-        if self.auto_commit:
-            await self._commit_states(list(self._states.values()), quiet=True)
+        if self._rebalance is not None:
+            await self._rebalance.stop()
+            with contextlib.suppress(ValueError):
+                instance.route_listeners.remove(self._rebalance.on_route_changed)
+            self._rebalance = None
+        queues, self._queues = list(self._queues.values()), {}
+        await self._close(queues)
         for task in list(self._background):
             with contextlib.suppress(Exception):
                 await ended(task)
-        self._states.clear()
-        with contextlib.suppress(ValueError):
-            instance.route_listeners.remove(self._on_route_changed)
         self._instance = None
         await instance.unregister_consumer(self.group)
         await instance.release()
@@ -195,19 +161,20 @@ class LitePullConsumer(InstanceUser):
         """Consume `topic` (messages whose tag matches `expression`) with group rebalancing."""
         if self._assigned is not None:
             raise ClientUsageError("subscribe() and assign() cannot be mixed on one consumer")
-        self._subscriptions[topic] = _Subscription(
+        self._subscriptions[topic] = Subscription(
             TagExpression.parse(expression), int(time.time() * 1000)
         )
-        if self._instance is not None:
-            self._instance.request_heartbeat()
-            self._rebalance_wanted.set()
-            if self._rebalance_task is None:
-                self._rebalance_task = asyncio.create_task(self._rebalance_loop())
+        self._subscriptions_changed()
 
     def unsubscribe(self, topic: str) -> None:
-        if self._subscriptions.pop(topic, None) is not None and self._instance is not None:
+        if self._subscriptions.pop(topic, None) is not None:
+            self._subscriptions_changed()
+
+    def _subscriptions_changed(self) -> None:
+        if self._instance is not None:
             self._instance.request_heartbeat()
-            self._rebalance_wanted.set()
+        if self._rebalance is not None:
+            self._rebalance.request()
 
     def assign(self, queues: Iterable[MessageQueue]) -> None:
         """Consume exactly these queues, without group rebalancing."""
@@ -218,7 +185,7 @@ class LitePullConsumer(InstanceUser):
             self._apply_assignment(set(self._assigned))
 
     def assignment(self) -> set[MessageQueue]:
-        return set(self._states)
+        return set(self._queues)
 
     async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues (for `assign`)."""
@@ -229,9 +196,9 @@ class LitePullConsumer(InstanceUser):
     async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         """The next batch of messages of one queue, in offset order; [] after `timeout` s."""
         self.instance  # noqa: B018 - raises when not started
-        if self.auto_commit and time.monotonic() >= self._next_auto_commit:
-            self._next_auto_commit = time.monotonic() + self.auto_commit_interval
-            self._spawn(self._commit_states(list(self._states.values()), quiet=True))
+        if self.settings.auto_commit and time.monotonic() >= self._next_auto_commit:
+            self._next_auto_commit = time.monotonic() + self.settings.auto_commit_interval
+            self._spawn(self._commit_queues(list(self._queues.values()), quiet=True))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -247,46 +214,47 @@ class LitePullConsumer(InstanceUser):
                     await self._arrival.wait()
 
     def _take_batch(self) -> list[MessageExt] | None:
-        states = list(self._states.values())
-        for i in range(len(states)):
-            state = states[(self._poll_cursor + i) % len(states)]
-            if state.paused or not state.buffer:
+        queues = list(self._queues.values())
+        for i in range(len(queues)):
+            q = queues[(self._poll_cursor + i) % len(queues)]
+            if q.paused or not q.batches:
                 continue
-            self._poll_cursor = (self._poll_cursor + i + 1) % len(states)
-            batch = state.buffer.popleft()
-            state.cached -= len(batch)
-            state.position = batch[-1].queue_offset + 1
-            self._wake_pullers()
+            self._poll_cursor = (self._poll_cursor + i + 1) % len(queues)
+            batch = q.batches.popleft()
+            q.position = q.pq.remove(batch)
+            q.pull.wake()
+            self._open_gates()
             return batch
         return None
 
-    def _has_room(self, state: _QueueState) -> bool:
-        if state.paused or state.cached >= self.pull_threshold_for_queue:
-            return False
-        return sum(s.cached for s in self._states.values()) < self.pull_threshold_for_all
-
-    def _wake_pullers(self) -> None:
-        for state in self._states.values():
-            if not state.room.is_set() and self._has_room(state):
-                state.room.set()
+    def _open_gates(self) -> None:
+        """Let each queue's pull loop go unless paused or all queues together are full."""
+        full = sum(q.pq.count for q in self._queues.values()) >= (
+            self.settings.pull_threshold_for_all
+        )
+        for q in self._queues.values():
+            if q.paused or full:
+                q.gate.clear()
+            else:
+                q.gate.set()
 
     # ------------------------------------------------------------------ positions
 
-    def _state(self, mq: MessageQueue) -> _QueueState:
-        state = self._states.get(mq)
-        if state is None:
+    def _queue(self, mq: MessageQueue) -> _Queue:
+        q = self._queues.get(mq)
+        if q is None:
             raise ClientUsageError(f"{mq} is not assigned to this consumer")
-        return state
+        return q
 
     async def seek(self, mq: MessageQueue, offset: int) -> None:
         """Consume `mq` from `offset` on; it must lie within the queue's [min, max]."""
-        state = self._state(mq)
+        self._queue(mq)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         low = await self.instance.api.get_min_offset(addr, mq)
         high = await self.instance.api.get_max_offset(addr, mq)
         if not low <= offset <= high:
             raise ClientUsageError(f"offset {offset} is outside [{low}, {high}] of {mq}")
-        await self._move(state, offset)
+        await self._move(mq, offset)
 
     async def seek_to_begin(self, mq: MessageQueue) -> None:
         await self._seek_to(mq, ConsumeFrom.FIRST_OFFSET)
@@ -301,22 +269,28 @@ class LitePullConsumer(InstanceUser):
     async def _seek_to(
         self, mq: MessageQueue, where: ConsumeFrom, timestamp_ms: int | None = None
     ) -> None:
-        state = self._state(mq)
+        self._queue(mq)
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         # Not offset_for's retry-topic rule: a seek to the end means the end.
         if where is ConsumeFrom.LAST_OFFSET:
             offset = await self.instance.api.get_max_offset(addr, mq)
         else:
             offset = await offset_for(self.instance.api, addr, mq, where, timestamp_ms)
-        await self._move(state, offset)
+        await self._move(mq, offset)
 
-    async def _move(self, state: _QueueState, offset: int) -> None:
-        await self._stop_pulling([state])
-        state.buffer.clear()
-        state.cached = 0
-        state.pull_offset = state.position = offset
-        if self._states.get(state.mq) is state:
-            self._start_pulling(state)
+    async def _move(self, mq: MessageQueue, offset: int) -> None:
+        old = self._queue(mq)
+        old.pq.dropped = True
+        await old.pull.stop()
+        if self._queues.get(mq) is not old:
+            return  # dropped (or moved again) meanwhile
+
+        async def at_offset() -> int:
+            return offset
+
+        q = self._open(mq, at_offset)
+        q.position, q.committed, q.paused = offset, old.committed, old.paused
+        self._open_gates()
 
     async def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
         """Store positions on the broker now and wait for it to confirm.
@@ -324,139 +298,149 @@ class LitePullConsumer(InstanceUser):
         Without `offsets`, the position of every owned queue (all polled messages count as
         consumed); with `offsets`, exactly those (the next offset to consume per queue)."""
         if offsets is None:
-            await self._commit_states(list(self._states.values()), quiet=False)
+            await self._commit_queues(list(self._queues.values()), quiet=False)
             return
         for mq, offset in offsets.items():
             await self._commit_one(mq, offset)
-            if (state := self._states.get(mq)) is not None:
-                state.committed = offset
+            if (q := self._queues.get(mq)) is not None:
+                q.committed = offset
 
     async def committed(self, mq: MessageQueue) -> int | None:
         """The group's offset for `mq` stored on the broker, None if it has none."""
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         return await committed_offset(self.instance.api, addr, self.group, mq)
 
+    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        """The owned queues and their process queues (what is buffered; a snapshot)."""
+        return {mq: q.pq for mq, q in self._queues.items()}
+
     def position(self, mq: MessageQueue) -> int | None:
         """The next offset `poll()` will return for `mq` (None until known)."""
-        state = self._state(mq)
-        return state.position if state.position is not None else state.pull_offset
+        return self._queue(mq).position
 
     async def _commit_one(self, mq: MessageQueue, offset: int) -> None:
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
         await self.instance.api.update_consumer_offset(addr, self.group, mq, offset)
 
-    async def _commit_states(self, states: list[_QueueState], *, quiet: bool) -> None:
-        for state in states:
-            offset = state.position
-            if offset is None or offset == state.committed:
+    async def _commit_queues(self, queues: list[_Queue], *, quiet: bool) -> None:
+        for q in queues:
+            offset = q.position
+            if offset is None or offset == q.committed:
                 continue
             try:
-                await self._commit_one(state.mq, offset)
+                await self._commit_one(q.mq, offset)
             except ClientError as exc:
                 if not quiet:
                     raise
-                log.warning("committing %s at %d failed: %s", state.mq, offset, exc)
+                log.warning("committing %s at %d failed: %s", q.mq, offset, exc)
                 continue
-            state.committed = offset
+            q.committed = offset
 
     # ------------------------------------------------------------------ pause / resume
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop pulling these queues and hold back what is buffered, until `resume`."""
         for mq in queues:
-            state = self._state(mq)
-            state.paused = True
-            state.room.clear()
+            self._queue(mq).paused = True
+        self._open_gates()
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         for mq in queues:
-            self._state(mq).paused = False
-        self._wake_pullers()
+            self._queue(mq).paused = False
+        self._open_gates()
         self._arrival.set()
 
-    # ------------------------------------------------------------------ pulling
+    # ------------------------------------------------------------------ queues
 
-    def _start_pulling(self, state: _QueueState) -> None:
-        state.room.set() if self._has_room(state) else state.room.clear()
-        state.task = asyncio.create_task(self._pull_loop(state), name=f"lite pull {state.mq}")
+    def _open(self, mq: MessageQueue, start_offset: Callable[[], Awaitable[int]]) -> _Queue:
+        """Own `mq` and start pulling it from `start_offset()`."""
+        pq = ProcessQueue(
+            FlowLimits(max_count=self.settings.pull_threshold_for_queue, max_span=None)
+        )
+        gate = asyncio.Event()
+        q = _Queue(
+            mq,
+            pq,
+            PullLoop(
+                self.instance,
+                self.group,
+                mq,
+                pq,
+                self._subscriptions.get(mq.topic, _ALL),
+                self._pull_settings,
+                start_offset=start_offset,
+                deliver=self._deliver,
+                offset_moved=self._offset_moved,
+                commit_offset=None,
+                running=gate,
+            ),
+            gate,
+        )
+        self._queues[mq] = q
+        self._open_gates()
+        q.pull.start()
+        return q
 
-    async def _stop_pulling(self, states: list[_QueueState]) -> None:
-        tasks = [s.task for s in states if s.task is not None]
-        for state in states:
-            state.task = None
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            await ended(task)
+    def _open_stored(self, mq: MessageQueue) -> None:
+        """Own `mq` from the group's committed offset, else `consume_from`."""
 
-    async def _pull_loop(self, state: _QueueState) -> None:
-        instance = self.instance
-        mq = state.mq
-        while True:
-            while not self._has_room(state):
-                state.room.clear()
-                await state.room.wait()
-            try:
-                addr = await instance.find_master_addr(mq.broker_name, mq.topic)
-                if state.pull_offset is None:
-                    state.pull_offset = await initial_offset(
-                        instance.api,
-                        addr,
-                        self.group,
-                        mq,
-                        self.consume_from,
-                        self.consume_timestamp_ms,
-                    )
-                    state.position = state.pull_offset
-                result = await instance.api.pull(
-                    addr,
-                    PullMessageRequestHeader(
-                        consumerGroup=self.group,
-                        topic=mq.topic,
-                        queueId=mq.queue_id,
-                        queueOffset=state.pull_offset,
-                        maxMsgNums=self.pull_batch_size,
-                        sysFlag=_PULL_SYS_FLAG,
-                        commitOffset=0,
-                        suspendTimeoutMillis=int(self.broker_suspend_timeout * 1000),
-                        subVersion=state.sub_version,
-                        subscription=state.expression.expression,
-                        expressionType="TAG",
-                    ),
-                    timeout=self.pull_timeout,
-                    tag_filter=state.expression,
-                )
-            except BrokerBusyError as exc:
-                log.debug("pull %s: broker busy: %s", mq, exc)
-                await asyncio.sleep(_BACKOFF_ON_BUSY)
-                continue
-            except ClientError as exc:
-                log.warning("pull %s failed, retrying in %.0fs: %s", mq, _BACKOFF_ON_ERROR, exc)
-                await asyncio.sleep(_BACKOFF_ON_ERROR)
-                continue
-            if result.status is PullStatus.OFFSET_ILLEGAL:
-                log.warning(
-                    "pull %s: offset %d is illegal, moving to %d",
-                    mq,
-                    state.pull_offset,
-                    result.next_begin_offset,
-                )
-                if state.position == state.pull_offset and not state.buffer:
-                    state.position = result.next_begin_offset
-            state.pull_offset = result.next_begin_offset
-            if result.messages:
-                state.buffer.append(result.messages)
-                state.cached += len(result.messages)
-                self._arrival.set()
+        async def start_offset() -> int:
+            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+            offset = await initial_offset(
+                self.instance.api,
+                addr,
+                self.group,
+                mq,
+                self.settings.consume_from,
+                self.settings.consume_timestamp_ms,
+            )
+            if (q := self._queues.get(mq)) is not None and q.position is None:
+                q.position = offset
+            return offset
 
-    # ------------------------------------------------------------------ rebalance
+        self._open(mq, start_offset)
+
+    async def _close(self, queues: list[_Queue]) -> None:
+        """Stop pulling `queues` (no longer in `_queues`) and commit their positions."""
+        for q in queues:
+            q.pq.dropped = True
+        await asyncio.gather(*(q.pull.stop() for q in queues))
+        if self.settings.auto_commit:
+            await self._commit_queues(queues, quiet=True)
+
+    def _deliver(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        q = self._queues.get(mq)
+        if q is None or q.pq is not pq:
+            return  # pulled for a queue since dropped or moved by a seek
+        q.batches.append(msgs)
+        self._open_gates()
+        self._arrival.set()
+
+    def _offset_moved(self, mq: MessageQueue, offset: int) -> None:
+        # OFFSET_ILLEGAL with nothing buffered: the position follows the broker's offset.
+        if (q := self._queues.get(mq)) is not None:
+            q.position = offset
+
+    def _apply_assignment(self, wanted: set[MessageQueue]) -> None:
+        gone = [self._queues.pop(mq) for mq in list(self._queues) if mq not in wanted]
+        if gone:
+            self._spawn(self._close(gone))
+        for mq in sorted(wanted - set(self._queues)):
+            self._open_stored(mq)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # ------------------------------------------------------------------ for the client instance
 
     def consumer_data(self) -> ConsumerData:
         return ConsumerData(
             group_name=self.group,
             consume_type="CONSUME_ACTIVELY",
             message_model="CLUSTERING",
-            consume_from_where=self.consume_from.value,
+            consume_from_where=self.settings.consume_from.value,
             subscription_data_set=[
                 SubscriptionData.of(topic, sub.expression.expression, sub.version)
                 for topic, sub in sorted(self._subscriptions.items())
@@ -464,78 +448,30 @@ class LitePullConsumer(InstanceUser):
         )
 
     def on_consumer_ids_changed(self) -> None:
-        self._rebalance_wanted.set()
+        if self._rebalance is not None:
+            self._rebalance.request()
 
     def on_reset_offset(self, topic: str, offsets: dict[MessageQueue, int]) -> None:
         """Ignored, as Java's lite pull consumer ignores it: positions are the application's
         (`seek`)."""
         log.info("%s: ignoring a broker's offset reset of %s (use seek)", self, topic)
 
-    def _on_route_changed(self, topic: str, route: TopicRoute) -> None:
-        if topic in self._subscriptions:
-            self._rebalance_wanted.set()
-
-    async def _rebalance_loop(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.rebalance_interval):
-                    await self._rebalance_wanted.wait()
-            self._rebalance_wanted.clear()
-            try:
-                await self.rebalance()
-            except ClientError as exc:
-                log.warning("rebalance of %s failed: %s", self.group, exc)
+    # ------------------------------------------------------------------ for the rebalance
 
     async def rebalance(self) -> None:
-        """Recompute this member's share of every subscribed topic and apply it."""
-        instance = self.instance
-        allocate = self.allocate
-        wanted: set[MessageQueue] = set()
-        for topic in list(self._subscriptions):
-            current = {mq for mq in self._states if mq.topic == topic}
-            try:
-                route = await instance.route(topic)
-                queues = sorted(route.subscribe_queues)
-                masters = [a for b in route.brokers if (a := b.master_addr)]
-                if not queues or not masters:
-                    wanted |= current
-                    continue
-                ids = await instance.api.get_consumer_ids(random.choice(masters), self.group)
-            except ClientError as exc:
-                log.info("rebalance of %s on %s postponed: %s", self.group, topic, exc)
-                wanted |= current
-                continue
-            if instance.client_id not in ids:
-                # Our heartbeat has not reached that broker yet: keep what we have.
-                instance.request_heartbeat()
-                wanted |= current
-                continue
-            wanted.update(allocate(self.group, instance.client_id, queues, sorted(ids)))
-        removed = [s for mq, s in self._states.items() if mq not in wanted]
-        if removed:
-            await self._stop_pulling(removed)
-            if self.auto_commit:
-                await self._commit_states(removed, quiet=True)
-        self._apply_assignment(wanted)
+        """Rebalance now (normally automatic; nothing to do with `assign`)."""
+        if self._rebalance is not None:
+            await self._rebalance.rebalance()
 
-    def _apply_assignment(self, wanted: set[MessageQueue]) -> None:
-        for mq in [mq for mq in self._states if mq not in wanted]:
-            state = self._states.pop(mq)
-            if state.task is not None:
-                state.task.cancel()
-        for mq in sorted(wanted - set(self._states)):
-            sub = self._subscriptions.get(mq.topic)
-            state = _QueueState(
-                mq,
-                sub.expression if sub else TagExpression.parse("*"),
-                sub.version if sub else 0,
-            )
-            self._states[mq] = state
-            self._start_pulling(state)
-        if wanted:
-            log.debug("%s owns %s", self.group, ", ".join(str(m) for m in sorted(wanted)))
+    def topics(self) -> list[str]:
+        return sorted(self._subscriptions)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def owned(self) -> set[MessageQueue]:
+        return set(self._queues) if self._assigned is None else set()
+
+    async def add_queues(self, mqs: list[MessageQueue]) -> None:
+        for mq in mqs:
+            self._open_stored(mq)
+
+    async def drop_queues(self, mqs: list[MessageQueue]) -> None:
+        await self._close([q for mq in mqs if (q := self._queues.pop(mq, None)) is not None])

@@ -21,7 +21,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -159,21 +159,32 @@ class Producer(InstanceUser):
         )
 
     def send_async(
-        self, msg: Message, callback: SendCallback | None = None, **options: Any
+        self,
+        msg: Message,
+        callback: SendCallback | None = None,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
     ) -> asyncio.Task[SendResult]:
         """Start a send and return its task (awaitable); `callback(result, error)` — a plain or
-        async function — runs when it completes.  `options` are those of `send`."""
+        async function — runs when it completes.  The options are those of `send`."""
         self.instance  # noqa: B018 - raise now, not inside the task, when not started
-        task = asyncio.ensure_future(self._send_then_call(msg, callback, options))
+        send = self.send(
+            msg, timeout=timeout, queue=queue, selector=selector, arg=arg, sharding_key=sharding_key
+        )
+        task = asyncio.ensure_future(self._send_then_call(send, callback))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         return task
 
     async def _send_then_call(
-        self, msg: Message, callback: SendCallback | None, options: dict[str, Any]
+        self, send: Coroutine[Any, Any, SendResult], callback: SendCallback | None
     ) -> SendResult:
         try:
-            result = await self.send(msg, **options)
+            result = await send
         except Exception as exc:
             if callback is not None:
                 await _call(callback, None, exc)

@@ -20,17 +20,34 @@ import atexit
 import concurrent.futures
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar, Unpack
 
 from longboat.client import admin as _admin
 from longboat.client import lite_pull as _lite_pull
 from longboat.client import producer as _producer
+from longboat.client.config import ClientConfig
+from longboat.client.consumer_settings import (
+    LitePullOptions,
+    LitePullSettings,
+    PushConsumerOptions,
+    PushConsumerSettings,
+)
 from longboat.client.errors import ClientUsageError
 from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
+from longboat.client.producer import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE, SendCallback
 from longboat.client.push import consumer as _push
 from longboat.client.push.listener import ConcurrentListener, OrderlyListener
 from longboat.client.push.process_queue import ProcessQueue
-from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
+from longboat.client.selector import QueueSelector
+from longboat.protocol.bodies import (
+    PERM_READ,
+    PERM_WRITE,
+    ClusterInfo,
+    ConsumerConnection,
+    TopicConfig,
+    TopicRouteData,
+)
+from longboat.protocol.compression import COMPRESS_OVER
 
 T = TypeVar("T")
 
@@ -111,7 +128,7 @@ class _Blocking:
     def shutdown(self) -> None:
         self._loop.run(self._async.shutdown())
 
-    def __enter__(self: Any) -> Any:
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -119,45 +136,148 @@ class _Blocking:
         self.shutdown()
 
 
+# Each blocking class has the async class's constructor and methods with the same signatures
+# (plus `loop_thread`), checked by tests/client/test_sync_signatures.py.
+
+
 class Producer(_Blocking):
     """Blocking `longboat.client.producer.Producer`; same arguments, same errors."""
 
-    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        group: str = DEFAULT_PRODUCER_GROUP,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        compress_over: int = COMPRESS_OVER,
+        max_message_size: int = MAX_MESSAGE_SIZE,
+        loop_thread: LoopThread | None = None,
+    ) -> None:
         super().__init__(loop_thread)
-        self._async: _producer.Producer = self._loop.call(_producer.Producer, *args, **kwargs)
+        self._async: _producer.Producer = self._loop.call(
+            _producer.Producer,
+            group,
+            config=config,
+            namesrv_addrs=namesrv_addrs,
+            send_timeout=send_timeout,
+            retry_times=retry_times,
+            compress_over=compress_over,
+            max_message_size=max_message_size,
+        )
 
-    def send(self, msg: Message, **options: Any) -> SendResult:
-        return self._loop.run(self._async.send(msg, **options))
+    def send(
+        self,
+        msg: Message,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
+    ) -> SendResult:
+        return self._loop.run(
+            self._async.send(
+                msg,
+                timeout=timeout,
+                queue=queue,
+                selector=selector,
+                arg=arg,
+                sharding_key=sharding_key,
+            )
+        )
 
     def send_async(
         self,
         msg: Message,
-        callback: _producer.SendCallback | None = None,
-        **options: Any,
+        callback: SendCallback | None = None,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
     ) -> concurrent.futures.Future[SendResult]:
         """Start a send; the future completes when the broker answers.  `callback(result,
         error)` runs on the loop thread."""
 
         async def go() -> SendResult:
-            return await self._async.send_async(msg, callback, **options)
+            return await self._async.send_async(
+                msg,
+                callback,
+                timeout=timeout,
+                queue=queue,
+                selector=selector,
+                arg=arg,
+                sharding_key=sharding_key,
+            )
 
         return self._loop.submit(go())
 
-    def send_oneway(self, msg: Message, **options: Any) -> None:
-        self._loop.run(self._async.send_oneway(msg, **options))
+    def send_oneway(
+        self,
+        msg: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
+    ) -> None:
+        self._loop.run(
+            self._async.send_oneway(
+                msg, queue=queue, selector=selector, arg=arg, sharding_key=sharding_key
+            )
+        )
 
-    def send_batch(self, msgs: Sequence[Message], **options: Any) -> SendResult:
-        return self._loop.run(self._async.send_batch(msgs, **options))
+    def send_batch(
+        self,
+        msgs: Sequence[Message],
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: Any = None,
+    ) -> SendResult:
+        return self._loop.run(
+            self._async.send_batch(
+                msgs,
+                timeout=timeout,
+                queue=queue,
+                selector=selector,
+                arg=arg,
+                sharding_key=sharding_key,
+            )
+        )
 
 
 class LitePullConsumer(_Blocking):
     """Blocking `longboat.client.lite_pull.LitePullConsumer`; same arguments, same errors."""
 
-    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        group: str,
+        settings: LitePullSettings | None = None,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+        loop_thread: LoopThread | None = None,
+        **options: Unpack[LitePullOptions],
+    ) -> None:
         super().__init__(loop_thread)
         self._async: _lite_pull.LitePullConsumer = self._loop.call(
-            _lite_pull.LitePullConsumer, *args, **kwargs
+            _lite_pull.LitePullConsumer,
+            group,
+            settings,
+            config=config,
+            namesrv_addrs=namesrv_addrs,
+            **options,
         )
+
+    @property
+    def settings(self) -> LitePullSettings:
+        return self._async.settings
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self._loop.call(self._async.subscribe, topic, expression)
@@ -198,19 +318,33 @@ class LitePullConsumer(_Blocking):
     def position(self, mq: MessageQueue) -> int | None:
         return self._loop.call(self._async.position, mq)
 
+    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
+        return self._loop.call(self._async.process_queues)
+
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         self._loop.call(self._async.pause, list(queues))
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         self._loop.call(self._async.resume, list(queues))
 
+    def rebalance(self) -> None:
+        self._loop.run(self._async.rebalance())
+
 
 class Admin(_Blocking):
     """Blocking `longboat.client.admin.Admin`; same arguments, same errors."""
 
-    def __init__(self, *, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+        loop_thread: LoopThread | None = None,
+    ) -> None:
         super().__init__(loop_thread)
-        self._async: _admin.Admin = self._loop.call(_admin.Admin, **kwargs)
+        self._async: _admin.Admin = self._loop.call(
+            _admin.Admin, config=config, namesrv_addrs=namesrv_addrs
+        )
 
     def cluster_info(self) -> ClusterInfo:
         return self._loop.run(self._async.cluster_info())
@@ -224,11 +358,53 @@ class Admin(_Blocking):
     def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
         return self._loop.run(self._async.master_brokers(cluster))
 
-    def create_topic(self, topic: str, **options: Any) -> list[str]:
-        return self._loop.run(self._async.create_topic(topic, **options))
+    def create_topic(
+        self,
+        topic: str,
+        *,
+        queue_nums: int = 8,
+        read_queue_nums: int | None = None,
+        write_queue_nums: int | None = None,
+        perm: int = PERM_READ | PERM_WRITE,
+        order: bool = False,
+        cluster: str | None = None,
+        wait: bool = True,
+        timeout: float = 10.0,
+    ) -> list[str]:
+        return self._loop.run(
+            self._async.create_topic(
+                topic,
+                queue_nums=queue_nums,
+                read_queue_nums=read_queue_nums,
+                write_queue_nums=write_queue_nums,
+                perm=perm,
+                order=order,
+                cluster=cluster,
+                wait=wait,
+                timeout=timeout,
+            )
+        )
 
-    def update_topic(self, topic: str, **options: Any) -> list[str]:
-        return self._loop.run(self._async.update_topic(topic, **options))
+    def update_topic(
+        self,
+        topic: str,
+        *,
+        read_queue_nums: int | None = None,
+        write_queue_nums: int | None = None,
+        perm: int | None = None,
+        order: bool | None = None,
+        timeout: float = 10.0,
+    ) -> list[str]:
+        return self._loop.run(
+            self._async.update_topic(
+                topic,
+                read_queue_nums=read_queue_nums,
+                write_queue_nums=write_queue_nums,
+                perm=perm,
+                order=order,
+                timeout=timeout,
+            )
+        )
 
     def topic_status(self, topic: str) -> list[_admin.QueueStatus]:
         return self._loop.run(self._async.topic_status(topic))
@@ -266,8 +442,20 @@ class Admin(_Blocking):
     def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
         return self._loop.run(self._async.message_by_id(msg_id, topic))
 
-    def messages_by_key(self, topic: str, key: str, **options: Any) -> list[MessageExt]:
-        return self._loop.run(self._async.messages_by_key(topic, key, **options))
+    def messages_by_key(
+        self,
+        topic: str,
+        key: str,
+        *,
+        begin_ms: int = 0,
+        end_ms: int | None = None,
+        max_num: int = 64,
+    ) -> list[MessageExt]:
+        return self._loop.run(
+            self._async.messages_by_key(
+                topic, key, begin_ms=begin_ms, end_ms=end_ms, max_num=max_num
+            )
+        )
 
 
 class PushConsumer(_Blocking):
@@ -276,9 +464,33 @@ class PushConsumer(_Blocking):
     Plain-function listeners run on the consumer's own worker threads (never on the caller's
     thread); async listeners run on the facade's loop thread."""
 
-    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        group: str,
+        settings: PushConsumerSettings | None = None,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+        loop_thread: LoopThread | None = None,
+        **options: Unpack[PushConsumerOptions],
+    ) -> None:
         super().__init__(loop_thread)
-        self._async: _push.PushConsumer = self._loop.call(_push.PushConsumer, *args, **kwargs)
+        self._async: _push.PushConsumer = self._loop.call(
+            _push.PushConsumer,
+            group,
+            settings,
+            config=config,
+            namesrv_addrs=namesrv_addrs,
+            **options,
+        )
+
+    @property
+    def settings(self) -> PushConsumerSettings:
+        return self._async.settings
+
+    @property
+    def broadcasting(self) -> bool:
+        return self._async.broadcasting
 
     def subscribe(self, topic: str, expression: str = "*") -> None:
         self._loop.call(self._async.subscribe, topic, expression)
@@ -299,3 +511,6 @@ class PushConsumer(_Blocking):
 
     def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
         return self._loop.call(self._async.process_queues)
+
+    def rebalance(self) -> None:
+        self._loop.run(self._async.rebalance())

@@ -7,7 +7,8 @@ services, offset stores) work together.
 from __future__ import annotations
 
 from longboat.client.consume_from import ConsumeFrom
-from longboat.client.push.consumer import MessageModel, PushConsumer
+from longboat.client.consumer_settings import MessageModel, PushConsumerSettings
+from longboat.client.push.consumer import PushConsumer
 from longboat.client.push.listener import (
     ConcurrentContext,
     ConsumeResult,
@@ -26,4 +27,5 @@ __all__ = [
     "OrderlyResult",
     "ProcessQueue",
     "PushConsumer",
+    "PushConsumerSettings",
 ]

@@ -29,11 +29,17 @@ import logging
 import re
 import time
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
+from typing import Unpack
 
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
-from longboat.client.consume_from import ConsumeFrom, offset_for
+from longboat.client.consume_from import offset_for
+from longboat.client.consumer_settings import (
+    MessageModel,
+    PushConsumerOptions,
+    PushConsumerSettings,
+    settings_with,
+)
 from longboat.client.errors import ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
@@ -42,14 +48,13 @@ from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import ConcurrentListener, OrderlyListener
 from longboat.client.push.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from longboat.client.push.orderly import OrderlyConsumeService
-from longboat.client.push.process_queue import FlowLimits, MiB, ProcessQueue
-from longboat.client.push.pull_loop import PullLoop, PullSettings, Subscription
+from longboat.client.push.process_queue import FlowLimits, ProcessQueue
+from longboat.client.push.pull_loop import PullLoop, Subscription
 from longboat.client.push.redelivery import (
     Redelivery,
     restore_retry_topic,
     retry_topic,
 )
-from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
@@ -61,14 +66,6 @@ from longboat.protocol.types import MessageQueue
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_RECONSUME_TIMES = 16
-DEFAULT_OFFSET_STORE_DIR = Path.home() / ".longboat" / "offsets"
-
-
-class MessageModel(Enum):
-    # Each message to one member of the group; offsets on the broker.
-    CLUSTERING = "CLUSTERING"
-    # Each message to every member; offsets in a local file per member.
-    BROADCASTING = "BROADCASTING"
 
 
 @dataclass(eq=False, slots=True)
@@ -86,73 +83,20 @@ class PushConsumer(InstanceUser):
     def __init__(
         self,
         group: str,
+        settings: PushConsumerSettings | None = None,
         *,
         config: ClientConfig | None = None,
         namesrv_addrs: str | list[str] | None = None,
-        message_model: MessageModel = MessageModel.CLUSTERING,
-        consume_from: ConsumeFrom = ConsumeFrom.LAST_OFFSET,
-        consume_timestamp_ms: int | None = None,
-        allocate: AllocateStrategy = allocate_averagely,
-        consume_thread_max: int = 20,
-        consume_message_batch_max_size: int = 1,
-        pull_batch_size: int = 32,
-        pull_interval: float = 0.0,
-        pull_threshold_for_queue: int = 1000,
-        pull_threshold_size_for_queue: int = 100 * MiB,
-        consume_concurrently_max_span: int = 2000,
-        max_reconsume_times: int | None = None,
-        suspend_current_queue_time: float = 1.0,
-        broker_suspend_timeout: float = 15.0,
-        pull_timeout: float = 30.0,
-        rebalance_interval: float = 20.0,
-        drop_timeout: float = 30.0,
-        shutdown_timeout: float = 30.0,
-        local_retry_delay: float = 5.0,
-        offset_store_dir: Path | str | None = None,
+        **options: Unpack[PushConsumerOptions],
     ) -> None:
+        """`settings`, or its fields as keyword arguments (`options` replace fields of
+        `settings` when both are given); raises ClientUsageError for a bad value."""
         super().__init__(config, namesrv_addrs)
         if problem := validate_topic(retry_topic(group)):
             raise ClientUsageError(f"invalid consumer group {group!r}: {problem}")
-        if pull_timeout <= broker_suspend_timeout:
-            raise ClientUsageError(
-                "pull_timeout must exceed broker_suspend_timeout, or held pulls time out"
-            )
-        for name, value in (
-            ("consume_thread_max", consume_thread_max),
-            ("consume_message_batch_max_size", consume_message_batch_max_size),
-            ("pull_batch_size", pull_batch_size),
-            ("pull_threshold_for_queue", pull_threshold_for_queue),
-            ("pull_threshold_size_for_queue", pull_threshold_size_for_queue),
-            ("consume_concurrently_max_span", consume_concurrently_max_span),
-        ):
-            if value < 1:
-                raise ClientUsageError(f"{name} must be at least 1, not {value}")
-        if consume_from is ConsumeFrom.TIMESTAMP and consume_timestamp_ms is None:
-            # RocketMQ's default: half an hour back.
-            consume_timestamp_ms = int(time.time() * 1000) - 30 * 60 * 1000
         self.group = group
-        self.message_model = message_model
-        self.consume_from = consume_from
-        self.consume_timestamp_ms = consume_timestamp_ms
-        self.allocate = allocate
-        self.consume_thread_max = consume_thread_max
-        self.consume_message_batch_max_size = consume_message_batch_max_size
-        self.pull_settings = PullSettings(
-            pull_batch_size=pull_batch_size,
-            pull_interval=pull_interval,
-            broker_suspend_timeout=broker_suspend_timeout,
-            pull_timeout=pull_timeout,
-        )
-        self.pull_threshold_for_queue = pull_threshold_for_queue
-        self.pull_threshold_size_for_queue = pull_threshold_size_for_queue
-        self.consume_concurrently_max_span = consume_concurrently_max_span
-        self.max_reconsume_times = max_reconsume_times
-        self.suspend_current_queue_time = suspend_current_queue_time
-        self.rebalance_interval = rebalance_interval
-        self.drop_timeout = drop_timeout
-        self.shutdown_timeout = shutdown_timeout
-        self.local_retry_delay = local_retry_delay
-        self.offset_store_dir = Path(offset_store_dir or DEFAULT_OFFSET_STORE_DIR)
+        self.settings = settings_with(settings or PushConsumerSettings(), dict(options))
+        self.pull_settings = self.settings.pull_settings()
         self._subscriptions: dict[str, Subscription] = {}
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self._orderly = False
@@ -167,11 +111,11 @@ class PushConsumer(InstanceUser):
         self._persist_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
-        return f"PushConsumer({self.group}, {self.message_model.value})"
+        return f"PushConsumer({self.group}, {self.settings.message_model.value})"
 
     @property
     def broadcasting(self) -> bool:
-        return self.message_model is MessageModel.BROADCASTING
+        return self.settings.message_model is MessageModel.BROADCASTING
 
     @property
     def client_id(self) -> str:
@@ -239,9 +183,9 @@ class PushConsumer(InstanceUser):
             instance,
             self.group,
             self,
-            self.allocate,
+            self.settings.allocate,
             broadcasting=self.broadcasting,
-            interval=self.rebalance_interval,
+            interval=self.settings.rebalance_interval,
         )
         instance.route_listeners.append(self._rebalance.on_route_changed)
         for topic in self._subscriptions:
@@ -264,7 +208,9 @@ class PushConsumer(InstanceUser):
         if name == DEFAULT_INSTANCE_NAME:
             name = f"{self.config.client_ip}@{DEFAULT_INSTANCE_NAME}"
         store = LocalFileOffsetStore(
-            self.offset_store_dir / _file_name(self.group) / f"{_file_name(name)}.json"
+            Path(self.settings.offset_store_dir)
+            / _file_name(self.group)
+            / f"{_file_name(name)}.json"
         )
         store.open()
         return store
@@ -278,22 +224,22 @@ class PushConsumer(InstanceUser):
                 self._listener,  # type: ignore[arg-type]
                 instance=instance,
                 group=self.group,
-                workers=self.consume_thread_max,
-                batch_max=self.consume_message_batch_max_size,
-                max_reconsume_times=self.max_reconsume_times,
+                workers=self.settings.consume_thread_max,
+                batch_max=self.settings.consume_message_batch_max_size,
+                max_reconsume_times=self.settings.max_reconsume_times,
                 redelivery=redelivery,
                 consumed=self._consumed,
                 use_broker_locks=not self.broadcasting,
-                suspend_time=self.suspend_current_queue_time,
+                suspend_time=self.settings.suspend_current_queue_time,
             )
         return ConcurrentConsumeService(
             self._listener,  # type: ignore[arg-type]
-            workers=self.consume_thread_max,
-            batch_max=self.consume_message_batch_max_size,
-            max_reconsume_times=self.max_reconsume_times or DEFAULT_MAX_RECONSUME_TIMES,
+            workers=self.settings.consume_thread_max,
+            batch_max=self.settings.consume_message_batch_max_size,
+            max_reconsume_times=self.settings.max_reconsume_times or DEFAULT_MAX_RECONSUME_TIMES,
             redelivery=redelivery,
             consumed=self._consumed,
-            local_retry_delay=self.local_retry_delay,
+            local_retry_delay=self.settings.local_retry_delay,
         )
 
     async def shutdown(self) -> None:
@@ -314,7 +260,7 @@ class PushConsumer(InstanceUser):
         owned, self._owned = self._owned, {}
         await asyncio.gather(*(o.pull.stop() for o in owned.values()))
         if self._service is not None:
-            await self._service.stop(self.shutdown_timeout)
+            await self._service.stop(self.settings.shutdown_timeout)
         for mq, o in owned.items():
             o.pq.dropped = True
             self._record(mq, o.pq)
@@ -365,8 +311,8 @@ class PushConsumer(InstanceUser):
         return ConsumerData(
             group_name=self.group,
             consume_type="CONSUME_PASSIVELY",
-            message_model=self.message_model.value,
-            consume_from_where=self.consume_from.value,
+            message_model=self.settings.message_model.value,
+            consume_from_where=self.settings.consume_from.value,
             subscription_data_set=subs,
         )
 
@@ -418,9 +364,9 @@ class PushConsumer(InstanceUser):
             sub = self._subscriptions.get(mq.topic) or Subscription(TagExpression.parse("*"), 0)
             pq = ProcessQueue(
                 FlowLimits(
-                    max_count=self.pull_threshold_for_queue,
-                    max_bytes=self.pull_threshold_size_for_queue,
-                    max_span=None if self._orderly else self.consume_concurrently_max_span,
+                    max_count=self.settings.pull_threshold_for_queue,
+                    max_bytes=self.settings.pull_threshold_size_for_queue,
+                    max_span=None if self._orderly else self.settings.consume_concurrently_max_span,
                 )
             )
             pull = PullLoop(
@@ -450,13 +396,13 @@ class PushConsumer(InstanceUser):
         assert service is not None and store is not None
         owned.pq.dropped = True
         await owned.pull.stop()
-        if not await service.inflight.wait_idle(mq, self.drop_timeout):
+        if not await service.inflight.wait_idle(mq, self.settings.drop_timeout):
             log.warning(
                 "%s: listener of %s still running after %.0fs; releasing the queue anyway "
                 "(its messages may be delivered again to the next owner)",
                 self,
                 mq,
-                self.drop_timeout,
+                self.settings.drop_timeout,
             )
         self._record(mq, owned.pq)
         try:
@@ -478,9 +424,13 @@ class PushConsumer(InstanceUser):
         if offset is None:
             addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
             offset = await offset_for(
-                self.instance.api, addr, mq, self.consume_from, self.consume_timestamp_ms
+                self.instance.api,
+                addr,
+                mq,
+                self.settings.consume_from,
+                self.settings.consume_timestamp_ms,
             )
-            log.info("%s starts %s at %d (%s)", self, mq, offset, self.consume_from.value)
+            log.info("%s starts %s at %d (%s)", self, mq, offset, self.settings.consume_from.value)
         # Recorded at once, so a restart before the first consumed message starts here too.
         store.update(mq, offset)
         return offset

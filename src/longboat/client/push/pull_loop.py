@@ -28,6 +28,7 @@ import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from longboat.client.consumer_settings import PullSettings
 from longboat.client.errors import BrokerBusyError, ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
@@ -38,20 +39,6 @@ from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True, slots=True)
-class PullSettings:
-    pull_batch_size: int = 32
-    # Pause between pulls of one queue (0: pull again as soon as a result is handled).
-    pull_interval: float = 0.0
-    broker_suspend_timeout: float = 15.0
-    pull_timeout: float = 30.0
-    error_backoff: float = 1.0
-    busy_backoff: float = 0.02
-    max_backoff: float = 10.0
-    # Mark pulls as a lite-pull consumer's (Java's LITE_PULL_MESSAGE flag).
-    lite: bool = False
 
 
 @dataclass(frozen=True, slots=True)
