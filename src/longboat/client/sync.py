@@ -39,15 +39,9 @@ from longboat.client.push import consumer as _push
 from longboat.client.push.listener import ConcurrentListener, OrderlyListener
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.selector import QueueSelector
-from longboat.protocol.bodies import (
-    PERM_READ,
-    PERM_WRITE,
-    ClusterInfo,
-    ConsumerConnection,
-    TopicConfig,
-    TopicRouteData,
-)
+from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
 from longboat.protocol.compression import COMPRESS_OVER
+from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 T = TypeVar("T")
 
