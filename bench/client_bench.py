@@ -34,9 +34,9 @@ from bench.broker_bench import servers_in_child
 
 from longboat.client import ClientConfig, Message, PullStatus
 from longboat.client.admin import Admin
-from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, ConsumeFrom, PushConsumer
+from longboat.client.queue_reader import QueueReader
 from longboat.protocol.message import MessageExt
 
 BODY = b"x" * 256
@@ -101,10 +101,9 @@ async def drain_with_push(namesrv: str, topic: str, n: int, group: str) -> Figur
 
 
 async def drain_with_raw_pulls(namesrv: str, topic: str, n: int, group: str) -> Figures:
-    """The floor: one pull loop per queue through ClientAPI.pull, nothing else."""
-    instance = ClientInstance.acquire(config(namesrv, group))
-    try:
-        route = await instance.route(topic)
+    """The floor: one pull loop per queue through QueueReader.pull, nothing else."""
+    async with QueueReader(config=config(namesrv, group)) as reader:
+        queues = await reader.queues(topic)
         got = 0
         all_in = asyncio.Event()
         cpu0, t0 = cpu_seconds(), time.perf_counter()
@@ -112,12 +111,11 @@ async def drain_with_raw_pulls(namesrv: str, topic: str, n: int, group: str) -> 
         async def pull_queue(q: int) -> None:
             # Long polls, like a consumer's: a drained queue's pull is held until the end.
             nonlocal got
-            mq = route.subscribe_queues[q]
-            addr = await instance.find_master_addr(mq.broker_name, topic)
+            mq = queues[q]
             offset = 0
             while True:
-                result = await instance.api.pull(
-                    addr, mq, offset, group=group, max_msgs=32, timeout=5, suspend=1.0
+                result = await reader.pull(
+                    mq, offset, group=group, max_msgs=32, timeout=5, suspend=1.0
                 )
                 offset = result.next_begin_offset
                 if result.status is PullStatus.FOUND:
@@ -131,8 +129,6 @@ async def drain_with_raw_pulls(namesrv: str, topic: str, n: int, group: str) -> 
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    finally:
-        await instance.release()
     return Figures(got / elapsed, cpu * 1e6 / max(got, 1))
 
 

@@ -25,10 +25,9 @@ from typing import Any
 from bench.peers.base import Client, Fetched, System
 from bench.peers.procs import HOST, ServerProcess, free_port
 
-from longboat.bench.loadgen import LoadOptions, Puller, client_config, unique, wait_for_route
+from longboat.bench.loadgen import ROUTE_WAIT_S, LoadOptions, Puller, client_config, unique
 from longboat.client import Message, MessageQueue
 from longboat.client.admin import Admin
-from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 
 GroupKey = tuple[str, str]
@@ -82,8 +81,7 @@ class LongboatSystem(System):
 class LongboatClient(Client):
     async def connect(self) -> None:
         opts = LoadOptions(self.endpoint["namesrv"])
-        self._instance = ClientInstance.acquire(client_config(opts, "peer"))
-        self._puller = Puller(opts, self._instance)
+        self._puller = await Puller.open(opts)
         self._producer = Producer(unique("peer_pg"), config=client_config(opts, "peer-producer"))
         self._admin = Admin(config=client_config(opts, "peer-admin"))
         await self._producer.start()
@@ -97,12 +95,14 @@ class LongboatClient(Client):
             await self._puller.commit(self._queues[stream], offset, group)
         await self._producer.shutdown()
         await self._admin.shutdown()
-        await self._instance.release()
+        await self._puller.close()
 
     async def _queue(self, stream: str) -> MessageQueue:
         mq = self._queues.get(stream)
         if mq is None:
-            mq = self._queues[stream] = (await wait_for_route(self._instance, stream))[0]
+            mq = self._queues[stream] = (
+                await self._puller.reader.queues(stream, wait=ROUTE_WAIT_S)
+            )[0]
         return mq
 
     async def create_stream(self, stream: str, groups: Sequence[str]) -> None:

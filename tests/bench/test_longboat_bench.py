@@ -77,10 +77,7 @@ async def test_consume_drains_every_preloaded_message(namesrv: str) -> None:
     puller = await loadgen.Puller.open(opts)
     try:
         queues = await puller.queues()
-        addr = await puller.instance.find_master_addr(queues[0].broker_name, opts.topic)
-        committed = [
-            await puller.instance.api.query_consumer_offset(addr, opts.group, mq) for mq in queues
-        ]
+        committed = [await puller.reader.committed(opts.group, mq) for mq in queues]
     finally:
         await puller.close()
     offsets = [c for c in committed if c is not None]

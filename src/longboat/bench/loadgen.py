@@ -34,9 +34,9 @@ from longboat.client import (
 )
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
-from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, PushConsumer
+from longboat.client.queue_reader import QueueReader
 
 STAMP_BYTES = 8
 # RocketMQ's broker caps one pull at 32 messages (maxTransferCountOnMessageInMemory).
@@ -95,29 +95,16 @@ async def prepare_topic(opts: LoadOptions, case: str, *, queues: int | None = No
     topic = opts.topic or unique(f"Bench{case.capitalize()}")
     group = opts.group or unique(f"bench_{case}")
     opts = replace(opts, topic=topic, group=group, queues=queues or opts.queues)
-    async with Admin(config=client_config(opts, "admin")) as admin:
+    async with (
+        Admin(config=client_config(opts, "admin")) as admin,
+        QueueReader(config=client_config(opts, "admin")) as reader,
+    ):
         with contextlib.suppress(NoRouteError):
-            route = await admin.instance.route(topic)
-            if route.subscribe_queues:
+            if await reader.queues(topic):
                 return opts
         await admin.create_topic(topic, queue_nums=opts.queues)
-        await wait_for_route(admin.instance, topic)
+        await reader.queues(topic, wait=ROUTE_WAIT_S)
     return opts
-
-
-async def wait_for_route(instance: ClientInstance, topic: str) -> list[MessageQueue]:
-    """The topic's queues once the name server has them (a new topic registers soon after)."""
-    deadline = time.monotonic() + ROUTE_WAIT_S
-    refresh = False
-    while True:
-        with contextlib.suppress(NoRouteError):
-            route = await instance.route(topic, refresh=refresh)
-            if route.subscribe_queues:
-                return route.subscribe_queues
-        if time.monotonic() > deadline:
-            raise NoRouteError(0, f"topic {topic} has no queues at the name server")
-        await asyncio.sleep(0.05)
-        refresh = True
 
 
 # ---------------------------------------------------------------------------- produce
@@ -187,24 +174,25 @@ async def preload(opts: LoadOptions, count: int) -> None:
 
 
 class Puller:
-    """Raw PULL_MESSAGE over the typed request layer: what any consumer must do, without the
-    push consumer's process queue and workers.  Offsets are committed with the next pull (the
+    """Raw PULL_MESSAGE through `QueueReader`: what any consumer must do, without the push
+    consumer's process queue and workers.  Offsets are committed with the next pull (the
     commit flag), as RocketMQ's consumers do."""
 
-    def __init__(self, opts: LoadOptions, instance: ClientInstance) -> None:
+    def __init__(self, opts: LoadOptions, reader: QueueReader) -> None:
         self.opts = opts
-        self.instance = instance
-        self._addr: dict[str, str] = {}
+        self.reader = reader
 
     @classmethod
     async def open(cls, opts: LoadOptions) -> Puller:
-        return cls(opts, ClientInstance.acquire(client_config(opts, "puller")))
+        reader = QueueReader(config=client_config(opts, "puller"))
+        await reader.start()
+        return cls(opts, reader)
 
     async def close(self) -> None:
-        await self.instance.release()
+        await self.reader.shutdown()
 
     async def queues(self) -> list[MessageQueue]:
-        return await wait_for_route(self.instance, self.opts.topic)
+        return await self.reader.queues(self.opts.topic, wait=ROUTE_WAIT_S)
 
     async def pull(
         self,
@@ -218,9 +206,7 @@ class Puller:
     ) -> PullResult:
         """One pull for `group` (default: the options' group); `commit` >= 0 commits that
         offset with it; `suspend_s` > 0 lets the broker park it that long."""
-        addr = await self._broker(mq)
-        return await self.instance.api.pull(
-            addr,
+        return await self.reader.pull(
             mq,
             offset,
             group=group or self.opts.group,
@@ -233,15 +219,7 @@ class Puller:
 
     async def commit(self, mq: MessageQueue, offset: int, group: str | None = None) -> None:
         """Commit an offset on its own (the last one, which no next pull carries)."""
-        addr = await self._broker(mq)
-        await self.instance.api.update_consumer_offset(addr, group or self.opts.group, mq, offset)
-
-    async def _broker(self, mq: MessageQueue) -> str:
-        addr = self._addr.get(mq.broker_name)
-        if addr is None:
-            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-            self._addr[mq.broker_name] = addr
-        return addr
+        await self.reader.commit(group or self.opts.group, mq, offset)
 
 
 # ---------------------------------------------------------------------------- consume
@@ -403,7 +381,7 @@ async def holds(
     puller = await Puller.open(opts)
     try:
         [mq] = await puller.queues()
-        addr = await puller.instance.find_master_addr(mq.broker_name, mq.topic)
+        addr = await puller.reader.master_addr(mq)
         pid = pid if pid is not None else broker_pid(addr)
         if pid is None:
             raise ValueError(f"cannot find the broker process behind {addr}: pass its pid")

@@ -133,6 +133,12 @@ class Producer(InstanceUser):
     def __repr__(self) -> str:
         return f"Producer({self.group})"
 
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to `topic` may go to, sorted (a topic the brokers do not have
+        yet gets the queues auto-creation would give it, as for a send)."""
+        route = await self.instance.route(topic, allow_default=True)
+        return sorted(_require_queues(route.publish_queues, topic))
+
     # ------------------------------------------------------------------ sending
 
     async def send(

@@ -224,6 +224,9 @@ class Producer(_Blocking):
             )
         )
 
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        return self._loop.run(self._async.fetch_publish_queues(topic))
+
     def send_batch(
         self,
         msgs: Sequence[Message],

@@ -18,11 +18,10 @@ import zlib
 from collections.abc import Coroutine, Iterable
 from typing import Any, TypeVar
 
-from longboat.client import PullResult
 from longboat.client.config import ClientConfig, parse_namesrv_addrs
 from longboat.client.errors import NoRouteError
-from longboat.client.instance import ClientInstance
 from longboat.client.producer import Producer
+from longboat.client.queue_reader import QueueReader
 from longboat.client.sync import LoopThread
 from longboat.protocol.types import MessageQueue
 
@@ -42,7 +41,13 @@ class BrokerLink:
         self.config = ClientConfig(
             parse_namesrv_addrs(namesrv), request_timeout=request_timeout, instance_name=name
         )
-        self.instance: ClientInstance = self.loop_thread.call(ClientInstance.acquire, self.config)
+
+        async def open_reader() -> QueueReader:
+            reader = QueueReader(config=self.config)
+            await reader.start()
+            return reader
+
+        self.reader = self.run(open_reader())
         self._producers: dict[str, Producer] = {}
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
@@ -59,23 +64,19 @@ class BrokerLink:
 
     async def _queues(self, topics: list[str], pattern: str | None) -> list[MessageQueue]:
         if pattern is not None:
-            every = await self.instance.api.get_all_topics()
+            every = await self.reader.topics()
             topics = sorted(
                 t for t in every if re.fullmatch(pattern, t) and not _IMPLICIT_TOPIC.match(t)
             )
         out: list[MessageQueue] = []
         for topic in topics:
             try:
-                route = await self.instance.route(topic, refresh=True)
+                out.extend(await self.reader.queues(topic))
             except NoRouteError:
                 if pattern is not None:
                     continue
                 raise
-            out.extend(route.subscribe_queues)
         return sorted(out)
-
-    async def _addr(self, mq: MessageQueue) -> str:
-        return await self.instance.find_master_addr(mq.broker_name, mq.topic)
 
     def offsets(self, mqs: Iterable[MessageQueue], at: str | int) -> dict[MessageQueue, int]:
         """Per queue: "min" (first kept), "max" (next to be written) or the first offset
@@ -83,15 +84,14 @@ class BrokerLink:
         return self.run(self._offsets(list(mqs), at))
 
     async def _offsets(self, mqs: list[MessageQueue], at: str | int) -> dict[MessageQueue, int]:
-        api = self.instance.api
+        reader = self.reader
 
         async def one(mq: MessageQueue) -> int:
-            addr = await self._addr(mq)
             if at == "min":
-                return await api.get_min_offset(addr, mq)
+                return await reader.min_offset(mq)
             if at == "max":
-                return await api.get_max_offset(addr, mq)
-            return await api.search_offset(addr, mq, int(at))
+                return await reader.max_offset(mq)
+            return await reader.offset_at(mq, int(at))
 
         values = await asyncio.gather(*(one(mq) for mq in mqs))
         return dict(zip(mqs, values, strict=True))
@@ -99,23 +99,18 @@ class BrokerLink:
     # ------------------------------------------------------------------ reading
 
     def pull_async(self, mq: MessageQueue, offset: int, count: int, tags: str, group: str) -> Any:
-        """Start one pull of up to `count` messages at `offset` (a concurrent future)."""
-        return self.submit(self._pull(mq, offset, count, tags, group))
-
-    async def _pull(
-        self, mq: MessageQueue, offset: int, count: int, tags: str, group: str
-    ) -> PullResult:
-        # A plain read of a range: no suspend (the range is known to exist), nothing committed.
-        return await self.instance.api.pull(
-            await self._addr(mq),
-            mq,
-            offset,
-            group=group,
-            max_msgs=count,
-            timeout=self.config.request_timeout,
-            expression=tags,
-            lite=True,
-            decode=False,
+        """Start one pull of up to `count` messages at `offset` (a concurrent future): a plain
+        read of a range, no suspend (the range is known to exist), nothing committed."""
+        return self.submit(
+            self.reader.pull(
+                mq,
+                offset,
+                group=group,
+                max_msgs=count,
+                expression=tags,
+                decode=False,
+                timeout=self.config.request_timeout,
+            )
         )
 
     # ------------------------------------------------------------------ group offsets
@@ -124,20 +119,10 @@ class BrokerLink:
         self.run(self._commit_group(group, positions))
 
     async def _commit_group(self, group: str, positions: dict[MessageQueue, int]) -> None:
-        api = self.instance.api
-
-        async def one(mq: MessageQueue, offset: int) -> None:
-            await api.update_consumer_offset(await self._addr(mq), group, mq, offset)
-
-        await asyncio.gather(*(one(mq, o) for mq, o in positions.items()))
+        await asyncio.gather(*(self.reader.commit(group, mq, o) for mq, o in positions.items()))
 
     def group_offset(self, group: str, mq: MessageQueue) -> int | None:
-        async def ask() -> int | None:
-            return await self.instance.api.query_consumer_offset(
-                await self._addr(mq), group, mq, set_zero_if_not_found=False
-            )
-
-        return self.run(ask())
+        return self.run(self.reader.committed(group, mq))
 
     # ------------------------------------------------------------------ writing
 
@@ -156,31 +141,12 @@ class BrokerLink:
 
     def has_unique_key(self, topic: str, key: str) -> bool:
         """Whether any master of `topic` holds a message whose UNIQ_KEY is `key`."""
+        return self.run(self.reader.has_unique_key(topic, key))
 
-        async def ask() -> bool:
-            route = await self.instance.route(topic, refresh=True)
-            addrs = [a for b in route.brokers if (a := b.master_addr)]
-            found = await asyncio.gather(
-                *(
-                    self.instance.api.query_message(addr, topic, key, max_num=1, unique_key=True)
-                    for addr in addrs
-                )
-            )
-            return any(found)
-
-        return self.run(ask())
-
-    def marker_queue(self, topic: str) -> MessageQueue:
-        """The queue whose consumer offset holds a sink's marker for `topic`: the first one."""
-
-        async def first() -> MessageQueue:
-            route = await self.instance.route(topic, allow_default=True)
-            queues = sorted(route.subscribe_queues or route.publish_queues)
-            if not queues:
-                raise NoRouteError(0, f"topic {topic} has no queue to keep a marker on")
-            return queues[0]
-
-        return self.run(first())
+    def marker_queue(self, producer: Producer, topic: str) -> MessageQueue:
+        """The queue whose consumer offset holds a sink's marker for `topic`: the first one
+        `producer` may send to (the topic may not exist before the sink's first batch)."""
+        return self.run(producer.fetch_publish_queues(topic))[0]
 
 
 _links: dict[tuple[int, str, float], BrokerLink] = {}

@@ -190,7 +190,7 @@ class ExactlyOncePublisher:
         return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest().upper()
 
     def _publish_topic(self, batch_id: int, topic: str, messages: list[Message]) -> None:
-        marker_mq = self.link.marker_queue(topic)
+        marker_mq = self.link.marker_queue(self.producer, topic)
         marker = self.link.group_offset(self.group, marker_mq)
         if marker is not None and marker > batch_id:
             log.info("batch %d to %s was published before; skipping it", batch_id, topic)

@@ -1,0 +1,148 @@
+"""`QueueReader`: read queues by offset and keep a group's offsets by hand, without joining it.
+
+What RocketMQ's `DefaultMQPullConsumer` offered and connectors, tools and benchmarks need: the
+caller chooses queues and offsets, pulls ranges, and commits where it wants; there is no
+rebalance, no heartbeat for the group and no buffering.  Applications that consume a group
+use `LitePullConsumer` or `PushConsumer` instead.  Every method finds the queue's master
+broker through the shared client instance's routes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from longboat.client.config import ClientConfig
+from longboat.client.errors import NoRouteError
+from longboat.client.instance import ClientInstance
+from longboat.client.lifecycle import InstanceUser
+from longboat.client.types import PullResult
+from longboat.protocol.tags import TagExpression
+from longboat.protocol.types import MessageQueue
+
+_ROUTE_POLL_INTERVAL = 0.05
+
+
+class QueueReader(InstanceUser):
+    """Pulls, offsets and commits of single queues; an async context manager."""
+
+    def __init__(
+        self,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+    ) -> None:
+        super().__init__(config, namesrv_addrs)
+
+    async def start(self) -> None:
+        if self._instance is None:
+            self._instance = ClientInstance.acquire(self.config)
+
+    async def shutdown(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await instance.release()
+
+    def __repr__(self) -> str:
+        return "QueueReader()"
+
+    # ------------------------------------------------------------------ what there is
+
+    async def topics(self) -> list[str]:
+        """Every topic the name servers know (system topics included)."""
+        return sorted(await self.instance.api.get_all_topics())
+
+    async def queues(self, topic: str, *, wait: float = 0.0) -> list[MessageQueue]:
+        """The topic's readable queues, sorted, asked of the name server now.
+
+        With `wait` > 0, a topic without queues yet (just created) is asked again until it
+        has some or `wait` seconds passed; then NoRouteError, as for an unknown topic."""
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                route = await self.instance.route(topic, refresh=True)
+            except NoRouteError:
+                if time.monotonic() >= deadline:
+                    raise
+            else:
+                if route.subscribe_queues or time.monotonic() >= deadline:
+                    if not route.subscribe_queues:
+                        raise NoRouteError(0, f"topic {topic} has no readable queue")
+                    return sorted(route.subscribe_queues)
+            await asyncio.sleep(_ROUTE_POLL_INTERVAL)
+
+    async def master_addr(self, mq: MessageQueue) -> str:
+        """The address of the broker that serves `mq` (its master)."""
+        return await self.instance.find_master_addr(mq.broker_name, mq.topic)
+
+    # ------------------------------------------------------------------ offsets
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        """The oldest offset still stored."""
+        return await self.instance.api.get_min_offset(await self.master_addr(mq), mq)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        """The offset the next message stored in `mq` will get."""
+        return await self.instance.api.get_max_offset(await self.master_addr(mq), mq)
+
+    async def offset_at(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        """The offset of the first message stored at or after `timestamp_ms`."""
+        addr = await self.master_addr(mq)
+        return await self.instance.api.search_offset(addr, mq, timestamp_ms)
+
+    async def committed(self, group: str, mq: MessageQueue) -> int | None:
+        """`group`'s offset for `mq` stored on the broker; None if it has none."""
+        addr = await self.master_addr(mq)
+        return await self.instance.api.query_consumer_offset(
+            addr, group, mq, set_zero_if_not_found=False
+        )
+
+    async def commit(self, group: str, mq: MessageQueue, offset: int) -> None:
+        """Store `offset` (the next to consume) as `group`'s offset for `mq`."""
+        addr = await self.master_addr(mq)
+        await self.instance.api.update_consumer_offset(addr, group, mq, offset)
+
+    # ------------------------------------------------------------------ reading
+
+    async def pull(
+        self,
+        mq: MessageQueue,
+        offset: int,
+        *,
+        group: str,
+        max_msgs: int,
+        expression: TagExpression | str = "*",
+        suspend: float = 0.0,
+        commit_offset: int | None = None,
+        decode: bool = True,
+        timeout: float | None = None,
+    ) -> PullResult:
+        """Up to `max_msgs` messages of `mq` from `offset` on (see `ClientAPI.pull` for the
+        options); `timeout` defaults to the request timeout plus `suspend`."""
+        if timeout is None:
+            timeout = self.config.request_timeout + suspend
+        return await self.instance.api.pull(
+            await self.master_addr(mq),
+            mq,
+            offset,
+            group=group,
+            max_msgs=max_msgs,
+            timeout=timeout,
+            expression=expression,
+            suspend=suspend,
+            commit_offset=commit_offset,
+            lite=True,
+            decode=decode,
+        )
+
+    async def has_unique_key(self, topic: str, key: str) -> bool:
+        """Whether any master of `topic` holds a message whose UNIQ_KEY is `key`."""
+        route = await self.instance.route(topic, refresh=True)
+        addrs = [a for b in route.brokers if (a := b.master_addr)]
+        found = await asyncio.gather(
+            *(
+                self.instance.api.query_message(addr, topic, key, max_num=1, unique_key=True)
+                for addr in addrs
+            )
+        )
+        return any(found)
