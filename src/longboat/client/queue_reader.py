@@ -13,6 +13,7 @@ import asyncio
 import time
 
 from longboat.client.config import ClientConfig
+from longboat.client.consume_from import committed_offset
 from longboat.client.errors import NoRouteError
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
@@ -91,11 +92,10 @@ class QueueReader(InstanceUser):
         return await self.instance.api.search_offset(addr, mq, timestamp_ms)
 
     async def committed(self, group: str, mq: MessageQueue) -> int | None:
-        """`group`'s offset for `mq` stored on the broker; None if it has none."""
+        """`group`'s offset for `mq` stored on the broker; None if it has none (a RocketMQ
+        4.x broker's 0 for "none" included, see `longboat.client.consume_from`)."""
         addr = await self.master_addr(mq)
-        return await self.instance.api.query_consumer_offset(
-            addr, group, mq, set_zero_if_not_found=False
-        )
+        return await committed_offset(self.instance.api, addr, group, mq)
 
     async def commit(self, group: str, mq: MessageQueue, offset: int) -> None:
         """Store `offset` (the next to consume) as `group`'s offset for `mq`."""
