@@ -41,8 +41,7 @@ async def stored(namesrv: str, topic: str) -> int:
     puller = await loadgen.Puller.open(loadgen.LoadOptions(namesrv, topic=topic))
     try:
         queues = await puller.queues()
-        addr = await puller.instance.find_master_addr(queues[0].broker_name, topic)
-        return sum([await puller.instance.api.get_max_offset(addr, mq) for mq in queues])
+        return sum([await puller.reader.max_offset(mq) for mq in queues])
     finally:
         await puller.close()
 
