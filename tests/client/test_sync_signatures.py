@@ -27,6 +27,7 @@ PAIRS = [
 INTERNAL = {
     "consumer_data",
     "on_consumer_ids_changed",
+    "on_reset_offset",
     "topics",
     "owned",
     "add_queues",
