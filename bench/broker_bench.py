@@ -1,7 +1,9 @@
-"""Broker benchmark: produce (one at a time and batched), consume, long-poll wake-up latency and
-the idle cost of parked pulls, over the wire against a broker in another process.
+"""Broker benchmark: produce (one at a time and batched), consume, long-poll wake-up latency,
+a send's latency beside 1,000 parked pulls, and the idle cost of parked pulls, over the wire
+against a broker in another process.
 
     python -m bench.broker_bench [--runs 3] [--rounds 1000] [--holds 10000] [--messages 50000]
+                                 [--only "send, bare"]
 
 A child process runs a name server, a broker (ASYNC_FLUSH, temporary data directory) and a bare
 asyncio echo server on random 127.0.0.1 ports, on uvloop; this process generates the load, in
@@ -208,11 +210,50 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
+async def bare_send_beside_parked(broker: str, rounds: int, parked: int) -> dict[str, float]:
+    """Send p99 with `parked` pulls parked on the queue the send lands on (issue #13: a
+    send's latency must not grow with the consumers parked on its queue).  Each round parks
+    the pulls at the queue's end on their own connection, lets them reach the broker, then
+    times one send's round trip; the send wakes them all, and their answers are awaited
+    before the next round."""
+    consumer, producer = RemotingClient(), RemotingClient()
+    topic = loadgen.unique("BenchParked")
+    send = bare_send(topic, 0, b"x" * BODY, batch=False)
+    await producer.request(broker, replace(send), 10)
+    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
+    samples: list[float] = []
+    for offset in range(1, rounds + WARMUP + 1):
+        header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 20_000, 0, "*")
+        pulls = [
+            asyncio.ensure_future(
+                consumer.request(
+                    broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 30
+                )
+            )
+            for _ in range(parked)
+        ]
+        await asyncio.sleep(PARK_S + parked * 20e-6)  # ~20 us per pull to reach the broker
+        t0 = time.perf_counter()
+        response = await producer.request(broker, replace(send), 10)
+        elapsed = time.perf_counter() - t0
+        assert response.code == 0, response.remark
+        for answer in await asyncio.gather(*pulls):
+            assert answer.code == 0, answer.remark
+        if offset > WARMUP:
+            samples.append(elapsed * 1e6)
+    await consumer.close()
+    await producer.close()
+    return latency_figures(samples)
+
+
 # ---------------------------------------------------------------------------- the cases
 
 
 Case = Callable[[], Coroutine[Any, Any, dict[str, Any]]]
 WAKEUP = "wake-up, client (send -> parked pull answered)"
+PARKED = 1000
+SEND_ALONE = "send, bare, nothing parked on its queue"
+SEND_PARKED = f"send, bare, {PARKED} pulls parked on its queue"
 BARE_WAKEUP = "wake-up, bare (send -> parked pull answered)"
 ECHO = "baseline: echo round trip"
 
@@ -266,6 +307,8 @@ def cases(
         WAKEUP: wakeup,
         BARE_WAKEUP: lambda: bare_wakeup(broker, args.rounds),
         ECHO: lambda: echo_round_trips(echo_port, args.rounds),
+        SEND_ALONE: lambda: bare_send_beside_parked(broker, args.rounds // 5, 0),
+        SEND_PARKED: lambda: bare_send_beside_parked(broker, args.rounds // 5, PARKED),
         f"idle {args.holds} parked pulls": holds,
     }
 
@@ -312,15 +355,27 @@ async def run_cases(table: dict[str, Case], runs: int) -> dict[str, dict[str, fl
 async def bench(
     args: argparse.Namespace, namesrv: str, broker: str, echo_port: int, pid: int
 ) -> None:
-    summary = await run_cases(cases(args, namesrv, broker, echo_port, pid), args.runs)
-    echo = summary[ECHO]
+    table = cases(args, namesrv, broker, echo_port, pid)
+    if args.only:
+        table = {name: case for name, case in table.items() if args.only in name}
+    summary = await run_cases(table, args.runs)
     for name in (WAKEUP, BARE_WAKEUP):
-        wake = summary[name]
+        if name not in summary or ECHO not in summary:
+            continue
+        wake, echo = summary[name], summary[ECHO]
         print(
             f"{name} / echo round trip: p50 {wake['p50_us'] / echo['p50_us']:.2f}x, "
             f"p99 {wake['p99_us'] / echo['p99_us']:.2f}x",
             flush=True,
         )
+    if SEND_ALONE not in summary or SEND_PARKED not in summary:
+        return
+    alone, beside = summary[SEND_ALONE], summary[SEND_PARKED]
+    print(
+        f"send with {PARKED} parked / with none: p50 {beside['p50_us'] / alone['p50_us']:.2f}x, "
+        f"p99 {beside['p99_us'] / alone['p99_us']:.2f}x",
+        flush=True,
+    )
 
 
 def main() -> None:
@@ -330,6 +385,7 @@ def main() -> None:
     parser.add_argument("--holds", type=int, default=10_000, help="parked pulls")
     parser.add_argument("--window", type=float, default=3.0, help="idle sampling window (s)")
     parser.add_argument("--messages", type=int, default=50_000, help="batched produce, consume")
+    parser.add_argument("--only", default="", help="run only the cases whose name has this")
     args = parser.parse_args()
 
     with servers_in_child() as (namesrv, broker_addr, echo_port, pid, _):

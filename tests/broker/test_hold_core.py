@@ -12,6 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from conftest import Cluster
+from longboat.broker.hold import RECHECK_INTERVAL_S
 from longboat.protocol import ResponseCode
 from longboat.protocol.properties import Prop
 from longboat.store import MessageInner
@@ -78,6 +79,8 @@ async def test_an_arrival_wakes_exactly_the_pulls_whose_filter_it_passes(
     # A batch whose only tag is TagB, then a TagC message in the middle of a batch.
     sent(await w.send_batch(TOPIC, [b"b1", b"b2"], tags="TagB"))
     await eventually(lambda: cluster.broker.hold.held_count == 40, "the TagB and * pulls")
+    # Released at once, answered just after the send (off its path): wait for the answers.
+    await eventually(lambda: sum(p.done() for p in pulls) == 60, "their answers")
     woken = {f for f, p in zip(filters, pulls, strict=True) if p.done()}
     assert woken == {"TagB", "TagA || TagB", "*"}
     for p in pulls:
@@ -86,7 +89,10 @@ async def test_an_arrival_wakes_exactly_the_pulls_whose_filter_it_passes(
 
     sent(await w.send(TOPIC, b"c", tags="TagC"))
     await eventually(lambda: cluster.broker.hold.held_count == 20, "the TagC pulls")
-    assert all(p.done() for f, p in zip(filters, pulls, strict=True) if f != "TagA")
+    await eventually(
+        lambda: all(p.done() for f, p in zip(filters, pulls, strict=True) if f != "TagA"),
+        "the TagC answers",
+    )
     sent(await w.send(TOPIC, b"a", tags="TagA"))
     answers = await asyncio.wait_for(asyncio.gather(*pulls), 10)
     assert all(a.code == ResponseCode.SUCCESS for a in answers)
@@ -228,18 +234,20 @@ async def test_held_pulls_of_a_closed_connection_are_dropped(
     await staying.close()
 
 
-async def test_pulls_beyond_the_hold_limit_are_answered_at_once(
+async def test_pulls_beyond_the_hold_limit_are_refused_busy(
     loopback_cluster: Callable[..., Cluster],
 ) -> None:
     """maxHeldPullRequests bounds the memory parked pulls can take: the pull over the limit is
-    answered PULL_NOT_FOUND at once (the client pulls again) instead of queued."""
+    answered SYSTEM_BUSY at once, which clients back off from (a PULL_NOT_FOUND would come
+    straight back: a hot loop), instead of queued."""
     cluster = loopback_cluster(max_held_pull_requests=10)
     w = Wire(cluster.broker_addr)
     await created(w, queues=1)
     held = [asyncio.ensure_future(w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS)) for _ in range(10)]
     await eventually(lambda: cluster.broker.hold.held_count == 10, "10 held pulls")
     response = await w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS, timeout=5)
-    assert response.code == ResponseCode.PULL_NOT_FOUND
+    assert response.code == ResponseCode.SYSTEM_BUSY
+    assert "maxHeldPullRequests" in (response.remark or "")
     assert not any(f.done() for f in held)
     sent(await w.send(TOPIC, b"wakes the ten"))
     answers = await asyncio.wait_for(asyncio.gather(*held), 10)
@@ -279,4 +287,24 @@ async def test_graceful_stop_answers_held_pulls_and_unregisters(
     assert response.code == ResponseCode.PULL_NOT_FOUND
     assert pulled(response).nextBeginOffset == 1
     assert cluster.namesrv.routes.route(TOPIC) is None
+    await w.close()
+
+
+async def test_a_lost_wake_up_is_recovered_by_the_periodic_recheck(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """The arrival listener is taken away (a wake-up lost on purpose): the held pull is still
+    answered by the re-check within its interval, long before its own 30 s deadline."""
+    cluster = loopback_cluster()
+    w = Wire(cluster.broker_addr)
+    await created(w, queues=1)
+    store = cluster.broker.store
+    store._listeners = [f for f in store._listeners if f != cluster.broker.hold.on_arrival]
+    pull = asyncio.ensure_future(w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS, timeout=LONG_MS))
+    await eventually(lambda: cluster.broker.hold.held_count == 1, "the pull to be held")
+    started = time.monotonic()
+    sent(await w.send(TOPIC, b"nobody told the hold service", tags="TagA"))
+    response = await asyncio.wait_for(pull, RECHECK_INTERVAL_S * 3)
+    assert [m.body for m in records(response)] == [b"nobody told the hold service"]
+    assert time.monotonic() - started <= RECHECK_INTERVAL_S * 3
     await w.close()

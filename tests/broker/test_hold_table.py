@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import pytest
 
-from longboat.broker.hold import HeldPull, HoldService
+from longboat.broker.hold import WAKE_BATCH, HeldPull, HoldService
 from longboat.broker.message_filter import MessageFilter
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.remoting import Connection
@@ -83,8 +83,13 @@ def answer(rig: Rig, held: HeldPull) -> RemotingCommand:
 
 
 def make_rig(
-    *, long_polling: bool = True, short_polling_ms: int = 1000, max_held: int = 100
+    *,
+    long_polling: bool = True,
+    short_polling_ms: int = 1000,
+    max_held: int = 100,
+    defer: Callable[[Callable[[], object]], object] | None = None,
 ) -> Rig:
+    """`defer` runs the answers of woken pulls; at once unless a test holds them back."""
     timers, clock = FakeTimers(), FakeClock()
     rig: Rig
     service = HoldService(
@@ -95,6 +100,7 @@ def make_rig(
         max_held=max_held,
         timers=timers,
         clock=clock,
+        defer=defer or (lambda fn: fn()),
     )
     rig = Rig(service, timers, clock)
     service.add_observer(rig)
@@ -286,3 +292,52 @@ async def test_an_arrival_on_another_thread_is_handled_on_the_loop(rig: Rig) -> 
     assert rig.written(conn) == []  # not answered on the store's thread ...
     await asyncio.sleep(0)
     assert len(rig.written(conn)) == 1  # ... but on the loop, right after
+
+
+# ---------------------------------------------------------------------- off the producer's path
+
+
+async def test_woken_pulls_are_answered_after_the_arrival_a_batch_per_turn() -> None:
+    """The arrival only releases the pulls it wakes; their re-reads and answers run later,
+    WAKE_BATCH per loop turn, so the append's own request is answered first."""
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append, max_held=1000)
+    rig.service.start()
+    conns = [rig.hold(offset=0)[2] for _ in range(WAKE_BATCH * 2 + 5)]
+    rig.arrive(TAG_A)
+    assert rig.answered == [] and rig.service.held_count == 0  # released, not yet answered
+    assert len(turns) == 1
+    for answered in (WAKE_BATCH, 2 * WAKE_BATCH, 2 * WAKE_BATCH + 5):
+        turns.pop(0)()
+        assert len(rig.answered) == answered
+    assert turns == []
+    assert all(len(rig.written(conn)) == 1 for conn in conns)
+    rig.service.answer_all()
+
+
+async def test_shutdown_answers_pulls_woken_but_not_yet_answered() -> None:
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append)
+    rig.service.start()
+    woken = rig.hold(offset=0)[2]
+    still = rig.hold(queue=1, offset=0)[2]
+    rig.arrive(TAG_A)
+    assert rig.service.answer_all() == 2
+    assert len(rig.written(woken)) == 1 and len(rig.written(still)) == 1
+
+
+# ---------------------------------------------------------------------- the safety net
+
+
+async def test_the_recheck_recovers_a_wake_up_that_was_lost(rig: Rig) -> None:
+    """A message stored without its arrival reaching the service (lost on purpose): the
+    periodic re-check finds the queue past the pull's offset and answers it."""
+    _, request, conn = rig.hold(offset=0)
+    _, _, waiting = rig.hold(queue=1, offset=0)
+    rig.max_offsets[(TOPIC, 0)] = 1  # stored; on_arrival never called
+    assert rig.answered == []
+    assert rig.service.recheck() == 1
+    assert [r.opaque for r in rig.written(conn)] == [request.opaque]
+    assert rig.written(waiting) == [] and rig.service.held_count == 1
+    assert rig.heard[-1][2] is None  # not counted as an arrival's wake-up
+    assert rig.service.recheck() == 0

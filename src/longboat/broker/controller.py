@@ -54,7 +54,7 @@ from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import reroute_delayed
 from longboat.broker.feature_host import CoreHost
-from longboat.broker.hold import HoldService
+from longboat.broker.hold import RECHECK_INTERVAL_S, HoldService
 from longboat.broker.producers import ProducerTable
 from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
@@ -308,6 +308,8 @@ class BrokerController:
         )
         self.hold.start()
         self.store.add_arrival_listener(self.hold.on_arrival)
+        if cfg.long_polling_enable:
+            self.add_periodic(RECHECK_INTERVAL_S, self.hold.recheck)
         # Transactional halves of both protocols: decisions read back before anything is
         # served, checked periodically; each protocol adds its way to reach producers.
         self.transactions = TransactionService(self)

@@ -27,6 +27,14 @@ once per connection, not once per held pull.
 No lost wake-up: `hold` registers first and re-checks the queue's max offset after (RocketMQ
 #7358 is the missing re-check) — a message that landed between the pull's empty read and its
 registration is seen by the re-check, one that lands after is seen by the arrival listener.
+Behind both, `recheck` (every RECHECK_INTERVAL_S) wakes any held pull its queue has passed, as
+RocketMQ's 5 s scan does: a safety net, never the way pulls are normally answered.
+
+Off the producer's path: an arrival only releases the pulls it wakes; their answers (a store
+re-read each) are written WAKE_BATCH per loop turn through `defer`, after the append's own
+request was answered, so a send's latency does not grow with the consumers parked on its
+queue.  A full table (`max_held`) makes the pull module answer SYSTEM_BUSY, which clients
+back off from, rather than PULL_NOT_FOUND, which they would re-send at once.
 
 Short polling (`longPollingEnable=false`, RocketMQ's semantics): arrivals do not wake; a pull is
 held `shortPollingTimeMills` (at most its own suspendTimeoutMillis) and then re-run.
@@ -45,6 +53,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -55,6 +64,10 @@ from longboat.remoting import Connection
 log = logging.getLogger(__name__)
 
 QueueKey = tuple[str, int]
+# Woken pulls answered per loop turn (see `_answer_woken`).
+WAKE_BATCH = 64
+# How often `recheck` looks for held pulls a lost wake-up left behind (RocketMQ: 5 s).
+RECHECK_INTERVAL_S = 5.0
 
 
 class HeldPull:
@@ -166,10 +179,13 @@ class HoldService:
         max_held: int,
         timers: Timers | None = None,
         clock: Callable[[], float] = time.perf_counter,
+        defer: Callable[[Callable[[], object]], object] | None = None,
     ) -> None:
         """`max_offset` is the store's, read by the re-check.  `answer(pull)` re-runs a
         released pull and returns its response, which the service writes.  `timers` runs
-        the deadlines (the running loop, from `start`, when None); `clock` times wake-ups."""
+        the deadlines (the running loop, from `start`, when None); `clock` times wake-ups;
+        `defer(fn)` runs `fn` after the current callback (the loop's `call_soon` when None):
+        woken pulls are answered through it, off the appending request's path."""
         self._answer = answer
         self._observers: list[HoldObserver] = []
         self._timers = timers
@@ -183,6 +199,10 @@ class HoldService:
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
+        self._defer = defer
+        # Pulls released by arrivals, answered WAKE_BATCH at a time by `_answer_woken`.
+        self._to_answer: deque[tuple[HeldPull, float]] = deque()
+        self._answering = False
         # Tests set this to act between a pull's empty read and its registration (the race
         # the re-check closes); called with (topic, queue_id).
         self.before_hold: Callable[[str, int], None] | None = None
@@ -200,11 +220,18 @@ class HoldService:
         self._loop = asyncio.get_running_loop()
         if self._timers is None:
             self._timers = self._loop
+        if self._defer is None:
+            self._defer = self._loop.call_soon
         self._loop_thread = threading.get_ident()
 
     @property
     def held_count(self) -> int:
         return self._count
+
+    @property
+    def full(self) -> bool:
+        """`max_held` pulls are parked: the pull module refuses more with SYSTEM_BUSY."""
+        return self._count >= self.max_held
 
     # ------------------------------------------------------------------ holding
 
@@ -267,8 +294,38 @@ class HoldService:
         for held in woken:
             self._release(held)
         self.woken += len(woken)
+        self._to_answer.extend((held, started) for held in woken)
+        if woken and not self._answering and self._defer is not None:
+            self._answering = True
+            self._defer(self._answer_woken)
+
+    def recheck(self) -> int:
+        """RocketMQ's periodic scan, kept as a safety net behind the arrival listener (every
+        RECHECK_INTERVAL_S): wake every held pull whose queue has moved past its offset, so a
+        wake-up lost anywhere costs one interval, not the pull's whole suspend time.  As in
+        RocketMQ the scan does not look at tags: a filtered pull re-reads and moves on.
+        Returns how many it woke."""
+        woken: dict[HeldPull, None] = {}
+        for (topic, queue_id), waiters in list(self._queues.items()):
+            max_offset = self._max_offset(topic, queue_id)
+            for pulls in (waiters.every, *waiters.by_code.values()):
+                woken.update((held, None) for held in pulls if held.offset < max_offset)
         for held in woken:
+            self._release(held)
+            self._wake(held)
+        return len(woken)
+
+    def _answer_woken(self) -> None:
+        """Answer up to WAKE_BATCH released pulls, then yield the loop and come back for the
+        rest: the append that woke them was answered first, and a send arriving meanwhile
+        waits for one batch at most, however many consumers were parked."""
+        for _ in range(min(WAKE_BATCH, len(self._to_answer))):
+            held, started = self._to_answer.popleft()
             self._wake(held, started)
+        if self._to_answer and self._defer is not None:
+            self._defer(self._answer_woken)
+        else:
+            self._answering = False
 
     def _expired(self, held: HeldPull) -> None:
         held.timer = None
@@ -323,6 +380,8 @@ class HoldService:
         everyone = [held for mine in self._by_conn.values() for held in mine]
         for held in everyone:
             self._release(held)
-        for held in everyone:
+        woken = [held for held, _ in self._to_answer]
+        self._to_answer.clear()
+        for held in woken + everyone:
             self._wake(held)
-        return len(everyone)
+        return len(everyone) + len(woken)

@@ -76,20 +76,28 @@ class PullProcessor:
             )
         got = _read(ctl.store, header, flt)
         code = _answer_code(got, header.queueOffset)
-        if (
+        suspend = (
             code == ResponseCode.PULL_NOT_FOUND
             and header.sysFlag & PullSysFlag.SUSPEND
             and header.suspendTimeoutMillis > 0
-            and ctl.hold.hold(
-                conn,
-                cmd,
-                header,
-                header.topic,
-                header.queueId,
-                header.queueOffset,
-                flt,
-                header.suspendTimeoutMillis,
+        )
+        if suspend and ctl.hold.full:
+            # Answered now, the pull would come straight back: a busy answer makes every
+            # client wait (ours backs off from 20 ms doubling, Java 3 s) while the table drains.
+            return cmd.make_response(
+                ResponseCode.SYSTEM_BUSY,
+                f"[PULL] {ctl.hold.held_count} pulls are held (maxHeldPullRequests); "
+                "retry after a short delay",
             )
+        if suspend and ctl.hold.hold(
+            conn,
+            cmd,
+            header,
+            header.topic,
+            header.queueId,
+            header.queueOffset,
+            flt,
+            header.suspendTimeoutMillis,
         ):
             return None
         return _answer(cmd, got, code)
