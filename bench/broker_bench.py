@@ -48,7 +48,11 @@ from longboat.bench.usage import sample
 from longboat.cli.runtime import run
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.batch import BatchItem, encode_batch
-from longboat.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
+from longboat.protocol.headers import (
+    PullMessageRequestHeader,
+    QueueRequestHeader,
+    SendMessageRequestHeaderV2,
+)
 from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
 
@@ -213,9 +217,9 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
 async def bare_send_beside_parked(broker: str, rounds: int, parked: int) -> dict[str, float]:
     """Send p99 with `parked` pulls parked on the queue the send lands on (issue #13: a
     send's latency must not grow with the consumers parked on its queue).  Each round parks
-    the pulls at the queue's end on their own connection, lets them reach the broker, then
-    times one send's round trip; the send wakes them all, and their answers are awaited
-    before the next round."""
+    the pulls at the queue's end on their own connection, waits until the broker has parked
+    them all, then times one send's round trip; the send wakes them all, and their answers are
+    awaited before the next round."""
     consumer, producer = RemotingClient(), RemotingClient()
     topic = loadgen.unique("BenchParked")
     send = bare_send(topic, 0, b"x" * BODY, batch=False)
@@ -232,7 +236,13 @@ async def bare_send_beside_parked(broker: str, rounds: int, parked: int) -> dict
             )
             for _ in range(parked)
         ]
-        await asyncio.sleep(PARK_S + parked * 20e-6)  # ~20 us per pull to reach the broker
+        # The broker handles one connection's requests in order: once this answer is back,
+        # every pull before it is parked, and the send below does not queue behind them.
+        barrier = RemotingCommand.request(
+            RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext()
+        )
+        await consumer.request(broker, barrier, 30)
+        await asyncio.sleep(PARK_S)
         t0 = time.perf_counter()
         response = await producer.request(broker, replace(send), 10)
         elapsed = time.perf_counter() - t0

@@ -9,11 +9,13 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -28,13 +30,14 @@ import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
  * unregisters.
  *
  * --listener concurrently (default) or orderly; --model clustering (default) or broadcasting;
- * --tags "A || B"; --from first|last|timestamp (--timestamp yyyyMMddHHmmss); --fail-first K:
+ * --tags "A || B" or --sql "a BETWEEN 1 AND 3" (MessageSelector.bySql; a selector the broker
+ * refuses fails start(): an "error" event with its code, exit 1); --from first|last|timestamp (--timestamp yyyyMMddHHmmss); --fail-first K:
  * the listener fails each message's first K deliveries (RECONSUME_LATER, or for orderly
  * SUSPEND_CURRENT_QUEUE_A_MOMENT); --max-reconsume N; --consume-ms: time spent per message.
  */
 public final class PushConsume {
     private static final String USAGE = "PushConsume --namesrv HOST:PORT --topic T --group G"
-            + " [--tags EXPR] [--expect N] [--until-deliveries N] [--linger-ms MS] [--listener concurrently|orderly]"
+            + " [--tags EXPR] [--sql SELECTOR] [--expect N] [--until-deliveries N] [--linger-ms MS] [--listener concurrently|orderly]"
             + " [--model clustering|broadcasting] [--from first|last|timestamp]"
             + " [--timestamp yyyyMMddHHmmss] [--fail-first K] [--max-reconsume N]"
             + " [--consume-ms MS] [--instance NAME] [--timeout-ms MS]";
@@ -59,7 +62,12 @@ public final class PushConsume {
                 peer.require("group"), peer.aclHook(), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(peer.require("namesrv"));
         consumer.setInstanceName(peer.get("instance", "push-" + ProcessHandle.current().pid()));
-        consumer.subscribe(topic, peer.get("tags", "*"));
+        String sql = peer.get("sql", "");
+        if (sql.isEmpty()) {
+            consumer.subscribe(topic, peer.get("tags", "*"));
+        } else {
+            consumer.subscribe(topic, MessageSelector.bySql(sql));
+        }
         consumer.setMessageModel("broadcasting".equals(peer.get("model", "clustering"))
                 ? MessageModel.BROADCASTING : MessageModel.CLUSTERING);
         consumer.setMaxReconsumeTimes((int) peer.number("max-reconsume", 16));
@@ -116,7 +124,15 @@ public final class PushConsume {
             close.run();
             Runtime.getRuntime().halt(Peer.EXIT_OK);
         }));
-        consumer.start();
+        try {
+            consumer.start();
+        } catch (MQClientException e) {  // e.g. a selector the broker refused (CHECK_CLIENT_CONFIG)
+            e.printStackTrace();
+            Peer.emit("error", Peer.fields(
+                    "fatal", true, "code", e.getResponseCode(), "message", e.getMessage()));
+            System.out.flush();
+            Runtime.getRuntime().halt(Peer.EXIT_FAILED);
+        }
         Peer.emit("started", Peer.fields("clientId", consumer.buildMQClientId()));
 
         Set<Integer> owned = new TreeSet<>();
