@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test lint bench demo node-peers java-peers peer-servers rocketmq-up clean
+.PHONY: up test lint bench demo node-peers java-peers peer-servers browser rocketmq-up clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,20 @@ peer-servers:
 	skip them" >&2; exit 1; }
 endif
 
+# Headless Chromium for the dashboard's browser tests (tests/dashboard), from Debian's package;
+# Playwright drives it (it never downloads a browser of its own).  LONGBOAT_SKIP_BROWSER=1 skips
+# installing it; pytest then reports the browser tests as skipped.
+ifeq ($(LONGBOAT_SKIP_BROWSER),1)
+browser:
+	@echo "LONGBOAT_SKIP_BROWSER=1: chromium not installed; the browser tests are reported as skipped"
+else
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	apt-get install -y -qq chromium >/dev/null; } || { echo "make: the dashboard's browser tests \
+	need chromium (Debian: apt-get install chromium, as root), or set LONGBOAT_SKIP_BROWSER=1 to \
+	skip them" >&2; exit 1; }
+endif
+
 ## Start an Apache RocketMQ name server and broker (random ports, printed) for comparisons.
 rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
@@ -72,7 +86,7 @@ up: $(STAMP)
 	$(VENV)/bin/longboat up
 
 ## Install everything (Python extras, the Node and Java test peers) and run the whole suite.
-test: $(STAMP) node-peers java-peers peer-servers
+test: $(STAMP) node-peers java-peers peer-servers browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo

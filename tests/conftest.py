@@ -55,6 +55,8 @@ from peers.rocketmq import (
 # Servers the suite spawns (`longboat up`, `longboat broker`) serve gRPC on a free port, not
 # on RocketMQ's 8081, which concurrent tests (or the machine) may hold.
 os.environ.setdefault("LONGBOAT_GRPC_LISTEN_PORT", "0")
+# Likewise every 'longboat up' the suite spawns serves its dashboard on a free port, never 8080.
+os.environ.setdefault("LONGBOAT_DASHBOARD_PORT", "0")
 
 T = TypeVar("T")
 START_TIMEOUT_S = 30.0

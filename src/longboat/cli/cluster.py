@@ -9,10 +9,10 @@ from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.runtime import console, run
-from longboat.cli.topics import topic_kind
 from longboat.client import ClientError
 from longboat.client.admin import Admin
 from longboat.protocol.bodies import ClusterInfo
+from longboat.protocol.topic_names import topic_kind
 
 MASTER_ID = 0
 
@@ -37,14 +37,9 @@ def cluster(namesrv: str) -> None:
         console.print("no broker is registered with the name server")
         return
     table = Table("cluster", "broker", "id", "role", "address", "topics")
-    for cluster_name, names in sorted(info.cluster_addr_table.items()):
-        for name in sorted(names):
-            data = info.broker_addr_table.get(name)
-            if data is None:
-                continue
-            for broker_id, addr in sorted(data.broker_addrs.items()):
-                role = "master" if broker_id == MASTER_ID else "slave"
-                table.add_row(cluster_name, name, str(broker_id), role, addr, topics[addr])
+    for cluster_name, name, broker_id, addr in info.members():
+        role = "master" if broker_id == MASTER_ID else "slave"
+        table.add_row(cluster_name, name, str(broker_id), role, addr, topics[addr])
     console.print(table)
 
 

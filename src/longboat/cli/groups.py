@@ -13,7 +13,6 @@ from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_duration, format_ms
 from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import (
-    Admin,
     QueueOffset,
     QueueProgress,
     ResetTarget,
@@ -21,7 +20,6 @@ from longboat.client.admin import (
 from longboat.client.errors import GroupOnlineError
 from longboat.client.message import MessageQueue
 from longboat.protocol.bodies import ConsumerConnection
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
 
 @click.group()
@@ -38,7 +36,7 @@ def list_groups(namesrv: str) -> None:
         async with admin_for(namesrv) as admin:
             names = await admin.groups()
             rows = await gather_with_progress(
-                f"reading {len(names)} group(s)", [summary(admin, g) for g in names]
+                f"reading {len(names)} group(s)", [admin.group_summary(g) for g in names]
             )
             return list(zip(names, *zip(*rows, strict=True), strict=True)) if names else []
 
@@ -46,17 +44,6 @@ def list_groups(namesrv: str) -> None:
     for name, members, lag in run(go()):
         table.add_row(name, str(members), str(lag))
     console.print(table)
-
-
-async def summary(admin: Admin, name: str) -> tuple[int, int]:
-    members, progress = await asyncio.gather(
-        admin.consumer_ids(name), admin.group_progress(name, with_lag_time=False)
-    )
-    return len(members), sum(p.lag for p in progress if not is_retry(p.mq))
-
-
-def is_retry(mq: MessageQueue) -> bool:
-    return mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
 def group_name(fn: click.decorators.FC) -> click.decorators.FC:
@@ -173,7 +160,7 @@ def reset(
 
     async def go() -> dict[MessageQueue, int]:
         async with admin_for(namesrv) as admin:
-            topics = [topic] if topic else await consumed_topics(admin, name)
+            topics = [topic] if topic else await admin.consumed_topics(name)
             if not topics:
                 fail(f"group {name} has no committed offsets; name the topic with -t")
             moved: dict[MessageQueue, int] = {}
@@ -200,12 +187,6 @@ def reset(
     for mq, offset in sorted(run(go()).items()):
         table.add_row(mq.topic, mq.broker_name, str(mq.queue_id), str(offset))
     console.print(table)
-
-
-async def consumed_topics(admin: Admin, name: str) -> list[str]:
-    """The topics `name` has offsets on, without its own retry topic."""
-    progress = await admin.group_progress(name, with_lag_time=False)
-    return sorted({p.mq.topic for p in progress if not is_retry(p.mq)})
 
 
 COMMANDS = (group,)

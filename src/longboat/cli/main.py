@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "longboat.cli.cluster",
     "longboat.cli.bench",
     "longboat.cli.demo",
+    "longboat.cli.dashboard",
 )
 
 

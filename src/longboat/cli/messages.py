@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
 from longboat.cli.connect import admin_for, namesrv_option
@@ -11,8 +9,6 @@ from longboat.cli.progress import LateProgress
 from longboat.cli.render import message_json, message_table
 from longboat.cli.runtime import console, fail, say
 from longboat.cli.runtime import run as run_async
-from longboat.cli.topics import topic_kind
-from longboat.client.admin import Admin
 from longboat.client.message import MessageExt
 
 FORMATS = click.Choice(["table", "json"])
@@ -57,7 +53,7 @@ def find(key: str, topic: str | None, max_num: int, output: str, namesrv: str) -
 
     async def go() -> tuple[list[str], list[MessageExt]]:
         async with admin_for(namesrv) as admin:
-            topics = [topic] if topic else await user_topics(admin)
+            topics = [topic] if topic else await admin.user_topics()
             found: list[MessageExt] = []
             with LateProgress(f"searching {len(topics)} topic(s)", len(topics)) as bar:
                 for name in topics:
@@ -75,12 +71,6 @@ def find(key: str, topic: str | None, max_num: int, output: str, namesrv: str) -
             "not found",
         )
     show(found, output)
-
-
-async def user_topics(admin: Admin) -> list[str]:
-    info, topics = await asyncio.gather(admin.cluster_info(), admin.topics())
-    reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
-    return [t for t in topics if topic_kind(t, reserved) == "normal"]
 
 
 def show(messages: list[MessageExt], output: str) -> None:

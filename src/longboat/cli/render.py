@@ -24,21 +24,8 @@ def body_text(body: bytes) -> str:
 
 def message_record(msg: MessageExt) -> dict[str, object]:
     """One message as a JSON object; a body that is not UTF-8 travels as base64."""
-    record: dict[str, object] = {
-        "topic": msg.topic,
-        "queueId": msg.queue_id,
-        "queueOffset": msg.queue_offset,
-        "msgId": msg.msg_id,
-        "offsetMsgId": msg.offset_msg_id,
-        "tags": msg.tags,
-        "keys": msg.key_list,
-        "bornTimestamp": msg.born_timestamp,
-        "storeTimestamp": msg.store_timestamp,
-        "bornHost": msg.born_host_str,
-        "storeHost": msg.store_host_str,
-        "reconsumeTimes": msg.reconsume_times,
-        "properties": {k: v for k, v in msg.properties.items() if k not in _SHOWN_PROPS},
-    }
+    record = msg.header_fields()
+    record["properties"] = {k: v for k, v in msg.properties.items() if k not in _SHOWN_PROPS}
     try:
         record["body"] = msg.body.decode("utf-8")
     except UnicodeDecodeError:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -34,6 +35,9 @@ from longboat.cli.runtime import (
     run,
     stop_on_signal,
 )
+from longboat.client.config import ClientConfig
+from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
+from longboat.dashboard import DashboardServer
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
 from longboat.namesrv.server import NAMESRV_LIMITS
@@ -44,6 +48,7 @@ LOOPBACK = "127.0.0.1"
 BROKER_PORT = 10911
 # The port RocketMQ's Prometheus exporter uses.
 METRICS_PORT = 5557
+DASHBOARD_PORT_ENV = "LONGBOAT_DASHBOARD_PORT"
 
 
 class Server(Protocol):
@@ -72,7 +77,11 @@ async def serve(factories: Sequence[Callable[[], Server]], describe: Callable[[]
     console.print("stopped")
 
 
-def listening_table(namesrv: NameServer | None, broker: BrokerController | None) -> Table:
+def listening_table(
+    namesrv: NameServer | None,
+    broker: BrokerController | None,
+    dashboard: DashboardServer | None = None,
+) -> Table:
     """Called once every server is started: the ports shown are the bound ones."""
     table = Table(title="longboat", show_header=False, title_justify="left")
     table.add_column(style="bold")
@@ -91,6 +100,8 @@ def listening_table(namesrv: NameServer | None, broker: BrokerController | None)
         grpc = getattr(broker, "grpc", None)
         if grpc is not None:
             table.add_row("grpc (RocketMQ 5)", f"{broker.store_host}:{grpc.port}")
+    if dashboard is not None:
+        table.add_row("dashboard", dashboard.url)
     return table
 
 
@@ -117,12 +128,20 @@ def server_logging() -> None:
     help="RocketMQ 5 clients (gRPC); 0: any free port, -1 turns it off "
     "[default: $LONGBOAT_GRPC_LISTEN_PORT, else 8081 as RocketMQ's proxy].",
 )
+@click.option(
+    "--dashboard-port",
+    type=int,
+    default=None,
+    help="The web dashboard, on 127.0.0.1; 0: any free port, -1 turns it off "
+    "[default: $LONGBOAT_DASHBOARD_PORT, else 8080].",
+)
 def up(
     data: Path | None,
     namesrv_port: int,
     broker_port: int,
     metrics_port: int,
     grpc_port: int | None,
+    dashboard_port: int | None,
 ) -> None:
     """Run a name server and a broker in this process, on 127.0.0.1.
 
@@ -148,7 +167,24 @@ def up(
         broker.append(BrokerController(config.updated(namesrv_addr=namesrv.addr)))
         return broker[0]
 
-    run(serve([lambda: namesrv, make_broker], lambda: listening_table(namesrv, broker[0])))
+    if dashboard_port is None:
+        dashboard_port = int(os.environ.get(DASHBOARD_PORT_ENV) or DASHBOARD_PORT)
+    factories: list[Callable[[], Server]] = [lambda: namesrv, make_broker]
+    dashboard: list[DashboardServer] = []
+    if dashboard_port >= 0:
+
+        def make_dashboard() -> DashboardServer:
+            config = ClientConfig([namesrv.addr], client_ip=LOOPBACK)
+            dashboard.append(DashboardServer(config, LOOPBACK, dashboard_port))
+            return dashboard[0]
+
+        factories.append(make_dashboard)
+    run(
+        serve(
+            factories,
+            lambda: listening_table(namesrv, broker[0], dashboard[0] if dashboard else None),
+        )
+    )
 
 
 @click.command()

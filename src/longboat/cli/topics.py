@@ -11,11 +11,7 @@ from longboat.cli.runtime import console, run, say
 from longboat.client import NoRouteError
 from longboat.client.admin import Admin, QueueStatus
 from longboat.protocol.bodies import TopicRouteData
-from longboat.protocol.topic_names import (
-    DLQ_GROUP_TOPIC_PREFIX,
-    RETRY_GROUP_TOPIC_PREFIX,
-    is_system_topic,
-)
+from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 PERMS = {"rw": PERM_READ | PERM_WRITE, "r": PERM_READ, "w": PERM_WRITE, "none": 0}
@@ -23,18 +19,6 @@ PERMS = {"rw": PERM_READ | PERM_WRITE, "r": PERM_READ, "w": PERM_WRITE, "none": 
 
 def perm_text(perm: int) -> str:
     return ("r" if perm & PERM_READ else "-") + ("w" if perm & PERM_WRITE else "-")
-
-
-def topic_kind(topic: str, reserved: set[str]) -> str:
-    """What a name-server topic is: a user topic, a group's retry or DLQ topic, or one the
-    brokers keep for themselves (their cluster and broker names are registered as topics)."""
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        return "retry"
-    if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
-        return "dlq"
-    if is_system_topic(topic) or topic in reserved:
-        return "system"
-    return "normal"
 
 
 @click.group()

@@ -40,7 +40,7 @@ from longboat.protocol.bodies import (
 )
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic, topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
 
@@ -82,6 +82,10 @@ class QueueProgress:
         return max(0, self.broker_offset - self.consumer_offset)
 
 
+def is_retry_queue(mq: MessageQueue) -> bool:
+    return mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
 class Admin(InstanceUser):
     def __init__(
         self,
@@ -110,6 +114,12 @@ class Admin(InstanceUser):
 
     async def topics(self) -> list[str]:
         return sorted(await self.instance.api.get_all_topics())
+
+    async def user_topics(self) -> list[str]:
+        """Topics of users: no group's retry or DLQ topic, none the brokers keep."""
+        info, topics = await asyncio.gather(self.cluster_info(), self.topics())
+        reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+        return [t for t in topics if topic_kind(t, reserved) == "normal"]
 
     async def route(self, topic: str) -> TopicRouteData:
         """The topic's route as the name server has it; NoRouteError when unknown."""
@@ -249,6 +259,19 @@ class Admin(InstanceUser):
         has a `%RETRY%group` topic (RocketMQ keeps no other cluster-wide group list)."""
         prefix = RETRY_GROUP_TOPIC_PREFIX
         return sorted(t[len(prefix) :] for t in await self.topics() if t.startswith(prefix))
+
+    async def group_summary(self, group: str) -> tuple[int, int]:
+        """Live members of `group` and its total lag on the topics it consumes (its own
+        retry topic left out)."""
+        members, progress = await asyncio.gather(
+            self.consumer_ids(group), self.group_progress(group, with_lag_time=False)
+        )
+        return len(members), sum(p.lag for p in progress if not is_retry_queue(p.mq))
+
+    async def consumed_topics(self, group: str) -> list[str]:
+        """The topics `group` has offsets on, without its own retry topic."""
+        progress = await self.group_progress(group, with_lag_time=False)
+        return sorted({p.mq.topic for p in progress if not is_retry_queue(p.mq)})
 
     async def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         """Live members of `group`, asked of a master of `topic` (or of any broker)."""

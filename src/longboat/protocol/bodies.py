@@ -136,6 +136,19 @@ class ClusterInfo:
     broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
     cluster_addr_table: dict[str, list[str]] = field(default_factory=dict)
 
+    def members(self) -> list[tuple[str, str, int, str]]:
+        """(cluster, broker name, broker id, address) of every registered broker, sorted;
+        id 0 is a master."""
+        rows: list[tuple[str, str, int, str]] = []
+        for cluster_name, names in sorted(self.cluster_addr_table.items()):
+            for name in sorted(names):
+                data = self.broker_addr_table.get(name)
+                if data is not None:
+                    rows += [
+                        (cluster_name, name, i, a) for i, a in sorted(data.broker_addrs.items())
+                    ]
+        return rows
+
     def to_json(self, *, standard: bool = False) -> bytes:
         d = {
             "brokerAddrTable": {k: v.to_dict() for k, v in sorted(self.broker_addr_table.items())},

@@ -136,6 +136,25 @@ class MessageExt:
     def store_host_str(self) -> str:
         return f"{_host_str(self.store_host)}:{self.store_port}"
 
+    def header_fields(self) -> dict[str, object]:
+        """Where and when the message was stored, its ids, tags and keys, under the names
+        RocketMQ's tools use: the part of a message record (CLI JSON, dashboard) that is
+        neither its properties nor its body."""
+        return {
+            "topic": self.topic,
+            "queueId": self.queue_id,
+            "queueOffset": self.queue_offset,
+            "msgId": self.msg_id,
+            "offsetMsgId": self.offset_msg_id,
+            "tags": self.tags,
+            "keys": self.key_list,
+            "bornTimestamp": self.born_timestamp,
+            "storeTimestamp": self.store_timestamp,
+            "bornHost": self.born_host_str,
+            "storeHost": self.store_host_str,
+            "reconsumeTimes": self.reconsume_times,
+        }
+
 
 def encode_record(
     *,

@@ -92,3 +92,16 @@ SYSTEM_TOPICS: frozenset[str] = NOT_ALLOWED_SEND_TOPICS | {
     "BenchmarkTest",
     "RMQ_SYS_TRACE_TOPIC",
 }
+
+
+def topic_kind(topic: str, reserved: set[str]) -> str:
+    """What a name-server topic is: `normal` (a user's), `retry` or `dlq` (a group's), or
+    `system` (one the brokers keep for themselves; their cluster and broker names, passed as
+    `reserved`, are registered as topics too)."""
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        return "retry"
+    if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+        return "dlq"
+    if is_system_topic(topic) or topic in reserved:
+        return "system"
+    return "normal"

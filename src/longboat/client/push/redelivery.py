@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 FIRST_RETRY_DELAY_LEVEL = 3
 DEAD_LETTER = -1
 # Properties of the pulled copy that must not travel with a re-produced one.
-_PULL_ONLY_PROPS = (Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)
+PULL_ONLY_PROPS = (Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)
 
 
 def retry_topic(group: str) -> str:
@@ -79,7 +79,7 @@ class Redelivery:
 
     def _retry_copy(self, msg: MessageExt, delay_level: int, max_reconsume_times: int) -> Message:
         props = dict(msg.properties)
-        for name in _PULL_ONLY_PROPS:
+        for name in PULL_ONLY_PROPS:
             props.pop(name, None)
         props.setdefault(Prop.RETRY_TOPIC, msg.topic)
         props.setdefault(Prop.ORIGIN_MESSAGE_ID, msg.msg_id)

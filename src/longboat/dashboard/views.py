@@ -1,0 +1,234 @@
+"""What each dashboard page shows, read through the admin client and shaped as JSON-ready dicts.
+
+Everything here asks the cluster through `Admin` (and a `Producer` for sends and resends), the
+same code the CLI uses, so the dashboard works against any RocketMQ 4.x name server and broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+from longboat.client.admin import Admin, QueueProgress, is_retry_queue
+from longboat.client.errors import ClientError
+from longboat.client.message import MessageExt, MessageQueue
+from longboat.client.resend import original_topic
+from longboat.protocol.bodies import ConsumerConnection, TopicRouteData
+from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, topic_kind
+from longboat.protocol.types import PERM_READ, PERM_WRITE
+
+MASTER_ID = 0
+# At most this many messages in one listing (a time range, a DLQ).
+MAX_LISTED = 200
+Json = dict[str, Any]
+
+
+def perm_text(perm: int) -> str:
+    return ("r" if perm & PERM_READ else "-") + ("w" if perm & PERM_WRITE else "-")
+
+
+async def cluster_view(admin: Admin) -> Json:
+    info = await admin.cluster_info()
+    reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+    rows: list[Json] = [
+        {
+            "cluster": cluster_name,
+            "broker": name,
+            "id": broker_id,
+            "role": "master" if broker_id == MASTER_ID else "slave",
+            "addr": addr,
+        }
+        for cluster_name, name, broker_id, addr in info.members()
+    ]
+
+    async def topic_count(row: Json) -> None:
+        try:
+            configs = await admin.broker_topics(row["addr"])
+        except ClientError as exc:
+            row["topics"] = None
+            row["error"] = f"unreachable: {exc}"
+            return
+        row["topics"] = sum(1 for t in configs if topic_kind(t, reserved) == "normal")
+
+    await asyncio.gather(*(topic_count(r) for r in rows))
+    return {"brokers": rows}
+
+
+async def topics_view(admin: Admin) -> Json:
+    info, topics = await asyncio.gather(admin.cluster_info(), admin.topics())
+    reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+    return {"topics": [{"name": t, "kind": topic_kind(t, reserved)} for t in topics]}
+
+
+def route_json(route: TopicRouteData) -> Json:
+    return {
+        "queues": [
+            {
+                "broker": q.broker_name,
+                "read": q.read_queue_nums,
+                "write": q.write_queue_nums,
+                "perm": perm_text(q.perm),
+            }
+            for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
+        ],
+        "brokers": [
+            {"broker": b.broker_name, "addrs": {str(k): v for k, v in b.broker_addrs.items()}}
+            for b in sorted(route.broker_datas, key=lambda b: b.broker_name)
+        ],
+    }
+
+
+async def topic_view(admin: Admin, topic: str) -> Json:
+    route, status = await asyncio.gather(admin.route(topic), admin.topic_status(topic))
+    return {
+        "topic": topic,
+        "route": route_json(route),
+        "queues": [
+            {
+                "broker": s.mq.broker_name,
+                "queue": s.mq.queue_id,
+                "min": s.min_offset,
+                "max": s.max_offset,
+                "messages": s.messages,
+            }
+            for s in status
+        ],
+    }
+
+
+async def groups_view(admin: Admin) -> Json:
+    names = await admin.groups()
+    summaries = await asyncio.gather(*(admin.group_summary(g) for g in names))
+    return {
+        "groups": [
+            {"name": g, "members": members, "lag": lag, "state": group_state(members, lag)}
+            for g, (members, lag) in zip(names, summaries, strict=True)
+        ]
+    }
+
+
+def group_state(members: int, lag: int) -> str:
+    if not members:
+        return "offline" if lag else "idle"
+    return "lagging" if lag else "running"
+
+
+def connection_json(connection: ConsumerConnection) -> Json:
+    return {
+        "members": [
+            {
+                "clientId": c.client_id,
+                "addr": c.client_addr,
+                "language": c.language,
+                "version": c.version,
+            }
+            for c in connection.connections
+        ],
+        "subscriptions": [
+            {"topic": t, "expression": s.sub_string}
+            for t, s in sorted(connection.subscriptions.items())
+        ],
+        "messageModel": connection.message_model,
+        "consumeType": connection.consume_type,
+    }
+
+
+def progress_json(p: QueueProgress) -> Json:
+    return {
+        "topic": p.mq.topic,
+        "broker": p.mq.broker_name,
+        "queue": p.mq.queue_id,
+        "brokerOffset": p.broker_offset,
+        "consumerOffset": p.consumer_offset,
+        "lag": p.lag,
+        "lagTime": p.lag_time,
+        "lastTimestamp": p.last_timestamp,
+        "retry": is_retry_queue(p.mq),
+    }
+
+
+async def group_view(admin: Admin, group: str) -> Json:
+    connection, progress = await asyncio.gather(
+        admin.group_connections(group), admin.group_progress(group)
+    )
+    return {
+        "group": group,
+        **connection_json(connection),
+        "progress": [progress_json(p) for p in progress],
+        "lag": sum(p.lag for p in progress if not is_retry_queue(p.mq)),
+    }
+
+
+def message_json(msg: MessageExt) -> Json:
+    """A message for the browser: the body as base64 (the page shows it as text, pretty JSON
+    or hex)."""
+    return {
+        **msg.header_fields(),
+        "originalTopic": original_topic(msg),
+        "properties": dict(sorted(msg.properties.items())),
+        "body": base64.b64encode(msg.body).decode("ascii"),
+        "bodySize": len(msg.body),
+    }
+
+
+async def delivery_states(admin: Admin, msg: MessageExt) -> list[Json]:
+    """Per group consuming the message's queue: consumed (its offset is past the message) or
+    not.  A group is found by its committed offsets on that queue."""
+    names = await admin.groups()
+    progress = await asyncio.gather(
+        *(admin.group_progress(g, msg.topic, with_lag_time=False) for g in names),
+        return_exceptions=True,
+    )
+    states: list[Json] = []
+    for name, rows in zip(names, progress, strict=True):
+        if isinstance(rows, BaseException):
+            continue
+        for p in rows:
+            if p.mq.topic == msg.topic and p.mq.queue_id == msg.queue_id:
+                states.append(
+                    {
+                        "group": name,
+                        "broker": p.mq.broker_name,
+                        "consumerOffset": p.consumer_offset,
+                        "consumed": p.consumer_offset > msg.queue_offset,
+                    }
+                )
+    return states
+
+
+async def messages_in_range(
+    admin: Admin, topic: str, begin_ms: int, end_ms: int, limit: int = MAX_LISTED
+) -> list[MessageExt]:
+    """Messages of `topic` stored between the two times, every queue, oldest first."""
+    api = admin.instance.api
+    route = await admin.instance.route(topic, refresh=True)
+
+    async def queue(mq: MessageQueue) -> list[MessageExt]:
+        addr = await admin.instance.find_master_addr(mq.broker_name, topic)
+        offset = await api.search_offset(addr, mq, begin_ms)
+        high = await api.get_max_offset(addr, mq)
+        found: list[MessageExt] = []
+        while offset < high and len(found) < limit:
+            batch = await api.peek(addr, mq, offset, min(32, high - offset))
+            if not batch:
+                break
+            for m in batch:
+                if m.store_timestamp > end_ms:
+                    return found
+                if m.store_timestamp >= begin_ms:
+                    found.append(m)
+            offset = batch[-1].queue_offset + 1
+        return found
+
+    batches = await asyncio.gather(*(queue(mq) for mq in sorted(route.subscribe_queues)))
+    merged = sorted((m for b in batches for m in b), key=lambda m: m.store_timestamp)
+    return merged[:limit]
+
+
+async def dlq_messages(admin: Admin, group: str, limit: int = MAX_LISTED) -> list[MessageExt]:
+    """What `%DLQ%group` holds, oldest first; none when the group never dead-lettered."""
+    topic = f"{DLQ_GROUP_TOPIC_PREFIX}{group}"
+    if topic not in await admin.topics():
+        return []
+    return await messages_in_range(admin, topic, 0, 2**62, limit)

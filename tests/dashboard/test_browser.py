@@ -1,0 +1,311 @@
+"""The dashboard in headless Chromium against a real name server and broker.
+
+Every page loads with real data; the lag chart moves while a consumer catches up; an offset
+reset and a DLQ resend done through the page take effect on the broker (checked through the
+admin API).  One cluster, dashboard and browser serve the whole module (about half a minute).
+
+With LONGBOAT_SCREENSHOTS=DIR the tests also save the screenshots docs/dashboard.md shows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from conftest import Cluster, start_cluster
+from longboat.client import ClientConfig, Message, MessageExt
+from longboat.client.admin import Admin
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.producer import Producer
+from longboat.client.push.consumer import PushConsumer
+from longboat.dashboard import DashboardServer
+from longboat.protocol.properties import Prop
+
+pytestmark = pytest.mark.browser
+T = TypeVar("T")
+
+CHROMIUM = "/usr/bin/chromium"
+# This machine and CI have no network: nothing of Chromium's own may try to reach out.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TOPIC = "DashOrders"
+GROUP = "dash-readers"
+SENT = 24
+WAIT_MS = 15_000
+
+
+def require_chromium() -> None:
+    if os.environ.get("LONGBOAT_SKIP_BROWSER") == "1":
+        pytest.skip("LONGBOAT_SKIP_BROWSER=1: the dashboard's browser tests are skipped")
+    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
+        pytest.fail(
+            f"{CHROMIUM} is missing: run `make browser` (Debian's chromium package), or set "
+            "LONGBOAT_SKIP_BROWSER=1 to skip the browser tests"
+        )
+
+
+@dataclass
+class Site:
+    cluster: Cluster
+    dashboard: DashboardServer
+    config: ClientConfig
+    page: Any
+    shots: Path | None
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
+        return self.cluster.runner.run(coro, timeout)
+
+    def admin(self, fn: Callable[[Admin], Coroutine[Any, Any, T]]) -> T:
+        async def go() -> T:
+            async with Admin(config=self.config) as admin:
+                return await fn(admin)
+
+        return self.run(go())
+
+    def open(self, hash_path: str) -> Any:
+        # A fresh load (the same hash again would not even navigate).
+        self.page.goto("about:blank")
+        self.page.goto(f"{self.dashboard.url}#{hash_path}")
+        self.page.wait_for_selector("[data-loaded=true]", timeout=WAIT_MS)
+        return self.page
+
+    def shot(self, name: str) -> None:
+        if self.shots is not None:
+            self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    require_chromium()
+    from playwright.sync_api import sync_playwright
+
+    cluster = start_cluster(tmp_path_factory.mktemp("dashboard-store"))
+    config = ClientConfig(
+        [cluster.namesrv_addr], client_ip="127.0.0.1", persist_consumer_offset_interval=0.2
+    )
+    dashboard = DashboardServer(config, "127.0.0.1", 0, sample_interval=0.5)
+    cluster.runner.run(dashboard.start())
+    shots_dir = os.environ.get("LONGBOAT_SCREENSHOTS")
+    shots = Path(shots_dir) if shots_dir else None
+    if shots is not None:
+        shots.mkdir(parents=True, exist_ok=True)
+    try:
+        with sync_playwright() as pw:
+            context = pw.chromium.launch_persistent_context(
+                str(tmp_path_factory.mktemp("chromium-profile")),
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": 1366, "height": 800},
+            )
+            try:
+                page = context.new_page()
+                site = Site(cluster, dashboard, config, page, shots)
+                site.run(seed(config))
+                yield site
+            finally:
+                context.close()
+    finally:
+        cluster.runner.run(dashboard.stop())
+        cluster.stop()
+
+
+async def seed(config: ClientConfig) -> None:
+    """A topic with SENT messages (keys order-N, JSON bodies) and a group that consumed them."""
+    async with Admin(config=config) as admin:
+        await admin.create_topic(TOPIC, queue_nums=4)
+    async with Producer("dash-seed", config=config) as producer:
+        for i in range(SENT):
+            body = b'{"order": %d, "item": "rope"}' % i
+            await producer.send(Message(TOPIC, body, tags="new", keys=f"order-{i}"))
+    await consume_all(config, SENT)
+
+
+async def consume_all(config: ClientConfig, expected: int) -> list[MessageExt]:
+    """Run a member of GROUP until the group has no lag on TOPIC and `expected` arrived."""
+    got: list[MessageExt] = []
+    consumer = PushConsumer(GROUP, config=config, consume_from=ConsumeFrom.FIRST_OFFSET)
+    consumer.subscribe(TOPIC, "*")
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> None:
+        got.extend(msgs)
+
+    consumer.register_listener(listener)
+    await consumer.start()
+    try:
+        async with Admin(config=config) as admin:
+            deadline = time.monotonic() + 30
+            while True:
+                progress = await admin.group_progress(GROUP, TOPIC, with_lag_time=False)
+                if len(got) >= expected and progress and not sum(p.lag for p in progress):
+                    return got
+                assert time.monotonic() < deadline, f"consumed {len(got)} of {expected}"
+                await asyncio.sleep(0.1)
+    finally:
+        await consumer.shutdown()
+
+
+def cell_texts(page: Any, selector: str) -> list[str]:
+    return [t.strip() for t in page.locator(selector).all_inner_texts()]
+
+
+def test_every_page_shows_the_cluster(site: Site) -> None:
+    page = site.open("/cluster")
+    broker = site.cluster.config.broker_name
+    page.wait_for_selector(f"td:text-is('{broker}')", timeout=WAIT_MS)
+    assert site.cluster.broker_addr in cell_texts(page, "td")
+    site.shot("cluster")
+
+    page = site.open("/topics")
+    page.get_by_label("Search topics").fill("dashord")
+    page.wait_for_selector(f"a:text-is('{TOPIC}')", timeout=WAIT_MS)
+    assert "TBW102" not in cell_texts(page, "td")
+    site.shot("topics")
+    page.get_by_role("link", name=TOPIC).click()
+    page.wait_for_selector("#page-topic[data-loaded=true]", timeout=WAIT_MS)
+    rows = page.locator("table").first.locator("tbody tr")
+    assert rows.count() == 4
+    assert sum(int(rows.nth(i).locator("td").nth(3).inner_text()) for i in range(4)) == SENT
+    site.shot("topic")
+
+    page = site.open("/groups")
+    row = page.locator("tr", has=page.get_by_role("link", name=GROUP))
+    row.wait_for(timeout=WAIT_MS)
+    assert row.locator("td").nth(3).inner_text() == "0"
+    row.get_by_role("link", name=GROUP).click()
+    page.wait_for_selector("#page-group[data-loaded=true]", timeout=WAIT_MS)
+    offsets = page.locator("table:has(caption:text-is('offsets per queue')) tbody tr")
+    consumed = [
+        int(offsets.nth(i).locator("td").nth(4).inner_text())
+        for i in range(offsets.count())
+        if offsets.nth(i).locator("td").first.inner_text() == TOPIC
+    ]
+    assert sum(consumed) == SENT
+
+    page = site.open("/messages")
+    page.get_by_label("Topic (needed for a producer id)").fill(TOPIC)
+    page.get_by_label("Key", exact=True).fill("order-7")
+    page.get_by_role("button", name="Find by key or time").click()
+    card = page.locator("section.message")
+    card.wait_for(timeout=WAIT_MS)
+    assert card.count() == 1
+    assert '"order": 7' in card.locator("pre.body").inner_text()
+    card.get_by_label("Show body as").select_option("json")
+    assert '"order": 7,\n  "item": "rope"' in card.locator("pre.body").inner_text()
+    card.get_by_label("Show body as").select_option("hex")
+    assert card.locator("pre.body").inner_text().startswith("000000  7b 22 6f 72")
+
+    # By id: the card adds the delivery state per group.
+    offset_id = card.locator("tr:has(td:text-is('offset msg id')) td").nth(1).inner_text()
+    page.get_by_label("Message id (producer id or offset id)").fill(offset_id)
+    page.get_by_role("button", name="Find by id").click()
+    page.wait_for_selector("table:has(caption:text-is('delivery per group'))", timeout=WAIT_MS)
+    delivery = page.locator("table:has(caption:text-is('delivery per group')) tbody tr")
+    assert cell_texts(delivery.first, "td")[0] == GROUP
+    assert cell_texts(delivery.first, "td")[3] == "consumed"
+    site.shot("messages")
+
+
+def lag_series(page: Any) -> list[int]:
+    text = page.locator("#lag-chart svg").get_attribute("data-lag") or ""
+    return [int(v) for v in text.split(",") if v]
+
+
+def test_reset_refused_while_members_run_then_taken_and_chart_moves(site: Site) -> None:
+    page = site.open(f"/group/{GROUP}")
+
+    # A live member (on the cluster's loop, while this thread drives the page).
+    consumer = PushConsumer(GROUP, config=site.config)
+    consumer.subscribe(TOPIC, "*")
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> None:
+        pass
+
+    consumer.register_listener(listener)
+    site.run(consumer.start())
+    try:
+        reset_through_page(page, "earliest", expect="refused")
+    finally:
+        site.run(consumer.shutdown(), timeout=60)
+    progress = site.admin(lambda a: a.group_progress(GROUP, TOPIC, with_lag_time=False))
+    assert sum(p.lag for p in progress) == 0, "a refused reset moved offsets"
+
+    # No member now: the reset is taken, and the broker has the group at the queues' starts.
+    reset_through_page(page, "earliest", expect="reset 4 queue(s)")
+    progress = site.admin(lambda a: a.group_progress(GROUP, TOPIC, with_lag_time=False))
+    assert [p.consumer_offset for p in progress] == [0, 0, 0, 0]
+    assert sum(p.lag for p in progress) == SENT
+
+    # The chart shows the lag the reset made, then falls to 0 while a member catches up.
+    page.wait_for_function(
+        f"(document.querySelector('#lag-chart svg')?.dataset.lag || '').endsWith(',{SENT}')",
+        timeout=WAIT_MS,
+    )
+    site.run(consume_all(site.config, SENT), timeout=60)
+    page.wait_for_function(
+        "(document.querySelector('#lag-chart svg')?.dataset.lag || '').endsWith(',0')",
+        timeout=WAIT_MS,
+    )
+    series = lag_series(page)
+    assert series[-1] == 0 and SENT in series[:-1], series
+    site.shot("group")
+
+
+def reset_through_page(page: Any, to: str, *, expect: str) -> None:
+    page.get_by_label("Reset to").select_option(to)
+    page.get_by_label("Topic", exact=True).fill(TOPIC)
+    page.get_by_role("button", name="Reset offsets").click()
+    page.wait_for_selector(f"#status :text('{expect}')", timeout=WAIT_MS)
+
+
+def test_dlq_resend_through_the_page_reaches_the_group(site: Site) -> None:
+    # Dead-letter one stored message the way a consumer's last failed retry does.
+    async def dead_letter() -> MessageExt:
+        async with Admin(config=site.config) as admin:
+            [msg] = await admin.messages_by_key(TOPIC, "order-3")
+            addr = await admin.instance.find_master_addr(site.cluster.config.broker_name)
+            await admin.instance.api.send_back(addr, msg, GROUP, delay_level=-1)
+            return msg
+
+    original = site.run(dead_letter())
+    page = site.open(f"/group/{GROUP}")
+    dlq = page.locator("#dlq tbody tr", has=page.get_by_role("button", name="Resend"))
+    dlq.first.wait_for(timeout=WAIT_MS)
+    assert dlq.count() == 1
+    assert TOPIC in cell_texts(dlq.first, "td")
+    site.shot("dlq")
+    dlq.first.get_by_role("button", name="Resend").click()
+    page.wait_for_selector(f"#status :text('to group {GROUP}')", timeout=WAIT_MS)
+
+    # On the broker: the group's retry topic holds the copy, naming the original topic...
+    async def retry_copies() -> list[MessageExt]:
+        async with Admin(config=site.config) as admin:
+            found: list[MessageExt] = []
+            for status in await admin.topic_status(f"%RETRY%{GROUP}"):
+                addr = await admin.instance.find_master_addr(status.mq.broker_name)
+                for offset in range(status.min_offset, status.max_offset):
+                    found += await admin.instance.api.peek(addr, status.mq, offset)
+            return found
+
+    [copy] = site.run(retry_copies())
+    assert copy.body == original.body
+    assert copy.properties[Prop.RETRY_TOPIC] == TOPIC
+    # ...and a member of the group is handed it again, under the original topic.
+    got = site.run(consume_all(site.config, 1), timeout=60)
+    assert [(m.topic, m.body) for m in got] == [(TOPIC, original.body)]
