@@ -51,6 +51,7 @@ from peers.rocketmq import (
     java_skip_reason,
     start_rocketmq,
 )
+from peers.tls_certs import Certificate, self_signed
 
 # Servers the suite spawns (`longboat up`, `longboat broker`) serve gRPC on a free port, not
 # on RocketMQ's 8081, which concurrent tests (or the machine) may hold.
@@ -219,3 +220,9 @@ def rocketmq_cluster(
     cluster = start_rocketmq(tmp_path_factory.mktemp("rocketmq"))
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> Certificate:
+    """A self-signed certificate for 127.0.0.1, made once per session (see peers.tls_certs)."""
+    return self_signed(tmp_path_factory.mktemp("tls"))

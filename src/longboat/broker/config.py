@@ -27,6 +27,7 @@ from longboat.broker.java_properties import parse_properties
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 from longboat.remoting import ConnectionLimits
+from longboat.remoting.tls import ServerTls, TlsMode
 from longboat.store import FlushDiskType, StoreConfig
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,16 @@ class BrokerConfig:
     # servers whose ACL is on).
     access_key: str = ""
     secret_key: str = ""
+    # RocketMQ's TLS settings (broker.conf keys `tls.server.mode`, `tls.server.certPath`, ...):
+    # disabled / permissive (TLS and plain on one port) / enforcing; PEM files.
+    tls_server_mode: str = "disabled"
+    tls_server_cert_path: str = ""
+    tls_server_key_path: str = ""
+    tls_server_key_password: str = ""
+    tls_server_need_client_auth: str = "none"
+    tls_server_trust_cert_path: str = ""
+    # `tls.enable`: the broker's own connections (to name servers) use TLS.
+    tls_enable: bool = False
     # Ours: the Prometheus endpoint's port on listen_host (0 = no endpoint).
     metrics_port: int = 0
     # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host: RocketMQ's proxy port;
@@ -145,6 +156,17 @@ class BrokerConfig:
     @property
     def delay_levels(self) -> DelayLevels:
         return DelayLevels.parse(self.message_delay_level)
+
+    @property
+    def server_tls(self) -> ServerTls:
+        return ServerTls(
+            mode=TlsMode.parse(self.tls_server_mode),
+            cert_path=self.tls_server_cert_path,
+            key_path=self.tls_server_key_path,
+            key_password=self.tls_server_key_password,
+            need_client_auth=self.tls_server_need_client_auth,
+            trust_cert_path=self.tls_server_trust_cert_path,
+        )
 
     @property
     def connection_limits(self) -> ConnectionLimits:
@@ -326,6 +348,10 @@ class BrokerConfig:
                 host_bytes(self.broker_ip1)
             except ValueError as exc:
                 raise ConfigError(f"brokerIP1 = {self.broker_ip1!r} is not valid: {exc}") from None
+        try:
+            TlsMode.parse(self.tls_server_mode)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         for addr in self.namesrv_addrs:
             host, _, port = addr.rpartition(":")
             if not host or not port.isdigit():
@@ -337,7 +363,7 @@ class BrokerConfig:
 
 def attribute_name(key: str) -> str:
     """`brokerIP1` → `broker_ip1`, `listen-port` → `listen_port`; snake_case passes through."""
-    key = key.strip().replace("-", "_")
+    key = key.strip().replace("-", "_").replace(".", "_")
     if key.lower() in _FIELDS:
         return key.lower()
     return _CAMEL.sub("_", key).lower()
@@ -397,6 +423,18 @@ _JAVA_KEYS: dict[str, str] = {
     name: re.sub(r"_([a-z0-9])", lambda m: m.group(1).upper(), name) for name in _FIELDS
 }
 _JAVA_KEYS["broker_ip1"] = "brokerIP1"
+# RocketMQ's TLS keys are dotted (tls.server.keyPath, tls.server.need.client.auth).
+_JAVA_KEYS.update(
+    {
+        "tls_server_mode": "tls.server.mode",
+        "tls_server_cert_path": "tls.server.certPath",
+        "tls_server_key_path": "tls.server.keyPath",
+        "tls_server_key_password": "tls.server.keyPassword",
+        "tls_server_need_client_auth": "tls.server.need.client.auth",
+        "tls_server_trust_cert_path": "tls.server.trustCertPath",
+        "tls_enable": "tls.enable",
+    }
+)
 
 
 def host_address() -> str:

@@ -62,6 +62,7 @@ from longboat.broker.topics import TopicManager
 from longboat.broker.transaction_service import TransactionService
 from longboat.protocol.acl_signature import signer
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
+from longboat.remoting.tls import client_context
 from longboat.store import (
     ConsumerOffsetTable,
     EncodedBatch,
@@ -131,13 +132,15 @@ class BrokerController:
             config.listen_port,
             expose_hint="brokerIP1 or listenHost",
             limits=config.connection_limits,
+            tls=config.server_tls,
             on_connection_closed=self._connection_closed,
         )
         # Outgoing connections (name servers); broker-to-client requests go out on the
         # clients' own connections.
         # Outgoing requests (registrations) are signed when the broker has an account.
         self.client = RemotingClient(
-            signer=signer(config.access_key, config.secret_key) if config.access_key else None
+            signer=signer(config.access_key, config.secret_key) if config.access_key else None,
+            tls=client_context() if config.tls_enable else None,
         )
         self.consumers = ConsumerManager()
         self.producers = ProducerTable()

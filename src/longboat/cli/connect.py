@@ -41,6 +41,8 @@ def client_config(namesrv: str) -> ClientConfig:
             parse_namesrv_addrs(namesrv),
             access_key=state.access_key if state else None,
             secret_key=state.secret_key if state else None,
+            tls=state.tls if state else False,
+            tls_ca_file=state.tls_ca_file if state else None,
         )
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--namesrv") from None

@@ -50,10 +50,28 @@ def _version() -> str:
     show_envvar=True,
     help="ACL secret key of --access-key.",
 )
+@click.option(
+    "--tls",
+    is_flag=True,
+    envvar="LONGBOAT_TLS",
+    help="Client commands connect with TLS (the server's certificate is not checked unless "
+    "--tls-ca-file is given, as RocketMQ's clients).",
+)
+@click.option(
+    "--tls-ca-file",
+    envvar="LONGBOAT_TLS_CA_FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="CA certificate(s) (PEM) the servers' certificates must chain to; implies --tls.",
+)
 @click.version_option(_version(), "-V", "--version", prog_name="longboat")
 @click.pass_context
 def cli(
-    ctx: click.Context, verbose: bool, access_key: str | None, secret_key: str | None
+    ctx: click.Context,
+    verbose: bool,
+    access_key: str | None,
+    secret_key: str | None,
+    tls: bool,
+    tls_ca_file: str | None,
 ) -> None:
     """Longboat: a RocketMQ-compatible message queue.
 
@@ -63,7 +81,13 @@ def cli(
     """
     if (access_key is None) != (secret_key is None):
         raise click.UsageError("--access-key and --secret-key go together")
-    ctx.obj = CliState(verbose=verbose, access_key=access_key, secret_key=secret_key)
+    ctx.obj = CliState(
+        verbose=verbose,
+        access_key=access_key,
+        secret_key=secret_key,
+        tls=tls or tls_ca_file is not None,
+        tls_ca_file=tls_ca_file,
+    )
     configure_logging(verbose)
 
 

@@ -61,6 +61,9 @@ class CliState:
     # ACL credentials every client command signs its requests with.
     access_key: str | None = None
     secret_key: str | None = None
+    # TLS for every client command's connections.
+    tls: bool = False
+    tls_ca_file: str | None = None
 
 
 class ErrorReportingGroup(click.Group):

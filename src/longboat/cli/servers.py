@@ -41,6 +41,7 @@ from longboat.dashboard import DashboardServer
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
 from longboat.namesrv.server import NAMESRV_LIMITS
+from longboat.remoting.tls import ServerTls, TlsMode
 
 log = logging.getLogger(__name__)
 
@@ -212,15 +213,32 @@ def up(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A plain_acl.yml: route-changing commands then need a signed admin request.",
 )
+@click.option(
+    "--tls-mode",
+    type=click.Choice([m.value for m in TlsMode]),
+    default=TlsMode.DISABLED.value,
+    show_default=True,
+    help="tls.server.mode: permissive serves TLS and plain clients on one port.",
+)
+@click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate.")
+@click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key.")
 def namesrv(
-    host: str, port: int, max_connections: int, idle_timeout: float, acl_file: Path | None
+    host: str,
+    port: int,
+    max_connections: int,
+    idle_timeout: float,
+    acl_file: Path | None,
+    tls_mode: str,
+    tls_cert: str | None,
+    tls_key: str | None,
 ) -> None:
     """Run a name server alone (brokers register here; clients look up routes here)."""
     server_logging()
     limits = dataclasses.replace(
         NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
     )
-    server = NameServer(host, port, limits=limits, acl_file=acl_file)
+    tls = ServerTls(TlsMode.parse(tls_mode), tls_cert or "", tls_key or "")
+    server = NameServer(host, port, limits=limits, acl_file=acl_file, tls=tls)
     run(serve([lambda: server], lambda: listening_table(server, None)))
 
 

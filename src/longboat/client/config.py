@@ -13,12 +13,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from longboat.protocol.acl_signature import signer
 from longboat.protocol.codes import SerializeType
 from longboat.protocol.command import RemotingCommand
+from longboat.remoting.tls import client_context
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
 
@@ -56,6 +58,10 @@ class ClientConfig:
     # ACL credentials (RocketMQ's AclClientRPCHook): when set, every request is signed.
     access_key: str | None = None
     secret_key: str | None = None
+    # TLS to name servers and brokers (RocketMQ's setUseTLS); the server's certificate is
+    # checked against `tls_ca_file` when given, not at all otherwise (RocketMQ's default).
+    tls: bool = False
+    tls_ca_file: str | None = None
 
     def __post_init__(self) -> None:
         if (self.access_key is None) != (self.secret_key is None):
@@ -73,6 +79,9 @@ class ClientConfig:
         if self.access_key is None or self.secret_key is None:
             return None
         return signer(self.access_key, self.secret_key)
+
+    def tls_context(self) -> ssl.SSLContext | None:
+        return client_context(self.tls_ca_file) if self.tls else None
 
     def client_id(self, member: int = 1) -> str:
         """`ip@instance[@unit]`; `member` > 1 picks the n-th id of a default-named process."""

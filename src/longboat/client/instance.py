@@ -91,7 +91,10 @@ class ClientInstance:
         self.client_id = client_id
         self.router = Router(f"client {client_id}")
         self.remoting = RemotingClient(
-            self.router, connect_timeout=config.connect_timeout, signer=config.signer()
+            self.router,
+            connect_timeout=config.connect_timeout,
+            signer=config.signer(),
+            tls=config.tls_context(),
         )
         self.api = ClientAPI(self.remoting, config)
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)

@@ -37,6 +37,7 @@ from longboat.protocol.headers import (
     RegisterBrokerResponseHeader,
 )
 from longboat.remoting import Connection, ConnectionLimits, RemotingServer, Router
+from longboat.remoting.tls import ServerTls
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +62,7 @@ class NameServer:
         scan_interval_s: float = EXPIRY_SCAN_S,
         limits: ConnectionLimits = NAMESRV_LIMITS,
         acl_file: Path | None = None,
+        tls: ServerTls = ServerTls(),
     ) -> None:
         """`acl_file`: a plain_acl.yml; when given, the commands that change routes or
         settings (register, unregister, delete topic, kv writes) need a signed request from
@@ -75,6 +77,7 @@ class NameServer:
             on_connection_closed=self._connection_closed,
             expose_hint="--host of `longboat namesrv`",
             limits=limits,
+            tls=tls,
         )
         self.scan_interval_s = scan_interval_s
         self._scanner: asyncio.Task[None] | None = None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import ssl
 
 from longboat.protocol import RemotingCommand
 from longboat.remoting.connection import Connection, RemotingProtocol, RequestHandler, Signer
@@ -28,10 +29,13 @@ class RemotingClient:
         *,
         connect_timeout: float = 3.0,
         signer: Signer | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
-        """`signer` adds credentials to every request sent on these connections (ACL)."""
+        """`signer` adds credentials to every request sent on these connections (ACL);
+        `tls` makes every connection TLS (see `remoting.tls.client_context`)."""
         self.router = router
         self.signer = signer
+        self.tls = tls
         self.connect_timeout = connect_timeout
         self._conns: dict[str, Connection] = {}
         self._connecting: dict[str, asyncio.Future[Connection]] = {}
@@ -67,7 +71,11 @@ class RemotingClient:
             # Not wait_for: it can swallow a cancellation that lands as the connect completes.
             async with asyncio.timeout(self.connect_timeout):
                 _, proto = await loop.create_connection(
-                    lambda: RemotingProtocol(self.router, signer=self.signer), host, port
+                    lambda: RemotingProtocol(self.router, signer=self.signer),
+                    host,
+                    port,
+                    ssl=self.tls,
+                    server_hostname=host if self.tls is not None else None,
                 )
         except (OSError, TimeoutError) as exc:
             raise ConnectError(f"cannot connect to {addr}: {exc or 'timed out'}") from None

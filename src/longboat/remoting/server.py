@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from longboat.remoting.connection import Connection, RemotingProtocol
 from longboat.remoting.router import Router
+from longboat.remoting.tls import TLS_HANDSHAKE_BYTE, ServerTls, TlsMode
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +60,20 @@ class RemotingServer:
         on_connection_closed: Callable[[Connection], None] | None = None,
         expose_hint: str = "its listen address",
         limits: ConnectionLimits = ConnectionLimits(),
+        tls: ServerTls = ServerTls(),
     ) -> None:
         """`expose_hint` names the setting that opens a loopback-only server to other hosts
         (said in the one line logged when it starts listening)."""
         self.router = router
         self.limits = limits
+        self.tls = tls
+        self._ssl = tls.context()  # raises on unusable certificate settings: fail at start
+        # Permissive TLS: our own accept loop, which looks at each connection's first byte.
+        self._listen_sock: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
         self._idle_scanner: asyncio.Task[None] | None = None
         self._refused: set[Connection] = set()
+        self._sniffing: set[asyncio.Task[None]] = set()
         self.expose_hint = expose_hint
         self.host = host
         self.port = port
@@ -121,19 +131,70 @@ class RemotingServer:
         """Bind the port; with `serving=False` connections are refused until `serve()` (a
         server whose state depends on its port, like a broker's message ids, binds first)."""
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(
-            self._make_protocol, self.host, self.port, reuse_address=True, start_serving=serving
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        if self.tls.mode is TlsMode.PERMISSIVE:
+            sock = socket.create_server((self.host, self.port), reuse_port=False, backlog=1024)
+            sock.setblocking(False)
+            self._listen_sock = sock
+            self.port = sock.getsockname()[1]
+        else:
+            self._server = await loop.create_server(
+                self._make_protocol,
+                self.host,
+                self.port,
+                reuse_address=True,
+                start_serving=serving,
+                ssl=self._ssl,
+            )
+            self.port = self._server.sockets[0].getsockname()[1]
         self._idle_scanner = asyncio.ensure_future(self._close_idle())
         if serving:
-            self._log_listening()
+            await self.serve()
 
     async def serve(self) -> None:
         """Start accepting connections on a port bound with `start(serving=False)`."""
-        assert self._server is not None, "serve() before start()"
-        await self._server.start_serving()
+        if self._listen_sock is not None:
+            self._accepting = asyncio.ensure_future(self._accept(self._listen_sock))
+        else:
+            assert self._server is not None, "serve() before start()"
+            await self._server.start_serving()
         self._log_listening()
+
+    async def _accept(self, listening: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            sock, _ = await loop.sock_accept(listening)
+            task = asyncio.ensure_future(self._sniff(sock))
+            self._sniffing.add(task)
+            task.add_done_callback(self._sniffing.discard)
+
+    async def _sniff(self, sock: socket.socket) -> None:
+        """Serve one accepted socket as TLS or plain, by its first byte (permissive mode)."""
+        loop = asyncio.get_running_loop()
+        readable: asyncio.Future[None] = loop.create_future()
+
+        def ready() -> None:
+            if not readable.done():
+                readable.set_result(None)
+
+        loop.add_reader(sock.fileno(), ready)
+        try:
+            async with asyncio.timeout(self.limits.idle_timeout_s):
+                await readable
+            first = sock.recv(1, socket.MSG_PEEK)
+        except (TimeoutError, OSError):
+            sock.close()
+            return
+        finally:
+            loop.remove_reader(sock.fileno())
+        if not first:
+            sock.close()
+            return
+        tls = self._ssl if first[0] == TLS_HANDSHAKE_BYTE else None
+        try:
+            await loop.connect_accepted_socket(self._make_protocol, sock, ssl=tls)
+        except (OSError, ssl.SSLError) as exc:
+            log.info("connection failed before it started: %s", exc)
+            sock.close()
 
     def _log_listening(self) -> None:
         if is_loopback(self.host):
@@ -151,6 +212,14 @@ class RemotingServer:
     def stop_accepting(self) -> None:
         if self._server is not None:
             self._server.close()
+        if self._accepting is not None:
+            self._accepting.cancel()
+            self._accepting = None
+        for task in list(self._sniffing):
+            task.cancel()
+        if self._listen_sock is not None:
+            self._listen_sock.close()
+            self._listen_sock = None
 
     async def close(self) -> None:
         self.stop_accepting()

@@ -72,7 +72,6 @@ class QueuePop:
         return sorted(o for o, f in self.inflight.items() if f.until <= now)
 
 
-
 class PopTable:
     """Every (group, topic, queue)'s pop state, with the transitions of the module docstring."""
 

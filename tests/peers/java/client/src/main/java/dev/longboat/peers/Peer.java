@@ -80,6 +80,11 @@ final class Peer {
         return new AclClientRPCHook(new SessionCredentials(accessKey, require("secret-key")));
     }
 
+    /** --tls true: the client connects with TLS (setUseTLS; the server is not verified). */
+    boolean tls() {
+        return Boolean.parseBoolean(options.getOrDefault("tls", "false"));
+    }
+
     long millisLeft() {
         return Math.max(0, TimeUnit.NANOSECONDS.toMillis(deadlineNanos - System.nanoTime()));
     }

@@ -33,7 +33,7 @@ public final class Produce {
             + " [--mode sync|async|oneway|batch|ordered] [--tags A,B] [--keys PREFIX]"
             + " [--body TEXT] [--body-size B] [--props k=v,...] [--delay-level L]"
             + " [--shard-keys K] [--interval-ms MS] [--group PG] [--timeout-ms MS]"
-            + " [--access-key AK --secret-key SK]";
+            + " [--access-key AK --secret-key SK] [--tls true]";
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
@@ -42,6 +42,7 @@ public final class Produce {
         DefaultMQProducer producer =
                 new DefaultMQProducer(peer.get("group", "java-peer-producer"), peer.aclHook());
         producer.setNamesrvAddr(peer.require("namesrv"));
+        producer.setUseTLS(peer.tls());
         producer.setInstanceName("produce-" + ProcessHandle.current().pid());
         producer.setSendMsgTimeout(10000);
         try {

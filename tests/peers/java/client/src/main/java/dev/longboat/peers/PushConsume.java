@@ -61,6 +61,7 @@ public final class PushConsume {
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
                 peer.require("group"), peer.aclHook(), new AllocateMessageQueueAveragely());
         consumer.setNamesrvAddr(peer.require("namesrv"));
+        consumer.setUseTLS(peer.tls());
         consumer.setInstanceName(peer.get("instance", "push-" + ProcessHandle.current().pid()));
         String sql = peer.get("sql", "");
         if (sql.isEmpty()) {
