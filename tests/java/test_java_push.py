@@ -124,8 +124,8 @@ async def test_consume_from_first_last_and_timestamp_for_a_new_group(
     try:
         for peer in peers.values():
             await asyncio.to_thread(peer.wait_for, "ready", 60)
-        # The last-offset group has its position once it pulled (an empty answer) once.
-        await asyncio.sleep(2)
+        # "ready" means the client put the queue in its table, which it does only after it
+        # computed where to start: the late messages come after the last-offset group's start.
         await send(ns, topic, late)
         for where, peer in peers.items():
             events = await asyncio.to_thread(peer.wait, 90)
