@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import re
 import signal
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -73,12 +76,19 @@ def test_up_serves_stops_on_sigint_and_keeps_data(servers, tmp_path: Path) -> No
         for body in sent:
             assert producer.send(Message(TOPIC, body)).ok
     assert sorted(consume_all(namesrv, "cli-g1", len(sent))) == sorted(sent)
+    # The dashboard is on by default (the suite's $LONGBOAT_DASHBOARD_PORT=0: a free port).
+    printed = re.search(r"dashboard\W+http://(127\.0\.0\.1:\d+)/", up.output)
+    assert printed, up.output
+    dashboard = printed.group(1)
+    with urllib.request.urlopen(f"http://{dashboard}/api/topics", timeout=30) as answer:
+        assert TOPIC in [t["name"] for t in json.load(answer)["topics"]]
 
     assert up.interrupt(signal.SIGINT) == 0
     assert "stopped" in up.output
 
-    again = start(servers, tmp_path, *up_args(data))
+    again = start(servers, tmp_path, *up_args(data), "--dashboard-port", "-1")
     namesrv = again.address_of("name server")
+    assert "dashboard" not in again.output
     assert sorted(consume_all(namesrv, "cli-g2", len(sent))) == sorted(sent)
     # The first group's committed offsets survived: nothing is left for it.
     with Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin:

@@ -309,3 +309,58 @@ def test_dlq_resend_through_the_page_reaches_the_group(site: Site) -> None:
     # ...and a member of the group is handed it again, under the original topic.
     got = site.run(consume_all(site.config, 1), timeout=60)
     assert [(m.topic, m.body) for m in got] == [(TOPIC, original.body)]
+
+
+ACL = """
+globalWhiteRemoteAddresses:
+accounts:
+  - accessKey: dashadmin
+    secretKey: dash-secret
+    admin: true
+"""
+
+
+def test_acl_brokers_ask_for_keys_and_the_page_uses_them(
+    site: Site, loopback_cluster: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    acl_file = tmp_path / "plain_acl.yml"
+    acl_file.write_text(ACL)
+    cluster = loopback_cluster(acl_enable=True, plain_acl_file=acl_file)
+    dashboard = DashboardServer(ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1"), port=0)
+    cluster.runner.run(dashboard.start())
+    try:
+        page = site.page
+        page.goto("about:blank")
+        page.goto(f"{dashboard.url}#/topics")
+        page.wait_for_selector("#page-topics[data-loaded=true]", timeout=WAIT_MS)
+
+        def create(topic: str) -> None:
+            page.get_by_label("Topic", exact=True).fill(topic)
+            page.get_by_role("button", name="Create").click()
+
+        # Unsigned, the broker refuses; the page asks for keys.
+        create("AclOrders")
+        page.get_by_label("Access key").wait_for(timeout=WAIT_MS)
+        site.shot("sign-in")
+        page.get_by_label("Access key").fill("dashadmin")
+        page.get_by_label("Secret key").fill("dash-secret")
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_selector("#user:has-text('access key dashadmin')", timeout=WAIT_MS)
+        page.wait_for_selector("#page-topics[data-loaded=true]", timeout=WAIT_MS)
+        create("AclOrders")
+        page.wait_for_selector("#status :text('created AclOrders')", timeout=WAIT_MS)
+
+        async def route_queues() -> int:
+            config = ClientConfig(
+                [cluster.namesrv_addr],
+                client_ip="127.0.0.1",
+                instance_name="acl-check",
+                access_key="dashadmin",
+                secret_key="dash-secret",
+            )
+            async with Admin(config=config) as admin:
+                return len(await admin.topic_status("AclOrders"))
+
+        assert cluster.runner.run(route_queues()) == 8
+    finally:
+        cluster.runner.run(dashboard.stop())

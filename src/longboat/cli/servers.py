@@ -27,6 +27,7 @@ from rich.table import Table
 
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.broker.config import default_data_dir
+from longboat.cli.connect import client_config
 from longboat.cli.runtime import (
     CliState,
     configure_logging,
@@ -35,7 +36,6 @@ from longboat.cli.runtime import (
     run,
     stop_on_signal,
 )
-from longboat.client.config import ClientConfig
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 from longboat.dashboard import DashboardServer
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
@@ -175,8 +175,8 @@ def up(
     if dashboard_port >= 0:
 
         def make_dashboard() -> DashboardServer:
-            config = ClientConfig([namesrv.addr], client_ip=LOOPBACK)
-            dashboard.append(DashboardServer(config, LOOPBACK, dashboard_port))
+            # Signed with `longboat --access-key/--secret-key` when given (brokers with ACL).
+            dashboard.append(DashboardServer(client_config(namesrv.addr), LOOPBACK, dashboard_port))
             return dashboard[0]
 
         factories.append(make_dashboard)

@@ -25,17 +25,19 @@ from longboat.client.admin import (
     MessageNotFoundError,
     ResetTarget,
 )
-from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
+from longboat.client.errors import BrokerError, ClientError, ClientUsageError, NoRouteError
 from longboat.client.message import Message
 from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
 from longboat.dashboard import views
 from longboat.dashboard.sampler import LagSampler
+from longboat.dashboard.sessions import COOKIE, Clients, Sessions
+from longboat.protocol import ResponseCode
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 STATIC = Path(__file__).parent / "static"
-ADMIN: web.AppKey[Admin] = web.AppKey("admin", Admin)
-PRODUCER: web.AppKey[Producer] = web.AppKey("producer", Producer)
+CLIENTS: web.AppKey[Clients] = web.AppKey("clients", Clients)
+SESSIONS: web.AppKey[Sessions] = web.AppKey("sessions", Sessions)
 SAMPLER: web.AppKey[LagSampler] = web.AppKey("sampler", LagSampler)
 PERMS = {"rw": PERM_READ | PERM_WRITE, "r": PERM_READ, "w": PERM_WRITE}
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -50,6 +52,11 @@ async def client_errors(request: web.Request, handler: Handler) -> web.StreamRes
     """The admin client's errors as JSON the page shows next to what was tried."""
     try:
         return await handler(request)
+    except BrokerError as exc:
+        if exc.code != ResponseCode.NO_PERMISSION:
+            return error(502, str(exc))
+        # ACL refused: the page asks for an access key and secret key.
+        return web.json_response({"error": str(exc), "signIn": True}, status=401)
     except GroupOnlineError as exc:
         return error(409, str(exc))
     except (MessageNotFoundError, NoRouteError) as exc:
@@ -60,10 +67,10 @@ async def client_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return error(502, str(exc))
 
 
-def make_app(admin: Admin, producer: Producer, sampler: LagSampler) -> web.Application:
+def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.Application:
     app = web.Application(middlewares=[client_errors])
-    app[ADMIN] = admin
-    app[PRODUCER] = producer
+    app[CLIENTS] = clients
+    app[SESSIONS] = sessions
     app[SAMPLER] = sampler
     app.router.add_get("/", index)
     app.router.add_static("/static", STATIC)
@@ -79,9 +86,51 @@ def make_app(admin: Admin, producer: Producer, sampler: LagSampler) -> web.Appli
         web.get("/api/groups/{group}/dlq", get_dlq),
         web.get("/api/messages", get_messages),
         web.post("/api/messages/resend", post_resend),
+        web.get("/api/session", get_session),
+        web.post("/api/session", post_session),
+        web.delete("/api/session", delete_session),
     ]
     app.router.add_routes(api)
     return app
+
+
+def clients_of(request: web.Request) -> Clients:
+    """The signed-in browser's clients, else the dashboard's own."""
+    signed_in = request.app[SESSIONS].get(request.cookies.get(COOKIE))
+    return signed_in or request.app[CLIENTS]
+
+
+def admin_of(request: web.Request) -> Admin:
+    return clients_of(request).admin
+
+
+def producer_of(request: web.Request) -> Producer:
+    return clients_of(request).producer
+
+
+async def get_session(request: web.Request) -> web.Response:
+    return web.json_response({"accessKey": clients_of(request).access_key})
+
+
+async def post_session(request: web.Request) -> web.Response:
+    """Sign in: {accessKey, secretKey}; later requests of this browser are signed with them."""
+    data = await body_of(request)
+    access_key, secret_key = str(data.get("accessKey", "")), str(data.get("secretKey", ""))
+    if not access_key or not secret_key:
+        raise ClientUsageError("give both the access key and the secret key")
+    sessions = request.app[SESSIONS]
+    await sessions.sign_out(request.cookies.get(COOKIE))
+    token = await sessions.sign_in(access_key, secret_key)
+    response = web.json_response({"accessKey": access_key})
+    response.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+    return response
+
+
+async def delete_session(request: web.Request) -> web.Response:
+    await request.app[SESSIONS].sign_out(request.cookies.get(COOKIE))
+    response = web.json_response({"accessKey": request.app[CLIENTS].access_key})
+    response.del_cookie(COOKIE)
+    return response
 
 
 async def index(request: web.Request) -> web.FileResponse:
@@ -99,17 +148,15 @@ async def body_of(request: web.Request) -> dict[str, Any]:
 
 
 async def get_cluster(request: web.Request) -> web.Response:
-    return web.json_response(await views.cluster_view(request.app[ADMIN]))
+    return web.json_response(await views.cluster_view(admin_of(request)))
 
 
 async def get_topics(request: web.Request) -> web.Response:
-    return web.json_response(await views.topics_view(request.app[ADMIN]))
+    return web.json_response(await views.topics_view(admin_of(request)))
 
 
 async def get_topic(request: web.Request) -> web.Response:
-    return web.json_response(
-        await views.topic_view(request.app[ADMIN], request.match_info["topic"])
-    )
+    return web.json_response(await views.topic_view(admin_of(request), request.match_info["topic"]))
 
 
 async def post_topic(request: web.Request) -> web.Response:
@@ -119,7 +166,7 @@ async def post_topic(request: web.Request) -> web.Response:
     perm = PERMS.get(str(data.get("perm", "rw")))
     if perm is None or queues < 1:
         raise ClientUsageError("perm must be rw, r or w and queues at least 1")
-    admin = request.app[ADMIN]
+    admin = admin_of(request)
     existing = name in await admin.topics()
     if existing:
         brokers = await admin.update_topic(
@@ -145,7 +192,7 @@ async def post_send(request: web.Request) -> web.Response:
         tags=data.get("tags") or None,
         keys=data.get("keys") or None,
     )
-    result = await request.app[PRODUCER].send(msg)
+    result = await producer_of(request).send(msg)
     return web.json_response(
         {
             "status": result.status.name,
@@ -159,12 +206,12 @@ async def post_send(request: web.Request) -> web.Response:
 
 
 async def get_groups(request: web.Request) -> web.Response:
-    return web.json_response(await views.groups_view(request.app[ADMIN]))
+    return web.json_response(await views.groups_view(admin_of(request)))
 
 
 async def get_group(request: web.Request) -> web.Response:
     group = request.match_info["group"]
-    view = await views.group_view(request.app[ADMIN], group)
+    view = await views.group_view(admin_of(request), group)
     view["history"] = request.app[SAMPLER].series(group)
     return web.json_response(view)
 
@@ -175,7 +222,7 @@ async def post_reset(request: web.Request) -> web.Response:
     group = request.match_info["group"]
     data = await body_of(request)
     target = reset_target(str(data.get("to", "")))
-    admin = request.app[ADMIN]
+    admin = admin_of(request)
     topic = data.get("topic") or None
     topics = [topic] if topic else await admin.consumed_topics(group)
     if not topics:
@@ -204,14 +251,14 @@ def reset_target(text: str) -> ResetTarget:
 
 
 async def get_dlq(request: web.Request) -> web.Response:
-    found = await views.dlq_messages(request.app[ADMIN], request.match_info["group"])
+    found = await views.dlq_messages(admin_of(request), request.match_info["group"])
     return web.json_response({"messages": [views.message_json(m) for m in found]})
 
 
 async def get_messages(request: web.Request) -> web.Response:
     """?id=...[&topic=...] one message with its delivery state; ?key=...&topic=...; or
     ?topic=...&begin=...&end=... (epoch ms; default the last hour)."""
-    admin, q = request.app[ADMIN], request.query
+    admin, q = admin_of(request), request.query
     topic = q.get("topic") or None
     if q.get("id"):
         msg = await admin.message_by_id(q["id"].strip(), topic)
@@ -233,10 +280,10 @@ async def get_messages(request: web.Request) -> web.Response:
 async def post_resend(request: web.Request) -> web.Response:
     """Deliver a stored message again to one group: {offsetMsgId, group}."""
     data = await body_of(request)
-    admin = request.app[ADMIN]
+    admin = admin_of(request)
     msg = await admin.message_by_id(str(data["offsetMsgId"]))
     group = str(data["group"])
-    result = await resend_to_group(request.app[PRODUCER], msg, group)
+    result = await resend_to_group(producer_of(request), msg, group)
     return web.json_response(
         {"group": group, "msgId": result.msg_id, "topic": result.message_queue.topic}
     )

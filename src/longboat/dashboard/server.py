@@ -7,17 +7,14 @@ import logging
 
 from aiohttp import web
 
-from longboat.client.admin import Admin
 from longboat.client.config import ClientConfig
-from longboat.client.producer import Producer
 from longboat.dashboard.app import make_app
 from longboat.dashboard.sampler import LagSampler
+from longboat.dashboard.sessions import Clients, Sessions
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8080
-# The producer group of test messages and resends (shown as their producer group).
-PRODUCER_GROUP = "LONGBOAT_DASHBOARD_PRODUCER"
 
 
 class DashboardServer:
@@ -31,9 +28,11 @@ class DashboardServer:
     ) -> None:
         self.host = host
         self.port = port
-        self.admin = Admin(config=config)
-        self.producer = Producer(PRODUCER_GROUP, config=config)
-        self.sampler = LagSampler(self.admin, interval=sample_interval)
+        self.config = config
+        self.sample_interval = sample_interval
+        self.sessions = Sessions(config)
+        self._clients: Clients | None = None
+        self._sampler: LagSampler | None = None
         self._runner: web.AppRunner | None = None
 
     @property
@@ -42,28 +41,30 @@ class DashboardServer:
         return f"http://{host}:{self.port}/"
 
     async def start(self) -> None:
-        await self.admin.start()
-        await self.producer.start()
-        runner = web.AppRunner(make_app(self.admin, self.producer, self.sampler), access_log=None)
+        clients = await Clients.start(self.config)
+        sampler = LagSampler(clients.admin, interval=self.sample_interval)
+        runner = web.AppRunner(make_app(clients, self.sessions, sampler), access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, self.host, self.port)
         try:
             await site.start()
         except OSError:
             await runner.cleanup()
-            await self.producer.shutdown()
-            await self.admin.shutdown()
+            await clients.shutdown()
             raise
-        self._runner = runner
+        self._clients, self._sampler, self._runner = clients, sampler, runner
         # The bound port, when 0 asked for any free one.
         self.port = runner.addresses[0][1]
-        self.sampler.start()
+        sampler.start()
         log.info("dashboard on %s", self.url)
 
     async def stop(self) -> None:
-        await self.sampler.stop()
+        if self._sampler is not None:
+            await self._sampler.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
-        await self.producer.shutdown()
-        await self.admin.shutdown()
+        await self.sessions.close()
+        if self._clients is not None:
+            await self._clients.shutdown()
+            self._clients = None

@@ -25,8 +25,42 @@ async function api(path, body) {
     method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
   const data = await res.json();
+  if (res.status === 401 && data.signIn) showSignIn(data.error);
   if (!res.ok) throw new Error(data.error || res.statusText);
   return data;
+}
+
+// ------------------------------------------------------------------ ACL sign-in
+
+function showSignIn(reason) {
+  if (document.getElementById("sign-in")) return;
+  const key = h("input", {id: "access-key", autocomplete: "username", required: true});
+  const secret = h("input", {id: "secret-key", type: "password", autocomplete: "current-password", required: true});
+  const form = h("form", {id: "sign-in", "aria-label": "Sign in", onsubmit: async e => {
+    e.preventDefault();
+    try {
+      await api("/api/session", {accessKey: key.value, secretKey: secret.value});
+      form.remove();
+      await showUser();
+      say(`signed in as ${key.value}`);
+      await route();
+    } catch (err) { say(err.message, false); }
+  }}, h("p", {}, "The brokers have ACL on and refused: ", h("span", {class: "error"}, reason),
+    " Sign in with an access key and secret key from plain_acl.yml."),
+    field("Access key", key), field("Secret key", secret), h("button", {type: "submit"}, "Sign in"));
+  main.prepend(form);
+  key.focus();
+}
+
+async function showUser() {
+  const box = document.getElementById("user");
+  const session = await api("/api/session");
+  box.replaceChildren(...(session.accessKey ? [`access key ${session.accessKey} `,
+    h("button", {type: "button", class: "secondary", onclick: async () => {
+      await fetch("/api/session", {method: "DELETE"});
+      await showUser();
+      await route();
+    }}, "Sign out")] : []));
 }
 
 function say(text, ok = true) {
@@ -351,4 +385,5 @@ async function route() {
 }
 
 window.addEventListener("hashchange", route);
+showUser();
 route();
