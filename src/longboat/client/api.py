@@ -233,6 +233,7 @@ class ClientAPI:
         max_msgs: int,
         timeout: float,
         expression: TagExpression | str = "*",
+        sql: str | None = None,
         sub_version: int = 0,
         suspend: float = 0.0,
         commit_offset: int | None = None,
@@ -242,7 +243,8 @@ class ClientAPI:
         """PULL_MESSAGE of up to `max_msgs` messages of `mq` from `offset` on, for `group`.
 
         The one place a pull header and its flags are built.  The subscription (`expression`,
-        tags only) always travels with the pull, so no heartbeat is needed first; `suspend` > 0
+        or the SQL92 selector `sql`, which the broker evaluates exactly) always travels with
+        the pull, so no heartbeat is needed first; `suspend` > 0
         lets the broker hold the pull that many seconds until a message arrives (`timeout`
         must exceed it); `commit_offset` asks the broker to store the group's offset with the
         pull; `lite` marks a lite-pull consumer's pull, as Java's does.  With `decode`,
@@ -264,8 +266,8 @@ class ClientAPI:
             commitOffset=commit_offset or 0,
             suspendTimeoutMillis=int(suspend * 1000),
             subVersion=sub_version,
-            subscription=tags.expression,
-            expressionType="TAG",
+            subscription=tags.expression if sql is None else sql,
+            expressionType="TAG" if sql is None else "SQL92",
         )
         cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext())
         response = await self._call(addr, cmd, timeout, ok=_PULL_STATUS)

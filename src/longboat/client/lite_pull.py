@@ -50,7 +50,7 @@ from longboat.client.push.process_queue import FlowLimits, ProcessQueue
 from longboat.client.push.pull_loop import PullLoop, Subscription
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
-from longboat.protocol.bodies import ConsumerData, SubscriptionData
+from longboat.protocol.bodies import ConsumerData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
@@ -157,13 +157,12 @@ class LitePullConsumer(InstanceUser):
 
     # ------------------------------------------------------------------ what to consume
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume `topic` (messages whose tag matches `expression`) with group rebalancing."""
+    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
+        """Consume `topic` (messages whose tag matches `expression`, or whose properties
+        match the SQL92 selector `sql`) with group rebalancing."""
         if self._assigned is not None:
             raise ClientUsageError("subscribe() and assign() cannot be mixed on one consumer")
-        self._subscriptions[topic] = Subscription(
-            TagExpression.parse(expression), int(time.time() * 1000)
-        )
+        self._subscriptions[topic] = Subscription.of(expression, sql=sql)
         self._subscriptions_changed()
 
     def unsubscribe(self, topic: str) -> None:
@@ -442,8 +441,7 @@ class LitePullConsumer(InstanceUser):
             message_model="CLUSTERING",
             consume_from_where=self.settings.consume_from.value,
             subscription_data_set=[
-                SubscriptionData.of(topic, sub.expression.expression, sub.version)
-                for topic, sub in sorted(self._subscriptions.items())
+                sub.data(topic) for topic, sub in sorted(self._subscriptions.items())
             ],
         )
 

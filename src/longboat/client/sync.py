@@ -276,8 +276,8 @@ class LitePullConsumer(_Blocking):
     def settings(self) -> LitePullSettings:
         return self._async.settings
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._loop.call(self._async.subscribe, topic, expression)
+    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
+        self._loop.call(self._async.subscribe, topic, expression, sql=sql)
 
     def unsubscribe(self, topic: str) -> None:
         self._loop.call(self._async.unsubscribe, topic)
@@ -489,8 +489,8 @@ class PushConsumer(_Blocking):
     def broadcasting(self) -> bool:
         return self._async.broadcasting
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        self._loop.call(self._async.subscribe, topic, expression)
+    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
+        self._loop.call(self._async.subscribe, topic, expression, sql=sql)
 
     def unsubscribe(self, topic: str) -> None:
         self._loop.call(self._async.unsubscribe, topic)

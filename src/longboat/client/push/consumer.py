@@ -27,7 +27,6 @@ import asyncio
 import contextlib
 import logging
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Unpack
@@ -123,13 +122,14 @@ class PushConsumer(InstanceUser):
 
     # ------------------------------------------------------------------ configuration
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume `topic`'s messages whose tag matches `expression` ("TagA || TagB", "*")."""
+    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
+        """Consume `topic`'s messages whose tag matches `expression` ("TagA || TagB", "*"),
+        or whose properties match the SQL92 selector `sql` (the broker needs
+        enablePropertyFilter; see docs/filters.md).  Raises ClientUsageError for a bad topic
+        or selector."""
         if problem := validate_topic(topic):
             raise ClientUsageError(f"cannot subscribe: {problem}")
-        self._subscriptions[topic] = Subscription(
-            TagExpression.parse(expression), int(time.time() * 1000)
-        )
+        self._subscriptions[topic] = Subscription.of(expression, sql=sql)
         if self._instance is not None:
             self._instance.request_heartbeat()
             self._request_rebalance()
@@ -302,10 +302,7 @@ class PushConsumer(InstanceUser):
     # ------------------------------------------------------------------ for the client instance
 
     def consumer_data(self) -> ConsumerData:
-        subs = [
-            SubscriptionData.of(topic, sub.expression.expression, sub.version)
-            for topic, sub in sorted(self._subscriptions.items())
-        ]
+        subs = [sub.data(topic) for topic, sub in sorted(self._subscriptions.items())]
         if not self.broadcasting:
             subs.append(SubscriptionData.of(retry_topic(self.group), "*", 0))
         return ConsumerData(

@@ -25,15 +25,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from longboat.client.consumer_settings import PullSettings
-from longboat.client.errors import BrokerBusyError, ClientError
+from longboat.client.errors import BrokerBusyError, ClientError, ClientUsageError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.tasks import ended
 from longboat.client.types import PullStatus
+from longboat.filter.sql92 import FilterError, compile_sql92
+from longboat.protocol.bodies import SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
@@ -43,8 +46,32 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Subscription:
+    """What a consumer takes from one topic: messages whose tag matches `expression`, or,
+    with `sql`, whose properties match that SQL92 selector (the broker filters; `expression`
+    is then `*`).  `version` is the subVersion the broker compares."""
+
     expression: TagExpression
     version: int
+    sql: str | None = None
+
+    @classmethod
+    def of(cls, expression: str = "*", *, sql: str | None = None) -> Subscription:
+        """A new subscription; an SQL92 selector is compiled here so a mistake is the
+        caller's ClientUsageError, not a pull loop's broker error later."""
+        if sql is not None:
+            if expression != "*":
+                raise ClientUsageError("subscribe by tag expression or by sql, not both")
+            try:
+                compile_sql92(sql)
+            except FilterError as exc:
+                raise ClientUsageError(f"cannot subscribe: {exc}") from None
+        return cls(TagExpression.parse(expression), int(time.time() * 1000), sql)
+
+    def data(self, topic: str) -> SubscriptionData:
+        """As the heartbeat carries it."""
+        if self.sql is not None:
+            return SubscriptionData.sql92(topic, self.sql, self.version)
+        return SubscriptionData.of(topic, self.expression.expression, self.version)
 
 
 class PullLoop:
@@ -149,6 +176,7 @@ class PullLoop:
             max_msgs=size,
             timeout=s.pull_timeout,
             expression=sub.expression,
+            sql=sub.sql,
             sub_version=sub.version,
             suspend=s.broker_suspend_timeout,
             commit_offset=commit if commit is not None and commit > 0 else None,
