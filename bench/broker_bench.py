@@ -214,45 +214,75 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
+def _pull_at(topic: str, offset: int) -> RemotingCommand:
+    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
+    header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 20_000, 0, "*")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
+
+
+async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
+    """The parked consumers, in their own process (their 1,000 answers would otherwise be
+    decoded by the loop that times the send): per offset received, park `parked` pulls there,
+    say "parked" once the broker holds them all, then "answered" once all were answered."""
+    client = RemotingClient()
+    loop = asyncio.get_running_loop()
+    barrier = RemotingCommand.request(
+        RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext()
+    )
+    while (offset := await loop.run_in_executor(None, pipe.recv)) is not None:
+        pulls = [
+            asyncio.ensure_future(client.request(broker, _pull_at(topic, offset), 30))
+            for _ in range(parked)
+        ]
+        # Let every pull task write its request (a loop turn each), then the barrier: one
+        # connection's requests are handled in order, so once it is answered every pull
+        # before it is parked.
+        for _ in range(3):
+            await asyncio.sleep(0)
+        await client.request(broker, replace(barrier), 30)
+        pipe.send("parked")
+        answers = await asyncio.gather(*pulls)
+        assert all(a.code == 0 for a in answers), answers[0].remark
+        pipe.send("answered")
+    await client.close()
+
+
+def _parker_child(broker: str, topic: str, parked: int, pipe: Any) -> None:
+    run(_park_rounds(broker, topic, parked, pipe))
+
+
 async def bare_send_beside_parked(broker: str, rounds: int, parked: int) -> dict[str, float]:
-    """Send p99 with `parked` pulls parked on the queue the send lands on (issue #13: a
-    send's latency must not grow with the consumers parked on its queue).  Each round parks
-    the pulls at the queue's end on their own connection, waits until the broker has parked
-    them all, then times one send's round trip; the send wakes them all, and their answers are
-    awaited before the next round."""
-    consumer, producer = RemotingClient(), RemotingClient()
+    """Send latency with `parked` pulls parked on the queue the send lands on (issue #13: a
+    send's latency must not grow with the consumers parked on its queue).  Each round a child
+    process parks the pulls at the queue's end and waits until the broker holds them all; this
+    process then times one send's round trip (which wakes them all) and waits for the child
+    to have every answer before the next round."""
+    producer = RemotingClient()
     topic = loadgen.unique("BenchParked")
     send = bare_send(topic, 0, b"x" * BODY, batch=False)
     await producer.request(broker, replace(send), 10)
-    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
+    loop = asyncio.get_running_loop()
+    ctx = multiprocessing.get_context("spawn")
+    here, there = ctx.Pipe()
+    child = ctx.Process(target=_parker_child, args=(broker, topic, parked, there), daemon=True)
+    child.start()
     samples: list[float] = []
-    for offset in range(1, rounds + WARMUP + 1):
-        header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 20_000, 0, "*")
-        pulls = [
-            asyncio.ensure_future(
-                consumer.request(
-                    broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 30
-                )
-            )
-            for _ in range(parked)
-        ]
-        # The broker handles one connection's requests in order: once this answer is back,
-        # every pull before it is parked, and the send below does not queue behind them.
-        barrier = RemotingCommand.request(
-            RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext()
-        )
-        await consumer.request(broker, barrier, 30)
-        await asyncio.sleep(PARK_S)
-        t0 = time.perf_counter()
-        response = await producer.request(broker, replace(send), 10)
-        elapsed = time.perf_counter() - t0
-        assert response.code == 0, response.remark
-        for answer in await asyncio.gather(*pulls):
-            assert answer.code == 0, answer.remark
-        if offset > WARMUP:
-            samples.append(elapsed * 1e6)
-    await consumer.close()
-    await producer.close()
+    try:
+        for offset in range(1, rounds + WARMUP + 1):
+            here.send(offset)
+            assert await loop.run_in_executor(None, here.recv) == "parked"
+            await asyncio.sleep(PARK_S)
+            t0 = time.perf_counter()
+            response = await producer.request(broker, replace(send), 10)
+            elapsed = time.perf_counter() - t0
+            assert response.code == 0, response.remark
+            assert await loop.run_in_executor(None, here.recv) == "answered"
+            if offset > WARMUP:
+                samples.append(elapsed * 1e6)
+    finally:
+        here.send(None)
+        child.join(30)
+        await producer.close()
     return latency_figures(samples)
 
 

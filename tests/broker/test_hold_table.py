@@ -305,12 +305,12 @@ async def test_woken_pulls_are_answered_after_the_arrival_a_batch_per_turn() -> 
     rig.service.start()
     conns = [rig.hold(offset=0)[2] for _ in range(WAKE_BATCH * 2 + 5)]
     rig.arrive(TAG_A)
-    assert rig.answered == [] and rig.service.held_count == 0  # released, not yet answered
-    assert len(turns) == 1
+    assert rig.answered == [] and len(turns) == 1  # woken, not yet answered
+    rig.arrive(TAG_A)  # already woken: not woken twice
     for answered in (WAKE_BATCH, 2 * WAKE_BATCH, 2 * WAKE_BATCH + 5):
         turns.pop(0)()
         assert len(rig.answered) == answered
-    assert turns == []
+    assert turns == [] and rig.service.held_count == 0
     assert all(len(rig.written(conn)) == 1 for conn in conns)
     rig.service.answer_all()
 
@@ -341,3 +341,15 @@ async def test_the_recheck_recovers_a_wake_up_that_was_lost(rig: Rig) -> None:
     assert rig.written(waiting) == [] and rig.service.held_count == 1
     assert rig.heard[-1][2] is None  # not counted as an arrival's wake-up
     assert rig.service.recheck() == 0
+
+
+async def test_a_woken_pull_whose_timer_fires_first_is_answered_once() -> None:
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append)
+    rig.service.start()
+    _, _, conn = rig.hold(offset=0, suspend_ms=100)
+    rig.arrive(TAG_A)
+    rig.timers.advance(0.2)  # its deadline passes before its turn comes
+    turns.pop(0)()
+    assert len(rig.answered) == 1 and len(rig.written(conn)) == 1
+    assert rig.service.held_count == 0

@@ -8,14 +8,17 @@ heap entries and no CPU while nothing happens).
 
 State of one held pull (as data):
 
-    HELD --arrival: new max > offset, tags code passes the filter--> ANSWERED
-    HELD --its timer fires-----------------------------------------> ANSWERED
-    HELD --stop() (graceful shutdown)------------------------------> ANSWERED
-    HELD --its connection closes-----------------------------------> DROPPED (nobody to answer)
+    HELD  --arrival: new max > offset, its filter passes-------------> WOKEN
+    WOKEN --its turn in `_answer_woken` (a loop turn later)----------> ANSWERED
+    HELD, WOKEN --its timer fires------------------------------------> ANSWERED
+    HELD, WOKEN --stop() (graceful shutdown)--------------------------> ANSWERED
+    HELD, WOKEN --its connection closes-------------------------------> DROPPED (nobody to answer)
 
 Invariants: a pull is HELD iff it is in its queue's `Waiters` (long polling only) and in
-`_by_conn[conn]` and its timer is pending; leaving HELD (`_release`, or `drop_connection` for a
-whole connection) undoes all three at once, so a pull is answered at most once.  In its queue's
+`_by_conn[conn]` and its timer is pending; WOKEN iff it left `Waiters` for `_to_answer` but is
+still in `_by_conn` with its timer pending.  Answering starts with `_release`, which takes it
+out of `_by_conn` (and cancels its timer) and says whether it was still there, so a pull is
+answered at most once whoever gets to it first.  `held_count` counts HELD and WOKEN.  In its queue's
 `Waiters` a pull that takes every message is in `every`, one with a tag filter is in
 `by_code[c]` for each tags code `c` of its filter (a `TagA || TagB` pull sits in two; an SQL92
 pull sits in `every` and is woken only by an arrival whose properties match it), so an
@@ -30,9 +33,10 @@ registration is seen by the re-check, one that lands after is seen by the arriva
 Behind both, `recheck` (every RECHECK_INTERVAL_S) wakes any held pull its queue has passed, as
 RocketMQ's 5 s scan does: a safety net, never the way pulls are normally answered.
 
-Off the producer's path: an arrival only releases the pulls it wakes; their answers (a store
-re-read each) are written WAKE_BATCH per loop turn through `defer`, after the append's own
-request was answered, so a send's latency does not grow with the consumers parked on its
+Off the producer's path: an arrival only takes the pulls it wakes out of their queue's
+`Waiters` (all at once when it wakes them all); releasing and answering them (a store re-read
+each) happens WAKE_BATCH per loop turn through `defer`, after the append's own request was
+answered, so a send's latency does not grow with the consumers parked on its
 queue.  A full table (`max_held`) makes the pull module answer SYSTEM_BUSY, which clients
 back off from, rather than PULL_NOT_FOUND, which they would re-send at once.
 
@@ -124,17 +128,27 @@ class Waiters:
                 if not pulls:
                     del self.by_code[code]
 
-    def woken_by(self, new_max: int, tags_code: int, props: Mapping[str, str]) -> list[HeldPull]:
-        """The pulls an arrival with `tags_code` and `props` that moved the max offset to
-        `new_max` wakes (an SQL92 pull only when the properties match its expression)."""
+    def take_woken(self, new_max: int, tags_code: int, props: Mapping[str, str]) -> list[HeldPull]:
+        """Remove and return the pulls an arrival with `tags_code` and `props` that moved the
+        max offset to `new_max` wakes (an SQL92 pull only when the properties match its
+        expression).  When it wakes every pull taking every message, that whole set is
+        dropped at once: the send that stored the message pays no per-pull removal."""
         woken = [
             held
             for held in self.every
             if held.offset < new_max and held.filter.matches_properties(props)
         ]
+        if len(woken) == len(self.every):
+            self.every = {}
+        else:
+            for held in woken:
+                del self.every[held]
         tagged = self.by_code.get(tags_code)
         if tagged:
-            woken += [held for held in tagged if held.offset < new_max]
+            hits = [held for held in tagged if held.offset < new_max]
+            for held in hits:
+                self.remove(held)  # from each of its codes
+            woken += hits
         return woken
 
     def __bool__(self) -> bool:
@@ -290,9 +304,9 @@ class HoldService:
                 self.on_arrival, topic, queue_id, new_max, tags_code, props
             )
             return
-        woken = waiters.woken_by(new_max, tags_code, props)
-        for held in woken:
-            self._release(held)
+        woken = waiters.take_woken(new_max, tags_code, props)
+        if not waiters:
+            del self._queues[(topic, queue_id)]
         self.woken += len(woken)
         self._to_answer.extend((held, started) for held in woken)
         if woken and not self._answering and self._defer is not None:
@@ -321,7 +335,8 @@ class HoldService:
         waits for one batch at most, however many consumers were parked."""
         for _ in range(min(WAKE_BATCH, len(self._to_answer))):
             held, started = self._to_answer.popleft()
-            self._wake(held, started)
+            if self._release(held):  # not answered meanwhile by its timer or a shutdown
+                self._wake(held, started)
         if self._to_answer and self._defer is not None:
             self._defer(self._answer_woken)
         else:
@@ -329,9 +344,9 @@ class HoldService:
 
     def _expired(self, held: HeldPull) -> None:
         held.timer = None
-        self._release(held)
-        self.expired += 1
-        self._wake(held)
+        if self._release(held):
+            self.expired += 1
+            self._wake(held)
 
     def _wake(self, held: HeldPull, arrived: float | None = None) -> None:
         """Answer a released pull; `arrived` is when the arrival that woke it was heard."""
@@ -349,11 +364,14 @@ class HoldService:
 
     # ------------------------------------------------------------------ leaving
 
-    def _release(self, held: HeldPull) -> None:
+    def _release(self, held: HeldPull) -> bool:
+        """Leave HELD (or WOKEN); False when `held` had left already."""
         mine = self._by_conn.get(held.conn)
         if mine is not None and held in mine:
             del mine[held]
             self._unpark(held)
+            return True
+        return False
 
     def _unpark(self, held: HeldPull) -> None:
         """Cancel the timer and leave the queue's waiters; the caller has taken `held` out of
@@ -377,11 +395,10 @@ class HoldService:
         """Graceful shutdown: answer every held pull now (with whatever the store has); pulls
         arriving after this are answered at once instead of held."""
         self._loop = None
+        self._to_answer.clear()  # the woken are still in `_by_conn`: answered below
         everyone = [held for mine in self._by_conn.values() for held in mine]
         for held in everyone:
             self._release(held)
-        woken = [held for held, _ in self._to_answer]
-        self._to_answer.clear()
-        for held in woken + everyone:
+        for held in everyone:
             self._wake(held)
-        return len(everyone) + len(woken)
+        return len(everyone)

@@ -117,7 +117,8 @@ class PushConsumerSettings(ConsumerSettings):
     pull_threshold_size_for_queue: int = 100 * 1024 * 1024
     # Concurrent listeners: how far the committed offset may lag the newest pulled message.
     consume_concurrently_max_span: int = 2000
-    # Redeliveries before a message goes to the DLQ (None: 16, orderly: unbounded).
+    # Redeliveries before a message goes to the DLQ: None or -1 (Java's default value) means
+    # 16 for concurrent listeners and unbounded for orderly ones; 0 means no redelivery.
     max_reconsume_times: int | None = None
     # Orderly listeners: the pause after SUSPEND_CURRENT_QUEUE_A_MOMENT.
     suspend_current_queue_time: float = 1.0
@@ -141,8 +142,13 @@ class PushConsumerSettings(ConsumerSettings):
         )
         if self.pull_interval < 0:
             raise ClientUsageError(f"pull_interval must not be negative, not {self.pull_interval}")
-        if self.max_reconsume_times is not None and self.max_reconsume_times < 0:
-            raise ClientUsageError("max_reconsume_times must not be negative")
+        if self.max_reconsume_times == -1:
+            object.__setattr__(self, "max_reconsume_times", None)
+        elif self.max_reconsume_times is not None and self.max_reconsume_times < 0:
+            raise ClientUsageError(
+                "max_reconsume_times must be -1 or None (the default), 0 (no redelivery) or "
+                f"more, not {self.max_reconsume_times}"
+            )
         _positive(self, "drop_timeout", "shutdown_timeout", "local_retry_delay")
         object.__setattr__(self, "offset_store_dir", Path(self.offset_store_dir))
 

@@ -236,7 +236,9 @@ class PushConsumer(InstanceUser):
             self._listener,  # type: ignore[arg-type]
             workers=self.settings.consume_thread_max,
             batch_max=self.settings.consume_message_batch_max_size,
-            max_reconsume_times=self.settings.max_reconsume_times or DEFAULT_MAX_RECONSUME_TIMES,
+            max_reconsume_times=DEFAULT_MAX_RECONSUME_TIMES
+            if self.settings.max_reconsume_times is None
+            else self.settings.max_reconsume_times,
             redelivery=redelivery,
             consumed=self._consumed,
             local_retry_delay=self.settings.local_retry_delay,

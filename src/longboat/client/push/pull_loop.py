@@ -11,9 +11,11 @@ of this queue is in flight or will be answered into the process queue):
     BACKOFF   -> after an error: sleep, doubling from `error_backoff` up to `max_backoff`
 
 Outcomes of a pull: FOUND → messages into the process queue and to the consume service, pull
-again from `nextBeginOffset`; NO_NEW_MSG (the hold expired) and NO_MATCHED_MSG (only filtered
-entries) → pull again at once from `nextBeginOffset`; OFFSET_ILLEGAL → move to the broker's
-`nextBeginOffset` and record it as the committed offset when nothing before it is pending.
+again from `nextBeginOffset` after `pull_interval`; NO_NEW_MSG (the hold expired) and
+NO_MATCHED_MSG (only filtered entries) → pull again at once from `nextBeginOffset`, which is
+also the committed offset when nothing is cached (Java's correctTagsOffset); OFFSET_ILLEGAL →
+move to the broker's `nextBeginOffset` and record it as the committed offset when nothing
+before it is pending.
 
 The subscription travels with every pull (subscription flag), so pulls never depend on the
 heartbeat having reached the broker first; the committed offset rides along too (commit
@@ -137,12 +139,13 @@ class PullLoop:
         while True:
             size = await self._wait_for_room()
             try:
-                await self._pull_once(size)
+                found = await self._pull_once(size)
             except ClientError as exc:
                 await self._back_off(exc)
                 continue
             self.failures = 0
-            if self.settings.pull_interval > 0:
+            if found and self.settings.pull_interval > 0:
+                # After FOUND only, as Java: an empty long poll already waited at the broker.
                 await asyncio.sleep(self.settings.pull_interval)
 
     async def _wait_for_room(self) -> int:
@@ -163,7 +166,8 @@ class PullLoop:
                 continue
             await self.room.wait()
 
-    async def _pull_once(self, size: int) -> None:
+    async def _pull_once(self, size: int) -> bool:
+        """One pull and what follows from its answer; True when it found messages."""
         assert self.next_offset is not None
         mq, sub, s = self.mq, self.subscription, self.settings
         addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
@@ -183,7 +187,7 @@ class PullLoop:
             lite=s.lite,
         )
         if self.pq.dropped:
-            return
+            return False
         if result.status is PullStatus.OFFSET_ILLEGAL:
             log.warning(
                 "pull %s for %s: offset %d is outside [%d, %d]; moving to %d",
@@ -197,12 +201,20 @@ class PullLoop:
             self.next_offset = result.next_begin_offset
             if self.pq.move_to(result.next_begin_offset):
                 self._offset_moved(mq, result.next_begin_offset)
-            return
+            return False
         self.next_offset = result.next_begin_offset
+        if result.status is not PullStatus.FOUND:
+            # NO_NEW_MSG / NO_MATCHED_MSG: with nothing cached, the broker's offset is the
+            # committed one (Java's correctTagsOffset), so a queue whose messages are all
+            # filtered out shows no lag.
+            if self.pq.move_to(result.next_begin_offset):
+                self._offset_moved(mq, result.next_begin_offset)
+            return False
         fresh = self.pq.put(result.messages) if result.messages else []
         self.pq.skip_to(result.next_begin_offset)
         if fresh:
             self._deliver(mq, self.pq, fresh)
+        return True
 
     async def _back_off(self, exc: ClientError) -> None:
         self.failures += 1

@@ -1,0 +1,127 @@
+"""The push consumer's remaining RocketMQ details, against a real broker: max_reconsume_times'
+-1 / 0 meanings, pull_interval after FOUND only, filtered-out queues showing no lag
+(correctTagsOffset)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from longboat.client import ClientUsageError
+from longboat.client.admin import Admin
+from longboat.client.consumer_settings import PushConsumerSettings
+from longboat.client.push import ConcurrentContext, ConsumeFrom, ConsumeResult, PushConsumer
+from longboat.protocol.message import MessageExt
+
+from .client_e2e import config_for, read_topic, unique
+from .push_support import Deliveries, create_topic, send
+
+
+def test_max_reconsume_times_minus_one_is_the_default_and_below_is_refused() -> None:
+    assert PushConsumerSettings(max_reconsume_times=-1).max_reconsume_times is None
+    assert PushConsumerSettings(max_reconsume_times=0).max_reconsume_times == 0
+    with pytest.raises(ClientUsageError, match="max_reconsume_times"):
+        PushConsumerSettings(max_reconsume_times=-2)
+
+
+async def failing_consumer(
+    namesrv: str, topic: str, group: str, deliveries: Deliveries, **options: Any
+) -> PushConsumer:
+    consumer = PushConsumer(
+        group, config=config_for(namesrv), consume_from=ConsumeFrom.FIRST_OFFSET, **options
+    )
+    consumer.subscribe(topic)
+
+    async def fail(msgs: list[MessageExt], ctx: ConcurrentContext) -> ConsumeResult:
+        deliveries.record("c", ctx.mq, msgs)
+        return ConsumeResult.RECONSUME_LATER
+
+    consumer.register_listener(fail)
+    return consumer
+
+
+async def test_max_reconsume_times_zero_dead_letters_on_the_first_failure(
+    namesrv_short_delays: str,
+) -> None:
+    namesrv = namesrv_short_delays
+    topic, group = await create_topic(namesrv, 1), unique("g")
+    deliveries = Deliveries()
+    consumer = await failing_consumer(namesrv, topic, group, deliveries, max_reconsume_times=0)
+    await send(namesrv, topic, ["once"])
+    async with consumer:
+        dlq = await read_topic(namesrv, f"%DLQ%{group}", 1, timeout=30)
+        await asyncio.sleep(1.0)  # retries would come within 100 ms delay levels
+    assert [m.body for m in dlq] == [b"once"]
+    assert deliveries.bodies() == ["once"]
+
+
+async def test_max_reconsume_times_minus_one_retries_instead_of_dead_lettering(
+    namesrv_short_delays: str,
+) -> None:
+    namesrv = namesrv_short_delays
+    topic, group = await create_topic(namesrv, 1), unique("g")
+    deliveries = Deliveries()
+    consumer = await failing_consumer(namesrv, topic, group, deliveries, max_reconsume_times=-1)
+    await send(namesrv, topic, ["again"])
+    async with consumer:
+        await deliveries.wait(lambda: len(deliveries.bodies()) >= 4, timeout=30)
+    assert [d.reconsume_times for d in deliveries.all[:4]] == [0, 1, 2, 3]
+
+
+async def test_pull_interval_applies_after_found_only(namesrv: str) -> None:
+    """An empty long poll (the broker's hold expired) is followed by the next pull at once:
+    a message sent during what would have been the pause arrives without waiting for it."""
+    topic = await create_topic(namesrv, 1)
+    deliveries = Deliveries()
+    consumer = PushConsumer(
+        unique("g"),
+        config=config_for(namesrv),
+        pull_interval=30.0,
+        broker_suspend_timeout=0.5,
+        pull_timeout=5.0,
+    )
+    consumer.subscribe(topic)
+
+    async def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> None:
+        deliveries.record("c", ctx.mq, msgs)
+
+    consumer.register_listener(listener)
+    async with consumer:
+        await asyncio.sleep(2.0)  # several holds expired with nothing found
+        started = time.monotonic()
+        await send(namesrv, topic, ["prompt"])
+        await deliveries.wait_for_bodies({"prompt"}, timeout=10)
+        assert time.monotonic() - started < 10
+
+
+async def test_a_queue_whose_messages_are_all_filtered_out_shows_no_lag(namesrv: str) -> None:
+    """Every message is tagged B, the group takes A: nothing is delivered, and the group's
+    committed offset still follows the queue (Java's correctTagsOffset), so no lag shows."""
+    topic, group = await create_topic(namesrv, 1), unique("g")
+    await send(namesrv, topic, [f"b{i}" for i in range(5)], tags="B")
+    deliveries = Deliveries()
+    consumer = PushConsumer(
+        group,
+        config=config_for(namesrv),
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+        broker_suspend_timeout=1.0,
+        pull_timeout=5.0,
+    )
+    consumer.subscribe(topic, "A")
+
+    async def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> None:
+        deliveries.record("c", ctx.mq, msgs)
+
+    consumer.register_listener(listener)
+    async with consumer, Admin(config=config_for(namesrv)) as admin:
+        async with asyncio.timeout(20):
+            while True:
+                rows = await admin.group_progress(group, topic, with_lag_time=False)
+                if rows and rows[0].consumer_offset == 5:
+                    break
+                await asyncio.sleep(0.2)
+    assert [r.lag for r in rows] == [0]
+    assert deliveries.bodies() == []
