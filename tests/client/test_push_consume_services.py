@@ -6,8 +6,11 @@ real broker is in test_push_e2e.py / test_orderly_e2e.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections import defaultdict
+
+import pytest
 
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -233,3 +236,37 @@ async def test_orderly_dead_letters_after_the_maximum() -> None:
     await service.stop(5)
     assert broker.handed == [(1, 2)]
     assert service.dead_lettered == 1 and service.suspended == 2
+
+
+async def test_a_listener_result_that_is_not_a_result_fails_and_is_warned_about_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """None is success; `True` (a common slip) is neither None nor a ConsumeResult: it counts
+    as a failure — nothing is lost — and one warning says what was returned."""
+    calls = 0
+
+    def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> object:
+        nonlocal calls
+        calls += 1
+        return True if calls <= 2 else None
+
+    commits = Commits()
+    service = ConcurrentConsumeService(
+        listener,
+        workers=1,
+        batch_max=1,
+        max_reconsume_times=16,
+        redelivery=None,
+        consumed=commits,
+        local_retry_delay=0.05,
+    )
+    mq = QUEUES[0]
+    pq = ProcessQueue()
+    with caplog.at_level(logging.WARNING, "longboat.client.push.listener"):
+        service.start()
+        service.submit(mq, pq, pq.put(batch(mq, 0, 1)))
+        await commits.wait_for({mq: 1})
+        await service.stop(5)
+    warnings = [r.getMessage() for r in caplog.records if "neither None" in r.getMessage()]
+    assert len(warnings) == 1 and "True" in warnings[0] and "RECONSUME_LATER" in warnings[0]
+    assert calls == 3  # retried in this process after the two unreadable answers

@@ -33,6 +33,7 @@ from longboat.client.push.listener import (
     ConcurrentContext,
     ConcurrentListener,
     ConsumeResult,
+    ResultReader,
     call_listener,
     is_async,
     stop_workers,
@@ -71,6 +72,9 @@ class ConcurrentConsumeService:
         self.workers = workers
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
+        self._results = ResultReader(
+            ConsumeResult, ConsumeResult.SUCCESS, ConsumeResult.RECONSUME_LATER
+        )
         self.redelivery = redelivery
         self._consumed = consumed
         self.local_retry_delay = local_retry_delay
@@ -129,11 +133,7 @@ class ConcurrentConsumeService:
         except Exception:
             log.exception("listener failed on %d message(s) of %s", len(msgs), mq)
             result = ConsumeResult.RECONSUME_LATER
-        if result is None:
-            result = ConsumeResult.SUCCESS
-        if not isinstance(result, ConsumeResult):
-            log.error("listener returned %r, not a ConsumeResult: reconsuming later", result)
-            result = ConsumeResult.RECONSUME_LATER
+        result = self._results.read(result)
         if pq.dropped:
             return
         acked = len(msgs) - 1 if result is ConsumeResult.SUCCESS else -1

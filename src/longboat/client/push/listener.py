@@ -2,15 +2,27 @@
 
 A listener may be a plain function (run on the consumer's thread pool, so it may block) or an
 `async def` (run on the event loop, so it must not block).  Both get a list of messages (at most
-`consume_message_batch_max_size`) and a context, and return a result; returning None means
-success, raising means failure (reconsume later / suspend), so the common listener is just a
-function that processes its messages.
+`consume_message_batch_max_size`) and a context, and return a result:
+
+| the listener            | concurrent (`ConsumeResult`) | orderly (`OrderlyResult`)      |
+|-------------------------|------------------------------|--------------------------------|
+| returns None (nothing)  | SUCCESS                      | SUCCESS                        |
+| returns the enum        | as it says                   | as it says                     |
+| raises                  | RECONSUME_LATER              | SUSPEND_CURRENT_QUEUE_A_MOMENT |
+| returns anything else   | RECONSUME_LATER (warned once)| SUSPEND_... (warned once)      |
+
+So the common listener is just a function that processes its messages.  None is success
+because a Python function that falls off its end returns None (Java's listeners must return
+a status, and a null one is RECONSUME_LATER); any other value — `True`, `"ok"` — is a mistake
+the consumer cannot read, so it is treated as a failure (nothing is lost) and logged once per
+consumer with what was returned.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -25,6 +37,7 @@ if TYPE_CHECKING:
     from longboat.client.push.inflight import InFlight
 
 R = TypeVar("R")
+log = logging.getLogger(__name__)
 
 
 class ConsumeResult(Enum):
@@ -41,6 +54,36 @@ class OrderlyResult(Enum):
     SUCCESS = "SUCCESS"
     # Keep the batch at the head of its queue and try it again after `context.suspend_time`.
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
+
+
+E = TypeVar("E", ConsumeResult, OrderlyResult)
+
+
+class ResultReader:
+    """Reads a listener's return value as the table above says, warning once about a value
+    that is neither None nor a result."""
+
+    def __init__(self, kind: type[E], success: E, failure: E) -> None:
+        self.kind: type[Enum] = kind
+        self.success: Enum = success
+        self.failure: Enum = failure
+        self.warned = False
+
+    def read(self, value: object) -> Any:
+        if value is None:
+            return self.success
+        if isinstance(value, self.kind):
+            return value
+        if not self.warned:
+            self.warned = True
+            log.warning(
+                "a listener returned %r, which is neither None (success) nor a %s: treated as "
+                "%s (warned once per consumer)",
+                value,
+                self.kind.__name__,
+                self.failure.name,
+            )
+        return self.failure
 
 
 @dataclass(slots=True)

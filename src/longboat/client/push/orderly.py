@@ -38,6 +38,7 @@ from longboat.client.push.listener import (
     OrderlyContext,
     OrderlyListener,
     OrderlyResult,
+    ResultReader,
     call_listener,
     is_async,
     stop_workers,
@@ -76,6 +77,9 @@ class OrderlyConsumeService:
         self.workers = workers
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
+        self._results = ResultReader(
+            OrderlyResult, OrderlyResult.SUCCESS, OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        )
         self.redelivery = redelivery
         self._consumed = consumed
         self.use_broker_locks = use_broker_locks
@@ -236,8 +240,7 @@ class OrderlyConsumeService:
         except Exception:
             log.exception("orderly listener failed on %s at offset %d", mq, msgs[0].queue_offset)
             result = OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        if result is None:
-            result = OrderlyResult.SUCCESS
+        result = self._results.read(result)
         if pq.dropped:
             pq.give_back()
             return None
