@@ -252,7 +252,7 @@ async def test_a_listener_result_that_is_not_a_result_fails_and_is_warned_about_
 
     commits = Commits()
     service = ConcurrentConsumeService(
-        listener,
+        listener,  # type: ignore[arg-type]  # returning True is the mistake under test
         workers=1,
         batch_max=1,
         max_reconsume_times=16,
