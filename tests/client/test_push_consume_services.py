@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import pytest
 
+from longboat.client.push import orderly
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
     ConcurrentContext,
@@ -270,3 +271,38 @@ async def test_a_listener_result_that_is_not_a_result_fails_and_is_warned_about_
     warnings = [r.getMessage() for r in caplog.records if "neither None" in r.getMessage()]
     assert len(warnings) == 1 and "True" in warnings[0] and "RECONSUME_LATER" in warnings[0]
     assert calls == 3  # retried in this process after the two unreadable answers
+
+
+async def test_an_orderly_suspend_is_clamped_to_thirty_seconds(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A listener asking for an hour's suspend is tried again after SUSPEND_MAX_S (30 s as
+    Java; shortened here), never left for the hour."""
+    monkeypatch.setattr(orderly, "SUSPEND_MAX_S", 0.2)
+    calls = 0
+
+    async def listener(msgs: list[MessageExt], ctx: OrderlyContext) -> OrderlyResult:
+        nonlocal calls
+        calls += 1
+        ctx.suspend_time = 3600.0
+        return OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT if calls == 1 else OrderlyResult.SUCCESS
+
+    commits = Commits()
+    service = OrderlyConsumeService(
+        listener,
+        instance=None,  # type: ignore[arg-type]
+        group="g",
+        workers=1,
+        batch_max=1,
+        max_reconsume_times=None,
+        redelivery=None,
+        consumed=commits,
+        use_broker_locks=False,
+    )
+    service.start()
+    mq, pq = QUEUES[0], ProcessQueue(FlowLimits(max_span=None))
+    service.submit(mq, pq, pq.put(batch(mq, 0, 1)))
+    await asyncio.wait_for(commits.wait_for({mq: 1}), 5)
+    await service.stop(5)
+    assert calls == 2
+    assert orderly.clamp_suspend(0) == orderly.SUSPEND_MIN_S == 0.01

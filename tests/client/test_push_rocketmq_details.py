@@ -6,14 +6,24 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
+from conftest import Cluster
 from longboat.client import ClientUsageError
 from longboat.client.admin import Admin
 from longboat.client.consumer_settings import PushConsumerSettings
-from longboat.client.push import ConcurrentContext, ConsumeFrom, ConsumeResult, PushConsumer
+from longboat.client.push import (
+    ConcurrentContext,
+    ConsumeFrom,
+    ConsumeResult,
+    OrderlyContext,
+    PushConsumer,
+    pull_loop,
+)
+from longboat.client.push.orderly import OrderlyConsumeService
 from longboat.protocol.message import MessageExt
 
 from .client_e2e import config_for, read_topic, unique
@@ -125,3 +135,48 @@ async def test_a_queue_whose_messages_are_all_filtered_out_shows_no_lag(namesrv:
                 await asyncio.sleep(0.2)
     assert [r.lag for r in rows] == [0]
     assert deliveries.bodies() == []
+
+
+async def test_orderly_queue_is_not_pulled_while_its_broker_lock_is_lost(
+    loopback_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another client takes the queue's broker lock: once this consumer learns it (its next
+    renewal), it stops pulling the queue — a message sent meanwhile is not fetched — and
+    asks again every LOCK_LOST_RETRY_S; when the lock is free again, it resumes."""
+    monkeypatch.setattr(pull_loop, "LOCK_LOST_RETRY_S", 0.5)
+    cluster = loopback_cluster()
+    namesrv = cluster.namesrv_addr
+    topic, group = await create_topic(namesrv, 1), unique("g")
+    deliveries = Deliveries()
+    consumer = PushConsumer(
+        group,
+        config=config_for(namesrv),
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+        broker_suspend_timeout=0.5,
+        pull_timeout=5.0,
+    )
+    consumer.subscribe(topic)
+
+    async def listener(msgs: list[MessageExt], ctx: OrderlyContext) -> None:
+        deliveries.record("c", ctx.mq, msgs)
+
+    consumer.register_listener(listener, orderly=True)
+    await send(namesrv, topic, ["first"])
+    async with consumer:
+        await deliveries.wait_for_bodies({"first"})
+        [(mq, pq)] = [(q, p) for q, p in consumer.process_queues().items() if q.topic == topic]
+        api, addr = consumer.instance.api, cluster.broker_addr
+        await api.unlock_batch(addr, group, consumer.instance.client_id, [mq])
+        assert await api.lock_batch(addr, group, "thief", [mq]) == [mq]
+        service = consumer._service
+        assert isinstance(service, OrderlyConsumeService)
+        assert await service.lock([mq]) == set()  # the renewal learns the lock is lost
+        await asyncio.sleep(1.0)  # the pull parked before that returns empty
+        await send(namesrv, topic, ["while locked out"])
+        for _ in range(10):  # not fetched: it could not be consumed in order anyway
+            assert pq.count == 0
+            await asyncio.sleep(0.1)
+        await api.unlock_batch(addr, group, "thief", [mq])
+        assert await service.lock([mq]) == {mq}
+        await deliveries.wait_for_bodies({"while locked out"})
+    assert deliveries.bodies() == ["first", "while locked out"]

@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Unpack
@@ -380,9 +381,17 @@ class PushConsumer(InstanceUser):
                 offset_moved=self._offset_moved,
                 commit_offset=None if self.broadcasting else self._commit_offset,
                 running=self._running,
+                may_pull=self._lock_gate(pq),
             )
             self._owned[mq] = _Owned(pq, pull)
             pull.start()
+
+    def _lock_gate(self, pq: ProcessQueue) -> Callable[[], bool] | None:
+        """Orderly: the queue is pulled only while its broker lock is held."""
+        service = self._service
+        if not isinstance(service, OrderlyConsumeService):
+            return None
+        return lambda: service.holds_lock(pq)
 
     async def drop_queues(self, mqs: list[MessageQueue]) -> None:
         await asyncio.gather(*(self._drop(mq) for mq in mqs))

@@ -8,16 +8,17 @@ workers fairly) or, when suspended, after `suspend_time` by timer — still sche
 So at any moment a queue is either waiting in the ready queue, waiting on its timer, or held
 by exactly one worker.
 
-Broker locks (clustering only): a queue is consumed only while this client holds the broker's
-lock on it (LOCK_BATCH_MQ).  The lock is taken before the queue's first pull (so its start
-offset is read after the previous owner committed and unlocked), renewed for every owned queue
-every `lock_interval` (20 s), and considered stale `lock_max_age` (30 s) after the last renewal
-the broker confirmed (the broker keeps it 60 s).  `locked` is set from the broker's reply
-itself (RocketMQ #2621: a flag set only by the periodic renewal stalls new queues 20 s).  A
-released queue is committed first and unlocked after.
+Broker locks (clustering only): a queue is consumed — and pulled (`holds_lock`, the pull loop's
+gate) — only while this client holds the broker's lock on it (LOCK_BATCH_MQ). The lock is taken
+before the queue's first pull (so its start offset is read after the previous owner committed
+and unlocked), renewed for every owned queue every `lock_interval` (20 s), and considered stale
+`lock_max_age` (30 s) after the last renewal the broker confirmed (the broker keeps it 60 s).
+`locked` is set from the broker's reply itself (RocketMQ #2621: a flag set only by the periodic
+renewal stalls new queues 20 s). A released queue is committed first and unlocked after.
 
 Failures (SUSPEND_CURRENT_QUEUE_A_MOMENT or an exception): the batch goes back to the head of
-its queue with reconsume counts raised and is tried again after `suspend_time`; a message that
+its queue with reconsume counts raised and is tried again after `suspend_time` (the
+context's, clamped to 10 ms - 30 s as Java does); a message that
 reached `max_reconsume_times` (None: never, as RocketMQ's orderly default) is sent to the
 group's dead-letter queue instead and the queue moves on.
 """
@@ -49,6 +50,15 @@ from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
+
+# A suspended queue is tried again after 10 ms at least and 30 s at most, whatever the
+# setting or the listener's context says (Java's submitConsumeRequestLater).
+SUSPEND_MIN_S = 0.01
+SUSPEND_MAX_S = 30.0
+
+
+def clamp_suspend(seconds: float) -> float:
+    return min(SUSPEND_MAX_S, max(SUSPEND_MIN_S, seconds))
 
 
 class OrderlyConsumeService:
@@ -127,6 +137,11 @@ class OrderlyConsumeService:
             return
         while mq not in await self.lock([mq]):
             await asyncio.sleep(self.lock_retry)
+
+    def holds_lock(self, pq: ProcessQueue) -> bool:
+        """The queue may be pulled: its broker lock is held and fresh (always, without
+        broker locks)."""
+        return not self.use_broker_locks or not pq.lock_expired(self.clock(), self.lock_max_age)
 
     async def release(self, mq: MessageQueue) -> None:
         """After the queue's offset was committed: give the broker lock back."""
@@ -217,7 +232,7 @@ class OrderlyConsumeService:
                 delay = await self._consume_batch(mq, pq)
             except Exception:
                 log.exception("orderly consumption of %s failed unexpectedly", mq)
-                delay = self.suspend_time
+                delay = clamp_suspend(self.suspend_time)
             finally:
                 self.inflight.end(mq)
             if delay is not None:
@@ -247,8 +262,6 @@ class OrderlyConsumeService:
         if result is OrderlyResult.SUCCESS:
             self._consumed(mq, pq, pq.commit())
             return None
-        if not isinstance(result, OrderlyResult):
-            log.error("orderly listener returned %r, not an OrderlyResult: suspending", result)
         retry = await self._dead_letter_exhausted(mq, msgs)
         self._consumed(mq, pq, pq.give_back(retry))
         if not retry:
@@ -256,7 +269,7 @@ class OrderlyConsumeService:
         for msg in retry:
             msg.reconsume_times += 1
         self.suspended += 1
-        return context.suspend_time
+        return clamp_suspend(context.suspend_time)
 
     async def _dead_letter_exhausted(
         self, mq: MessageQueue, msgs: list[MessageExt]

@@ -5,7 +5,9 @@ of this queue is in flight or will be answered into the process queue):
 
     STARTING  -> find the start offset (stored offset, else consume_from); retried on errors
     WAITING   -> the consumer is suspended or the process queue is over a threshold:
-                 await `room` (set by `wake()` when consumption drained the cache) — no timer
+                 await `room` (set by `wake()` when consumption drained the cache) — no timer;
+                 or an orderly queue's broker lock is lost (`may_pull`): ask again every
+                 LOCK_LOST_RETRY_S
     PULLING   -> one PULL_MESSAGE with the suspend flag in flight (the broker holds it up to
                  `broker_suspend_timeout` until a message arrives; our timeout is longer)
     BACKOFF   -> after an error: sleep, doubling from `error_backoff` up to `max_backoff`
@@ -44,6 +46,9 @@ from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
+
+# How long a queue whose broker lock is lost waits before asking again (Java: 3 s).
+LOCK_LOST_RETRY_S = 3.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +98,10 @@ class PullLoop:
         offset_moved: Callable[[MessageQueue, int], None],
         commit_offset: Callable[[MessageQueue], int | None] | None,
         running: asyncio.Event,
+        may_pull: Callable[[], bool] | None = None,
     ) -> None:
+        """`may_pull`, when given, is asked before every pull (an orderly queue's broker
+        lock): while it says no, the loop asks again every LOCK_LOST_RETRY_S."""
         self.instance = instance
         self.group = group
         self.mq = mq
@@ -105,6 +113,7 @@ class PullLoop:
         self._offset_moved = offset_moved
         self._commit_offset = commit_offset
         self._running = running
+        self._may_pull = may_pull
         self.room = asyncio.Event()
         self.next_offset: int | None = None
         self._task: asyncio.Task[None] | None = None
@@ -153,6 +162,11 @@ class PullLoop:
         while True:
             if not self._running.is_set():
                 await self._running.wait()
+                continue
+            if self._may_pull is not None and not self._may_pull():
+                # Orderly without its broker lock: pulled messages could not be consumed
+                # in order anyway (Java: "pull message later because not locked in broker").
+                await asyncio.sleep(LOCK_LOST_RETRY_S)
                 continue
             size = self.pq.pull_size(self.settings.pull_batch_size)
             if size > 0 and self.pq.flow_control() is None:
