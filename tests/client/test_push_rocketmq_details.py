@@ -180,3 +180,47 @@ async def test_orderly_queue_is_not_pulled_while_its_broker_lock_is_lost(
         assert await service.lock([mq]) == {mq}
         await deliveries.wait_for_bodies({"while locked out"})
     assert deliveries.bodies() == ["first", "while locked out"]
+
+
+async def test_a_listener_over_consume_timeout_has_its_message_sent_back(
+    namesrv_short_delays: str,
+) -> None:
+    """The first delivery of "slow" hangs past consume_timeout: the message is sent back (it
+    comes again through the retry topic) and stops holding the queue's committed offset, which
+    moves past it and past "fast" while the hung call is still running; its late success is
+    ignored."""
+    namesrv = namesrv_short_delays
+    topic, group = await create_topic(namesrv, 1), unique("g")
+    deliveries = Deliveries()
+    release = asyncio.Event()
+    consumer = PushConsumer(
+        group,
+        config=config_for(namesrv),
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+        consume_timeout=0.5,
+        broker_suspend_timeout=1.0,
+        pull_timeout=5.0,
+    )
+    consumer.subscribe(topic)
+
+    async def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> None:
+        deliveries.record("c", ctx.mq, msgs)
+        if msgs[0].body == b"slow" and msgs[0].reconsume_times == 0:
+            await release.wait()  # hangs until the test lets it go
+
+    consumer.register_listener(listener)
+    await send(namesrv, topic, ["slow", "fast"])
+    async with consumer, Admin(config=config_for(namesrv)) as admin:
+        await deliveries.wait(lambda: deliveries.bodies().count("slow") >= 2, timeout=20)
+        async with asyncio.timeout(20):
+            while True:
+                rows = await admin.group_progress(group, topic, with_lag_time=False)
+                if rows and rows[0].consumer_offset == 2:
+                    break
+                await asyncio.sleep(0.1)
+        assert not release.is_set()  # all while the first call still hangs
+        release.set()
+        await asyncio.sleep(0.3)
+    slow = [d for d in deliveries.all if d.body == "slow"]
+    assert [d.reconsume_times for d in slow][:2] == [0, 1]
+    assert deliveries.bodies().count("fast") == 1

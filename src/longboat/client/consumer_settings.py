@@ -122,6 +122,10 @@ class PushConsumerSettings(ConsumerSettings):
     max_reconsume_times: int | None = None
     # Orderly listeners: the pause after SUSPEND_CURRENT_QUEUE_A_MOMENT.
     suspend_current_queue_time: float = 1.0
+    # Concurrent listeners: a message whose listener call runs longer than this (seconds;
+    # Java's consumeTimeout, 15 minutes) is sent back to be consumed again later and stops
+    # holding its queue's committed offset.
+    consume_timeout: float = 15 * 60.0
     # How long a rebalance waits for a dropped queue's running listeners.
     drop_timeout: float = 30.0
     # How long shutdown waits for running listeners.
@@ -149,7 +153,7 @@ class PushConsumerSettings(ConsumerSettings):
                 "max_reconsume_times must be -1 or None (the default), 0 (no redelivery) or "
                 f"more, not {self.max_reconsume_times}"
             )
-        _positive(self, "drop_timeout", "shutdown_timeout", "local_retry_delay")
+        _positive(self, "drop_timeout", "shutdown_timeout", "local_retry_delay", "consume_timeout")
         object.__setattr__(self, "offset_store_dir", Path(self.offset_store_dir))
 
     def pull_settings(self) -> PullSettings:
@@ -201,6 +205,7 @@ class PushConsumerOptions(ConsumerOptions, total=False):
     consume_concurrently_max_span: int
     max_reconsume_times: int | None
     suspend_current_queue_time: float
+    consume_timeout: float
     drop_timeout: float
     shutdown_timeout: float
     local_retry_delay: float

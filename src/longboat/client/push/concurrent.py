@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,8 +67,14 @@ class ConcurrentConsumeService:
         redelivery: Redelivery | None,
         consumed: Consumed,
         local_retry_delay: float = 5.0,
+        consume_timeout: float = 15 * 60.0,
     ) -> None:
         self.listener = listener
+        self.consume_timeout = consume_timeout
+        # Listener calls running now (by id of their request) and when each started; the
+        # messages of such calls already sent back by the timeout (by id of the message).
+        self._running: dict[int, tuple[_Request, float]] = {}
+        self._timed_out: set[int] = set()
         self._is_async = is_async(listener)
         self.workers = workers
         self.batch_max = batch_max
@@ -83,15 +90,17 @@ class ConcurrentConsumeService:
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-consume")
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.TimerHandle] = set()
-        # Observability: messages handed back to the broker, and retried locally.
+        # Observability: messages handed back to the broker, retried locally, timed out.
         self.redelivered = 0
         self.retried_locally = 0
+        self.timed_out = 0
 
     def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._work(), name=f"consume worker {i}")
             for i in range(self.workers)
         ]
+        self._tasks.append(asyncio.create_task(self._expire_loop(), name="consume timeouts"))
 
     def submit(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         for i in range(0, len(msgs), self.batch_max):
@@ -126,6 +135,7 @@ class ConcurrentConsumeService:
     async def _consume(self, request: _Request) -> None:
         mq, pq, msgs = request.mq, request.pq, request.msgs
         context = ConcurrentContext(mq)
+        self._running[id(request)] = (request, time.monotonic())
         try:
             result = await call_listener(
                 self.listener, self._is_async, self._executor, msgs, context
@@ -133,7 +143,15 @@ class ConcurrentConsumeService:
         except Exception:
             log.exception("listener failed on %d message(s) of %s", len(msgs), mq)
             result = ConsumeResult.RECONSUME_LATER
+        finally:
+            del self._running[id(request)]
         result = self._results.read(result)
+        late = {id(m) for m in msgs} & self._timed_out if self._timed_out else set()
+        if late:  # sent back by the timeout already: this call's result is too late
+            self._timed_out -= late
+            msgs = [m for m in msgs if id(m) not in late]
+            if not msgs:
+                return
         if pq.dropped:
             return
         acked = len(msgs) - 1 if result is ConsumeResult.SUCCESS else -1
@@ -146,6 +164,36 @@ class ConcurrentConsumeService:
         self._consumed(mq, pq, pq.remove(done))
         if keep:
             self._retry_locally(mq, pq, keep)
+
+    async def _expire_loop(self) -> None:
+        """Java's cleanExpireMsg: a listener call running past `consume_timeout` has its
+        messages sent back (delay level 3, as Java) and taken out of the process queue, so
+        the committed offset moves on; its late result is then ignored."""
+        while True:
+            await asyncio.sleep(max(0.05, min(60.0, self.consume_timeout / 4)))
+            now = time.monotonic()
+            for request, started in list(self._running.values()):
+                if now - started < self.consume_timeout or self.redelivery is None:
+                    continue
+                sent_back = []
+                for msg in request.msgs:
+                    if id(msg) in self._timed_out:
+                        continue
+                    if await self.redelivery.redeliver(
+                        request.mq, msg, 3, self.max_reconsume_times
+                    ):
+                        self._timed_out.add(id(msg))
+                        sent_back.append(msg)
+                if sent_back and not request.pq.dropped:
+                    self.timed_out += len(sent_back)
+                    log.warning(
+                        "listener ran over consume_timeout (%.0f s) on %d message(s) of %s: "
+                        "sent back",
+                        self.consume_timeout,
+                        len(sent_back),
+                        request.mq,
+                    )
+                    self._consumed(request.mq, request.pq, request.pq.remove(sent_back))
 
     async def _hand_back(
         self, mq: MessageQueue, failed: list[MessageExt], delay_level: int

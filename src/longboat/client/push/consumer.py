@@ -243,6 +243,7 @@ class PushConsumer(InstanceUser):
             redelivery=redelivery,
             consumed=self._consumed,
             local_retry_delay=self.settings.local_retry_delay,
+            consume_timeout=self.settings.consume_timeout,
         )
 
     async def shutdown(self) -> None:
