@@ -214,7 +214,8 @@ async def test_runtime_info_counts_stored_and_pulled_messages(
     assert table["msgGetTotalTodayNow"] == "5"
     assert table["msgPutTotalTodayMorning"] == table["msgPutTotalYesterdayMorning"] == "0"
     put_tps = [float(x) for x in table["putTps"].split()]
-    assert len(put_tps) == 3 and put_tps[0] > 0
+    # The 600 s window holds the sends however slow the run; the 10 s one may not.
+    assert len(put_tps) == 3 and put_tps[2] > 0
     assert len(table["getTransferedTps"].split()) == 3
     first_stored = cluster.broker.store.store_time_at(TOPIC, 0, 0)
     assert int(table["earliestMessageTimeStamp"]) == first_stored
