@@ -206,6 +206,22 @@ class Admin(InstanceUser):
             await self._wait_for_route(topic, {name}, config, timeout)
         return sorted(current)
 
+    async def delete_topic(self, topic: str) -> list[str]:
+        """Delete `topic` from every master that serves it, then from the name servers (as
+        `mqadmin deleteTopic`).  Committed offsets stay, and the queues' data is left to
+        retention.  NoRouteError when no broker serves it; returns the broker names."""
+        route = await self.route(topic)
+        names = sorted({q.broker_name for q in route.queue_datas})
+        for name in names:
+            addr = await self.instance.find_master_addr(name, topic)
+            await self.instance.api.delete_topic_in_broker(addr, topic)
+        await self.instance.api.delete_topic_in_namesrv(topic)
+        return names
+
+    async def broker_runtime(self, addr: str) -> dict[str, str]:
+        """The broker's runtime figures (version, disk use, put/get TPS), RocketMQ's names."""
+        return await self.instance.api.get_runtime_info(addr)
+
     async def topic_status(self, topic: str) -> list[QueueStatus]:
         """Min and max offset of every queue of `topic`, on every broker that serves it."""
         route = await self.instance.route(topic, refresh=True)

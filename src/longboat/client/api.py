@@ -36,6 +36,7 @@ from longboat.protocol.bodies import (
     TopicConfigSerializeWrapper,
     TopicRouteData,
     decode_consumer_id_list,
+    decode_kv_table,
     decode_lock_batch_response,
     decode_topic_list,
 )
@@ -57,6 +58,7 @@ from longboat.protocol.headers import (
     SearchOffsetRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
+    TopicRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
     ViewMessageRequestHeader,
@@ -548,6 +550,22 @@ class ClientAPI:
         if not response.body:
             return {}
         return TopicConfigSerializeWrapper.from_json(response.body).topic_config_table
+
+    async def get_runtime_info(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_RUNTIME_INFO: the broker's version, disk use and TPS, under RocketMQ's
+        names (`brokerVersionDesc`, `commitLogDiskRatio`, `putTps`, ...)."""
+        response = await self._call(addr, self._command(RequestCode.GET_BROKER_RUNTIME_INFO))
+        return decode_kv_table(response.body) if response.body else {}
+
+    async def delete_topic_in_broker(self, addr: str, topic: str) -> None:
+        cmd = self._command(RequestCode.DELETE_TOPIC_IN_BROKER, TopicRequestHeader(topic).to_ext())
+        await self._call(addr, cmd)
+
+    async def delete_topic_in_namesrv(self, topic: str) -> None:
+        """DELETE_TOPIC_IN_NAMESRV, on every name server (each keeps its own routes)."""
+        cmd_ext = TopicRequestHeader(topic).to_ext()
+        for addr in self.config.namesrv_addrs:
+            await self._call(addr, self._command(RequestCode.DELETE_TOPIC_IN_NAMESRV, cmd_ext))
 
     async def get_consume_stats(
         self, addr: str, group: str, topic: str | None = None

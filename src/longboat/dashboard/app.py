@@ -79,6 +79,7 @@ def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.A
         web.get("/api/topics", get_topics),
         web.post("/api/topics", post_topic),
         web.get("/api/topics/{topic}", get_topic),
+        web.delete("/api/topics/{topic}", delete_topic),
         web.post("/api/topics/{topic}/send", post_send),
         web.get("/api/groups", get_groups),
         web.get("/api/groups/{group}", get_group),
@@ -181,6 +182,12 @@ async def post_topic(request: web.Request) -> web.Response:
             name, queue_nums=queues, perm=perm, order=bool(data.get("order"))
         )
     return web.json_response({"topic": name, "brokers": brokers, "updated": existing})
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    topic = request.match_info["topic"]
+    brokers = await admin_of(request).delete_topic(topic)
+    return web.json_response({"topic": topic, "brokers": brokers})
 
 
 async def post_send(request: web.Request) -> web.Response:

@@ -42,17 +42,42 @@ async def cluster_view(admin: Admin) -> Json:
         for cluster_name, name, broker_id, addr in info.members()
     ]
 
-    async def topic_count(row: Json) -> None:
+    async def figures(row: Json) -> None:
         try:
-            configs = await admin.broker_topics(row["addr"])
+            configs, runtime = await asyncio.gather(
+                admin.broker_topics(row["addr"]), admin.broker_runtime(row["addr"])
+            )
         except ClientError as exc:
             row["topics"] = None
             row["error"] = f"unreachable: {exc}"
             return
         row["topics"] = sum(1 for t in configs if topic_kind(t, reserved) == "normal")
+        row.update(runtime_json(runtime))
 
-    await asyncio.gather(*(topic_count(r) for r in rows))
+    await asyncio.gather(*(figures(r) for r in rows))
     return {"brokers": rows}
+
+
+def runtime_json(runtime: dict[str, str]) -> Json:
+    """The runtime figures the Cluster page shows: RocketMQ's `putTps` and
+    `getTransferedTps` hold rates over 10 s, 60 s and 600 s; the first is shown."""
+
+    def first_rate(key: str) -> float | None:
+        parts = runtime.get(key, "").split()
+        try:
+            return float(parts[0]) if parts else None
+        except ValueError:
+            return None
+
+    ratio = runtime.get("commitLogDiskRatio")
+    return {
+        "version": runtime.get("brokerVersionDesc"),
+        "putTps": first_rate("putTps"),
+        "getTps": first_rate("getTransferedTps"),
+        "diskRatio": float(ratio) if ratio else None,
+        "diskCapacity": runtime.get("commitLogDirCapacity"),
+        "putToday": runtime.get("msgPutTotalTodayNow"),
+    }
 
 
 async def topics_view(admin: Admin) -> Json:

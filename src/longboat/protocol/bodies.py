@@ -595,6 +595,13 @@ def encode_kv_table(table: dict[str, str]) -> bytes:
     return fastjson.dumps({"table": table})
 
 
+def decode_kv_table(data: bytes) -> dict[str, str]:
+    """KVTable (GET_BROKER_RUNTIME_INFO's body): strings under names."""
+    d = _load(data, "kv table")
+    with _malformed("kv table"):
+        return {str(k): str(v) for k, v in (d.get("table") or {}).items()}
+
+
 def encode_group_list(groups: list[str]) -> bytes:
     """QUERY_TOPIC_CONSUME_BY_WHO's body."""
     return fastjson.dumps({"groupList": sorted(groups)})

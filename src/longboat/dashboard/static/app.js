@@ -20,9 +20,9 @@ function h(tag, attrs = {}, ...children) {
   return el;
 }
 
-async function api(path, body) {
+async function api(path, body, method = "POST") {
   const init = body === undefined ? {} : {
-    method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
+    method, headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)};
   const res = await fetch(path, init);
   const data = await res.json();
   if (res.status === 401 && data.signIn) showSignIn(data.error);
@@ -94,9 +94,13 @@ const pages = {
     return async () => {
       const data = await api("/api/cluster");
       box.replaceChildren(table(`${data.brokers.length} broker(s)`,
-        [["cluster"], ["broker"], ["id", 1], ["role"], ["address"], ["user topics", 1]],
-        data.brokers.map(b => [b.cluster, b.broker, b.id, b.role, b.addr,
-          b.topics === null ? h("span", {class: "error"}, b.error) : b.topics])));
+        [["cluster"], ["broker"], ["id", 1], ["role"], ["address"], ["version"], ["user topics", 1],
+          ["put TPS (10 s)", 1], ["get TPS (10 s)", 1], ["stored since start", 1], ["disk used"]],
+        data.brokers.map(b => b.topics === null ?
+          [b.cluster, b.broker, b.id, b.role, b.addr, h("span", {class: "error"}, b.error), "", "", "", "", ""] :
+          [b.cluster, b.broker, b.id, b.role, b.addr, b.version || "-", b.topics,
+            b.putTps ?? "-", b.getTps ?? "-", b.putToday ?? "-",
+            b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
     };
   },
 
@@ -137,6 +141,15 @@ const pages = {
       } catch (err) { say(err.message, false); }
     }}, field("Body", body), field("Tag", tags), field("Keys", keys), h("button", {type: "submit"}, "Send")));
     view.append(h("h3", {}, "Change"), topicForm(name));
+    view.append(h("h3", {}, "Delete"), h("form", {"aria-label": "Delete topic", onsubmit: async e => {
+      e.preventDefault();
+      if (!confirm(`Delete topic ${name} from every broker and name server? Its messages are left to retention.`)) return;
+      try {
+        const r = await api(`/api/topics/${enc(name)}`, {}, "DELETE");
+        say(`deleted ${r.topic} from ${r.brokers.join(", ")}`);
+        location.hash = "#/topics";
+      } catch (err) { say(err.message, false); }
+    }}, h("button", {type: "submit"}, "Delete topic")));
     return async () => {
       const t = await api(`/api/topics/${enc(name)}`);
       box.replaceChildren(
