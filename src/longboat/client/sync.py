@@ -403,6 +403,15 @@ class Admin(_Blocking):
             )
         )
 
+    def user_topics(self) -> list[str]:
+        return self._loop.run(self._async.user_topics())
+
+    def delete_topic(self, topic: str) -> list[str]:
+        return self._loop.run(self._async.delete_topic(topic))
+
+    def broker_runtime(self, addr: str) -> dict[str, str]:
+        return self._loop.run(self._async.broker_runtime(addr))
+
     def topic_status(self, topic: str) -> list[_admin.QueueStatus]:
         return self._loop.run(self._async.topic_status(topic))
 
@@ -414,6 +423,12 @@ class Admin(_Blocking):
 
     def group_connections(self, group: str, topic: str | None = None) -> ConsumerConnection:
         return self._loop.run(self._async.group_connections(group, topic))
+
+    def group_summary(self, group: str) -> tuple[int, int]:
+        return self._loop.run(self._async.group_summary(group))
+
+    def consumed_topics(self, group: str) -> list[str]:
+        return self._loop.run(self._async.consumed_topics(group))
 
     def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         return self._loop.run(self._async.consumer_ids(group, topic))
