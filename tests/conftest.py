@@ -31,6 +31,7 @@ import asyncio
 import itertools
 import os
 import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -102,9 +103,11 @@ class Cluster:
     def broker_addr(self) -> str:
         return self.broker.broker_addr
 
-    def restart_broker(self) -> BrokerController:
+    def restart_broker(self, down_for: float = 0.0) -> BrokerController:
+        """Stop the broker, stay down `down_for` seconds, start it again on the same port."""
         grpc = self.broker.grpc
         self.runner.run(self.broker.stop())
+        time.sleep(down_for)
         self.config = self.config.updated(listen_port=self.broker.server.port)
         if grpc is not None:
             self.config = self.config.updated(grpc_listen_port=grpc.port)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.resources
 import inspect
 import typing
 from dataclasses import fields
@@ -72,3 +73,8 @@ def test_keyword_options_are_the_settings_fields(options: type, settings: type) 
     assert set(hints) == {f.name for f in fields(settings)}
     for f in fields(settings):
         assert hints[f.name] == typing.get_type_hints(settings)[f.name], f.name
+
+
+def test_the_package_ships_its_types() -> None:
+    # PEP 561: without the marker, type checkers treat every longboat import as Any.
+    assert importlib.resources.files("longboat").joinpath("py.typed").is_file()

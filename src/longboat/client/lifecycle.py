@@ -1,12 +1,46 @@
-"""What every producer, consumer and admin shares: one instance reference from start to shutdown."""
+"""What every producer, consumer and admin shares: one instance reference from start to shutdown.
+
+A client that was started and never shut down leaves work undone (a consumer's offsets not
+committed, the group's brokers still listing it): when such an object is collected, or at
+interpreter exit if it is still alive, it is reported once, as a `ResourceWarning` (what
+Python reports for unclosed files and sockets, shown with `-W default` or `-X dev`) and as a
+logged warning, which is shown by default.  The blocking facade shuts its own down at exit
+first (`longboat.client.sync`), so its consumers commit.
+"""
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import logging
+import warnings
+import weakref
 from typing import Self
 
 from longboat.client.config import ClientConfig, parse_namesrv_addrs
 from longboat.client.errors import ClientClosedError
 from longboat.client.instance import ClientInstance
+
+log = logging.getLogger(__name__)
+
+# Every started client not yet shut down (weakly: a collected one cannot be shut down anyway).
+_started: weakref.WeakSet[InstanceUser] = weakref.WeakSet()
+
+
+def warn_not_shut_down(user: object, consequence: str = "") -> None:
+    """Report `user` as started and never shut down (once per call site: at exit)."""
+    text = (
+        f"{user!r} was started and never shut down{consequence}; call shutdown() or use it "
+        "as a context manager"
+    )
+    warnings.warn(text, ResourceWarning, stacklevel=2, source=user)
+    log.warning("%s", text)
+
+
+@atexit.register
+def _report_not_shut_down() -> None:
+    for user in list(_started):
+        user._report_not_shut_down()
 
 
 class InstanceUser:
@@ -22,7 +56,31 @@ class InstanceUser:
                 else ClientConfig()
             )
         self.config = config
-        self._instance: ClientInstance | None = None
+        self._held: ClientInstance | None = None
+        self._reported = False
+
+    @property
+    def _instance(self) -> ClientInstance | None:
+        return self._held
+
+    @_instance.setter
+    def _instance(self, instance: ClientInstance | None) -> None:
+        # Tracks started objects for the report at exit (see the module docstring).
+        self._held = instance
+        if instance is None:
+            _started.discard(self)
+        else:
+            _started.add(self)
+
+    def _report_not_shut_down(self) -> None:
+        if self._held is not None and not self._reported:
+            self._reported = True
+            warn_not_shut_down(self)
+
+    def __del__(self) -> None:
+        # Collected while started (the application dropped it): reported like an open file.
+        with contextlib.suppress(Exception):
+            self._report_not_shut_down()
 
     async def start(self) -> None:
         raise NotImplementedError

@@ -1,12 +1,14 @@
 """The producer: turn a `Message` into a stored record on some broker, or a clear error.
 
 A send resolves the topic's route (falling back to the auto-create topic's route when the topic
-is new), picks a queue, and sends SEND_MESSAGE_V2 to that broker's master.  Failures that
-another broker might not have — transport errors and the answers RocketMQ retries on (17, 14,
-1, 16, 204, 205) — are retried up to `retry_times` more times within the one `timeout`,
-round robin moving off the failing broker.  Sends to a queue chosen by the caller (ordered
-messages) are tried once more on the same queue only after a transport error, never elsewhere,
-so a key's messages never leave their queue.
+is new), picks a queue, and sends SEND_MESSAGE_V2 to that broker's master.  `send_timeout` (or
+a send's `timeout`) is the deadline of the whole call: failures that may pass — transport
+errors and the answers RocketMQ retries on (17, 14, 1, 16, 204, 205) — are retried until it
+(or `retry_times` retries, when set), with jittered exponential pauses from 50 ms to 1 s, round
+robin moving off the failing broker, and the route asked again after a transport error, so a
+send rides out a broker restart shorter than its deadline.  Sends to a queue chosen by the
+caller (ordered messages) are retried on that same queue only, never elsewhere, so a key's
+messages never leave their queue.
 
 Every message gets a UNIQ_KEY (its `msg_id` for consumers and lookups); bodies of
 `compress_over` bytes and more travel zlib-compressed; batches are not compressed (RocketMQ
@@ -27,6 +29,7 @@ from typing import Any
 
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
+    BrokerBusyError,
     BrokerError,
     ClientError,
     ClientUsageError,
@@ -38,6 +41,7 @@ from longboat.client.errors import (
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
+from longboat.client.route import TopicRoute
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.protocol.batch import join_batch
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
@@ -62,6 +66,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+# Pauses between retries of one send (jittered; the send's deadline bounds them all).
+FIRST_BACKOFF = 0.05
+MAX_BACKOFF = 1.0
 _TAGS_PREFIX = f"{Prop.TAGS}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_PREFIX = f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_INFIX = f"{PROPERTY_SEPARATOR}{_UNIQ_KEY_PREFIX}"
@@ -91,7 +98,7 @@ class Producer(InstanceUser):
         config: ClientConfig | None = None,
         namesrv_addrs: str | list[str] | None = None,
         send_timeout: float = 3.0,
-        retry_times: int = 2,
+        retry_times: int | None = None,
         compress_over: int = COMPRESS_OVER,
         max_message_size: int = MAX_MESSAGE_SIZE,
     ) -> None:
@@ -337,21 +344,31 @@ class Producer(InstanceUser):
         loop = asyncio.get_running_loop()
         budget = self.send_timeout if timeout is None else timeout
         deadline = loop.time() + budget
-        attempts = 1 + max(0, self.retry_times)
         failed_broker: str | None = None
         last: ClientError | None = None
-        for attempt in range(attempts):
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            stale_route = (
-                isinstance(last, BrokerError) and last.code == ResponseCode.TOPIC_NOT_EXIST
-            )
-            route = await instance.route(topic, allow_default=True, refresh=stale_route)
+        refresh = False
+        route: TopicRoute | None = None
+        retries = 0
+        # Brokers that refused to auto-create the topic: once all have, no retry can help.
+        refused: set[str] = set()
+        while (remaining := deadline - loop.time()) > 0:
+            if last is not None:
+                if self.retry_times is not None and retries >= self.retry_times:
+                    break
+                retries += 1
+                # Jittered exponential back-off, so a restarting broker is not hammered and
+                # the senders of one process do not come back in lock step.
+                pause = min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (retries - 1))
+                await asyncio.sleep(min(remaining, pause * random.uniform(0.5, 1.0)))
+                if (remaining := deadline - loop.time()) <= 0:
+                    break
+            route = await self._route(instance, topic, refresh=refresh, known=route)
             queues = _require_queues(route.publish_queues, topic)
             mq = chooser(queues) if chooser else self._round_robin.select(queues, failed_broker)
             try:
-                addr = await instance.find_master_addr(mq.broker_name, topic)
+                addr = route.master_addr(mq.broker_name) or await instance.find_master_addr(
+                    mq.broker_name, topic
+                )
                 return await instance.api.send(
                     addr, mq, _with_queue(header, mq), body, msg_id=msg_id, timeout=remaining
                 )
@@ -359,28 +376,47 @@ class Producer(InstanceUser):
                 if exc.code not in PRODUCER_RETRYABLE_CODES:
                     raise
                 if exc.code == ResponseCode.TOPIC_NOT_EXIST and route.via_default_topic:
+                    refused.add(mq.broker_name)
                     exc = NoRouteError(
                         exc.code,
                         f"topic {topic} does not exist and broker {mq.broker_name} does not "
                         f"create topics on first send; create it first ({exc.remark})",
                         addr=exc.addr,
                         request_code=exc.request_code,
+                        retriable=False,
                     )
+                    if refused >= {q.broker_name for q in queues}:
+                        raise exc from None
+                # A caller-chosen queue is retried only while its broker is busy.
+                if chooser is not None and not isinstance(exc, BrokerBusyError):
+                    raise
                 last = exc
+                refresh = exc.code == ResponseCode.TOPIC_NOT_EXIST
             except TransportError as exc:
-                last = exc
-                if chooser is not None and attempt > 0:
-                    break
-            if chooser is not None and not isinstance(last, TransportError):
-                break
+                # The broker may be restarting, or gone with its queues moved: ask again.
+                last, refresh = exc, True
             failed_broker = mq.broker_name
-            log.info("send to %s failed (attempt %d/%d): %s", mq, attempt + 1, attempts, last)
-        if last is None or (isinstance(last, TransportError) and loop.time() >= deadline):
+            log.info("send to %s failed (retry %d): %s", mq, retries, last)
+        if last is None or isinstance(last, TransportError):
             raise SendTimeoutError(
                 f"send to {topic} did not complete within {budget:.1f}s"
-                + (f"; last error: {last}" if last else "")
+                + (f" ({retries} retries); last error: {last}" if last else "")
             ) from last
         raise last
+
+    async def _route(
+        self, instance: ClientInstance, topic: str, *, refresh: bool, known: TopicRoute | None
+    ) -> TopicRoute:
+        """The topic's route.  A refresh that fails keeps the route `known` from the previous
+        attempt: a broker that stopped cleanly has unregistered from the name server, which
+        forgets the topic until the broker is back, yet the retry must still go to it."""
+        if refresh and known is not None:
+            try:
+                return await instance.route(topic, allow_default=True, refresh=True)
+            except (TransportError, NoRouteError) as exc:
+                log.info("route of %s not refreshed, retrying on the known one: %s", topic, exc)
+                return known
+        return await instance.route(topic, allow_default=True)
 
 
 def _check_body(msg: Message) -> None:

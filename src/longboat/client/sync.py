@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Self, TypeVar, Unpack
@@ -33,6 +34,7 @@ from longboat.client.consumer_settings import (
     PushConsumerSettings,
 )
 from longboat.client.errors import ClientUsageError
+from longboat.client.lifecycle import warn_not_shut_down
 from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
 from longboat.client.producer import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE, SendCallback
 from longboat.client.push import consumer as _push
@@ -44,6 +46,9 @@ from longboat.protocol.compression import COMPRESS_OVER
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+# How long each client left open may take to shut down at interpreter exit.
+EXIT_SHUTDOWN_TIMEOUT = 10.0
 
 __all__ = ["Admin", "LitePullConsumer", "LoopThread", "Producer", "PushConsumer"]
 
@@ -56,6 +61,8 @@ class LoopThread:
 
     def __init__(self, name: str = "longboat-client") -> None:
         self.loop = asyncio.new_event_loop()
+        # Started blocking clients, shut down (and so committed) by `stop` if still open.
+        self.open: set[_Blocking] = set()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -102,6 +109,13 @@ class LoopThread:
         return self.run(wrapper())
 
     def stop(self) -> None:
+        """Shut down the clients still open (with a warning each), then stop the loop."""
+        for client in list(self.open):
+            warn_not_shut_down(client, "; shutting it down now (consumers commit)")
+            try:
+                client.shutdown(timeout=EXIT_SHUTDOWN_TIMEOUT)
+            except Exception as exc:  # at exit: report and go on to the next
+                log.warning("shutting %r down at exit failed: %s", client, exc)
         if self.loop.is_running():
             self.loop.call_soon_threadsafe(self.loop.stop)
             if threading.current_thread() is not self._thread:
@@ -118,9 +132,15 @@ class _Blocking:
 
     def start(self) -> None:
         self._loop.run(self._async.start())
+        self._loop.open.add(self)
 
-    def shutdown(self) -> None:
-        self._loop.run(self._async.shutdown())
+    def shutdown(self, timeout: float | None = None) -> None:
+        """Stop and release, as the async `shutdown()`; `timeout` bounds the wait (seconds)."""
+        self._loop.open.discard(self)
+        self._loop.run(self._async.shutdown(), timeout)
+
+    def __repr__(self) -> str:
+        return f"sync.{self._async!r}"
 
     def __enter__(self) -> Self:
         self.start()
@@ -144,7 +164,7 @@ class Producer(_Blocking):
         config: ClientConfig | None = None,
         namesrv_addrs: str | list[str] | None = None,
         send_timeout: float = 3.0,
-        retry_times: int = 2,
+        retry_times: int | None = None,
         compress_over: int = COMPRESS_OVER,
         max_message_size: int = MAX_MESSAGE_SIZE,
         loop_thread: LoopThread | None = None,
