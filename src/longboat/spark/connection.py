@@ -11,6 +11,8 @@ reused executor worker keeps its connections from one task to the next.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import os
 import re
 import threading
@@ -49,6 +51,21 @@ class BrokerLink:
 
         self.reader = self.run(open_reader())
         self._producers: dict[str, Producer] = {}
+        # Kept for the life of the process (a reused worker keeps its connections), and shut
+        # down at its exit, before the loop thread stops.
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        """Shut down the reader and the producers (at exit; bounded)."""
+
+        async def close_all() -> None:
+            producers, self._producers = list(self._producers.values()), {}
+            await asyncio.gather(
+                self.reader.shutdown(), *(p.shutdown() for p in producers), return_exceptions=True
+            )
+
+        with contextlib.suppress(Exception):
+            self.loop_thread.run(close_all(), timeout=10)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop_thread.run(coro)
