@@ -18,6 +18,7 @@ from collections.abc import Collection
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerError,
+    ClientUsageError,
     NoRouteError,
     TransportError,
     broker_error,
@@ -146,6 +147,13 @@ class ClientAPI:
                 last = exc
                 continue
             self._namesrv_first = index
+            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                # A broker answers a name server's request so ("request type 105 not supported").
+                raise ClientUsageError(
+                    f"{addrs[index]} does not serve name-server request {cmd.code}: it looks "
+                    "like a broker, not a name server; give the name server's address "
+                    "(port 9876 by default) in namesrv_addrs"
+                )
             if response.code not in ok:
                 raise broker_error(
                     response.code, response.remark, addr=addrs[index], request_code=cmd.code

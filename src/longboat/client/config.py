@@ -1,8 +1,12 @@
 """Settings shared by every producer, consumer and admin of one client instance.
 
 Names and defaults follow RocketMQ's `ClientConfig` where it has one, in seconds rather than
-milliseconds.  Producers, consumers and admins whose configs give the same `client_id` share
-one `ClientInstance` (one set of connections, one heartbeat), as Java's `MQClientManager` does.
+milliseconds.  The name servers are, in this order of precedence: the `namesrv_addrs` given,
+`$LONGBOAT_NAMESRV` (what the `longboat` CLI reads), `$NAMESRV_ADDR` (what Java clients read),
+else `127.0.0.1:9876`; `namesrv_source` says which one was used.
+
+Producers, consumers and admins whose configs give the same `client_id` share one
+`ClientInstance` (one set of connections, one heartbeat), as Java's `MQClientManager` does.
 With the default instance name every client of a process shares the instance `ip@pid`, except
 that a second consumer of a group already on it gets `ip@pid#2` and so on: brokers tell the
 members of a group apart by client id.
@@ -12,17 +16,24 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from longboat.client.errors import ClientUsageError
 from longboat.protocol.acl_signature import signer
 from longboat.protocol.codes import SerializeType
 from longboat.protocol.command import RemotingCommand
 from longboat.remoting.tls import client_context
 
 DEFAULT_INSTANCE_NAME = "DEFAULT"
+DEFAULT_NAMESRV_PORT = 9876
+DEFAULT_NAMESRV = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+ROCKETMQ_SCHEME = "rocketmq://"
+# Read in this order when no address is given: ours (the CLI's), then Java clients'.
+NAMESRV_ENV = ("LONGBOAT_NAMESRV", "NAMESRV_ADDR")
 
 
 def local_ip() -> str:
@@ -35,14 +46,68 @@ def local_ip() -> str:
 
 
 def parse_namesrv_addrs(addrs: str | list[str] | tuple[str, ...]) -> list[str]:
-    """`"a:9876;b:9876"` (RocketMQ's NAMESRV_ADDR form) or a list, as a list of `host:port`."""
-    items = addrs.replace(",", ";").split(";") if isinstance(addrs, str) else list(addrs)
-    return [a.strip() for a in items if a and a.strip()]
+    """Name-server addresses as a list of `host:port`.
+
+    Takes RocketMQ's NAMESRV_ADDR form `"a:9876;b:9876"` (`,` works too), the same after
+    `rocketmq://`, or a list; a host without a port gets 9876.  Raises ClientUsageError for
+    anything else (an empty list, another scheme, a bad port)."""
+    if isinstance(addrs, str):
+        text = addrs.strip()
+        if text.lower().startswith(ROCKETMQ_SCHEME):
+            text = text[len(ROCKETMQ_SCHEME) :]
+        elif "://" in text:
+            raise ClientUsageError(
+                f"name-server address {addrs!r}: only {ROCKETMQ_SCHEME}host:port[;host:port] "
+                "or host:port[;host:port] is understood"
+            )
+        items = re.split("[;,]", text)
+    else:
+        items = list(addrs)
+    out = [_host_port(item.strip(), addrs) for item in items if item and item.strip()]
+    if not out:
+        raise ClientUsageError(f"no name-server address in {addrs!r}")
+    return out
+
+
+def _host_port(item: str, given: object) -> str:
+    """`host`, `host:port`, `[v6]` or `[v6]:port` as `host:port` (`[v6]:port`)."""
+    port_text: str | None = None
+    if item.startswith("["):
+        host, _, rest = item[1:].partition("]")
+        if rest:
+            if not rest.startswith(":"):
+                raise ClientUsageError(f"name-server address {item!r} in {given!r} is malformed")
+            port_text = rest[1:]
+    elif item.count(":") == 1:
+        host, port_text = item.split(":")
+    else:
+        host = item  # a host name, an IPv4 address or a bare IPv6 address
+    if not host or any(c in host for c in " /@[]"):
+        raise ClientUsageError(f"name-server address {item!r} in {given!r} has no valid host")
+    port = DEFAULT_NAMESRV_PORT
+    if port_text is not None:
+        if not port_text.isdigit() or not 0 < int(port_text) < 65536:
+            raise ClientUsageError(
+                f"name-server address {item!r} in {given!r}: the port must be 1-65535"
+            )
+        port = int(port_text)
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def resolve_namesrv_addrs(given: str | list[str] | tuple[str, ...] | None) -> tuple[list[str], str]:
+    """The name servers to use and where they came from (see the module docstring)."""
+    if given:
+        return parse_namesrv_addrs(given), "argument"
+    for name in NAMESRV_ENV:
+        if value := os.environ.get(name, "").strip():
+            return parse_namesrv_addrs(value), f"${name}"
+    return [DEFAULT_NAMESRV], "default"
 
 
 @dataclass(slots=True)
 class ClientConfig:
-    namesrv_addrs: list[str] = field(default_factory=lambda: ["127.0.0.1:9876"])
+    # Empty: from the environment, else the default (see the module docstring).
+    namesrv_addrs: list[str] = field(default_factory=list)
     client_ip: str = field(default_factory=local_ip)
     # "DEFAULT": the process id, with `#n` added where a group needs a distinct member id.
     instance_name: str = DEFAULT_INSTANCE_NAME
@@ -62,17 +127,20 @@ class ClientConfig:
     # checked against `tls_ca_file` when given, not at all otherwise (RocketMQ's default).
     tls: bool = False
     tls_ca_file: str | None = None
+    # Where `namesrv_addrs` came from: "argument", "$LONGBOAT_NAMESRV", "$NAMESRV_ADDR", "default".
+    namesrv_source: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if (self.access_key is None) != (self.secret_key is None):
-            raise ValueError("access_key and secret_key go together: give both or neither")
-        self.namesrv_addrs = parse_namesrv_addrs(self.namesrv_addrs)
-        if not self.namesrv_addrs:
-            raise ValueError("ClientConfig needs at least one name-server address")
+            raise ClientUsageError("access_key and secret_key go together: give both or neither")
+        self.namesrv_addrs, source = resolve_namesrv_addrs(self.namesrv_addrs)
+        self.namesrv_source = self.namesrv_source or source
         try:
             ipaddress.ip_address(self.client_ip)
         except ValueError:
-            raise ValueError(f"client_ip must be an IP address, not {self.client_ip!r}") from None
+            raise ClientUsageError(
+                f"client_ip must be an IP address, not {self.client_ip!r}"
+            ) from None
 
     def signer(self) -> Callable[[RemotingCommand], None] | None:
         """What signs each request with these credentials, None without credentials."""

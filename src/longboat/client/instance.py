@@ -158,6 +158,13 @@ class ClientInstance:
         await self.remoting.close()
 
     def _start(self) -> None:
+        config = self.config
+        log.info(
+            "client %s: name server(s) %s (%s)",
+            self.client_id,
+            ";".join(config.namesrv_addrs),
+            config.namesrv_source,
+        )
         self._tasks = [
             asyncio.create_task(self._route_loop(), name=f"routes {self.client_id}"),
             asyncio.create_task(self._heartbeat_loop(), name=f"heartbeat {self.client_id}"),

@@ -50,11 +50,8 @@ class InstanceUser:
 
     def __init__(self, config: ClientConfig | None, namesrv_addrs: str | list[str] | None) -> None:
         if config is None:
-            config = (
-                ClientConfig(parse_namesrv_addrs(namesrv_addrs))
-                if namesrv_addrs
-                else ClientConfig()
-            )
+            # No addresses: ClientConfig reads the environment, else the default.
+            config = ClientConfig(parse_namesrv_addrs(namesrv_addrs) if namesrv_addrs else [])
         self.config = config
         self._held: ClientInstance | None = None
         self._reported = False
