@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from longboat.broker.delay_levels import (
-    DEFAULT_MESSAGE_DELAY_LEVEL,
     SCHEDULE_TOPIC,
     DelayLevels,
     delay_level_of,
     reroute_delayed,
 )
+from longboat.protocol.delay_ladder import DEFAULT_MESSAGE_DELAY_LEVEL
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.protocol.sysflags import MessageSysFlag

@@ -7,6 +7,7 @@ keys hashed like Java's `SelectMessageQueueByHash`).
 
 from __future__ import annotations
 
+import os
 import zlib
 
 import pytest
@@ -67,7 +68,11 @@ def test_retry_topic_sends_move_reconsume_fields_into_the_header(producer: Produ
 
 def test_size_and_topic_checks_are_local_errors(producer: Producer) -> None:
     with pytest.raises(MessageTooLargeError, match="max_message_size"):
-        producer._prepare(Message("T", b"x" * (64 * 1024 + 1)))
+        # Random bytes do not compress: the body travels as it is, over the limit.
+        producer._prepare(Message("T", os.urandom(64 * 1024 + 1)))
+    # What compresses under the limit is sent: the limit applies to the wire body.
+    header, body, _ = producer._prepare(Message("T", b"x" * (1024 * 1024)))
+    assert header.sysFlag & MessageSysFlag.COMPRESSED and len(body) < 64 * 1024
     with pytest.raises(ClientUsageError, match="empty"):
         producer._prepare(Message("T", b""))
     for bad in ("", "a b", "x" * 128, "topic/1"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import os
 import random
 import struct
 from datetime import datetime
@@ -168,6 +169,11 @@ def test_record_ids_and_hosts() -> None:
     assert back.born_host_str == "::1:5"
     assert back.key_list == ["k1", "k2"]
     assert back.tags == "TagA"
+
+
+def test_a_body_that_would_grow_is_not_compressed() -> None:
+    body = os.urandom(COMPRESS_OVER * 4)
+    assert maybe_compress(body, 0) == (body, 0)
 
 
 def test_compressed_record_body_inflates_on_request() -> None:

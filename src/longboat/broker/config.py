@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from longboat.broker.delay_levels import DEFAULT_MESSAGE_DELAY_LEVEL, DelayLevels
+from longboat.broker.delay_levels import DelayLevels
 from longboat.broker.java_properties import parse_properties
+from longboat.protocol.delay_ladder import DEFAULT_MESSAGE_DELAY_LEVEL
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 from longboat.remoting import ConnectionLimits

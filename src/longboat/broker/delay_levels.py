@@ -7,29 +7,19 @@ holds one level, its entries are due in the order they were stored, so the servi
 looks at the head of each queue.
 
 The ladder is RocketMQ's `messageDelayLevel` string, e.g. "1s 5s 10s 30s 1m 2m ... 2h": one
-duration per level, units s, m, h and d, plus `ms` (ours, for tests that need a short ladder).
+duration per level (parsed by `longboat.protocol.delay_ladder`, which the client shares).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from longboat.protocol.delay_ladder import parse_ladder
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.topic_names import SCHEDULE_TOPIC
 from longboat.store.message_inner import MessageInner
-
-DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-
-# Longest suffix first: "ms" must win over "s".
-_UNITS_MS: tuple[tuple[str, int], ...] = (
-    ("ms", 1),
-    ("s", 1000),
-    ("m", 60_000),
-    ("h", 3_600_000),
-    ("d", 86_400_000),
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,12 +31,10 @@ class DelayLevels:
     @classmethod
     def parse(cls, text: str) -> DelayLevels:
         """Parse a `messageDelayLevel` string; ValueError names the item that is wrong."""
-        delays: list[int] = []
-        for item in text.split():
-            delays.append(_parse_duration(item))
+        delays = parse_ladder(text)
         if not delays:
             raise ValueError("messageDelayLevel is empty: it needs at least one duration")
-        return cls(tuple(delays))
+        return cls(delays)
 
     @property
     def max_level(self) -> int:
@@ -74,22 +62,6 @@ class DelayLevels:
         if msg.topic != SCHEDULE_TOPIC:
             return None
         return self.deliver_at(self.level_of_queue(msg.queue_id), msg.store_timestamp)
-
-
-def _parse_duration(item: str) -> int:
-    for suffix, unit_ms in _UNITS_MS:
-        if item.endswith(suffix):
-            number = item[: -len(suffix)]
-            try:
-                value = int(number)
-            except ValueError:
-                break
-            if value < 0:
-                break
-            return value * unit_ms
-    raise ValueError(
-        f"messageDelayLevel: {item!r} is not a duration (a whole number and a unit: ms, s, m, h, d)"
-    )
 
 
 def delay_level_of(properties: dict[str, str]) -> int:

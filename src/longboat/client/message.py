@@ -7,14 +7,42 @@ serves the store, the broker and the client.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from enum import Enum
 
+from longboat.client.errors import ClientUsageError
 from longboat.protocol.codes import ResponseCode
+from longboat.protocol.delay_ladder import DEFAULT_DELAYS_MS, DEFAULT_MESSAGE_DELAY_LEVEL
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import KEY_SEPARATOR, Prop
 from longboat.protocol.types import MessageQueue
 
 __all__ = ["Message", "MessageExt", "MessageQueue", "SendResult", "SendStatus"]
+
+
+def check_delay_level(level: int) -> int:
+    """`level` when it names one of RocketMQ's 18 default delay levels (or 0); else
+    ClientUsageError: a broker would silently clamp 99 to its last level (2 hours)."""
+    if not 0 <= level <= len(DEFAULT_DELAYS_MS):
+        raise ClientUsageError(
+            f"delay_level {level} is not a delay level: 1..{len(DEFAULT_DELAYS_MS)} "
+            f"({DEFAULT_MESSAGE_DELAY_LEVEL}), or 0 for none"
+        )
+    return level
+
+
+def delay_level_for(delay: timedelta) -> int:
+    """The default delay level nearest to `delay` (0 for none; the shorter one on a tie);
+    ClientUsageError for a negative delay or one longer than the last level (2 hours)."""
+    ms = delay.total_seconds() * 1000
+    if ms < 0 or ms > DEFAULT_DELAYS_MS[-1]:
+        raise ClientUsageError(
+            f"no delay level matches {delay}: the levels go from 1 s to 2 h "
+            f"({DEFAULT_MESSAGE_DELAY_LEVEL})"
+        )
+    if ms == 0:
+        return 0
+    return min(range(len(DEFAULT_DELAYS_MS)), key=lambda i: abs(DEFAULT_DELAYS_MS[i] - ms)) + 1
 
 
 @dataclass(slots=True)
@@ -30,10 +58,17 @@ class Message:
     delay_level: int = 0
     # The user flag stored with the message (Java `Message.flag`).
     flag: int = 0
+    # Instead of `delay_level`: a duration, mapped to the nearest of the default levels.
+    delay: timedelta | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.body, str):
             raise TypeError("Message.body must be bytes; encode text first")
+        if self.delay is not None:
+            if self.delay_level:
+                raise ClientUsageError("give delay or delay_level, not both")
+            self.delay_level = delay_level_for(self.delay)
+        check_delay_level(self.delay_level)
 
     @property
     def key_list(self) -> list[str]:
@@ -51,7 +86,7 @@ class Message:
         keys = self.key_list
         if keys:
             props[Prop.KEYS] = KEY_SEPARATOR.join(keys)
-        if self.delay_level > 0:
+        if check_delay_level(self.delay_level) > 0:
             props[Prop.DELAY] = str(self.delay_level)
         return props
 
@@ -89,6 +124,16 @@ class SendResult:
     queue_offset: int
     region_id: str | None = None
     transaction_id: str | None = None
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """Each message's id, in send order (one for a single send, one per batch element)."""
+        return self.msg_id.split(",")
+
+    @property
+    def offset_msg_ids(self) -> list[str]:
+        """Each stored record's offset id, in send order."""
+        return self.offset_msg_id.split(",") if self.offset_msg_id else []
 
     @property
     def ok(self) -> bool:

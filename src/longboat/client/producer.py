@@ -304,7 +304,6 @@ class Producer(InstanceUser):
         """The send header (queue id still unset), the wire body and the UNIQ_KEY."""
         validate_topic(msg.topic)
         _check_body(msg)
-        self._check_size(len(msg.body), "message body")
         props = msg.wire_properties()
         uniq = props.setdefault(Prop.UNIQ_KEY, self._uniq.next())
         reconsume_times = 0
@@ -315,6 +314,10 @@ class Producer(InstanceUser):
             if Prop.MAX_RECONSUME_TIMES in props:
                 max_reconsume = int(props.pop(Prop.MAX_RECONSUME_TIMES))
         body, sys_flag = maybe_compress(msg.body, 0, self.compress_over)
+        # The limit is the broker's, on what it receives: the body as it travels.
+        self._check_size(
+            len(body), "message body" + (" compressed" if body is not msg.body else "")
+        )
         header = SendMessageRequestHeaderV2(
             producerGroup=self.group,
             topic=msg.topic,

@@ -12,10 +12,14 @@ ZLIB_LEVEL = 5
 
 
 def maybe_compress(body: bytes, sys_flag: int, threshold: int = COMPRESS_OVER) -> tuple[bytes, int]:
-    """(body, sys_flag) compressed when the body reaches the threshold."""
+    """(body, sys_flag) compressed when the body reaches the threshold and compressing makes
+    it smaller (random or already compressed bodies grow under zlib: they travel as they are)."""
     if len(body) < threshold:
         return body, sys_flag
-    return zlib.compress(body, ZLIB_LEVEL), sys_flag | MessageSysFlag.COMPRESSED
+    packed = zlib.compress(body, ZLIB_LEVEL)
+    if len(packed) >= len(body):
+        return body, sys_flag
+    return packed, sys_flag | MessageSysFlag.COMPRESSED
 
 
 def decompress_body(body: bytes, sys_flag: int) -> bytes:
