@@ -369,9 +369,6 @@ class Admin(_Blocking):
     def topics(self) -> list[str]:
         return self._loop.run(self._async.topics())
 
-    def user_topics(self) -> list[str]:
-        return self._loop.run(self._async.user_topics())
-
     def route(self, topic: str) -> TopicRouteData:
         return self._loop.run(self._async.route(topic))
 
@@ -455,12 +452,6 @@ class Admin(_Blocking):
 
     def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         return self._loop.run(self._async.consumer_ids(group, topic))
-
-    def group_summary(self, group: str) -> tuple[int, int]:
-        return self._loop.run(self._async.group_summary(group))
-
-    def consumed_topics(self, group: str) -> list[str]:
-        return self._loop.run(self._async.consumed_topics(group))
 
     def group_progress(
         self, group: str, topic: str | None = None, *, with_lag_time: bool = True
