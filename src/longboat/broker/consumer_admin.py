@@ -33,7 +33,7 @@ from longboat.remoting import Connection
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
 
-log = logging.getLogger("longboat.broker.consumer_admin")
+log = logging.getLogger(__name__)
 
 RESET_TO_END = -1
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
 
-log = logging.getLogger("longboat.broker.grpc")
+log = logging.getLogger(__name__)
 
 STOP_GRACE_S = 1.0
 

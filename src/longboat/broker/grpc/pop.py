@@ -37,7 +37,7 @@ from longboat.store import GetStatus, MessageInner, PutStatus
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
 
-log = logging.getLogger("longboat.broker.grpc")
+log = logging.getLogger(__name__)
 
 # Compact the journal into a snapshot after this many records (and at stop).
 COMPACT_AFTER_RECORDS = 10_000

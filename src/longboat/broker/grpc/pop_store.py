@@ -23,7 +23,7 @@ import orjson
 from longboat.broker.grpc.pop_state import Record
 from longboat.store.json_file import read_json, write_json_atomic
 
-log = logging.getLogger("longboat.broker.grpc")
+log = logging.getLogger(__name__)
 
 
 class PopJournal:

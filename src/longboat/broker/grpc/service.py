@@ -36,7 +36,7 @@ from longboat.store import PutStatus
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
 
-log = logging.getLogger("longboat.broker.grpc")
+log = logging.getLogger(__name__)
 
 Code = pb.Code
 # What a push consumer (no invisible_duration in its receive) gets: RocketMQ proxy's default.
