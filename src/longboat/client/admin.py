@@ -41,6 +41,7 @@ from longboat.protocol.bodies import (
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic, topic_kind
+from longboat.protocol.topic_names import validate_topic as topic_problem
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
 
@@ -162,7 +163,10 @@ class Admin(InstanceUser):
         """Create (or update) `topic` on every master of `cluster` (all clusters when None).
 
         With `wait`, returns once the name server routes the topic to every one of those
-        brokers, so producers and consumers started next find it.  Returns the broker names."""
+        brokers, so producers and consumers started next find it.  Returns the broker names.
+        A name no broker would accept raises ClientUsageError before anything is sent."""
+        if problem := topic_problem(topic):
+            raise ClientUsageError(f"cannot create topic: {problem}")
         masters = await self.master_brokers(cluster)
         if not masters:
             raise ClientError("no master broker is registered with the name server")

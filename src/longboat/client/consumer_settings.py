@@ -134,6 +134,9 @@ class PushConsumerSettings(ConsumerSettings):
     local_retry_delay: float = 5.0
     # Broadcasting: where each member keeps its offsets.
     offset_store_dir: Path | str = DEFAULT_OFFSET_STORE_DIR
+    # Start even when no name server answers (RocketMQ's behaviour), instead of raising
+    # TransportError after one request timeout per name server.
+    lenient_start: bool = False
 
     def __post_init__(self) -> None:
         ConsumerSettings.__post_init__(self)
@@ -210,6 +213,7 @@ class PushConsumerOptions(ConsumerOptions, total=False):
     shutdown_timeout: float
     local_retry_delay: float
     offset_store_dir: Path | str
+    lenient_start: bool
 
 
 class LitePullOptions(ConsumerOptions, total=False):

@@ -241,6 +241,7 @@ class ClientInstance:
                     exc.code,
                     f"no route for topic {topic}, and no broker offers to auto-create topics "
                     f"(no {AUTO_CREATE_TOPIC_KEY} route): create the topic first",
+                    retriable=False,
                     addr=exc.addr,
                     request_code=exc.request_code,
                 ) from exc

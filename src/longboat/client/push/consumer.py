@@ -40,7 +40,7 @@ from longboat.client.consumer_settings import (
     PushConsumerSettings,
     settings_with,
 )
-from longboat.client.errors import ClientError, ClientUsageError
+from longboat.client.errors import ClientError, ClientUsageError, TransportError
 from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.producer import Producer
@@ -192,6 +192,15 @@ class PushConsumer(InstanceUser):
         for topic in self._subscriptions:
             try:
                 await instance.route(topic)
+            except TransportError as exc:
+                if not self.settings.lenient_start:
+                    raise TransportError(
+                        f"{self!r} cannot start: {exc} (within the request timeout of "
+                        f"{self.config.request_timeout:g}s per name server; lenient_start=True "
+                        "starts anyway and keeps trying, as RocketMQ's consumer does)",
+                        exc.addr,
+                    ) from exc
+                log.warning("%s starts without a name server: %s", self, exc)
             except ClientError as exc:
                 log.warning("%s subscribes to %s, which has no route yet: %s", self, topic, exc)
         await instance.heartbeat_all()
