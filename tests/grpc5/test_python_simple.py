@@ -66,6 +66,11 @@ def test_send_receive_ack_intact_and_filtered_by_tag(grpc5: Grpc5) -> None:
         assert consumer.receive(32, 1) == []
         time.sleep(1.2)
         assert consumer.receive(32, 1) == []
+        service = grpc5.cluster.broker.grpc.service  # type: ignore[union-attr]
+        assert consumer.client_id in service.sessions  # its Telemetry stream is open
+    # Clean shutdown: the clients said goodbye (NotifyClientTermination), their streams ended.
+    assert consumer.client_id not in service.sessions
+    assert producer.client_id not in service.sessions
 
 
 def test_long_polling_receive_wakes_on_arrival(grpc5: Grpc5) -> None:
