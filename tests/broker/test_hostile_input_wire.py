@@ -32,7 +32,7 @@ from longboat.protocol.bodies import (
 from longboat.protocol.codes import SerializeType
 from longboat.protocol.headers import CreateTopicRequestHeader, GetConsumeStatsRequestHeader
 
-from .wire import Wire, send_header
+from .wire import Wire, pulled, send_header
 
 
 def create_topic_ext(topic: str, queues: int) -> dict[str, str]:
@@ -292,3 +292,41 @@ def test_servers_listen_on_loopback_unless_an_address_is_configured(
     finally:
         runner.run(broker.stop())
         runner.close()
+
+
+def test_a_filtered_pull_scans_a_bounded_stretch_whatever_maxmsgnums_says(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    # Small consume-queue files (1,000 entries) so the file bound shows too.
+    cluster = loopback_cluster(mapped_file_size_consume_queue=1000 * 20)
+    wire = Wire(cluster.broker_addr)
+    run = cluster.runner.run
+    try:
+        for _ in range(30):
+            response = run(wire.send_batch("Scan", [b"x"] * 100, tags="A"))
+            assert response.code == ResponseCode.SUCCESS, response.remark
+        # A tag nobody sent, and maxMsgNums = Java's Integer.MAX_VALUE: one request used to
+        # scan all 3,000 entries on the event loop (and again on every held pull's wake-up).
+        response = run(wire.pull("Scan", 0, 0, subscription="Nobody", max_nums=2**31 - 1))
+        assert response.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+        assert pulled(response).nextBeginOffset == 800
+        response = run(wire.pull("Scan", 0, 900, subscription="Nobody", max_nums=2**31 - 1))
+        assert pulled(response).nextBeginOffset == 1000  # not past its consume-queue file
+    finally:
+        run(wire.close())
+
+
+def test_a_send_refused_at_append_leaves_no_queue(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    # Admitted (under maxMessageSize) but larger than a whole commit-log segment.
+    cluster = loopback_cluster(mapped_file_size_commit_log=64 * 1024)
+    wire = Wire(cluster.broker_addr)
+    try:
+        response = cluster.runner.run(wire.send("Fresh", b"x" * 100_000))
+        assert response.code == ResponseCode.MESSAGE_ILLEGAL and "segment" in (
+            response.remark or ""
+        )
+        assert "Fresh" not in cluster.broker.store.topics()
+    finally:
+        cluster.runner.run(wire.close())
