@@ -87,10 +87,13 @@ def java_command(
 # --- Java peer programs ------------------------------------------------------------------------
 
 
-def _peer_command(program: str, args: tuple[str, ...]) -> list[str]:
+def peer_command(
+    program: str, args: tuple[str, ...], jvm_options: tuple[str, ...] = PEER_JVM_OPTIONS
+) -> list[str]:
+    """The command line running a peer program (``jvm_options``: heap, GC, compiler)."""
     target = CLIENT_DIR / "target"
     options = (
-        *PEER_JVM_OPTIONS,
+        *jvm_options,
         # The client logs under ~/logs and keeps broadcasting offsets under ~/.rocketmq_offsets
         # by default; keep both in the build directory.
         f"-Drocketmq.client.logRoot={target / 'logs'}",
@@ -122,7 +125,7 @@ def run_java_peer(
     ``timeout`` so the program reports its own timeout (exit 3) rather than being killed.
     """
     args = peer_args(options)
-    command = _peer_command(program, args)
+    command = peer_command(program, args)
     return run_peer(_peer_name(program, args), command, CLIENT_DIR, timeout=timeout, check=check)
 
 
@@ -136,7 +139,7 @@ def run_java5_peer(*, timeout: float, **options: object) -> list[dict[str, Any]]
 def start_java_peer(program: str, **options: object) -> PeerProcess:
     """Start a Java peer program in the background (e.g. a consumer: wait for "ready")."""
     args = peer_args(options)
-    return PeerProcess(_peer_name(program, args), _peer_command(program, args), CLIENT_DIR)
+    return PeerProcess(_peer_name(program, args), peer_command(program, args), CLIENT_DIR)
 
 
 # --- A real RocketMQ cluster -------------------------------------------------------------------
