@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test lint bench demo node-peers java-peers peer-servers browser rocketmq-up clean
+.PHONY: up test lint bench demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -80,6 +80,11 @@ endif
 ## Start an Apache RocketMQ name server and broker (random ports, printed) for comparisons.
 rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
+
+## Longboat beside Apache RocketMQ, the same Java client as the load (bench/README.md); e.g.
+## COMPARE_ARGS=--quick.
+bench-rocketmq: $(STAMP) java-peers
+	$(PY) -m bench.rocketmq_compare $(COMPARE_ARGS)
 
 ## Start a name server (127.0.0.1:9876) and a broker (127.0.0.1:10911) in one process.
 up: $(STAMP)
