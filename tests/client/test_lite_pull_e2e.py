@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from longboat.client import Message
@@ -10,6 +11,7 @@ from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
+from longboat.client.sync import LitePullConsumer as BlockingLitePull
 from longboat.protocol.message import MessageExt
 
 from .client_e2e import config_for, unique
@@ -191,3 +193,59 @@ async def test_queue_moved_by_a_rebalance_continues_after_what_was_polled(namesr
     finally:
         await a.shutdown()
         await b.shutdown()
+
+
+async def test_async_for_until_shutdown_and_getmany(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=2)
+    await produce(namesrv, topic, [f"a{i}".encode() for i in range(6)], queue_id=0)
+    await produce(namesrv, topic, [f"b{i}".encode() for i in range(6)], queue_id=1)
+    group = unique("g")
+    async with lite(namesrv, group, auto_commit=False, pull_batch_size=4) as consumer:
+        queues = await consumer.fetch_message_queues(topic)
+        consumer.assign(queues)
+        got: list[MessageExt] = []
+        async for msg in consumer:
+            got.append(msg)
+            if len(got) == 3:
+                break
+        # The position follows each message handed out, not the whole batch.
+        mq = next(q for q in queues if q.queue_id == got[0].queue_id)
+        assert consumer.position(mq) == got[-1].queue_offset + 1
+        await consumer.commit()
+        more = await consumer.getmany(timeout=5.0)
+        assert set(more) <= set(queues) and more
+        got += [m for batch in more.values() for m in batch]
+        while len(got) < 12:
+            got += [m for b in (await consumer.getmany(timeout=5.0)).values() for m in b]
+        assert sorted(m.body for m in got) == sorted(
+            [f"a{i}".encode() for i in range(6)] + [f"b{i}".encode() for i in range(6)]
+        )
+        assert await consumer.committed(mq) == got[2].queue_offset + 1
+
+    consumer = lite(namesrv, unique("g"))
+    await consumer.start()
+    consumer.assign(await consumer.fetch_message_queues(topic))
+
+    async def stop_soon() -> None:
+        await asyncio.sleep(1.5)
+        await consumer.shutdown()
+
+    stopper = asyncio.create_task(stop_soon())
+    seen = [msg async for msg in consumer]  # ends when shut down
+    await stopper
+    assert len(seen) == 12
+
+
+def test_blocking_iteration_until_shutdown_from_another_thread(namesrv: str) -> None:
+    topic = asyncio.run(new_topic(namesrv, queues=1))
+    asyncio.run(produce(namesrv, topic, [f"s{i}".encode() for i in range(5)]))
+    consumer = BlockingLitePull(
+        unique("g"), config=config_for(namesrv), consume_from=ConsumeFrom.FIRST_OFFSET
+    )
+    consumer.start()
+    consumer.assign(consumer.fetch_message_queues(topic))
+    timer = threading.Timer(2.0, consumer.shutdown)
+    timer.start()
+    bodies = [m.body for m in consumer]
+    timer.join()
+    assert bodies == [f"s{i}".encode() for i in range(5)]

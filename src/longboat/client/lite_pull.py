@@ -57,6 +57,8 @@ from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
 
+# How long one step of `async for` waits before checking whether the consumer was shut down.
+ITERATION_POLL = 1.0
 _ALL = Subscription(TagExpression.parse("*"), 0)
 
 
@@ -98,6 +100,9 @@ class LitePullConsumer(InstanceUser):
         self._next_auto_commit = 0.0
         self._poll_cursor = 0
         self._background: set[asyncio.Task[None]] = set()
+        # `async for`: the rest of the batch being handed out, and where it came from.
+        self._pending: deque[MessageExt] = deque()
+        self._pending_of: tuple[_Queue, list[MessageExt], int | None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -145,6 +150,7 @@ class LitePullConsumer(InstanceUser):
             with contextlib.suppress(Exception):
                 await ended(task)
         self._instance = None
+        self._arrival.set()  # a poll or an `async for` waiting returns now
         await instance.unregister_consumer(self.group)
         await instance.release()
 
@@ -194,25 +200,82 @@ class LitePullConsumer(InstanceUser):
 
     async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         """The next batch of messages of one queue, in offset order; [] after `timeout` s."""
+        taken = await self._next_batch(timeout)
+        if taken is None:
+            return []
+        q, batch, after = taken
+        q.position = after
+        return batch
+
+    async def getmany(
+        self, timeout: float = 5.0, max_records: int | None = None
+    ) -> dict[MessageQueue, list[MessageExt]]:
+        """What is buffered, by queue, each in offset order: waits up to `timeout` s for the
+        first batch, then takes every ready batch (up to about `max_records` messages, whole
+        batches); {} after `timeout` with nothing."""
+        out: dict[MessageQueue, list[MessageExt]] = {}
+        count, wait = 0, timeout
+        while max_records is None or count < max_records:
+            taken = await self._next_batch(wait)
+            if taken is None:
+                break
+            q, batch, after = taken
+            q.position = after
+            out.setdefault(q.mq, []).extend(batch)
+            count += len(batch)
+            wait = 0
+        return out
+
+    # `async for msg in consumer`: messages one by one, until the consumer is shut down (from
+    # another task) or the loop is left.  The position follows each message handed out, so
+    # a commit (auto or explicit) never covers one the loop has not seen.
+
+    def __aiter__(self) -> LitePullConsumer:
+        return self
+
+    async def __anext__(self) -> MessageExt:
+        while not self._pending:
+            if self._instance is None:
+                raise StopAsyncIteration
+            taken = await self._next_batch(ITERATION_POLL)
+            if taken is not None:
+                self._pending_of = taken
+                self._pending.extend(taken[1])
+        assert self._pending_of is not None
+        q, _, after = self._pending_of
+        msg = self._pending.popleft()
+        if self._queues.get(q.mq) is q:
+            q.position = after if not self._pending else msg.queue_offset + 1
+        return msg
+
+    async def _next_batch(
+        self, timeout: float
+    ) -> tuple[_Queue, list[MessageExt], int | None] | None:
+        """The next buffered batch, its queue and the position after it; None after
+        `timeout` s, or at once when shut down meanwhile."""
         self.instance  # noqa: B018 - raises when not started
+        if self._pending and self._pending_of is not None:
+            # The rest of a batch an `async for` left (break): handed out first.
+            rest, self._pending = list(self._pending), deque()
+            return self._pending_of[0], rest, self._pending_of[2]
         if self.settings.auto_commit and time.monotonic() >= self._next_auto_commit:
             self._next_auto_commit = time.monotonic() + self.settings.auto_commit_interval
             self._spawn(self._commit_queues(list(self._queues.values()), quiet=True))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            batch = self._take_batch()
-            if batch is not None:
-                return batch
+            taken = self._take_batch()
+            if taken is not None:
+                return taken
             remaining = deadline - loop.time()
-            if remaining <= 0:
-                return []
+            if remaining <= 0 or self._instance is None:
+                return None
             self._arrival.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(remaining):
                     await self._arrival.wait()
 
-    def _take_batch(self) -> list[MessageExt] | None:
+    def _take_batch(self) -> tuple[_Queue, list[MessageExt], int | None] | None:
         queues = list(self._queues.values())
         for i in range(len(queues)):
             q = queues[(self._poll_cursor + i) % len(queues)]
@@ -220,10 +283,10 @@ class LitePullConsumer(InstanceUser):
                 continue
             self._poll_cursor = (self._poll_cursor + i + 1) % len(queues)
             batch = q.batches.popleft()
-            q.position = q.pq.remove(batch)
+            after = q.pq.remove(batch)
             q.pull.wake()
             self._open_gates()
-            return batch
+            return q, batch, after
         return None
 
     def _open_gates(self) -> None:

@@ -20,7 +20,7 @@ import atexit
 import concurrent.futures
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
 from typing import Any, Self, TypeVar, Unpack
 
 from longboat.client import admin as _admin
@@ -313,6 +313,20 @@ class LitePullConsumer(_Blocking):
 
     def poll(self, timeout: float = 5.0) -> list[MessageExt]:
         return self._loop.run(self._async.poll(timeout))
+
+    def getmany(
+        self, timeout: float = 5.0, max_records: int | None = None
+    ) -> dict[MessageQueue, list[MessageExt]]:
+        return self._loop.run(self._async.getmany(timeout, max_records))
+
+    def __iter__(self) -> Iterator[MessageExt]:
+        """`for msg in consumer`: messages one by one until `shutdown()` (from another
+        thread) or the loop is left; positions follow each message, as `async for`."""
+        while True:
+            try:
+                yield self._loop.run(self._async.__anext__())
+            except StopAsyncIteration:
+                return
 
     def seek(self, mq: MessageQueue, offset: int) -> None:
         self._loop.run(self._async.seek(mq, offset))
