@@ -4,7 +4,7 @@ and the name server."""
 
 from __future__ import annotations
 
-from longboat.acl.access_control import AccessControl
+from longboat.acl.access_control import AccessControl, Refusal
 from longboat.acl.resources import BROKER_ADMIN_CODES, NAMESRV_WRITE_CODES
 
-__all__ = ["BROKER_ADMIN_CODES", "NAMESRV_WRITE_CODES", "AccessControl"]
+__all__ = ["BROKER_ADMIN_CODES", "NAMESRV_WRITE_CODES", "AccessControl", "Refusal"]

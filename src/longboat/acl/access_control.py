@@ -5,6 +5,7 @@ The file is re-read when it changes: its modification time and size are looked a
 every `RELOAD_CHECK_S`, on the next request.  A change that does not parse is logged and the
 previous table stays in force (an operator's typo must not open or close the server).
 A refusal is NO_PERMISSION with a remark saying which rule refused, naming the file.
+`decide` is the same decision for any protocol (the gRPC endpoint's `broker.grpc.auth`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from longboat.acl.plain_acl import PUB, AclTable, allows, parse_acl, perm_name
@@ -26,6 +28,15 @@ log = logging.getLogger(__name__)
 
 RELOAD_CHECK_S = 0.5
 TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a request was refused; `authenticated`: whether its account and signature were
+    good (the refusal is then about permissions)."""
+
+    reason: str
+    authenticated: bool
 
 
 class AccessControl:
@@ -59,48 +70,74 @@ class AccessControl:
 
     def refusal(self, host: str, cmd: RemotingCommand) -> str | None:
         """Why the request may not go on, None when it may."""
+        refused = self.decide(
+            host,
+            cmd.ext_fields.get(ACCESS_KEY),
+            lambda secret_key: signature_matches(cmd, secret_key),
+            lambda: resources(cmd),
+            cmd.code,
+        )
+        return None if refused is None else refused.reason
+
+    def decide(
+        self,
+        host: str,
+        access_key: str | None,
+        signed_by: Callable[[str], bool],
+        needed: Callable[[], dict[str, int]],
+        code: int | None = None,
+    ) -> Refusal | None:
+        """The decision for a request of any protocol: `signed_by(secret_key)` says whether
+        the request's signature is the one that secret key gives, `needed()` the resources it
+        touches (ProtocolError when they cannot be read), `code` the remoting request code
+        admin-only codes are looked up by (None: no code)."""
         self._reload_if_changed()
         table = self.table
         if any(white(host) for white in table.global_white):
             return None
-        access_key = cmd.ext_fields.get(ACCESS_KEY)
         if access_key is None:
-            return "no AccessKey: the request is not signed"
+            return Refusal("no AccessKey: the request is not signed", authenticated=False)
         account = table.accounts.get(access_key)
         if account is None:
-            return f"no account has the AccessKey {access_key!r}"
+            return Refusal(f"no account has the AccessKey {access_key!r}", authenticated=False)
         if account.white_address(host):
             return None
-        if not signature_matches(cmd, account.secret_key):
-            return f"the signature of AccessKey {access_key!r} does not match"
+        if not signed_by(account.secret_key):
+            return Refusal(
+                f"the signature of AccessKey {access_key!r} does not match", authenticated=False
+            )
         if not self.resource_checks:
-            return self._admin_refusal(account.admin, access_key, cmd.code)
+            return self._admin_refusal(account.admin, access_key, code)
         try:
-            needed = resources(cmd)
+            touched = needed()
         except ProtocolError as exc:
-            return f"cannot read the request's resources: {exc}"
-        if needed.get(TRACE_TOPIC, 0) & PUB:
+            return Refusal(f"cannot read the request's resources: {exc}", authenticated=True)
+        if touched.get(TRACE_TOPIC, 0) & PUB:
             return None  # message traces, as RocketMQ lets them through
-        if refusal := self._admin_refusal(account.admin, access_key, cmd.code):
+        if refusal := self._admin_refusal(account.admin, access_key, code):
             return refusal
         if account.admin and not account.resource_perms:
             return None
-        for resource, perm in needed.items():
+        for resource, perm in touched.items():
             if not allows(perm, account.perm_of(resource)):
                 kind, name = (
                     ("group", resource[len(RETRY_GROUP_TOPIC_PREFIX) :])
                     if resource.startswith(RETRY_GROUP_TOPIC_PREFIX)
                     else ("topic", resource)
                 )
-                return (
+                return Refusal(
                     f"AccessKey {access_key!r} has no {perm_name(perm)} permission on "
-                    f"{kind} {name!r}"
+                    f"{kind} {name!r}",
+                    authenticated=True,
                 )
         return None
 
-    def _admin_refusal(self, admin: bool, access_key: str, code: int) -> str | None:
+    def _admin_refusal(self, admin: bool, access_key: str, code: int | None) -> Refusal | None:
         if code in self.admin_codes and not admin:
-            return f"request code {code} needs an admin account, and {access_key!r} is not one"
+            return Refusal(
+                f"request code {code} needs an admin account, and {access_key!r} is not one",
+                authenticated=True,
+            )
         return None
 
     # ------------------------------------------------------------------ reloading

@@ -148,6 +148,8 @@ class BrokerController:
         self.broker_addr = ""  # host:port, once start() bound the port
         self._features = tuple(features)
         self._start_hooks: list[Hook] = []
+        # plain_acl.yml's rules when ACL is on (remoting's middleware; gRPC asks it too)
+        self.access_control: AccessControl | None = None
         self._stop_hooks: list[Hook] = []
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
@@ -263,9 +265,10 @@ class BrokerController:
         cfg = self.config
         if cfg.acl_enable:
             # Added first, so it is the outermost middleware: nothing runs for a refused peer.
-            self.router.use(
-                AccessControl(cfg.plain_acl_file.expanduser(), admin_codes=BROKER_ADMIN_CODES)
+            self.access_control = AccessControl(
+                cfg.plain_acl_file.expanduser(), admin_codes=BROKER_ADMIN_CODES
             )
+            self.router.use(self.access_control)
             log.info("ACL on: requests are checked against %s", cfg.plain_acl_file)
         await self.server.start(serving=False)
         port = self.server.port

@@ -37,6 +37,7 @@ from longboat.store import (
 from longboat.store.message_store import ArrivalListener
 
 if TYPE_CHECKING:
+    from longboat.acl import AccessControl
     from longboat.broker.transaction_service import TransactionService
 
 
@@ -118,6 +119,11 @@ class CoreHost(FeatureHost, Protocol):
 
     @property
     def producers(self) -> ProducerTable: ...
+    @property
+    def access_control(self) -> AccessControl | None:
+        """plain_acl.yml's rules when ACL is on, else None."""
+        ...
+
     @property
     def transactions(self) -> TransactionService: ...
     @property

@@ -11,6 +11,7 @@ shutdown, answering parked receives.  The modules:
 | `schema`      | the v2 message classes (from the client package's schema)        |
 | `service`     | the RPCs                                                         |
 | `settings`    | the Telemetry settings answer                                    |
+| `auth`        | ACL: the `authorization` metadata against plain_acl.yml          |
 | `messages`    | v2 `Message` <-> the store's records                             |
 | `pop`         | pop consumption: receive, ack, invisibility, dead letters        |
 | `pop_state`   | the pop table and its invariants (pure)                          |
@@ -47,6 +48,7 @@ class GrpcEndpoint:
     async def start(self) -> None:
         import grpc
 
+        from longboat.broker.grpc.auth import AclInterceptor, GrpcAccess
         from longboat.broker.grpc.pop import PopService
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
@@ -55,11 +57,13 @@ class GrpcEndpoint:
         ctl = self.controller
         pop = PopService(ctl)
         pop.open()
+        access = None if ctl.access_control is None else GrpcAccess(ctl.access_control)
         server = grpc.aio.server(
+            interceptors=[] if access is None else [AclInterceptor(access)],
             options=[
                 ("grpc.max_receive_message_length", ctl.config.max_message_size + 1024 * 1024),
                 ("grpc.so_reuseport", 0),
-            ]
+            ],
         )
         self.port = server.add_insecure_port(
             f"{ctl.config.bind_host}:{ctl.config.grpc_listen_port}"
@@ -72,7 +76,9 @@ class GrpcEndpoint:
             )
         timer = TimerService(ctl)
         timer.start()
-        self.service = service = MessagingService(ctl, pop, timer, ctl.transactions, self.port)
+        self.service = service = MessagingService(
+            ctl, pop, timer, ctl.transactions, self.port, access
+        )
         ctl.transactions.add_checker(service.send_transaction_check)
         svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
         ctl.add_arrival_listener(self.service.wakeups.on_arrival)

@@ -35,6 +35,7 @@ from longboat.store import PutStatus
 
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
+    from longboat.broker.grpc.auth import GrpcAccess
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,10 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         timer: TimerService,
         transactions: TransactionService,
         port: int,
+        access: GrpcAccess | None = None,
     ) -> None:
         self.controller = controller
+        self.access = access
         self.pop = pop
         self.timer = timer
         self.transactions = transactions
@@ -244,6 +247,10 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         async def read() -> None:
             try:
                 async for command in request_iterator:
+                    refused = None if self.access is None else self.access.refusal(command, context)
+                    if refused is not None:
+                        session.send(svc.TelemetryCommand(status=refused))
+                        break
                     if command.HasField("settings"):
                         session.settings = command.settings
                         reply = settings_reply(self.controller, command.settings)
