@@ -14,30 +14,11 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as svc
 from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
 
+from broker.test_acl_wire import ACL
 from longboat.broker.grpc.auth import signature
 from longboat.protocol.bodies import TopicConfig
 
 from .conftest import Grpc5, start_grpc5
-
-ACL = """
-globalWhiteRemoteAddresses:
-accounts:
-  - accessKey: producer1
-    secretKey: producer-secret
-    defaultTopicPerm: DENY
-    defaultGroupPerm: DENY
-    topicPerms:
-      - Orders=PUB
-      - Audit=SUB
-  - accessKey: consumer1
-    secretKey: consumer-secret
-    defaultTopicPerm: DENY
-    defaultGroupPerm: DENY
-    topicPerms:
-      - Orders=SUB
-    groupPerms:
-      - readers=SUB
-"""
 
 
 @pytest.fixture(scope="module")
@@ -100,11 +81,11 @@ def test_a_wrong_secret_is_unauthorized_and_others_still_served(
 
 
 def test_a_topic_without_pub_is_forbidden(secured: Grpc5) -> None:
-    producer = Producer(config(secured, "producer1", "producer-secret"))
+    producer = Producer(config(secured, "consumer1", "consumer-secret"))  # Orders=SUB only
     producer.startup()
     try:
-        with pytest.raises(Exception, match="no PUB permission on topic 'Audit'"):
-            producer.send(message("Audit", b"refused"))
+        with pytest.raises(Exception, match="no PUB permission on topic 'Orders'"):
+            producer.send(message("Orders", b"refused"))
     finally:
         producer.shutdown()
     test_a_signed_producer_with_pub_sends(secured)
@@ -134,8 +115,10 @@ def call(
 def test_each_rpc_needs_rocketmqs_permissions(secured: Grpc5) -> None:
     orders, audit = pb.Resource(name="Orders"), pb.Resource(name="Audit")
     readers, others = pb.Resource(name="readers"), pb.Resource(name="others")
-    route = svc.QueryRouteRequest(topic=audit)
+    route = svc.QueryRouteRequest(topic=orders)
     assert call(secured, "producer1", "producer-secret", "QueryRoute", route).code == pb.Code.OK
+    assert call(secured, "consumer1", "consumer-secret", "QueryRoute", route).code == pb.Code.OK
+    route = svc.QueryRouteRequest(topic=audit)
     assert call(secured, "consumer1", "consumer-secret", "QueryRoute", route).code == (
         pb.Code.FORBIDDEN
     )
@@ -163,13 +146,13 @@ def test_a_refused_telemetry_settings_command_is_answered_and_the_stream_ends(
         ("x-mq-date-time", date_time),
         (
             "authorization",
-            "MQv2-HMAC-SHA1 Credential=producer1, SignedHeaders=x-mq-date-time, "
-            f"Signature={signature(date_time, 'producer-secret')}",
+            "MQv2-HMAC-SHA1 Credential=consumer1, SignedHeaders=x-mq-date-time, "
+            f"Signature={signature(date_time, 'consumer-secret')}",
         ),
     )
     settings = pb.Settings(
         client_type=pb.ClientType.PRODUCER,
-        publishing=pb.Publishing(topics=[pb.Resource(name="Audit")]),
+        publishing=pb.Publishing(topics=[pb.Resource(name="Orders")]),
     )
     with grpc.insecure_channel(secured.endpoint) as channel:
         stream = MessagingServiceStub(channel).Telemetry(
@@ -177,4 +160,4 @@ def test_a_refused_telemetry_settings_command_is_answered_and_the_stream_ends(
         )
         answers = list(stream)
     assert [a.status.code for a in answers] == [pb.Code.FORBIDDEN]
-    assert "no PUB permission on topic 'Audit'" in answers[0].status.message
+    assert "no PUB permission on topic 'Orders'" in answers[0].status.message
