@@ -154,7 +154,9 @@ async def test_ten_thousand_held_pulls_are_all_woken_or_timed_out(
 
     def pull(w: Wire, i: int) -> asyncio.Future[object]:
         q = i % 8
-        suspend = LONG_MS if q in woken_queues else 3_000
+        # Long enough that every pull is parked before the first one times out, even on a busy
+        # machine (all 10,000 must be held at once).
+        suspend = LONG_MS if q in woken_queues else 10_000
         return asyncio.ensure_future(w.pull(TOPIC, q, 1, suspend_ms=suspend, timeout=60))
 
     pulls = [(i % 8, pull(w, i)) for w in wires for i in range(per_conn)]

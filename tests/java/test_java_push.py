@@ -32,9 +32,12 @@ def deliveries(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] == "msg"]
 
 
-def consumer(ns: str, topic: str, group: str, **options: object) -> PeerProcess:
+def consumer(
+    ns: str, topic: str, group: str, timeout_ms: int = 60000, **options: object
+) -> PeerProcess:
+    """A Java push consumer that gives up (exit 3) after timeout_ms of its whole life."""
     return start_java_peer(
-        "PushConsume", namesrv=ns, topic=topic, group=group, timeout_ms=60000, **options
+        "PushConsume", namesrv=ns, topic=topic, group=group, timeout_ms=timeout_ms, **options
     )
 
 
@@ -157,7 +160,11 @@ async def test_orderly_keeps_order_per_key_while_members_join_and_leave(
             await asyncio.sleep(0.05)
 
     def member(name: str) -> PeerProcess:
-        return consumer(ns, topic, group, listener="orderly", consume_ms=5, instance=name)
+        # A member lives through the other's start and stop (each waited for up to 60 s and
+        # 30 s on a busy machine), so its own deadline covers them all.
+        return consumer(
+            ns, topic, group, timeout_ms=180_000, listener="orderly", consume_ms=5, instance=name
+        )
 
     with member("first") as first:
         await asyncio.to_thread(first.wait_for, "ready", 60)
