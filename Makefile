@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test lint bench demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
+.PHONY: up test test-quick lint bench demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -96,6 +96,11 @@ test: $(STAMP) node-peers java-peers peer-servers browser
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo
 	$(PY) -m pytest
+
+## The inner loop: lint and the suite without Spark, the JVM, Node, the browser or the slow tests.
+test-quick: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest -q -m "not spark and not java and not node and not browser and not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
