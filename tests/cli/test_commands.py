@@ -148,6 +148,13 @@ def test_topics(longboat) -> None:
     assert "TOPIC_NOT_EXIST" in unknown.stderr and unknown.stderr.count("\n") == 1
 
 
+def test_a_long_topic_name_is_printed_whole_to_a_pipe(longboat, monkeypatch) -> None:
+    monkeypatch.delenv("COLUMNS")  # as in `longboat topic list | grep ...`: no width is known
+    name = "CliTrialOrders" + "X" * 90
+    longboat("topic", "create", "-t", name, "--queues", "1")
+    assert name in longboat("topic", "list").stdout
+
+
 def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -> None:
     longboat("produce", "-t", "CliGroup", "-n", "10", "--batch", "10")
     longboat("consume", "-t", "CliGroup", "-g", "cli-group", "--from", "earliest", "-n", "10")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn, TypeVar
 
 import click
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from rich.logging import RichHandler
 from rich.markup import escape
 
@@ -34,8 +34,26 @@ from longboat.client.errors import (
 
 T = TypeVar("T")
 
-console = Console(highlight=False)
-err_console = Console(stderr=True, highlight=False)
+# Written to a file or pipe, a table keeps whole names: nothing reads a pipe's width, and rich's
+# fallback of 80 columns would cut "TrialOrders" into "TrialOr…".
+PIPE_WIDTH = 100_000
+
+
+class OutputConsole(Console):
+    """A rich Console at the terminal's width, or unbounded when its output is not a terminal."""
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = Console.size.fget(self)  # type: ignore[attr-defined]
+        return size if self.is_terminal else ConsoleDimensions(PIPE_WIDTH, size.height)
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)  # type: ignore[attr-defined]
+
+
+console = OutputConsole(highlight=False)
+err_console = OutputConsole(stderr=True, highlight=False)
 
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
