@@ -32,13 +32,10 @@ def deliveries(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] == "msg"]
 
 
-def consumer(
-    ns: str, topic: str, group: str, timeout_ms: int = 60000, **options: object
-) -> PeerProcess:
-    """A Java push consumer that gives up (exit 3) after timeout_ms of its whole life."""
-    return start_java_peer(
-        "PushConsume", namesrv=ns, topic=topic, group=group, timeout_ms=timeout_ms, **options
-    )
+def consumer(ns: str, topic: str, group: str, **options: object) -> PeerProcess:
+    """A Java push consumer that gives up (exit 3) after timeout_ms (default 60 s) of its life."""
+    options.setdefault("timeout_ms", 60000)
+    return start_java_peer("PushConsume", namesrv=ns, topic=topic, group=group, **options)
 
 
 async def test_concurrently_with_a_tag_expression(
