@@ -28,7 +28,6 @@ from longboat.client.errors import (
     MessageNotFoundError,
     TransportError,
 )
-from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.protocol import ProtocolError, ResponseCode
 from longboat.protocol.bodies import (
@@ -95,15 +94,6 @@ class Admin(InstanceUser):
         namesrv_addrs: str | list[str] | None = None,
     ) -> None:
         super().__init__(config, namesrv_addrs)
-
-    async def start(self) -> None:
-        if self._instance is None:
-            self._instance = ClientInstance.acquire(self.config)
-
-    async def shutdown(self) -> None:
-        instance, self._instance = self._instance, None
-        if instance is not None:
-            await instance.release()
 
     def __repr__(self) -> str:
         return "Admin()"

@@ -46,7 +46,8 @@ def _report_not_shut_down() -> None:
 class InstanceUser:
     """Holds a `ClientInstance` between `start()` and `shutdown()`; usable as `async with`.
 
-    Subclasses implement `start` (acquire, register) and `shutdown` (unregister, release)."""
+    `start` acquires the shared instance and `shutdown` releases it: all a user that registers
+    nothing needs (admin, queue reader); producers and consumers extend both to register."""
 
     def __init__(self, config: ClientConfig | None, namesrv_addrs: str | list[str] | None) -> None:
         if config is None:
@@ -80,10 +81,13 @@ class InstanceUser:
             self._report_not_shut_down()
 
     async def start(self) -> None:
-        raise NotImplementedError
+        if self._instance is None:
+            self._instance = ClientInstance.acquire(self.config)
 
     async def shutdown(self) -> None:
-        raise NotImplementedError
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            await instance.release()
 
     async def __aenter__(self) -> Self:
         await self.start()

@@ -15,7 +15,6 @@ import time
 from longboat.client.config import ClientConfig
 from longboat.client.consume_from import committed_offset
 from longboat.client.errors import NoRouteError
-from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.types import PullResult
 from longboat.protocol.tags import TagExpression
@@ -34,15 +33,6 @@ class QueueReader(InstanceUser):
         namesrv_addrs: str | list[str] | None = None,
     ) -> None:
         super().__init__(config, namesrv_addrs)
-
-    async def start(self) -> None:
-        if self._instance is None:
-            self._instance = ClientInstance.acquire(self.config)
-
-    async def shutdown(self) -> None:
-        instance, self._instance = self._instance, None
-        if instance is not None:
-            await instance.release()
 
     def __repr__(self) -> str:
         return "QueueReader()"
