@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 from conftest import Cluster, start_cluster
 from longboat.cli.main import cli
 from longboat.client import ClientConfig
+from longboat.client.admin import QueueOffset
 from longboat.client.sync import Admin, LitePullConsumer
 
 from .processes import ServerProcess
@@ -55,8 +56,8 @@ def test_lines_produced_are_consumed_intact_once_per_group(longboat, cluster) ->
     assert again.stdout == ""
     with admin(cluster) as a:
         progress = a.group_progress("cli-lines", "CliLines")
-    assert sum(p.consumer_offset for p in progress) == 4
-    assert sum(p.lag for p in progress) == 0
+    assert sum(p.consumer_offset or 0 for p in progress) == 4
+    assert sum(p.lag or 0 for p in progress) == 0
 
 
 def test_generated_batches_keys_tags_and_lookups(longboat) -> None:
@@ -185,6 +186,25 @@ def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -
         assert len(re.findall(r"CliGroup", forced.stdout)) == 1
 
 
+def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster) -> None:
+    longboat("topic", "create", "-t", "CliHalfCommitted", "--queues", "2")
+    longboat("produce", "-t", "CliHalfCommitted", "-n", "6")
+    with admin(cluster) as a:
+        [q0, q1] = sorted(a.topic_status("CliHalfCommitted"), key=lambda s: s.mq.queue_id)
+        # The group stores an offset on queue 0 only.
+        a.reset_offsets("cli-half", "CliHalfCommitted", QueueOffset(1), queue_id=0)
+        progress = {p.mq.queue_id: p for p in a.group_progress("cli-half", "CliHalfCommitted")}
+    # Queue 0 has a stored offset and the rest of it as lag; queue 1 has neither, not its
+    # whole length as lag.
+    assert (progress[0].consumer_offset, progress[0].lag) == (1, q0.max_offset - 1)
+    assert (progress[1].consumer_offset, progress[1].lag) == (None, None)
+    assert q1.max_offset > 0
+    described = longboat("group", "describe", "cli-half", "-t", "CliHalfCommitted").stdout
+    rows = [line for line in described.splitlines() if "CliHalfCommitted" in line]
+    assert ["no offset stored" in row for row in rows] == [False, True]
+    assert re.search(rf"total(\s*\S){{5}}\s*{q0.max_offset - 1}\s", described)
+
+
 def test_cluster(longboat, cluster) -> None:
     out = longboat("cluster").stdout
     assert cluster.broker_addr in out and "master" in out
@@ -229,7 +249,7 @@ def test_ctrl_c_stops_consume_with_every_printed_message_committed(
     assert "consumed 20 message(s) from CliCtrlC as cli-ctrl-c; offsets committed" in proc.output
     with admin(cluster) as a:
         progress = a.group_progress("cli-ctrl-c", "CliCtrlC")
-    assert sum(p.consumer_offset for p in progress) == 20
+    assert sum(p.consumer_offset or 0 for p in progress) == 20
 
 
 def test_verbose_adds_the_traceback(longboat) -> None:

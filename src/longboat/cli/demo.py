@@ -27,6 +27,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
+from longboat.cli.render import format_progress
 from longboat.cli.runtime import console
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -128,8 +129,7 @@ def run_demo(
         table.add_row(
             f"{p.mq.broker_name}:{p.mq.queue_id}",
             str(p.broker_offset),
-            str(p.consumer_offset),
-            str(p.lag),
+            *format_progress(p.consumer_offset, p.lag),
         )
     console.print(table)
     console.print(

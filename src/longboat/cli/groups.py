@@ -10,7 +10,7 @@ from rich.table import Table
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.consume import reset_target
 from longboat.cli.progress import gather_with_progress
-from longboat.cli.render import format_duration, format_ms
+from longboat.cli.render import format_duration, format_ms, format_progress
 from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import (
     QueueOffset,
@@ -96,15 +96,14 @@ def describe(positional: str | None, name: str | None, topic: str | None, namesr
             p.mq.broker_name,
             str(p.mq.queue_id),
             str(p.broker_offset),
-            str(p.consumer_offset),
-            str(p.lag),
+            *format_progress(p.consumer_offset, p.lag),
             format_duration(p.lag_time),
             format_ms(p.last_timestamp),
         )
     table.add_section()
     worst = max((p.lag_time for p in progress if p.lag_time is not None), default=None)
     table.add_row(
-        "total", "", "", "", "", str(sum(p.lag for p in progress)), format_duration(worst), ""
+        "total", "", "", "", "", str(sum(p.lag or 0 for p in progress)), format_duration(worst), ""
     )
     console.print(table)
 

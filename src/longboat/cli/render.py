@@ -71,6 +71,14 @@ def format_ms(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def format_progress(consumer_offset: int | None, lag: int | None) -> tuple[str, str]:
+    """A queue's consumer offset and lag as shown; a queue the group never committed on has
+    neither (0 would claim the whole queue as lag)."""
+    if consumer_offset is None:
+        return "no offset stored", "-"
+    return str(consumer_offset), str(lag)
+
+
 def format_duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
 from longboat.client.config import ClientConfig
+from longboat.client.consume_from import committed_offset
 from longboat.client.errors import (
     BrokerError,
     ClientError,
@@ -71,15 +73,26 @@ class QueueStatus:
 class QueueProgress:
     mq: MessageQueue
     broker_offset: int
-    consumer_offset: int
+    # None when the group has stored no offset on this queue (it never committed one there):
+    # a consumer joining would start where its consume-from setting says, so there is no lag
+    # to report, and showing 0 would claim the whole queue as lag.
+    consumer_offset: int | None
     # Store time (ms) of the last consumed message; 0 when unknown or nothing consumed.
     last_timestamp: int
     # Seconds the oldest unconsumed message has waited; None when nothing is waiting.
     lag_time: float | None
 
     @property
-    def lag(self) -> int:
+    def lag(self) -> int | None:
+        if self.consumer_offset is None:
+            return None
         return max(0, self.broker_offset - self.consumer_offset)
+
+
+def total_lag(progress: Iterable[QueueProgress]) -> int:
+    """The lag of the queues with a stored offset, retry queues left out (their lag is the
+    group's own retries, not messages it has yet to read)."""
+    return sum(p.lag or 0 for p in progress if not is_retry_queue(p.mq))
 
 
 def is_retry_queue(mq: MessageQueue) -> bool:
@@ -276,7 +289,7 @@ class Admin(InstanceUser):
         members, progress = await asyncio.gather(
             self.consumer_ids(group), self.group_progress(group, with_lag_time=False)
         )
-        return len(members), sum(p.lag for p in progress if not is_retry_queue(p.mq))
+        return len(members), total_lag(progress)
 
     async def consumed_topics(self, group: str) -> list[str]:
         """The topics `group` has offsets on, without its own retry topic."""
@@ -339,10 +352,14 @@ class Admin(InstanceUser):
                     continue
                 raise
             for mq, w in sorted(stats.offset_table.items()):
-                consumer_offset = max(0, w.consumer_offset)
+                # Brokers answer 0 for a queue the group never committed on, as for one it
+                # committed 0 on: only the second has an offset (and a lag) to show.
+                consumer_offset: int | None = w.consumer_offset
+                if w.consumer_offset <= 0:
+                    consumer_offset = await committed_offset(api, addr, group, mq)
                 last_ts = w.last_timestamp
                 lag_time = None
-                if with_lag_time:
+                if with_lag_time and consumer_offset is not None:
                     if not last_ts and consumer_offset > 0:
                         last_ts = await self._store_time(addr, mq, consumer_offset - 1)
                     if w.broker_offset > consumer_offset:

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from longboat.client.admin import Admin, is_retry_queue
+from longboat.client.admin import Admin, is_retry_queue, total_lag
 from longboat.client.errors import ClientError
 
 log = logging.getLogger(__name__)
@@ -68,10 +68,10 @@ class LagSampler:
 
     async def sample(self, group: str) -> None:
         progress = await self.admin.group_progress(group, with_lag_time=False)
-        rows = [p for p in progress if not is_retry_queue(p.mq)]
+        consumed = sum(p.consumer_offset or 0 for p in progress if not is_retry_queue(p.mq))
         now = self.clock()
         history = self._history.setdefault(group, deque())
-        history.append(Sample(now, sum(p.lag for p in rows), sum(p.consumer_offset for p in rows)))
+        history.append(Sample(now, total_lag(progress), consumed))
         while history and history[0].at < now - self.window:
             history.popleft()
 

@@ -10,7 +10,7 @@ import asyncio
 import base64
 from typing import Any
 
-from longboat.client.admin import Admin, QueueProgress, is_retry_queue
+from longboat.client.admin import Admin, QueueProgress, is_retry_queue, total_lag
 from longboat.client.errors import ClientError
 from longboat.client.message import MessageExt, MessageQueue
 from longboat.client.resend import original_topic
@@ -181,7 +181,7 @@ async def group_view(admin: Admin, group: str) -> Json:
         "group": group,
         **connection_json(connection),
         "progress": [progress_json(p) for p in progress],
-        "lag": sum(p.lag for p in progress if not is_retry_queue(p.mq)),
+        "lag": total_lag(progress),
     }
 
 
@@ -216,7 +216,7 @@ async def delivery_states(admin: Admin, msg: MessageExt) -> list[Json]:
                         "group": name,
                         "broker": p.mq.broker_name,
                         "consumerOffset": p.consumer_offset,
-                        "consumed": p.consumer_offset > msg.queue_offset,
+                        "consumed": (p.consumer_offset or 0) > msg.queue_offset,
                     }
                 )
     return states

@@ -201,7 +201,7 @@ const pages = {
           g.members.map(m => [m.clientId, m.addr, m.language, m.version])),
         table("offsets per queue", [["topic"], ["broker"], ["queue", 1], ["broker offset", 1],
           ["consumer offset", 1], ["lag", 1], ["lag time", 1], ["last consumed"]],
-          g.progress.map(p => [p.topic, p.broker, p.queue, p.brokerOffset, p.consumerOffset, p.lag,
+          g.progress.map(p => [p.topic, p.broker, p.queue, p.brokerOffset, p.consumerOffset ?? "no offset stored", p.lag ?? "-",
             fmtDur(p.lagTime), fmtTime(p.lastTimestamp)])));
     };
   },
@@ -324,7 +324,7 @@ function messageCard(m) {
         ["reconsume times", m.reconsumeTimes], ["body size", `${m.bodySize} bytes`]]),
       table("properties", [["property"], ["value"]], props)),
     m.delivery ? table("delivery per group", [["group"], ["broker"], ["consumer offset", 1], ["state"]],
-      m.delivery.map(d => [d.group, d.broker, d.consumerOffset, d.consumed ? "consumed" : "not consumed"])) : null,
+      m.delivery.map(d => [d.group, d.broker, d.consumerOffset ?? "no offset stored", d.consumed ? "consumed" : "not consumed"])) : null,
     h("label", {class: "inline"}, "Show body as", modes), pre,
     h("form", {"aria-label": "Resend", onsubmit: e => { e.preventDefault(); resend(m, group.value); }},
       field("Resend to group", group), h("button", {type: "submit"}, "Resend")));
