@@ -6,6 +6,7 @@ import json
 import re
 import signal
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -203,6 +204,28 @@ def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster
     rows = [line for line in described.splitlines() if "CliHalfCommitted" in line]
     assert ["no offset stored" in row for row in rows] == [False, True]
     assert re.search(rf"total(\s*\S){{5}}\s*{q0.max_offset - 1}\s", described)
+
+
+def test_every_listing_has_a_json_format(longboat, cluster) -> None:
+    longboat("topic", "create", "-t", "CliJson", "--queues", "2")
+    longboat("produce", "-t", "CliJson", "-n", "4", "--batch", "4")
+    longboat("consume", "-t", "CliJson", "-g", "cli-json", "--from", "earliest", "-n", "4")
+
+    def as_json(*args: str) -> Any:
+        return json.loads(longboat(*args, "--format", "json").stdout)
+
+    [topic] = [t for t in as_json("topic", "list") if t["topic"] == "CliJson"]
+    assert topic["kind"] == "normal"
+    assert [(q["read"], q["write"], q["perm"]) for q in topic["route"]["queues"]] == [(2, 2, "rw")]
+    described = as_json("topic", "describe", "-t", "CliJson")
+    assert sum(q["messages"] for q in described["queues"]) == 4
+    assert {g["group"]: g["lag"] for g in as_json("group", "list")}["cli-json"] == 0
+    group = as_json("group", "describe", "cli-json", "-t", "CliJson")
+    assert group["members"] == [] and group["lag"] == 0
+    assert sum(q["consumerOffset"] for q in group["progress"]) == 4
+    [broker] = as_json("cluster")
+    assert (broker["addr"], broker["role"], broker["id"]) == (cluster.broker_addr, "master", 0)
+    assert broker["topics"] >= 1
 
 
 def test_cluster(longboat, cluster) -> None:

@@ -8,6 +8,7 @@ import click
 from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
+from longboat.cli.render import format_option, print_json
 from longboat.cli.runtime import console, run
 from longboat.client import ClientError
 from longboat.client.admin import Admin
@@ -18,11 +19,12 @@ MASTER_ID = 0
 
 
 @click.command()
+@format_option
 @namesrv_option
-def cluster(namesrv: str) -> None:
+def cluster(output: str, namesrv: str) -> None:
     """Clusters, brokers (name, id, role, address) and how many user topics each serves."""
 
-    async def go() -> tuple[ClusterInfo, dict[str, str]]:
+    async def go() -> tuple[ClusterInfo, dict[str, int | str]]:
         async with admin_for(namesrv) as admin:
             info = await admin.cluster_info()
             addrs = sorted(
@@ -33,23 +35,47 @@ def cluster(namesrv: str) -> None:
             return info, dict(zip(addrs, counts, strict=True))
 
     info, topics = run(go())
+    if output == "json":
+        print_json(
+            [
+                {
+                    "cluster": cluster_name,
+                    "broker": name,
+                    "id": broker_id,
+                    "role": role_of(broker_id),
+                    "addr": addr,
+                    **(
+                        {"topics": topics[addr]}
+                        if isinstance(topics[addr], int)
+                        else {"topics": None, "error": topics[addr]}
+                    ),
+                }
+                for cluster_name, name, broker_id, addr in info.members()
+            ]
+        )
+        return
     if not info.broker_addr_table:
         console.print("no broker is registered with the name server")
         return
     table = Table("cluster", "broker", "id", "role", "address", "topics")
     for cluster_name, name, broker_id, addr in info.members():
-        role = "master" if broker_id == MASTER_ID else "slave"
-        table.add_row(cluster_name, name, str(broker_id), role, addr, topics[addr])
+        table.add_row(
+            cluster_name, name, str(broker_id), role_of(broker_id), addr, str(topics[addr])
+        )
     console.print(table)
 
 
-async def topic_count(admin: Admin, addr: str, reserved: set[str]) -> str:
+def role_of(broker_id: int) -> str:
+    return "master" if broker_id == MASTER_ID else "slave"
+
+
+async def topic_count(admin: Admin, addr: str, reserved: set[str]) -> int | str:
     """User topics on the broker at `addr`; why not, when it cannot be asked."""
     try:
         configs = await admin.broker_topics(addr)
     except ClientError as exc:
         return f"unreachable ({type(exc).__name__})"
-    return str(sum(1 for t in configs if topic_kind(t, reserved) == "normal"))
+    return sum(1 for t in configs if topic_kind(t, reserved) == "normal")
 
 
 COMMANDS = (cluster,)

@@ -10,13 +10,20 @@ from rich.table import Table
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.consume import reset_target
 from longboat.cli.progress import gather_with_progress
-from longboat.cli.render import format_duration, format_ms, format_progress
+from longboat.cli.render import (
+    format_duration,
+    format_ms,
+    format_option,
+    format_progress,
+    print_json,
+)
 from longboat.cli.runtime import console, fail, run
 from longboat.client.admin import (
     QueueOffset,
     QueueProgress,
     ResetTarget,
 )
+from longboat.client.admin_json import group_json
 from longboat.client.errors import GroupOnlineError
 from longboat.client.message import MessageQueue
 from longboat.protocol.bodies import ConsumerConnection
@@ -28,8 +35,9 @@ def group() -> None:
 
 
 @group.command(name="list")
+@format_option
 @namesrv_option
-def list_groups(namesrv: str) -> None:
+def list_groups(output: str, namesrv: str) -> None:
     """Every consumer group the cluster knows, with its live members and total lag."""
 
     async def go() -> list[tuple[str, int, int]]:
@@ -40,8 +48,12 @@ def list_groups(namesrv: str) -> None:
             )
             return list(zip(names, *zip(*rows, strict=True), strict=True)) if names else []
 
+    listed = run(go())
+    if output == "json":
+        print_json([{"group": n, "members": members, "lag": lag} for n, members, lag in listed])
+        return
     table = Table("group", "members", "lag")
-    for name, members, lag in run(go()):
+    for name, members, lag in listed:
         table.add_row(name, str(members), str(lag))
     console.print(table)
 
@@ -63,8 +75,11 @@ def resolve_group(positional: str | None, name: str | None) -> str:
 @group.command()
 @group_name
 @click.option("-t", "--topic", help="Only this topic [default: every topic the group consumes].")
+@format_option
 @namesrv_option
-def describe(positional: str | None, name: str | None, topic: str | None, namesrv: str) -> None:
+def describe(
+    positional: str | None, name: str | None, topic: str | None, output: str, namesrv: str
+) -> None:
     """A group's members and, per queue: broker offset, consumer offset, lag, lag time (how
     long the oldest unconsumed message has waited) and when the last consumed one was stored."""
     name = resolve_group(positional, name)
@@ -76,6 +91,9 @@ def describe(positional: str | None, name: str | None, topic: str | None, namesr
             )
 
     connection, progress = run(go())
+    if output == "json":
+        print_json(group_json(name, connection, progress))
+        return
     console.print(members_table(name, connection))
     if not progress:
         console.print("no committed offsets" + (f" on topic {topic}" if topic else ""))

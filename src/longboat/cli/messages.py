@@ -6,12 +6,10 @@ import click
 
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.progress import LateProgress
-from longboat.cli.render import message_json, message_table
+from longboat.cli.render import format_option, message_json, message_table
 from longboat.cli.runtime import console, fail, say
 from longboat.cli.runtime import run as run_async
 from longboat.client.message import MessageExt
-
-FORMATS = click.Choice(["table", "json"])
 
 
 @click.group()
@@ -22,7 +20,7 @@ def message() -> None:
 @message.command()
 @click.argument("msg_id")
 @click.option("-t", "--topic", help="Topic to search for a producer id (UNIQ_KEY).")
-@click.option("--format", "output", type=FORMATS, default="table", show_default=True)
+@format_option
 @namesrv_option
 def get(msg_id: str, topic: str | None, output: str, namesrv: str) -> None:
     """Show the message with MSG_ID: the broker's offset id (it names the broker itself), or
@@ -46,7 +44,7 @@ def get(msg_id: str, topic: str | None, output: str, namesrv: str) -> None:
     type=click.IntRange(min=1),
     help="At most this many messages per topic and broker.",
 )
-@click.option("--format", "output", type=FORMATS, default="table", show_default=True)
+@format_option
 @namesrv_option
 def find(key: str, topic: str | None, max_num: int, output: str, namesrv: str) -> None:
     """Find messages by key, oldest first; when there are none, say what was searched."""

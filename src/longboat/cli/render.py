@@ -34,6 +34,24 @@ def message_record(msg: MessageExt) -> dict[str, object]:
     return record
 
 
+def format_option(fn: click.decorators.FC) -> click.decorators.FC:
+    """`--format table|json`: a table for people, JSON for scripts (the dashboard API's shapes,
+    `longboat.client.admin_json`)."""
+    return click.option(
+        "--format",
+        "output",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="table, or json for scripts.",
+    )(fn)
+
+
+def print_json(document: object) -> None:
+    """One JSON document on stdout, on one line."""
+    click.echo(orjson.dumps(document))
+
+
 def message_json(msg: MessageExt) -> str:
     return orjson.dumps(message_record(msg)).decode()
 

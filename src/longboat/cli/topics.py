@@ -7,18 +7,16 @@ from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.progress import gather_with_progress
+from longboat.cli.render import format_option, print_json
 from longboat.cli.runtime import console, run, say
 from longboat.client import NoRouteError
 from longboat.client.admin import Admin, QueueStatus
+from longboat.client.admin_json import perm_text, route_json, topic_json
 from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 PERMS = {"rw": PERM_READ | PERM_WRITE, "r": PERM_READ, "w": PERM_WRITE, "none": 0}
-
-
-def perm_text(perm: int) -> str:
-    return ("r" if perm & PERM_READ else "-") + ("w" if perm & PERM_WRITE else "-")
 
 
 @click.group()
@@ -115,8 +113,9 @@ def update(
 
 @topic.command(name="list")
 @click.option("--all", "show_all", is_flag=True, help="Include retry, DLQ and system topics.")
+@format_option
 @namesrv_option
-def list_topics(show_all: bool, namesrv: str) -> None:
+def list_topics(show_all: bool, output: str, namesrv: str) -> None:
     """Topics the name servers route, with their brokers, queues and permission."""
 
     async def go() -> list[tuple[str, str, TopicRouteData | None]]:
@@ -130,8 +129,17 @@ def list_topics(show_all: bool, namesrv: str) -> None:
             )
             return [(t, kinds[t], r) for t, r in zip(shown, routes, strict=True)]
 
+    listed = run(go())
+    if output == "json":
+        print_json(
+            [
+                {"topic": name, "kind": kind, "route": route and route_json(route)}
+                for name, kind, route in listed
+            ]
+        )
+        return
     table = Table("topic", "kind", "brokers", "write queues", "read queues", "perm")
-    for name, kind, route in run(go()):
+    for name, kind, route in listed:
         if route is None:
             table.add_row(name, kind, "-", "-", "-", "-")
             continue
@@ -156,8 +164,9 @@ async def route_or_none(admin: Admin, name: str) -> TopicRouteData | None:
 
 @topic.command()
 @click.option("-t", "--topic", "name", required=True)
+@format_option
 @namesrv_option
-def describe(name: str, namesrv: str) -> None:
+def describe(name: str, output: str, namesrv: str) -> None:
     """A topic's brokers and, per queue, its min and max offsets."""
 
     async def go() -> tuple[TopicRouteData, list[QueueStatus]]:
@@ -165,6 +174,9 @@ def describe(name: str, namesrv: str) -> None:
             return await admin.route(name), await admin.topic_status(name)
 
     route, status = run(go())
+    if output == "json":
+        print_json(topic_json(name, route, status))
+        return
     console.print(route_table(name, route))
     table = Table(
         "broker",

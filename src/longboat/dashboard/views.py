@@ -8,24 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
 
-from longboat.client.admin import Admin, QueueProgress, is_retry_queue, total_lag
+from longboat.client.admin import Admin
+from longboat.client.admin_json import Json, group_json, topic_json
 from longboat.client.errors import ClientError
 from longboat.client.message import MessageExt, MessageQueue
 from longboat.client.resend import original_topic
-from longboat.protocol.bodies import ConsumerConnection, TopicRouteData
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, topic_kind
-from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 MASTER_ID = 0
 # At most this many messages in one listing (a time range, a DLQ).
 MAX_LISTED = 200
-Json = dict[str, Any]
-
-
-def perm_text(perm: int) -> str:
-    return ("r" if perm & PERM_READ else "-") + ("w" if perm & PERM_WRITE else "-")
 
 
 async def cluster_view(admin: Admin) -> Json:
@@ -86,40 +79,9 @@ async def topics_view(admin: Admin) -> Json:
     return {"topics": [{"name": t, "kind": topic_kind(t, reserved)} for t in topics]}
 
 
-def route_json(route: TopicRouteData) -> Json:
-    return {
-        "queues": [
-            {
-                "broker": q.broker_name,
-                "read": q.read_queue_nums,
-                "write": q.write_queue_nums,
-                "perm": perm_text(q.perm),
-            }
-            for q in sorted(route.queue_datas, key=lambda q: q.broker_name)
-        ],
-        "brokers": [
-            {"broker": b.broker_name, "addrs": {str(k): v for k, v in b.broker_addrs.items()}}
-            for b in sorted(route.broker_datas, key=lambda b: b.broker_name)
-        ],
-    }
-
-
 async def topic_view(admin: Admin, topic: str) -> Json:
     route, status = await asyncio.gather(admin.route(topic), admin.topic_status(topic))
-    return {
-        "topic": topic,
-        "route": route_json(route),
-        "queues": [
-            {
-                "broker": s.mq.broker_name,
-                "queue": s.mq.queue_id,
-                "min": s.min_offset,
-                "max": s.max_offset,
-                "messages": s.messages,
-            }
-            for s in status
-        ],
-    }
+    return topic_json(topic, route, status)
 
 
 async def groups_view(admin: Admin) -> Json:
@@ -139,50 +101,11 @@ def group_state(members: int, lag: int) -> str:
     return "lagging" if lag else "running"
 
 
-def connection_json(connection: ConsumerConnection) -> Json:
-    return {
-        "members": [
-            {
-                "clientId": c.client_id,
-                "addr": c.client_addr,
-                "language": c.language,
-                "version": c.version,
-            }
-            for c in connection.connections
-        ],
-        "subscriptions": [
-            {"topic": t, "expression": s.sub_string}
-            for t, s in sorted(connection.subscriptions.items())
-        ],
-        "messageModel": connection.message_model,
-        "consumeType": connection.consume_type,
-    }
-
-
-def progress_json(p: QueueProgress) -> Json:
-    return {
-        "topic": p.mq.topic,
-        "broker": p.mq.broker_name,
-        "queue": p.mq.queue_id,
-        "brokerOffset": p.broker_offset,
-        "consumerOffset": p.consumer_offset,
-        "lag": p.lag,
-        "lagTime": p.lag_time,
-        "lastTimestamp": p.last_timestamp,
-        "retry": is_retry_queue(p.mq),
-    }
-
-
 async def group_view(admin: Admin, group: str) -> Json:
     connection, progress = await asyncio.gather(
         admin.group_connections(group), admin.group_progress(group)
     )
-    return {
-        "group": group,
-        **connection_json(connection),
-        "progress": [progress_json(p) for p in progress],
-        "lag": total_lag(progress),
-    }
+    return group_json(group, connection, progress)
 
 
 def message_json(msg: MessageExt) -> Json:
