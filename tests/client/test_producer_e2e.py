@@ -106,3 +106,19 @@ async def test_unknown_topic_without_auto_create_fails_clearly(namesrv_no_autocr
     text = str(info.value)
     assert "NoSuchTopic_x" in text and "create" in text
     assert info.value.code == 17
+
+
+async def test_a_topic_a_send_auto_creates_has_as_many_queues_as_topic_create_makes(
+    namesrv: str,
+) -> None:
+    topic = unique("Auto")
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        sent = await producer.send(Message(topic, b"first"))
+    assert sent.status is SendStatus.SEND_OK
+    async with Admin(config=config_for(namesrv)) as admin:
+        status = await admin.topic_status(topic)
+        [queues] = {len(status)}
+        route = await admin.route(topic)
+    # The producer asked for 8, a default broker's TBW102 allows 8: `topic create`'s default.
+    assert queues == 8
+    assert [(q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [(8, 8)]

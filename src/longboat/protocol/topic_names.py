@@ -49,8 +49,10 @@ def is_system_topic(name: str) -> bool:
 # TBW102's route, so both sides must agree on the new topic's queue count:
 # `auto_created_queue_nums` is that agreement.
 AUTO_CREATE_TOPIC_KEY = "TBW102"
-# Queues a producer asks for when its send auto-creates a topic (Java's defaultTopicQueueNums).
-DEFAULT_TOPIC_QUEUE_NUMS = 4
+# Queues a producer asks for when its send auto-creates a topic (Java's defaultTopicQueueNums
+# is 4): 8, as `topic create` makes and a default broker's TBW102 allows, so a topic has the
+# same number of queues however it came to exist.
+DEFAULT_TOPIC_QUEUE_NUMS = 8
 
 
 def auto_created_queue_nums(requested: int, default_topic_write_queue_nums: int) -> int:
