@@ -41,6 +41,14 @@ async def test_client_doc_examples_run(namesrv: str) -> None:
 
     assert sorted(await ex["bill_orders"](namesrv, 2)) == [b"paid", b"shipped"]
 
+    applied: list[bytes] = []
+    async with ex["orderly_consumer"](namesrv, applied):
+        async with asyncio.timeout(30):
+            while not {b"paid", b"shipped"} <= set(applied):
+                await asyncio.sleep(0.05)
+    # One sharding key, one queue: applied in the order sent.
+    assert applied.index(b"paid") < applied.index(b"shipped")
+
     lag, by_key, first = await ex["inspect_orders"](namesrv)
     assert lag >= 0  # the delayed message may or may not have arrived yet
     assert by_key == [b"created", b"paid", b"shipped"]

@@ -205,7 +205,11 @@ async def test_broadcasting_delivers_everything_to_every_member(
             offset_store_dir=tmp_path,
         )
         member.subscribe(topic)
-        member.register_listener(lambda msgs, ctx, name=name: deliveries.record(name, ctx.mq, msgs))
+
+        def listener(msgs: list[MessageExt], ctx: ConcurrentContext, name: str = name) -> None:
+            deliveries.record(name, ctx.mq, msgs)
+
+        member.register_concurrent(listener)
         members.append(member)
         await member.start()
     bodies = {f"all-{i}" for i in range(10)}

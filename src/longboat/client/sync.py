@@ -21,7 +21,7 @@ import concurrent.futures
 import logging
 import threading
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
-from typing import Any, Self, TypeVar, Unpack
+from typing import Any, Literal, Self, TypeVar, Unpack, overload
 
 from longboat.client import admin as _admin
 from longboat.client import lite_pull as _lite_pull
@@ -38,7 +38,7 @@ from longboat.client.lifecycle import warn_not_shut_down
 from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
 from longboat.client.producer import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE, SendCallback
 from longboat.client.push import consumer as _push
-from longboat.client.push.listener import ConcurrentListener, OrderlyListener
+from longboat.client.push.listener import ConcurrentListener, ListenerKindError, OrderlyListener
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.selector import QueueSelector
 from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
@@ -543,6 +543,29 @@ class PushConsumer(_Blocking):
 
     def unsubscribe(self, topic: str) -> None:
         self._loop.call(self._async.unsubscribe, topic)
+
+    @property
+    def listener_error(self) -> ListenerKindError | None:
+        return self._async.listener_error
+
+    def register_concurrent(self, listener: ConcurrentListener) -> None:
+        self._loop.call(self._async.register_concurrent, listener)
+
+    def register_orderly(self, listener: OrderlyListener) -> None:
+        self._loop.call(self._async.register_orderly, listener)
+
+    @overload
+    def register_listener(
+        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
+    ) -> None: ...
+
+    @overload
+    def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
+
+    @overload
+    def register_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool
+    ) -> None: ...
 
     def register_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False

@@ -12,6 +12,7 @@ from longboat.client.push.consumer import PushConsumer
 from longboat.client.push.listener import (
     ConcurrentContext,
     ConsumeResult,
+    ListenerKindError,
     OrderlyContext,
     OrderlyResult,
 )
@@ -22,6 +23,7 @@ __all__ = [
     "ConsumeFrom",
     "ConsumeResult",
     "FlowControl",
+    "ListenerKindError",
     "MessageModel",
     "OrderlyContext",
     "OrderlyResult",

@@ -34,6 +34,7 @@ from longboat.client.push.listener import (
     ConcurrentContext,
     ConcurrentListener,
     ConsumeResult,
+    ListenerKindError,
     ResultReader,
     call_listener,
     is_async,
@@ -68,6 +69,7 @@ class ConcurrentConsumeService:
         consumed: Consumed,
         local_retry_delay: float = 5.0,
         consume_timeout: float = 15 * 60.0,
+        on_kind_error: Callable[[ListenerKindError], None] | None = None,
     ) -> None:
         self.listener = listener
         self.consume_timeout = consume_timeout
@@ -80,7 +82,11 @@ class ConcurrentConsumeService:
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
         self._results = ResultReader(
-            ConsumeResult, ConsumeResult.SUCCESS, ConsumeResult.RECONSUME_LATER
+            listener,
+            ConsumeResult,
+            ConsumeResult.SUCCESS,
+            ConsumeResult.RECONSUME_LATER,
+            on_kind_error,
         )
         self.redelivery = redelivery
         self._consumed = consumed
@@ -122,7 +128,7 @@ class ConcurrentConsumeService:
     async def _work(self) -> None:
         while True:
             request = await self._queue.get()
-            if request.pq.dropped:
+            if request.pq.dropped or self._results.error:
                 continue
             self.inflight.begin(request.mq)
             try:
@@ -145,7 +151,10 @@ class ConcurrentConsumeService:
             result = ConsumeResult.RECONSUME_LATER
         finally:
             del self._running[id(request)]
-        result = self._results.read(result)
+        try:
+            result = self._results.read(result)
+        except ListenerKindError:
+            return  # left in the process queue: uncommitted, delivered again after a fix
         late = {id(m) for m in msgs} & self._timed_out if self._timed_out else set()
         if late:  # sent back by the timeout already: this call's result is too late
             self._timed_out -= late

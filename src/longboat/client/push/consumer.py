@@ -30,7 +30,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Unpack
+from typing import Literal, Unpack, overload
 
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from longboat.client.consume_from import offset_for
@@ -45,7 +45,14 @@ from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.producer import Producer
 from longboat.client.push.concurrent import ConcurrentConsumeService
-from longboat.client.push.listener import ConcurrentListener, OrderlyListener
+from longboat.client.push.listener import (
+    ConcurrentListener,
+    ConsumeResult,
+    ListenerKindError,
+    OrderlyListener,
+    OrderlyResult,
+    check_annotation,
+)
 from longboat.client.push.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from longboat.client.push.orderly import OrderlyConsumeService
 from longboat.client.push.process_queue import FlowLimits, ProcessQueue
@@ -109,6 +116,8 @@ class PushConsumer(InstanceUser):
         self._resets: set[asyncio.Task[None]] = set()
         self._producer: Producer | None = None
         self._persist_task: asyncio.Task[None] | None = None
+        # Why this consumer stopped consuming: its listener returned the other kind's result.
+        self.listener_error: ListenerKindError | None = None
 
     def __repr__(self) -> str:
         return f"PushConsumer({self.group}, {self.settings.message_model.value})"
@@ -140,12 +149,35 @@ class PushConsumer(InstanceUser):
             self._instance.request_heartbeat()
             self._request_rebalance()
 
+    def register_concurrent(self, listener: ConcurrentListener) -> None:
+        """Set a concurrent listener (before `start`): it returns `ConsumeResult` or None."""
+        self.register_listener(listener)
+
+    def register_orderly(self, listener: OrderlyListener) -> None:
+        """Set an orderly listener (before `start`): it returns `OrderlyResult` or None."""
+        self.register_listener(listener, orderly=True)
+
+    @overload
+    def register_listener(
+        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
+    ) -> None: ...
+
+    @overload
+    def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
+
+    @overload
+    def register_listener(
+        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool
+    ) -> None: ...
+
     def register_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
     ) -> None:
-        """Set the listener (before `start`): concurrent by default, or orderly."""
+        """Set the listener (before `start`): concurrent by default, or orderly.  A listener
+        annotated to return the other kind's result is refused (`ListenerKindError`)."""
         if self._instance is not None:
             raise ClientUsageError("register the listener before start()")
+        check_annotation(listener, OrderlyResult if orderly else ConsumeResult)
         self._listener = listener
         self._orderly = orderly
 
@@ -241,6 +273,7 @@ class PushConsumer(InstanceUser):
                 consumed=self._consumed,
                 use_broker_locks=not self.broadcasting,
                 suspend_time=self.settings.suspend_current_queue_time,
+                on_kind_error=self._listener_failed,
             )
         return ConcurrentConsumeService(
             self._listener,  # type: ignore[arg-type]
@@ -253,6 +286,7 @@ class PushConsumer(InstanceUser):
             consumed=self._consumed,
             local_retry_delay=self.settings.local_retry_delay,
             consume_timeout=self.settings.consume_timeout,
+            on_kind_error=self._listener_failed,
         )
 
     async def shutdown(self) -> None:
@@ -292,6 +326,10 @@ class PushConsumer(InstanceUser):
         await instance.release()
         self._service = self._store = self._rebalance = self._producer = None
         self._persist_task = None
+
+    def _listener_failed(self, error: ListenerKindError) -> None:
+        self.listener_error = error
+        self.suspend()
 
     def suspend(self) -> None:
         """Stop pulling (listeners finish what is cached); `resume` starts again."""

@@ -9,6 +9,7 @@ A listener may be a plain function (run on the consumer's thread pool, so it may
 | returns None (nothing)  | SUCCESS                      | SUCCESS                        |
 | returns the enum        | as it says                   | as it says                     |
 | raises                  | RECONSUME_LATER              | SUSPEND_CURRENT_QUEUE_A_MOMENT |
+| returns the other enum  | usage error: consumer stops  | usage error: consumer stops    |
 | returns anything else   | RECONSUME_LATER (warned once)| SUSPEND_... (warned once)      |
 
 So the common listener is just a function that processes its messages.  None is success
@@ -16,6 +17,14 @@ because a Python function that falls off its end returns None (Java's listeners 
 a status, and a null one is RECONSUME_LATER); any other value — `True`, `"ok"` — is a mistake
 the consumer cannot read, so it is treated as a failure (nothing is lost) and logged once per
 consumer with what was returned.
+
+The other kind's enum (`ConsumeResult.SUCCESS` from an orderly listener, say) is a listener
+registered as the wrong kind.  Read as a failure it would suspend an orderly queue forever, so
+at its first appearance it is a `ListenerKindError`: logged once with the fix, the consumer
+stops pulling and consuming (`PushConsumer.listener_error` holds it) and the messages stay
+uncommitted, so the corrected consumer gets them again.  `register_concurrent` /
+`register_orderly` (or `register_listener`'s overloads) let a type checker catch it sooner, and
+a listener whose return annotation names the other enum is refused at registration.
 """
 
 from __future__ import annotations
@@ -27,8 +36,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
+from longboat.client.errors import ClientUsageError
 from longboat.client.tasks import ended
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
@@ -59,21 +69,74 @@ class OrderlyResult(Enum):
 E = TypeVar("E", ConsumeResult, OrderlyResult)
 
 
+class ListenerKindError(ClientUsageError):
+    """A listener returned the other kind's result: it was registered as the wrong kind."""
+
+
+def other_kind(kind: type[Enum]) -> type[Enum]:
+    return OrderlyResult if kind is ConsumeResult else ConsumeResult
+
+
+def kind_mistake(listener: Callable[..., Any], kind: type[Enum]) -> ListenerKindError:
+    """The error for `listener` (registered for `kind`) returning the other kind's enum."""
+    name = getattr(listener, "__qualname__", repr(listener))
+    if kind is OrderlyResult:
+        registered, fix = "an orderly", "register_concurrent(listener)"
+    else:
+        registered, fix = "a concurrent", "register_orderly(listener)"
+    return ListenerKindError(
+        f"{name} is registered as {registered} listener, which returns {kind.__name__} (or "
+        f"None), but it returns {other_kind(kind).__name__}: return {kind.__name__}, or "
+        f"register it with {fix}"
+    )
+
+
+def check_annotation(listener: Callable[..., Any], kind: type[Enum]) -> None:
+    """Refuse at registration a listener whose return annotation names only the other kind's
+    enum (the mistake found before any message is consumed)."""
+    try:
+        target = listener if inspect.isroutine(listener) else type(listener).__call__
+        hints = get_type_hints(target)
+    except Exception:  # unresolvable annotations: the first call's check remains
+        return
+    named = str(hints.get("return", ""))
+    if other_kind(kind).__name__ in named and kind.__name__ not in named:
+        raise kind_mistake(listener, kind)
+
+
 class ResultReader:
     """Reads a listener's return value as the table above says, warning once about a value
-    that is neither None nor a result."""
+    that is neither None nor a result, raising `ListenerKindError` for the other kind's."""
 
-    def __init__(self, kind: type[E], success: E, failure: E) -> None:
+    def __init__(
+        self,
+        listener: Callable[..., Any],
+        kind: type[E],
+        success: E,
+        failure: E,
+        on_kind_error: Callable[[ListenerKindError], None] | None = None,
+    ) -> None:
+        self.listener = listener
         self.kind: type[Enum] = kind
         self.success: Enum = success
         self.failure: Enum = failure
+        self.on_kind_error = on_kind_error
         self.warned = False
+        # Set at the first result of the other kind; the service consumes nothing after it.
+        self.error: ListenerKindError | None = None
 
     def read(self, value: object) -> Any:
         if value is None:
             return self.success
         if isinstance(value, self.kind):
             return value
+        if isinstance(value, other_kind(self.kind)):
+            if self.error is None:
+                self.error = kind_mistake(self.listener, self.kind)
+                log.error("%s; consuming stopped, the messages stay uncommitted", self.error)
+                if self.on_kind_error is not None:
+                    self.on_kind_error(self.error)
+            raise self.error
         if not self.warned:
             self.warned = True
             log.warning(

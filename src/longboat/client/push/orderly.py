@@ -36,6 +36,7 @@ from longboat.client.instance import ClientInstance
 from longboat.client.push.concurrent import Consumed
 from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
+    ListenerKindError,
     OrderlyContext,
     OrderlyListener,
     OrderlyResult,
@@ -79,6 +80,7 @@ class OrderlyConsumeService:
         lock_max_age: float = 30.0,
         lock_retry: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
+        on_kind_error: Callable[[ListenerKindError], None] | None = None,
     ) -> None:
         self.listener = listener
         self._is_async = is_async(listener)
@@ -88,7 +90,11 @@ class OrderlyConsumeService:
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
         self._results = ResultReader(
-            OrderlyResult, OrderlyResult.SUCCESS, OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            listener,
+            OrderlyResult,
+            OrderlyResult.SUCCESS,
+            OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+            on_kind_error,
         )
         self.redelivery = redelivery
         self._consumed = consumed
@@ -217,7 +223,7 @@ class OrderlyConsumeService:
         while True:
             mq = await self._ready.get()
             pq = self._queues.get(mq)
-            if pq is None or pq.dropped:
+            if pq is None or pq.dropped or self._results.error:
                 self._scheduled.discard(mq)
                 continue
             if (
@@ -255,7 +261,11 @@ class OrderlyConsumeService:
         except Exception:
             log.exception("orderly listener failed on %s at offset %d", mq, msgs[0].queue_offset)
             result = OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
-        result = self._results.read(result)
+        try:
+            result = self._results.read(result)
+        except ListenerKindError:
+            pq.give_back()  # uncommitted, delivered again after a fix
+            return None
         if pq.dropped:
             pq.give_back()
             return None

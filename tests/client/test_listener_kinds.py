@@ -1,0 +1,98 @@
+"""A listener registered as the wrong kind (#19 item 6): refused at registration when its
+annotation says so, else a usage error at its first result — never an orderly queue suspended
+forever — and nothing it was given is committed, so a corrected consumer gets it all."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from longboat.client.push import (
+    ConcurrentContext,
+    ConsumeFrom,
+    ConsumeResult,
+    ListenerKindError,
+    OrderlyContext,
+    OrderlyResult,
+    PushConsumer,
+)
+from longboat.protocol.message import MessageExt
+
+from .client_e2e import config_for, unique
+from .push_support import Deliveries, create_topic, send
+
+BODIES = ["a", "b", "c"]
+
+
+def consumer_for(namesrv: str, group: str, topic: str) -> PushConsumer:
+    consumer = PushConsumer(
+        group,
+        config=config_for(namesrv),
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+        broker_suspend_timeout=1.0,
+        pull_timeout=5.0,
+        suspend_current_queue_time=0.05,
+    )
+    consumer.subscribe(topic)
+    return consumer
+
+
+def test_a_listener_annotated_with_the_other_result_is_refused_at_registration() -> None:
+    def concurrent(msgs: list[MessageExt], ctx: ConcurrentContext) -> ConsumeResult:
+        return ConsumeResult.SUCCESS
+
+    def orderly(msgs: list[MessageExt], ctx: OrderlyContext) -> OrderlyResult:
+        return OrderlyResult.SUCCESS
+
+    consumer = PushConsumer(unique("g"))
+    with pytest.raises(ListenerKindError, match="register it with register_concurrent"):
+        consumer.register_orderly(concurrent)  # type: ignore[arg-type]
+    with pytest.raises(ListenerKindError, match="register it with register_orderly"):
+        consumer.register_listener(orderly)  # type: ignore[arg-type]
+    consumer.register_concurrent(concurrent)
+    consumer.register_orderly(orderly)
+
+
+@pytest.mark.parametrize("orderly", [True, False], ids=["orderly", "concurrent"])
+async def test_the_other_kinds_result_stops_the_consumer_at_the_first_call(
+    namesrv: str, orderly: bool
+) -> None:
+    topic, group = await create_topic(namesrv, 1, order=orderly), unique("g")
+    await send(namesrv, topic, BODIES)
+    calls = 0
+    wrong: Any = ConsumeResult.SUCCESS if orderly else OrderlyResult.SUCCESS
+
+    def mistaken(msgs: list[MessageExt], ctx: Any):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return wrong
+
+    consumer = consumer_for(namesrv, group, topic)
+    consumer.register_listener(mistaken, orderly=orderly)
+    async with consumer:
+        async with asyncio.timeout(20):
+            while consumer.listener_error is None:
+                await asyncio.sleep(0.05)
+        at_error = calls
+        await asyncio.sleep(1.0)  # an orderly queue would be retried every 50 ms here
+        # Orderly: the one call. Concurrent: the calls already running on the pool's threads
+        # when the first result was read, then none.
+        assert calls == at_error
+        assert calls == 1 if orderly else calls <= len(BODIES)
+    assert isinstance(consumer.listener_error, ListenerKindError)
+    fix = "register_concurrent" if orderly else "register_orderly"
+    assert fix in str(consumer.listener_error)
+
+    # Nothing was committed: the same group, corrected, gets every message.
+    deliveries = Deliveries()
+    corrected = consumer_for(namesrv, group, topic)
+
+    def right(msgs: list[MessageExt], ctx: Any) -> None:
+        deliveries.record("c", ctx.mq, msgs)
+
+    corrected.register_listener(right, orderly=orderly)
+    async with corrected:
+        await deliveries.wait_for_bodies(set(BODIES), timeout=20)
+    assert corrected.listener_error is None
