@@ -3,7 +3,7 @@ a send's latency beside 1,000 parked pulls, and the idle cost of parked pulls, o
 against a broker in another process.
 
     python -m bench.broker_bench [--runs 3] [--rounds 1000] [--holds 10000] [--messages 50000]
-                                 [--only "send, bare"]
+                                 [--only "send, bare"] [--pin]
 
 A child process runs a name server, a broker (ASYNC_FLUSH, temporary data directory) and a bare
 asyncio echo server on random 127.0.0.1 ports, on uvloop; this process generates the load, in
@@ -24,6 +24,10 @@ loopback, the same loops, the same 2 ms pacing, nothing stored).  A wake-up is a
 round trip (send in, answer out), so `wake-up / echo` is what the broker adds: store the
 message, find the parked pull, re-read the queue, encode the answer.
 
+`--pin` (for the send-beside-parked cases) puts this process on CPU 0 and the broker and the
+parking process on CPU 1, so the timed client is never kept off a core by the broker answering
+the woken pulls after the send was answered: what remains is the broker's own send path.
+
 Targets (issue #4): wake-up p50 <= 0.5 ms and p99 <= 2 ms, batched produce >= 100,000 msgs/s.
 """
 
@@ -32,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import tempfile
 import time
@@ -251,7 +256,14 @@ def _parker_child(broker: str, topic: str, parked: int, pipe: Any) -> None:
     run(_park_rounds(broker, topic, parked, pipe))
 
 
-async def bare_send_beside_parked(broker: str, rounds: int, parked: int) -> dict[str, float]:
+def pin(pids: tuple[int, ...], cpu: int) -> None:
+    for pid in pids:
+        os.sched_setaffinity(pid, {cpu})
+
+
+async def bare_send_beside_parked(
+    broker: str, rounds: int, parked: int, *, pinned_broker: int | None = None
+) -> dict[str, float]:
     """Send latency with `parked` pulls parked on the queue the send lands on (issue #13: a
     send's latency must not grow with the consumers parked on its queue).  Each round a child
     process parks the pulls at the queue's end and waits until the broker holds them all; this
@@ -266,6 +278,10 @@ async def bare_send_beside_parked(broker: str, rounds: int, parked: int) -> dict
     here, there = ctx.Pipe()
     child = ctx.Process(target=_parker_child, args=(broker, topic, parked, there), daemon=True)
     child.start()
+    assert child.pid is not None
+    if pinned_broker is not None:
+        pin((0,), 0)
+        pin((pinned_broker, child.pid), 1)
     samples: list[float] = []
     try:
         for offset in range(1, rounds + WARMUP + 1):
@@ -302,6 +318,7 @@ def cases(
     args: argparse.Namespace, namesrv: str, broker: str, echo_port: int, pid: int
 ) -> dict[str, Case]:
     opts = loadgen.LoadOptions(namesrv=namesrv, size=BODY, duration=60.0)
+    pinned = pid if args.pin else None
 
     def with_broker_cpu(case: Case) -> Case:
         """Adds the broker process's CPU over the case, and messages per broker CPU-second."""
@@ -347,8 +364,12 @@ def cases(
         WAKEUP: wakeup,
         BARE_WAKEUP: lambda: bare_wakeup(broker, args.rounds),
         ECHO: lambda: echo_round_trips(echo_port, args.rounds),
-        SEND_ALONE: lambda: bare_send_beside_parked(broker, args.rounds // 5, 0),
-        SEND_PARKED: lambda: bare_send_beside_parked(broker, args.rounds // 5, PARKED),
+        SEND_ALONE: lambda: bare_send_beside_parked(
+            broker, args.rounds // 5, 0, pinned_broker=pinned
+        ),
+        SEND_PARKED: lambda: bare_send_beside_parked(
+            broker, args.rounds // 5, PARKED, pinned_broker=pinned
+        ),
         f"idle {args.holds} parked pulls": holds,
     }
 
@@ -426,6 +447,11 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=3.0, help="idle sampling window (s)")
     parser.add_argument("--messages", type=int, default=50_000, help="batched produce, consume")
     parser.add_argument("--only", default="", help="run only the cases whose name has this")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="send-beside-parked cases: this process on CPU 0, broker and parker on CPU 1",
+    )
     args = parser.parse_args()
 
     with servers_in_child() as (namesrv, broker_addr, echo_port, pid, _):

@@ -315,6 +315,26 @@ async def test_woken_pulls_are_answered_after_the_arrival_a_batch_per_turn() -> 
     rig.service.answer_all()
 
 
+async def test_an_arrival_costs_the_appender_no_per_pull_work() -> None:
+    """The append's own call only notes the arrival: finding the 1,000 pulls it wakes is
+    deferred with their answers, so the send is answered before any per-pull work runs
+    (issue #13: a send's latency must not grow with the consumers parked on its queue)."""
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append, max_held=1000)
+    rig.service.start()
+    for _ in range(1000):
+        rig.hold(offset=0)
+    rig.arrive(TAG_A)
+    rig.arrive(TAG_A)
+    assert rig.service.woken == 0 and rig.answered == [] and len(turns) == 1
+    turns.pop(0)()
+    assert rig.service.woken == 1000 and len(rig.answered) == WAKE_BATCH
+    while turns:
+        turns.pop(0)()
+    assert len(rig.answered) == 1000 and rig.service.held_count == 0
+    rig.service.answer_all()
+
+
 async def test_shutdown_answers_pulls_woken_but_not_yet_answered() -> None:
     turns: list[Callable[[], object]] = []
     rig = make_rig(defer=turns.append)

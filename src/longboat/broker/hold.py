@@ -9,6 +9,7 @@ heap entries and no CPU while nothing happens).
 State of one held pull (as data):
 
     HELD  --arrival: new max > offset, its filter passes-------------> WOKEN
+            (noted on the appender's path, matched a loop turn later)
     WOKEN --its turn in `_answer_woken` (a loop turn later)----------> ANSWERED
     HELD, WOKEN --its timer fires------------------------------------> ANSWERED
     HELD, WOKEN --stop() (graceful shutdown)--------------------------> ANSWERED
@@ -33,11 +34,11 @@ registration is seen by the re-check, one that lands after is seen by the arriva
 Behind both, `recheck` (every RECHECK_INTERVAL_S) wakes any held pull its queue has passed, as
 RocketMQ's 5 s scan does: a safety net, never the way pulls are normally answered.
 
-Off the producer's path: an arrival only takes the pulls it wakes out of their queue's
-`Waiters` (all at once when it wakes them all); releasing and answering them (a store re-read
-each) happens WAKE_BATCH per loop turn through `defer`, after the append's own request was
-answered, so a send's latency does not grow with the consumers parked on its
-queue.  A full table (`max_held`) makes the pull module answer SYSTEM_BUSY, which clients
+Off the producer's path: an arrival on a queue with parked pulls is only noted (O(1), on the
+appending request's path); finding the pulls it wakes (`Waiters.take_woken`), releasing them
+and answering them (a store re-read each) happen through `defer`, after the append's own
+request was answered, WAKE_BATCH answers per loop turn, so a send's latency does not grow with
+the consumers parked on its queue (`test_hold_table.py::test_an_arrival_costs_the_appender_no_per_pull_work`).  A full table (`max_held`) makes the pull module answer SYSTEM_BUSY, which clients
 back off from, rather than PULL_NOT_FOUND, which they would re-send at once.
 
 Short polling (`longPollingEnable=false`, RocketMQ's semantics): arrivals do not wake; a pull is
@@ -214,7 +215,9 @@ class HoldService:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
         self._defer = defer
-        # Pulls released by arrivals, answered WAKE_BATCH at a time by `_answer_woken`.
+        # Arrivals not yet matched against their queue's waiters, and the pulls they woke,
+        # answered WAKE_BATCH at a time; both by `_answer_woken`.
+        self._arrivals: deque[tuple[QueueKey, int, int, Mapping[str, str], float]] = deque()
         self._to_answer: deque[tuple[HeldPull, float]] = deque()
         self._answering = False
         # Tests set this to act between a pull's empty read and its registration (the race
@@ -293,25 +296,35 @@ class HoldService:
     def on_arrival(
         self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
     ) -> None:
-        """Store arrival listener: answer the pulls of this queue the arrival satisfies."""
-        waiters = self._queues.get((topic, queue_id))
-        if not waiters:
+        """Store arrival listener: note the arrival for `_answer_woken`, which answers the
+        pulls of this queue it satisfies once the appending request is answered."""
+        key = (topic, queue_id)
+        if not self._queues.get(key):
             return
-        started = self._clock()
         if threading.get_ident() != self._loop_thread:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(
                 self.on_arrival, topic, queue_id, new_max, tags_code, props
             )
             return
-        woken = waiters.take_woken(new_max, tags_code, props)
-        if not waiters:
-            del self._queues[(topic, queue_id)]
-        self.woken += len(woken)
-        self._to_answer.extend((held, started) for held in woken)
-        if woken and not self._answering and self._defer is not None:
+        self._arrivals.append((key, new_max, tags_code, props, self._clock()))
+        if not self._answering and self._defer is not None:
             self._answering = True
             self._defer(self._answer_woken)
+
+    def _take_arrived(self) -> None:
+        """Match the noted arrivals against their queues' waiters: the pulls they wake leave
+        their queue (WOKEN) for the answer queue."""
+        while self._arrivals:
+            key, new_max, tags_code, props, started = self._arrivals.popleft()
+            waiters = self._queues.get(key)
+            if not waiters:
+                continue
+            woken = waiters.take_woken(new_max, tags_code, props)
+            if not waiters:
+                del self._queues[key]
+            self.woken += len(woken)
+            self._to_answer.extend((held, started) for held in woken)
 
     def recheck(self) -> int:
         """RocketMQ's periodic scan, kept as a safety net behind the arrival listener (every
@@ -330,9 +343,10 @@ class HoldService:
         return len(woken)
 
     def _answer_woken(self) -> None:
-        """Answer up to WAKE_BATCH released pulls, then yield the loop and come back for the
-        rest: the append that woke them was answered first, and a send arriving meanwhile
-        waits for one batch at most, however many consumers were parked."""
+        """Take the arrived pulls, answer up to WAKE_BATCH of them, then yield the loop and
+        come back for the rest: the append that woke them was answered first, and a send
+        arriving meanwhile waits for one batch at most, however many consumers were parked."""
+        self._take_arrived()
         for _ in range(min(WAKE_BATCH, len(self._to_answer))):
             held, started = self._to_answer.popleft()
             if self._release(held):  # not answered meanwhile by its timer or a shutdown
@@ -395,6 +409,7 @@ class HoldService:
         """Graceful shutdown: answer every held pull now (with whatever the store has); pulls
         arriving after this are answered at once instead of held."""
         self._loop = None
+        self._arrivals.clear()
         self._to_answer.clear()  # the woken are still in `_by_conn`: answered below
         everyone = [held for mine in self._by_conn.values() for held in mine]
         for held in everyone:
