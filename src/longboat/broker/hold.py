@@ -38,8 +38,10 @@ Off the producer's path: an arrival on a queue with parked pulls is only noted (
 appending request's path); finding the pulls it wakes (`Waiters.take_woken`), releasing them
 and answering them (a store re-read each) happen through `defer`, after the append's own
 request was answered, WAKE_BATCH answers per loop turn, so a send's latency does not grow with
-the consumers parked on its queue (`test_hold_table.py::test_an_arrival_costs_the_appender_no_per_pull_work`).  A full table (`max_held`) makes the pull module answer SYSTEM_BUSY, which clients
-back off from, rather than PULL_NOT_FOUND, which they would re-send at once.
+the consumers parked on its queue
+(`test_hold_table.py::test_an_arrival_costs_the_appender_no_per_pull_work`).  A full table
+(`max_held`) makes the pull module answer SYSTEM_BUSY, which clients back off from, rather than
+PULL_NOT_FOUND, which they would re-send at once.
 
 Short polling (`longPollingEnable=false`, RocketMQ's semantics): arrivals do not wake; a pull is
 held `shortPollingTimeMills` (at most its own suspendTimeoutMillis) and then re-run.
