@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from longboat.client import sync
 from longboat.client.push import (
     ConcurrentContext,
     ConsumeFrom,
@@ -46,13 +47,32 @@ def test_a_listener_annotated_with_the_other_result_is_refused_at_registration()
     def orderly(msgs: list[MessageExt], ctx: OrderlyContext) -> OrderlyResult:
         return OrderlyResult.SUCCESS
 
+    # Each `type: ignore` below is mypy catching the mistake before it runs: this module is
+    # checked with warn_unused_ignores (pyproject.toml), so a registration that stopped being
+    # typed by kind would fail `make lint` as an unused ignore.
     consumer = PushConsumer(unique("g"))
     with pytest.raises(ListenerKindError, match="register it with register_concurrent"):
         consumer.register_orderly(concurrent)  # type: ignore[arg-type]
     with pytest.raises(ListenerKindError, match="register it with register_orderly"):
+        consumer.register_concurrent(orderly)  # type: ignore[arg-type]
+    with pytest.raises(ListenerKindError, match="register it with register_orderly"):
         consumer.register_listener(orderly)  # type: ignore[arg-type]
+    with pytest.raises(ListenerKindError, match="register it with register_concurrent"):
+        consumer.register_listener(concurrent, orderly=True)  # type: ignore[arg-type]
+    known_at_run_time = bool(consumer.group)
+    with pytest.raises(ListenerKindError, match="register it with register_concurrent"):
+        consumer.register_listener(concurrent, orderly=known_at_run_time)  # type: ignore[arg-type]
     consumer.register_concurrent(concurrent)
     consumer.register_orderly(orderly)
+    consumer.register_listener(orderly, orderly=True)
+
+    blocking = sync.PushConsumer(unique("g"))
+    with pytest.raises(ListenerKindError, match="register it with register_concurrent"):
+        blocking.register_orderly(concurrent)  # type: ignore[arg-type]
+    with pytest.raises(ListenerKindError, match="register it with register_orderly"):
+        blocking.register_listener(orderly)  # type: ignore[arg-type]
+    blocking.register_concurrent(concurrent)
+    blocking.register_listener(orderly, orderly=True)
 
 
 @pytest.mark.parametrize("orderly", [True, False], ids=["orderly", "concurrent"])
@@ -64,7 +84,7 @@ async def test_the_other_kinds_result_stops_the_consumer_at_the_first_call(
     calls = 0
     wrong: Any = ConsumeResult.SUCCESS if orderly else OrderlyResult.SUCCESS
 
-    def mistaken(msgs: list[MessageExt], ctx: Any):  # type: ignore[no-untyped-def]
+    def mistaken(msgs: list[MessageExt], ctx: Any):
         nonlocal calls
         calls += 1
         return wrong

@@ -38,7 +38,12 @@ from longboat.client.lifecycle import warn_not_shut_down
 from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
 from longboat.client.producer import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE, SendCallback
 from longboat.client.push import consumer as _push
-from longboat.client.push.listener import ConcurrentListener, ListenerKindError, OrderlyListener
+from longboat.client.push.listener import (
+    ConcurrentListener,
+    EitherKindListener,
+    ListenerKindError,
+    OrderlyListener,
+)
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.selector import QueueSelector
 from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
@@ -563,9 +568,7 @@ class PushConsumer(_Blocking):
     def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
 
     @overload
-    def register_listener(
-        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool
-    ) -> None: ...
+    def register_listener(self, listener: EitherKindListener, *, orderly: bool) -> None: ...
 
     def register_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False

@@ -48,6 +48,7 @@ from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
     ConcurrentListener,
     ConsumeResult,
+    EitherKindListener,
     ListenerKindError,
     OrderlyListener,
     OrderlyResult,
@@ -166,9 +167,7 @@ class PushConsumer(InstanceUser):
     def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
 
     @overload
-    def register_listener(
-        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool
-    ) -> None: ...
+    def register_listener(self, listener: EitherKindListener, *, orderly: bool) -> None: ...
 
     def register_listener(
         self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False

@@ -174,6 +174,12 @@ OrderlyListener = Callable[
     [list[MessageExt], OrderlyContext],
     OrderlyResult | Awaitable[OrderlyResult | None] | None,
 ]
+# A listener registered with an `orderly` flag known only at run time must do for either kind:
+# take either context and return None (success; raising is failure), so a listener typed for
+# one kind is refused by a type checker whatever the flag.
+EitherKindListener = Callable[
+    [list[MessageExt], ConcurrentContext | OrderlyContext], Awaitable[None] | None
+]
 
 
 def is_async(listener: Callable[..., Any]) -> bool:
