@@ -188,22 +188,25 @@ def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -
 
 
 def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster) -> None:
-    longboat("topic", "create", "-t", "CliHalfCommitted", "--queues", "2")
-    longboat("produce", "-t", "CliHalfCommitted", "-n", "6")
+    longboat("topic", "create", "-t", "CliHalfCommitted", "--queues", "3")
+    longboat("produce", "-t", "CliHalfCommitted", "-n", "9")
     with admin(cluster) as a:
-        [q0, q1] = sorted(a.topic_status("CliHalfCommitted"), key=lambda s: s.mq.queue_id)
-        # The group stores an offset on queue 0 only.
+        [q0, q1, q2] = sorted(a.topic_status("CliHalfCommitted"), key=lambda s: s.mq.queue_id)
+        # The group stores an offset on queues 0 (at 1) and 2 (at 0), none on queue 1.
         a.reset_offsets("cli-half", "CliHalfCommitted", QueueOffset(1), queue_id=0)
+        a.reset_offsets("cli-half", "CliHalfCommitted", QueueOffset(0), queue_id=2)
         progress = {p.mq.queue_id: p for p in a.group_progress("cli-half", "CliHalfCommitted")}
-    # Queue 0 has a stored offset and the rest of it as lag; queue 1 has neither, not its
-    # whole length as lag.
+    # Queues 0 and 2 have a stored offset and the rest of the queue as lag (a stored 0 is an
+    # offset, the whole queue its lag); queue 1 has neither, not its whole length as lag.
     assert (progress[0].consumer_offset, progress[0].lag) == (1, q0.max_offset - 1)
     assert (progress[1].consumer_offset, progress[1].lag) == (None, None)
+    assert (progress[2].consumer_offset, progress[2].lag) == (0, q2.max_offset)
     assert q1.max_offset > 0
     described = longboat("group", "describe", "cli-half", "-t", "CliHalfCommitted").stdout
     rows = [line for line in described.splitlines() if "CliHalfCommitted" in line]
-    assert ["no offset stored" in row for row in rows] == [False, True]
-    assert re.search(rf"total(\s*\S){{5}}\s*{q0.max_offset - 1}\s", described)
+    assert ["no offset stored" in row for row in rows] == [False, True, False]
+    total = q0.max_offset - 1 + q2.max_offset
+    assert re.search(rf"total(\s*\S){{5}}\s*{total}\s", described)
 
 
 def test_every_listing_has_a_json_format(longboat, cluster) -> None:

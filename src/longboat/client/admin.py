@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
+from longboat.client.api import ClientAPI
 from longboat.client.config import ClientConfig
-from longboat.client.consume_from import committed_offset
 from longboat.client.errors import (
     BrokerError,
     ClientError,
@@ -93,6 +93,18 @@ def total_lag(progress: Iterable[QueueProgress]) -> int:
     """The lag of the queues with a stored offset, retry queues left out (their lag is the
     group's own retries, not messages it has yet to read)."""
     return sum(p.lag or 0 for p in progress if not is_retry_queue(p.mq))
+
+
+async def stored_offset(
+    api: ClientAPI, addr: str, group: str, mq: MessageQueue, reported: int
+) -> int | None:
+    """The group's stored offset on `mq`, None when it never committed there.  Consume stats
+    report 0 for such a queue, as for one committed at 0; asked for the one queue, with
+    `setZeroIfNotFound=false`, the broker tells them apart (a RocketMQ 4.x broker ignores the
+    flag and answers 0 while the queue's first message is still in memory)."""
+    if reported > 0:
+        return reported
+    return await api.query_consumer_offset(addr, group, mq, set_zero_if_not_found=False)
 
 
 def is_retry_queue(mq: MessageQueue) -> bool:
@@ -351,12 +363,11 @@ class Admin(InstanceUser):
                 if exc.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
                     continue
                 raise
-            for mq, w in sorted(stats.offset_table.items()):
-                # Brokers answer 0 for a queue the group never committed on, as for one it
-                # committed 0 on: only the second has an offset (and a lag) to show.
-                consumer_offset: int | None = w.consumer_offset
-                if w.consumer_offset <= 0:
-                    consumer_offset = await committed_offset(api, addr, group, mq)
+            entries = sorted(stats.offset_table.items())
+            stored = await asyncio.gather(
+                *(stored_offset(api, addr, group, mq, w.consumer_offset) for mq, w in entries)
+            )
+            for (mq, w), consumer_offset in zip(entries, stored, strict=True):
                 last_ts = w.last_timestamp
                 lag_time = None
                 if with_lag_time and consumer_offset is not None:
