@@ -209,6 +209,19 @@ def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster
     assert re.search(rf"total(\s*\S){{5}}\s*{total}\s", described)
 
 
+def test_json_carries_bodies_and_names_as_they_are(longboat) -> None:
+    # What rich would turn into an emoji or read as markup (a stray closing tag is an error).
+    body = "pay :moneybag: [bold]9.99[/bold] :smile: [/]"
+    sent = longboat("produce", "-t", "CliVerbatim", "--keys", "v:ok:", "--show-ids", input=body)
+    [msg_id] = re.findall(r"^([0-9A-F]{32}) CliVerbatim@", sent.stdout, re.M)
+    found = json.loads(longboat("message", "find", "--key", "v:ok:", "--format", "json").stdout)
+    by_id = longboat("message", "get", msg_id, "-t", "CliVerbatim", "--format", "json").stdout
+    assert found["body"] == json.loads(by_id)["body"] == body
+    assert found["keys"] == ["v:ok:"]
+    table = longboat("message", "get", msg_id, "-t", "CliVerbatim").stdout
+    assert body in table and "v:ok:" in table
+
+
 def test_every_listing_has_a_json_format(longboat, cluster) -> None:
     longboat("topic", "create", "-t", "CliJson", "--queues", "2")
     longboat("produce", "-t", "CliJson", "-n", "4", "--batch", "4")

@@ -6,8 +6,8 @@ import click
 
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.progress import LateProgress
-from longboat.cli.render import format_option, message_json, message_table
-from longboat.cli.runtime import console, fail, say
+from longboat.cli.render import format_option, message_record, message_table, print_json
+from longboat.cli.runtime import console, fail
 from longboat.cli.runtime import run as run_async
 from longboat.client.message import MessageExt
 
@@ -74,7 +74,7 @@ def find(key: str, topic: str | None, max_num: int, output: str, namesrv: str) -
 def show(messages: list[MessageExt], output: str) -> None:
     for msg in messages:
         if output == "json":
-            say(message_json(msg))
+            print_json(message_record(msg))
         else:
             console.print(message_table(msg))
 

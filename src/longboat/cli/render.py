@@ -10,6 +10,7 @@ from datetime import datetime
 import click
 import orjson
 from rich.table import Table
+from rich.text import Text
 
 from longboat.client.message import MessageExt
 from longboat.protocol.properties import Prop
@@ -47,13 +48,18 @@ def format_option(fn: click.decorators.FC) -> click.decorators.FC:
     )(fn)
 
 
+def json_line(document: object) -> str:
+    """One JSON document on one line: every JSON the CLI prints is made here."""
+    return orjson.dumps(document).decode()
+
+
 def print_json(document: object) -> None:
-    """One JSON document on stdout, on one line."""
-    click.echo(orjson.dumps(document))
+    """One JSON document on stdout, on one line, as it is (never through rich)."""
+    click.echo(json_line(document))
 
 
 def message_json(msg: MessageExt) -> str:
-    return orjson.dumps(message_record(msg)).decode()
+    return json_line(message_record(msg))
 
 
 def message_table(msg: MessageExt) -> Table:
@@ -73,12 +79,13 @@ def message_table(msg: MessageExt) -> Table:
         ("reconsume times", str(msg.reconsume_times)),
         ("body size", f"{len(msg.body)} bytes"),
     ]
-    for name, value in rows:
-        table.add_row(name, value)
     for key, value in sorted(msg.properties.items()):
         if key not in _SHOWN_PROPS:
-            table.add_row(f"property {key}", value)
-    table.add_row("body", body_text(msg.body))
+            rows.append((f"property {key}", value))
+    rows.append(("body", body_text(msg.body)))
+    for name, value in rows:
+        # As Text: a body or property saying "[bold]" is shown, not read as markup.
+        table.add_row(Text(name), Text(value))
     return table
 
 

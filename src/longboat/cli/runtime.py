@@ -52,8 +52,9 @@ class OutputConsole(Console):
         Console.size.fset(self, new_size)  # type: ignore[attr-defined]
 
 
-console = OutputConsole(highlight=False)
-err_console = OutputConsole(stderr=True, highlight=False)
+# No emoji codes: a body, key or error that says ":smile:" is printed as it is.
+console = OutputConsole(highlight=False, emoji=False)
+err_console = OutputConsole(stderr=True, highlight=False, emoji=False)
 
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130
