@@ -207,6 +207,16 @@ def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster
     assert ["no offset stored" in row for row in rows] == [False, True, False]
     total = q0.max_offset - 1 + q2.max_offset
     assert re.search(rf"total(\s*\S){{5}}\s*{total}\s", described)
+    as_json = longboat(
+        "group", "describe", "cli-half", "-t", "CliHalfCommitted", "--format", "json"
+    )
+    document = json.loads(as_json.stdout)
+    assert [(q["consumerOffset"], q["lag"]) for q in document["progress"]] == [
+        (1, q0.max_offset - 1),
+        (None, None),
+        (0, q2.max_offset),
+    ]
+    assert document["lag"] == total
 
 
 def test_json_carries_bodies_and_names_as_they_are(longboat) -> None:
@@ -230,16 +240,51 @@ def test_every_listing_has_a_json_format(longboat, cluster) -> None:
     def as_json(*args: str) -> Any:
         return json.loads(longboat(*args, "--format", "json").stdout)
 
+    # The fields docs/cli.md lists, command by command.
     [topic] = [t for t in as_json("topic", "list") if t["topic"] == "CliJson"]
-    assert topic["kind"] == "normal"
+    assert topic.keys() == {"topic", "kind", "route"} and topic["kind"] == "normal"
+    assert topic["route"].keys() == {"queues", "brokers"}
     assert [(q["read"], q["write"], q["perm"]) for q in topic["route"]["queues"]] == [(2, 2, "rw")]
+    [route_broker] = topic["route"]["brokers"]
+    assert route_broker.keys() == {"broker", "addrs"}
+    assert route_broker["addrs"] == {"0": cluster.broker_addr}
     described = as_json("topic", "describe", "-t", "CliJson")
+    assert described.keys() == {"topic", "route", "queues"}
+    assert {k for q in described["queues"] for k in q} == {
+        "broker",
+        "queue",
+        "min",
+        "max",
+        "messages",
+    }
     assert sum(q["messages"] for q in described["queues"]) == 4
-    assert {g["group"]: g["lag"] for g in as_json("group", "list")}["cli-json"] == 0
+    [listed] = [g for g in as_json("group", "list") if g["group"] == "cli-json"]
+    assert listed == {"group": "cli-json", "members": 0, "lag": 0}
     group = as_json("group", "describe", "cli-json", "-t", "CliJson")
+    assert group.keys() == {
+        "group",
+        "members",
+        "subscriptions",
+        "messageModel",
+        "consumeType",
+        "progress",
+        "lag",
+    }
     assert group["members"] == [] and group["lag"] == 0
+    assert {k for q in group["progress"] for k in q} == {
+        "topic",
+        "broker",
+        "queue",
+        "brokerOffset",
+        "consumerOffset",
+        "lag",
+        "lagTime",
+        "lastTimestamp",
+        "retry",
+    }
     assert sum(q["consumerOffset"] for q in group["progress"]) == 4
     [broker] = as_json("cluster")
+    assert broker.keys() == {"cluster", "broker", "id", "role", "addr", "topics"}
     assert (broker["addr"], broker["role"], broker["id"]) == (cluster.broker_addr, "master", 0)
     assert broker["topics"] >= 1
 
