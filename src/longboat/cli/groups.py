@@ -22,6 +22,7 @@ from longboat.client.admin import (
     QueueOffset,
     QueueProgress,
     ResetTarget,
+    total_lag,
 )
 from longboat.client.admin_json import group_json
 from longboat.client.errors import GroupOnlineError
@@ -120,9 +121,8 @@ def describe(
         )
     table.add_section()
     worst = max((p.lag_time for p in progress if p.lag_time is not None), default=None)
-    table.add_row(
-        "total", "", "", "", "", str(sum(p.lag or 0 for p in progress)), format_duration(worst), ""
-    )
+    # As `group list` and the JSON count it: the retry queues' lag is the group's own failures.
+    table.add_row("total", "", "", "", "", str(total_lag(progress)), format_duration(worst), "")
     console.print(table)
 
 
