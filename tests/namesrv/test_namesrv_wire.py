@@ -1,6 +1,7 @@
 """The name server over the wire: registration and its lease, route queries in both JSON dialects,
 cluster and topic lists, data versions, and the three ways a broker leaves (unregister, closed
-connection, expiry); then two real brokers with different names serving one topic."""
+connection, expiry); then two real brokers with different names serving one topic, and a master
+and a slave of one name."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from broker.wire import Wire, eventually, records, sent
 from conftest import broker_config
 from longboat.broker import BrokerController
+from longboat.broker.registration import MasterAddresses
 from longboat.namesrv import NameServer
 from longboat.protocol import RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
@@ -275,3 +277,44 @@ async def test_a_running_broker_keeps_its_lease_by_registering_periodically(
     finally:
         await broker.stop()
     assert namesrv.routes.route("Leased") is None
+
+
+async def test_a_slave_learns_its_master_from_its_registration_and_outlives_it(
+    namesrv: NameServer, tmp_path: Path
+) -> None:
+    """A master and a slave of one broker name (RocketMQ's RegisterBrokerResult): the slave's
+    registrar follows the master the name server names — gone when it stops, back when it
+    restarts on another port — and the route lists the slave throughout."""
+    options = {"broker_name": "group-a", "register_name_server_period": 100}
+
+    def master() -> BrokerController:
+        return BrokerController(broker_config(tmp_path / "master", namesrv.addr, **options))
+
+    first = master()
+    await first.start()
+    slave = BrokerController(
+        broker_config(tmp_path / "slave", namesrv.addr, broker_id=1, **options)
+    )
+    await slave.start()
+    heard: list[MasterAddresses] = []
+    slave.registrar.add_master_listener(heard.append)
+    second: BrokerController | None = None
+    try:
+        learned = MasterAddresses(first.broker_addr, first.registrar.identity.ha_addr)
+        assert slave.registrar.master == learned
+        await first.stop()
+        await eventually(lambda: slave.registrar.master == MasterAddresses(), "the master gone")
+        client = Wire(namesrv.addr)
+        response = await client.call(RequestCode.GET_BROKER_CLUSTER_INFO)
+        groups = ClusterInfo.from_json(response.body).broker_addr_table
+        assert groups["group-a"].broker_addrs == {1: slave.broker_addr}
+        await client.close()
+        second = master()
+        await second.start()
+        relearned = MasterAddresses(second.broker_addr, second.registrar.identity.ha_addr)
+        await eventually(lambda: slave.registrar.master == relearned, "the master back")
+        assert heard == [MasterAddresses(), relearned]
+    finally:
+        for b in (slave, first, second):
+            if b is not None:
+                await b.stop()

@@ -203,6 +203,43 @@ def test_queue_data_comes_from_the_master_and_a_slave_learns_where_it_is() -> No
     assert r.state() == EMPTY
 
 
+def master_unregisters(r: Routes) -> None:
+    assert r.table.unregister("a", A0, 0)
+
+
+def master_connection_closes(r: Routes) -> None:
+    assert r.table.remove_channel("conn-a0") == [A0]
+
+
+def master_expires(r: Routes) -> None:
+    """The master falls silent (killed) while its slave keeps registering."""
+    r.clock.now += BROKER_EXPIRY_S / 2
+    r.register("a", A1, broker_id=1)
+    r.clock.now += BROKER_EXPIRY_S / 2 + 0.001
+    assert r.table.expire() == [A0]
+
+
+@pytest.mark.parametrize("leave", [master_unregisters, master_connection_closes, master_expires])
+def test_a_slave_outlives_its_master_and_learns_when_it_returns(
+    leave: Callable[[Routes], None],
+) -> None:
+    r = Routes()
+    r.register("a", A0, configs=topics("T", "U"), channel="conn-a0")
+    assert r.register("a", A1, broker_id=1) == Registered(A0, "10.0.0.1:10912")
+    leave(r)
+    slave_only = {"brokers": {"a": {1: A1}}, "topics": {"T": ["a"], "U": ["a"]}}
+    assert r.state() == slave_only
+    route = r.table.route("T")
+    assert route is not None and route.broker_datas[0].broker_addrs == {1: A1}
+    # The slave's next registration says it has no master; its routes are unchanged.
+    assert r.register("a", A1, broker_id=1, v=2) == Registered(None, None)
+    assert r.state() == slave_only
+    # The master comes back (its data version as before: a restart with the same topics).
+    assert r.register("a", A0, configs=topics("T", "U")) == Registered(None, None)
+    assert r.register("a", A1, broker_id=1, v=3) == Registered(A0, "10.0.0.1:10912")
+    assert r.state() == {"brokers": {"a": {0: A0, 1: A1}}, "topics": {"T": ["a"], "U": ["a"]}}
+
+
 def test_two_brokers_serve_a_topic_until_the_last_one_leaves() -> None:
     r = Routes()
     r.register("a", A0, configs=topics("T", "U"))

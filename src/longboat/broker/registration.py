@@ -5,6 +5,12 @@ A name server drops a broker it has not heard from for 120 s, so the periodic re
 the broker's lease.  Changes are coalesced: many topics created in a burst cause one
 registration in flight plus at most one more after it, never a queue of them.  A name server
 that is down is logged and retried on the next round; it never blocks the broker.
+
+A slave (broker id > 0) learns its master from the answers, as RocketMQ's registerBrokerAll
+does: the first name server that accepted says the master's remoting address and HA address
+(RegisterBrokerResponseHeader), both None while no master of the broker name is registered.
+Master listeners hear every change (the HA client follows the HA address, the slave's config
+sync the remoting address); a round no name server answered changes nothing.
 """
 
 from __future__ import annotations
@@ -17,7 +23,12 @@ from dataclasses import dataclass
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper
-from longboat.protocol.headers import BrokerIdentityHeader, RegisterBrokerRequestHeader
+from longboat.protocol.headers import (
+    BrokerIdentityHeader,
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+)
+from longboat.protocol.types import MASTER_ID
 from longboat.remoting import RemotingClient, RemotingError
 
 log = logging.getLogger(__name__)
@@ -30,6 +41,18 @@ class BrokerIdentity:
     broker_id: int
     broker_addr: str
     ha_addr: str
+
+
+@dataclass(frozen=True, slots=True)
+class MasterAddresses:
+    """Where a slave's master is, as a name server last said: its remoting address (config
+    sync, offsets) and its HA address (the commit-log stream); None while it has none."""
+
+    addr: str | None = None
+    ha_addr: str | None = None
+
+
+MasterListener = Callable[[MasterAddresses], None]
 
 
 class NameServerRegistrar:
@@ -50,6 +73,13 @@ class NameServerRegistrar:
         self._running: asyncio.Task[None] | None = None
         self._again = False
         self.registrations = 0  # successful REGISTER_BROKER answers, for tests and metrics
+        self.master = MasterAddresses()
+        self._master_listeners: list[MasterListener] = []
+
+    def add_master_listener(self, listener: MasterListener) -> None:
+        """`listener(master)` whenever the master a name server names changes (slaves only;
+        on the event loop)."""
+        self._master_listeners.append(listener)
 
     async def register(self) -> bool:
         """Register with every name server now; True when all of them accepted."""
@@ -67,13 +97,28 @@ class NameServerRegistrar:
             compressed=False,
             bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
         ).to_ext()
-        results = await asyncio.gather(
+        answers = await asyncio.gather(
             *(
                 self._send(addr, RequestCode.REGISTER_BROKER, header, body)
                 for addr in self.namesrv_addrs
             )
         )
-        return all(results)
+        accepted = [a for a in answers if a is not None]
+        if accepted and ident.broker_id != MASTER_ID:
+            self._learn_master(RegisterBrokerResponseHeader.from_ext(accepted[0].ext_fields))
+        return len(accepted) == len(answers)
+
+    def _learn_master(self, answer: RegisterBrokerResponseHeader) -> None:
+        master = MasterAddresses(answer.masterAddr or None, answer.haServerAddr or None)
+        if master == self.master:
+            return
+        log.info("master of %s: %s (HA %s)", self.identity.broker_name, master.addr, master.ha_addr)
+        self.master = master
+        for listener in self._master_listeners:
+            try:
+                listener(master)
+            except Exception:
+                log.exception("master listener %r failed", listener)
 
     async def unregister(self) -> None:
         ident = self.identity
@@ -90,13 +135,16 @@ class NameServerRegistrar:
             )
         )
 
-    async def _send(self, addr: str, code: int, header: dict[str, str], body: bytes) -> bool:
+    async def _send(
+        self, addr: str, code: int, header: dict[str, str], body: bytes
+    ) -> RemotingCommand | None:
+        """The name server's answer when it accepted, else None (logged)."""
         cmd = RemotingCommand.request(code, dict(header), body)
         try:
             reply = await self.client.request(addr, cmd, self._timeout)
         except RemotingError as exc:
             log.warning("name server %s: %s failed: %s", addr, RequestCode(code).name, exc)
-            return False
+            return None
         if reply.code != ResponseCode.SUCCESS:
             log.warning(
                 "name server %s refused %s: code %s %s",
@@ -105,10 +153,10 @@ class NameServerRegistrar:
                 reply.code,
                 reply.remark or "",
             )
-            return False
+            return None
         if code == RequestCode.REGISTER_BROKER:
             self.registrations += 1
-        return True
+        return reply
 
     def register_soon(self) -> None:
         """Register as soon as possible, coalescing bursts (call from the event loop)."""

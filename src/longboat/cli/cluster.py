@@ -14,8 +14,7 @@ from longboat.client import ClientError
 from longboat.client.admin import Admin
 from longboat.protocol.bodies import ClusterInfo
 from longboat.protocol.topic_names import topic_kind
-
-MASTER_ID = 0
+from longboat.protocol.types import MASTER_ID
 
 
 @click.command()

@@ -23,8 +23,6 @@ from longboat.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from longboat.protocol.topic_names import auto_created_queue_nums
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
-MASTER_ID = 0
-
 
 @dataclass(slots=True)
 class TopicRoute:

@@ -15,8 +15,8 @@ from longboat.client.errors import ClientError
 from longboat.client.message import MessageExt, MessageQueue
 from longboat.client.resend import original_topic
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, topic_kind
+from longboat.protocol.types import MASTER_ID
 
-MASTER_ID = 0
 # At most this many messages in one listing (a time range, a DLQ).
 MAX_LISTED = 200
 

@@ -34,10 +34,10 @@ from longboat.protocol.bodies import (
     TopicConfig,
     TopicRouteData,
 )
+from longboat.protocol.types import MASTER_ID
 
 log = logging.getLogger(__name__)
 
-MASTER_ID = 0
 BROKER_EXPIRY_S = 120.0
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from longboat.protocol import fastjson
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.types import PERM_READ_WRITE, MessageQueue
+from longboat.protocol.types import MASTER_ID, PERM_READ_WRITE, MessageQueue
 
 
 def _obj(value: Any, what: str) -> dict[str, Any]:
@@ -78,7 +78,7 @@ class BrokerData:
 
     @property
     def master_addr(self) -> str | None:
-        return self.broker_addrs.get(0)
+        return self.broker_addrs.get(MASTER_ID)
 
     def to_dict(self) -> dict[str, Any]:
         return {

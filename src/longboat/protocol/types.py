@@ -22,6 +22,9 @@ PERM_WRITE = 2
 PERM_INHERIT = 1
 PERM_READ_WRITE = PERM_READ | PERM_WRITE
 
+# MixAll.MASTER_ID: a broker group's master has broker id 0, its slaves 1, 2, ...
+MASTER_ID = 0
+
 
 @dataclass(frozen=True, slots=True, order=True)
 class MessageQueue:
