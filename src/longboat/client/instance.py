@@ -17,6 +17,9 @@ Lifecycle and invariants:
   subscribed topic, and on demand (`route(topic, refresh=True)`); concurrent lookups of one
   topic share one name-server request.  The broker address table is rebuilt from the cached
   routes after each change, so a broker that left every route is forgotten.
+* Pulls go to the broker of a queue's group that the last answer suggested, or another of the
+  group when that one is unknown or unreachable (`pull_target`, `client/pull_target.py`);
+  everything else of a group (sends, offsets, locks, admin) goes to its master.
 * Heartbeats go to every known broker every `heartbeat_broker_interval`, and at once after a
   subscription change (`heartbeat_all`, awaited by consumers that must be registered before
   they rebalance or pull).
@@ -33,6 +36,7 @@ from typing import Protocol
 from longboat.client.api import ClientAPI
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
+from longboat.client.pull_target import PullTargets
 from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
@@ -108,6 +112,7 @@ class ClientInstance:
         self._route_fetches: dict[str, asyncio.Future[TopicRoute]] = {}
         self._brokers: dict[str, dict[int, str]] = {}
         self.broker_versions: dict[str, int] = {}
+        self.pull_targets = PullTargets()
         self.route_listeners: list[RouteListener] = []
         self._heartbeat_lock = asyncio.Lock()
         self._heartbeat_wanted = asyncio.Event()
@@ -295,6 +300,24 @@ class ClientInstance:
                 0, f"no master address known for broker {broker_name}", request_code=None
             )
         return addr
+
+    async def pull_target(self, mq: MessageQueue) -> tuple[int, str]:
+        """(broker id, address) to pull `mq` from: the broker of its group the last answer
+        suggested, another of the group when that one is not listed or did not answer lately;
+        refreshes the topic's route once when the group is unknown (NoRouteError after)."""
+        chosen = self.pull_targets.choose(mq, self._brokers.get(mq.broker_name, {}))
+        if chosen is None:
+            await self.route(mq.topic, refresh=True)
+            chosen = self.pull_targets.choose(mq, self._brokers.get(mq.broker_name, {}))
+        if chosen is None:
+            raise NoRouteError(
+                0, f"no address known for broker {mq.broker_name}", request_code=None
+            )
+        return chosen
+
+    def group_addrs(self, broker_name: str) -> dict[int, str]:
+        """Broker id → address of one broker group, as the cached routes list it."""
+        return dict(self._brokers.get(broker_name, {}))
 
     def broker_addrs(self, *, masters_only: bool = False) -> list[str]:
         return sorted(

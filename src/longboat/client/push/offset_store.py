@@ -8,6 +8,14 @@ changed since the last write, however many batches it consumed meanwhile.  `pers
 the given queues now and waits for the write to be confirmed: rebalance calls it before
 releasing a queue, shutdown before unregistering, so the next owner starts where we stopped.
 
+Clustering offsets are committed to the master of the queue's broker group only.  While the
+master is gone (not in the routes, or its last request failed in transport) they stay in
+memory, marked unwritten, and the periodic write pushes them once it answers again: nothing
+consumed meanwhile is lost, and the master never sees an older offset than a slave served
+past.  A failed write marks every offset of that group unwritten, since a oneway write sent
+just before the failure may never have arrived.  Reading a committed offset asks the master,
+else a slave (it holds the master's offsets as of its last sync), as Java's does.
+
 Offsets only move forward through `update` (a late result of an older batch cannot move the
 committed offset back); `reset` is the one deliberate way back (OFFSET_ILLEGAL moves).
 """
@@ -26,7 +34,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from longboat.client.consume_from import committed_offset
-from longboat.client.errors import ClientError, ClientUsageError
+from longboat.client.errors import ClientError, ClientUsageError, TransportError
 from longboat.client.instance import ClientInstance
 from longboat.protocol.types import MessageQueue
 
@@ -103,13 +111,39 @@ class RemoteOffsetStore(_MemoryTable):
         self.group = group
 
     async def read(self, mq: MessageQueue) -> int | None:
-        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        instance = self.instance
+        try:
+            addr = await self._master(mq)
+        except ClientError:
+            _, addr = await instance.pull_target(mq)  # a slave: the master's offsets, synced
         # Not the broker's 0 for "not found": see longboat.client.consume_from.
-        return await committed_offset(self.instance.api, addr, self.group, mq)
+        try:
+            return await committed_offset(instance.api, addr, self.group, mq)
+        except TransportError:
+            instance.pull_targets.unreachable(addr)
+            raise
+
+    async def _master(self, mq: MessageQueue) -> str:
+        """The group's master, unless it is gone (TransportError: the offset is kept)."""
+        instance = self.instance
+        addr = await instance.find_master_addr(mq.broker_name, mq.topic)
+        if instance.pull_targets.avoided(addr):
+            raise TransportError(
+                f"master {addr} of {mq.broker_name} did not answer lately; offset kept", addr
+            )
+        return addr
 
     async def _write(self, mq: MessageQueue, offset: int, *, oneway: bool) -> None:
-        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-        await self.instance.api.update_consumer_offset(addr, self.group, mq, offset, oneway=oneway)
+        addr = await self._master(mq)
+        try:
+            await self.instance.api.update_consumer_offset(
+                addr, self.group, mq, offset, oneway=oneway
+            )
+        except TransportError:
+            self.instance.pull_targets.unreachable(addr)
+            for other in [m for m in self.written if m.broker_name == mq.broker_name]:
+                del self.written[other]
+            raise
         self.written[mq] = offset
 
     async def persist(self, mqs: Iterable[MessageQueue]) -> None:

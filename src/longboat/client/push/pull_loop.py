@@ -22,6 +22,12 @@ before it is pending.
 The subscription travels with every pull (subscription flag), so pulls never depend on the
 heartbeat having reached the broker first; the committed offset rides along too (commit
 flag) in clustering mode, which saves the broker a separate update for busy queues.
+
+Each pull goes to the broker of the queue's group that the previous answer suggested
+(`suggestWhichBrokerId`), or to another of the group when that one is gone or did not answer
+(`ClientInstance.pull_target`): a slave serves the queue while its master is down, and the
+master takes it back when it answers again.  A pull to a slave carries no committed offset
+(slaves keep their master's offsets), as Java's.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from longboat.client.consumer_settings import PullSettings
-from longboat.client.errors import BrokerBusyError, ClientError, ClientUsageError
+from longboat.client.errors import BrokerBusyError, ClientError, ClientUsageError, TransportError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.tasks import ended
@@ -43,7 +49,7 @@ from longboat.filter.sql92 import FilterError, compile_sql92
 from longboat.protocol.bodies import SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.types import MessageQueue
+from longboat.protocol.types import MASTER_ID, MessageQueue
 
 log = logging.getLogger(__name__)
 
@@ -184,22 +190,31 @@ class PullLoop:
         """One pull and what follows from its answer; True when it found messages."""
         assert self.next_offset is not None
         mq, sub, s = self.mq, self.subscription, self.settings
-        addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-        commit = self._commit_offset(mq) if self._commit_offset is not None else None
-        result = await self.instance.api.pull(
-            addr,
-            mq,
-            self.next_offset,
-            group=self.group,
-            max_msgs=size,
-            timeout=s.pull_timeout,
-            expression=sub.expression,
-            sql=sub.sql,
-            sub_version=sub.version,
-            suspend=s.broker_suspend_timeout,
-            commit_offset=commit if commit is not None and commit > 0 else None,
-            lite=s.lite,
-        )
+        instance = self.instance
+        broker_id, addr = await instance.pull_target(mq)
+        commit = None
+        if self._commit_offset is not None and broker_id == MASTER_ID:
+            commit = self._commit_offset(mq)
+        try:
+            result = await instance.api.pull(
+                addr,
+                mq,
+                self.next_offset,
+                group=self.group,
+                max_msgs=size,
+                timeout=s.pull_timeout,
+                expression=sub.expression,
+                sql=sub.sql,
+                sub_version=sub.version,
+                suspend=s.broker_suspend_timeout,
+                commit_offset=commit if commit is not None and commit > 0 else None,
+                lite=s.lite,
+            )
+        except TransportError:
+            instance.pull_targets.unreachable(addr)
+            raise
+        instance.pull_targets.reachable(addr)
+        instance.pull_targets.suggest(mq, result.suggest_which_broker_id)
         if self.pq.dropped:
             return False
         if result.status is PullStatus.OFFSET_ILLEGAL:
