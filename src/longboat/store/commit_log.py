@@ -168,8 +168,40 @@ class CommitLog:
         except ProtocolError:
             return False
 
-    def scan(self, start: int) -> LogScan:
-        return LogScan(self, start)
+    def scan(self, start: int, limit: int | None = None) -> LogScan:
+        """Verified records from `start`; with `limit`, only those wholly below it (a
+        replica's log may end inside a record whose rest has not arrived yet)."""
+        return LogScan(self, start, limit)
+
+    def write_replicated(self, offset: int, data: bytes) -> None:
+        """Copy a master's commit-log bytes in at `offset`, the end of this log (or, for an
+        empty log, any segment boundary: a new replica starts at the master's last segment).
+        The bytes may end inside a record; the caller dispatches only whole ones."""
+        if offset != self.write_offset and not (
+            self.chain.last is None and offset % self.segment_size == 0
+        ):
+            raise ValueError(
+                f"replicated bytes at {offset}, but this log ends at {self.write_offset}"
+            )
+        while data:
+            seg = self.chain.segment_for_write(offset)
+            part = data[: seg.end - offset]
+            seg.write(offset, part)
+            offset += len(part)
+            data = data[len(part) :]
+        self.write_offset = offset
+
+    def segment_data(self, offset: int, max_bytes: int) -> bytes | None:
+        """Up to `max_bytes` of the log from `offset`, never past the end of the data nor of
+        its segment (what a master streams to a replica); None below the log's start."""
+        seg = self.chain.find(offset)
+        if seg is None or offset >= self.write_offset:
+            return None
+        end = min(self.write_offset, seg.end, offset + max_bytes)
+        try:
+            return seg.read(offset, end - offset)
+        except ValueError:  # deleted under us by retention
+            return None
 
     def set_end(self, offset: int, problem: str | None) -> None:
         """End the log at `offset` after a scan: zero what follows (stale bytes past the end
@@ -222,15 +254,17 @@ class LogScan:
     offset just past the last good record and `problem` says why a bad one was refused (None
     when the data simply ended)."""
 
-    def __init__(self, log_: CommitLog, start: int) -> None:
+    def __init__(self, log_: CommitLog, start: int, limit: int | None = None) -> None:
         self._log = log_
         self.end = start
+        self.limit = limit
         self.problem: str | None = None
 
     def __iter__(self) -> Iterator[MessageExt]:
         chain = self._log.chain
         offset = self.end
-        while (seg := chain.find(offset)) is not None:
+        limit = self.limit
+        while (seg := chain.find(offset)) is not None and (limit is None or offset < limit):
             with memoryview(seg.mm) as view:
                 yield from self._scan_segment(chain, seg, view, offset)
             if self.problem is not None or self.end < seg.end:
@@ -245,7 +279,10 @@ class LogScan:
         capacity = seg.capacity
         base = seg.start
         head = _SIZE_MAGIC.unpack_from
+        limit = self.limit
         while True:
+            if limit is not None and offset + END_MARKER_SIZE > limit:
+                return
             rel = offset - base
             size, magic = head(view, rel)
             if size == 0:
@@ -260,6 +297,8 @@ class LogScan:
             if size < 0 or rel + size + END_MARKER_SIZE > capacity:
                 self.problem = f"record at {offset} claims size {size}"
                 return
+            if limit is not None and offset + size > limit:
+                return  # its rest has not arrived
             try:
                 msg = decode_record(view, rel)
             except ProtocolError as exc:

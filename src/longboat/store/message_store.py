@@ -52,6 +52,7 @@ from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_read import read_queue
 from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
+from longboat.store.redispatch import Redispatch
 from longboat.store.results import AppendedRecord, GetResult, PutResult, PutStatus
 from longboat.store.retention import RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
@@ -93,6 +94,7 @@ class MessageStore:
         )
         self._index = KeyIndex(config.index_dir, config.index_hash_slots, config.index_max_entries)
         self._listeners: list[ArrivalListener] = []
+        self._append_observers: list[Callable[[int], None]] = []
         self._admission = Admission(config.max_message_size)
         self._store_host = host_bytes(config.store_host)
         self._store_port = config.store_port
@@ -211,6 +213,11 @@ class MessageStore:
         raise (exceptions are logged and dropped)."""
         self._listeners = [*self._listeners, listener]
 
+    def observe_appends(self, observer: Callable[[int], None]) -> None:
+        """`observer(end)` hears the commit log's new end after every append, on the appending
+        thread (a master's replication wakes its senders with it); it must be quick."""
+        self._append_observers = [*self._append_observers, observer]
+
     # ------------------------------------------------------------------ appending
 
     def put_message(self, msg: MessageInner) -> PutResult:
@@ -260,7 +267,54 @@ class MessageStore:
         listeners = self._listeners
         if listeners:
             self._notify(listeners, topic, queue_id, new_max, properties_of, admitted)
+        for observer in self._append_observers:
+            observer(self._log.write_offset)
         return result
+
+    def append_replicated(self, offset: int, data: bytes) -> int:
+        """Copy a master's commit-log bytes in at `offset` (this log's end; any segment
+        boundary while the log is empty) and dispatch the whole records they complete: queue
+        entries at the queue offsets the records carry, index entries, arrival listeners told.
+        Bytes may end inside a record: it is dispatched when its rest arrives.  Returns the
+        log's new end.  Raises StoreUsageError when the store is not open or `offset` is not
+        where this log ends (the replica must reconnect and report its end again)."""
+        notify: dict[tuple[str, int, int], dict[str, str]] = {}
+        with self._lock:
+            if self._state is not _State.OPEN:
+                raise StoreUsageError(f"replicated append on a store that is {self._state.value}")
+            log_ = self._log
+            try:
+                log_.write_replicated(offset, data)
+            except ValueError as exc:
+                raise StoreUsageError(str(exc)) from None
+            if self._dispatched < log_.min_offset:
+                self._dispatched = log_.min_offset  # a new replica's first segment
+            scan = log_.scan(self._dispatched, limit=log_.write_offset)
+            redispatch = Redispatch(self._queues, self._index, self._recovered_tags_code)
+            for msg in scan:
+                code = redispatch.add(msg)
+                if code is not None:
+                    notify.setdefault((msg.topic, msg.queue_id, code), msg.properties)
+                self._last_store_ms = max(self._last_store_ms, msg.store_timestamp)
+            touched = redispatch.finish(scan.end)
+            if scan.problem is not None:
+                log_.set_end(scan.end, scan.problem)  # keep what was whole; refuse the rest
+                raise StoreUsageError(f"replicated bytes do not hold valid records: {scan.problem}")
+            for cq in touched:
+                self._queues.dirty.add(cq)
+            self._dispatched = max(self._dispatched, scan.end)
+            end = log_.write_offset
+        if self._sync:
+            self._flusher.request(end)
+        listeners = self._listeners
+        for (topic, queue_id, code), properties in notify.items():
+            new_max = self._queues.max_offset(topic, queue_id)
+            for listener in listeners:
+                try:
+                    listener(topic, queue_id, new_max, code, properties)
+                except Exception:
+                    log.exception("arrival listener %r failed", listener)
+        return end
 
     def _append(self, admitted: Admitted) -> PutResult:
         """Encode, copy in, dispatch.  Caller holds the lock."""
@@ -368,6 +422,11 @@ class MessageStore:
                     listener(topic, queue_id, new_max, code, properties)
                 except Exception:
                     log.exception("arrival listener %r failed", listener)
+
+    def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
+        """Up to `max_bytes` of the commit log from `offset`, within one segment and below
+        its end (what a master streams to a replica); None at the end or below the start."""
+        return self._log.segment_data(offset, max_bytes)
 
     def flush(self) -> int:
         """Make everything appended so far durable now; returns the commit-log offset covered.

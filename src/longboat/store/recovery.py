@@ -21,17 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from longboat.protocol.message import MessageExt
-from longboat.protocol.sysflags import MessageSysFlag
-from longboat.store.admission import index_hashes
 from longboat.store.commit_log import CommitLog
-from longboat.store.consume_queue import ENTRY, ConsumeQueue
-from longboat.store.index import KeyIndex, topic_seed
+from longboat.store.index import KeyIndex
 from longboat.store.queue_table import QueueTable
+from longboat.store.redispatch import Redispatch
 
 log = logging.getLogger(__name__)
-
-_INDEX_BATCH = 8192
-_QUEUE_RUN = 4096
 
 
 @dataclass(slots=True)
@@ -66,31 +61,13 @@ def recover(
         cq.truncate_to_log(scan_from)
     start = max(min(scan_from, index_from), commit_log.min_offset)
     scan = commit_log.scan(start)
-    pending: list[tuple[int, int, int]] = []
-    seeds: dict[str, int] = {}
-    records = 0
-    rebuilds: dict[tuple[str, int], _QueueRebuild] = {}
+    redispatch = Redispatch(
+        queues, index, tags_code_of, queue_from=scan_from, index_from=index_from
+    )
     for msg in scan:
-        offset = msg.commit_log_offset
-        if offset >= scan_from and MessageSysFlag.is_consumable_transaction_type(msg.sys_flag):
-            key = (msg.topic, msg.queue_id)
-            rebuild = rebuilds.get(key)
-            if rebuild is None:
-                rebuild = rebuilds[key] = _QueueRebuild(queues.get_or_create(*key))
-            rebuild.add(msg.queue_offset, ENTRY.pack(offset, msg.store_size, tags_code_of(msg)))
-        if offset >= index_from:
-            ts = msg.store_timestamp
-            seed = seeds.get(msg.topic)
-            if seed is None:
-                seed = seeds[msg.topic] = topic_seed(msg.topic)
-            pending += [(h, offset, ts) for h in index_hashes(seed, msg.properties)]
-            if len(pending) >= _INDEX_BATCH:
-                index.add(pending, offset + msg.store_size)
-                pending = []
-        records += 1
-    index.add(pending, scan.end)
-    for rebuild in rebuilds.values():
-        rebuild.flush()
+        redispatch.add(msg)
+    redispatch.finish(scan.end)
+    records = redispatch.records
     commit_log.set_end(scan.end, scan.problem)
     for cq in queues:
         cq.truncate_to_log(scan.end)
@@ -102,39 +79,3 @@ def recover(
             records,
         )
     return RecoveryReport(start, scan.end, records, scan.problem)
-
-
-class _QueueRebuild:
-    """Entries re-created for one queue, written in runs rather than one at a time."""
-
-    __slots__ = ("cq", "entries", "first")
-
-    def __init__(self, cq: ConsumeQueue) -> None:
-        self.cq = cq
-        self.first = cq.max_offset
-        self.entries: list[bytes] = []
-
-    def add(self, queue_offset: int, entry: bytes) -> None:
-        expected = self.first + len(self.entries)
-        if queue_offset < expected:
-            return  # the queue already has it
-        if queue_offset > expected:
-            self.flush()
-            log.error(
-                "consume queue %s/%d: entries %d..%d were lost with no record to rebuild them "
-                "from; readers will skip them",
-                self.cq.topic,
-                self.cq.queue_id,
-                expected,
-                queue_offset - 1,
-            )
-            self.first = queue_offset
-        self.entries.append(entry)
-        if len(self.entries) >= _QUEUE_RUN:
-            self.flush()
-
-    def flush(self) -> None:
-        if self.entries:
-            self.cq.append(self.first, b"".join(self.entries))
-            self.first += len(self.entries)
-            self.entries = []

@@ -1,0 +1,119 @@
+"""Queue and index entries re-created from records already in the commit log.
+
+Two paths write records without the append path's in-line dispatch: recovery (the records a
+crash left undispatched) and replication (a master's bytes copied into a replica's log).  Both
+walk verified records and hand each to a `Redispatch`, which writes the queue entries in runs,
+at the queue offsets the records carry, and the index entries in batches.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from longboat.protocol.message import MessageExt
+from longboat.protocol.sysflags import MessageSysFlag
+from longboat.store.admission import index_hashes
+from longboat.store.consume_queue import ENTRY, ConsumeQueue
+from longboat.store.index import KeyIndex, topic_seed
+from longboat.store.queue_table import QueueTable
+
+log = logging.getLogger(__name__)
+
+_INDEX_BATCH = 8192
+_QUEUE_RUN = 4096
+
+
+class Redispatch:
+    """Entries for records at or past `queue_from` (queues) and `index_from` (index)."""
+
+    def __init__(
+        self,
+        queues: QueueTable,
+        index: KeyIndex,
+        tags_code_of: Callable[[MessageExt], int],
+        *,
+        queue_from: int = 0,
+        index_from: int = 0,
+    ) -> None:
+        self.queues = queues
+        self.index = index
+        self.tags_code_of = tags_code_of
+        self.queue_from = queue_from
+        self.index_from = index_from
+        self._pending: list[tuple[int, int, int]] = []
+        self._seeds: dict[str, int] = {}
+        self._rebuilds: dict[tuple[str, int], _QueueRebuild] = {}
+        self.records = 0
+
+    def add(self, msg: MessageExt) -> int | None:
+        """Dispatch one record; returns its tags code when it got a queue entry."""
+        offset = msg.commit_log_offset
+        code = None
+        if offset >= self.queue_from and MessageSysFlag.is_consumable_transaction_type(
+            msg.sys_flag
+        ):
+            key = (msg.topic, msg.queue_id)
+            rebuild = self._rebuilds.get(key)
+            if rebuild is None:
+                rebuild = self._rebuilds[key] = _QueueRebuild(self.queues.get_or_create(*key))
+            code = self.tags_code_of(msg)
+            rebuild.add(msg.queue_offset, ENTRY.pack(offset, msg.store_size, code))
+        if offset >= self.index_from:
+            seed = self._seeds.get(msg.topic)
+            if seed is None:
+                seed = self._seeds[msg.topic] = topic_seed(msg.topic)
+            ts = msg.store_timestamp
+            self._pending += [(h, offset, ts) for h in index_hashes(seed, msg.properties)]
+            if len(self._pending) >= _INDEX_BATCH:
+                self.index.add(self._pending, offset + msg.store_size)
+                self._pending = []
+        self.records += 1
+        return code
+
+    def finish(self, end: int) -> list[ConsumeQueue]:
+        """Write what is buffered; `end` is the log offset the index now covers.  Returns the
+        queues that got entries."""
+        self.index.add(self._pending, end)
+        self._pending = []
+        for rebuild in self._rebuilds.values():
+            rebuild.flush()
+        touched = [r.cq for r in self._rebuilds.values()]
+        self._rebuilds = {}
+        return touched
+
+
+class _QueueRebuild:
+    """Entries re-created for one queue, written in runs rather than one at a time."""
+
+    __slots__ = ("cq", "entries", "first")
+
+    def __init__(self, cq: ConsumeQueue) -> None:
+        self.cq = cq
+        self.first = cq.max_offset
+        self.entries: list[bytes] = []
+
+    def add(self, queue_offset: int, entry: bytes) -> None:
+        expected = self.first + len(self.entries)
+        if queue_offset < expected:
+            return  # the queue already has it
+        if queue_offset > expected:
+            self.flush()
+            log.error(
+                "consume queue %s/%d: entries %d..%d were lost with no record to rebuild them "
+                "from; readers will skip them",
+                self.cq.topic,
+                self.cq.queue_id,
+                expected,
+                queue_offset - 1,
+            )
+            self.first = queue_offset
+        self.entries.append(entry)
+        if len(self.entries) >= _QUEUE_RUN:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.entries:
+            self.cq.append(self.first, b"".join(self.entries))
+            self.first += len(self.entries)
+            self.entries = []
