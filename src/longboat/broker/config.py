@@ -55,6 +55,9 @@ def default_acl_file() -> Path:
     return longboat_home() / "conf" / "plain_acl.yml"
 
 
+BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+
+
 class ConfigError(ValueError):
     """A setting is wrong (the operator's to fix): the message names the key and its source."""
 
@@ -147,12 +150,35 @@ class BrokerConfig:
     transaction_check_interval: int = 60_000
     transaction_check_max: int = 15
     transaction_time_out: int = 6_000
+    # Replication (RocketMQ 4.x's keys): ASYNC_MASTER answers sends at once and streams to its
+    # slaves; SYNC_MASTER answers once a slave has the bytes (within syncFlushTimeout); SLAVE
+    # (brokerId > 0) follows its master and refuses sends.  The HA port: -1 = listenPort + 1
+    # (any free port when listenPort is 0).  A slave's master HA address: configured, else
+    # learned from the name server when the slave registers.
+    broker_role: str = "ASYNC_MASTER"
+    ha_listen_port: int = -1
+    ha_master_address: str = ""
+    ha_send_heartbeat_interval: int = 5000
+    ha_housekeeping_interval: int = 20_000
+    # Ours (RocketMQ hard-codes 10 s): how often a slave copies its master's topic table.
+    slave_synchronize_interval: int = 10_000
 
     # ------------------------------------------------------------------ derived
 
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    @property
+    def ha_port(self) -> int:
+        """The HA server's port to bind (0: any free one)."""
+        if self.ha_listen_port >= 0:
+            return self.ha_listen_port
+        return self.listen_port + 1 if self.listen_port else 0
 
     @property
     def delay_levels(self) -> DelayLevels:
@@ -300,6 +326,18 @@ class BrokerConfig:
                 "0 <= min <= grpcMaxInvisibleTimeMills",
             ),
             ("broker_id", self.broker_id >= 0, "broker ids are >= 0 (0 is the master)"),
+            ("broker_role", self.broker_role in BROKER_ROLES, " / ".join(BROKER_ROLES)),
+            (
+                "broker_id",
+                (self.broker_id > 0) == (self.broker_role == "SLAVE"),
+                "a SLAVE has a brokerId > 0, a master brokerId 0",
+            ),
+            (
+                "ha_listen_port",
+                -1 <= self.ha_listen_port <= 65535,
+                "a port is 0..65535 (0 = any free port, -1 = listenPort + 1)",
+            ),
+            ("ha_send_heartbeat_interval", self.ha_send_heartbeat_interval > 0, "must be > 0"),
             ("max_topic_queue_nums", 1 <= self.max_topic_queue_nums <= 65535, "1..65535"),
             (
                 "default_topic_queue_nums",

@@ -54,9 +54,12 @@ from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import reroute_delayed
 from longboat.broker.feature_host import CoreHost
+from longboat.broker.ha.master import HAMaster
+from longboat.broker.ha.slave import HASlave
+from longboat.broker.ha.slave_sync import SlaveSynchronize
 from longboat.broker.hold import RECHECK_INTERVAL_S, HoldService
 from longboat.broker.producers import ProducerTable
-from longboat.broker.registration import BrokerIdentity, NameServerRegistrar
+from longboat.broker.registration import BrokerIdentity, MasterAddresses, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
 from longboat.broker.transaction_service import TransactionService
@@ -81,6 +84,12 @@ Hook = Callable[[], Awaitable[Any] | Any]
 # The broker's own request handling, installed first, then the extras.  Order matters only
 # where two modules register the same code (the later one wins), which none do; middleware
 # (metrics) wraps every handler of its codes whenever it is installed.
+# What a slave answers every write: its store follows the master's log and takes no other.
+_SLAVE_REFUSAL = PutResult(
+    PutStatus.SERVICE_NOT_AVAILABLE,
+    error="this broker is a slave (brokerRole=SLAVE): send to the master of its broker group",
+)
+
 CORE_FEATURES: tuple[Feature, ...] = (
     send.install,
     pull.install,
@@ -157,6 +166,10 @@ class BrokerController:
         self._pending_durable = 0
         self.metrics: metrics.BrokerMetrics | None = None  # set at start when metricsPort > 0
         self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0
+        # Replication: a master's HA server, or a slave's stream from its master (at start).
+        self.ha_master: HAMaster | None = None
+        self.ha_slave: HASlave | None = None
+        self.slave_sync: SlaveSynchronize | None = None
         # Set by start():
         self.store: MessageStore
         self.offsets: ConsumerOffsetTable
@@ -198,11 +211,15 @@ class BrokerController:
         """Append one message now (on the loop, so appends keep arrival order); a DELAY
         property reroutes it to its schedule-topic queue first.  Durability under SYNC_FLUSH
         is awaited separately (`await_durable`)."""
+        if self.config.is_slave:
+            return _SLAVE_REFUSAL
         reroute_delayed(msg, self.delay_levels, int(self.clock() * 1000))
         return self.store.put_message(msg)
 
     def store_batch(self, batch: EncodedBatch) -> PutResult:
         """Append a batch (one topic and queue; batches may not be delayed)."""
+        if self.config.is_slave:
+            return _SLAVE_REFUSAL
         return self.store.put_encoded_batch(batch)
 
     @property
@@ -210,20 +227,34 @@ class BrokerController:
         """Too many appends are waiting for an fsync: the disk is behind, refuse more."""
         return self._pending_durable >= self.config.max_pending_sync_flushes
 
+    @property
+    def waits_for_slaves(self) -> bool:
+        return self.ha_master is not None and self.config.broker_role == "SYNC_MASTER"
+
     async def await_durable(self, result: PutResult) -> PutResult:
         """Wait for the fsync of a SYNC_FLUSH append (bounded by syncFlushTimeout); a late
-        one turns into FLUSH_DISK_TIMEOUT (stored, but not yet known durable)."""
-        if result.durable is None or result.status is not PutStatus.PUT_OK:
+        one turns into FLUSH_DISK_TIMEOUT (stored, but not yet known durable).  Then, on a
+        SYNC_MASTER, for a slave to acknowledge it, as RocketMQ's handleHA: no slave fit to
+        wait for answers SLAVE_NOT_AVAILABLE at once, one late FLUSH_SLAVE_TIMEOUT."""
+        if result.status is not PutStatus.PUT_OK:
             return result
-        self._pending_durable += 1
-        try:
-            await asyncio.wait_for(
-                asyncio.wrap_future(result.durable), self.config.sync_flush_timeout / 1000
-            )
-        except TimeoutError:
-            result.status = PutStatus.FLUSH_DISK_TIMEOUT
-        finally:
-            self._pending_durable -= 1
+        timeout = self.config.sync_flush_timeout / 1000
+        if result.durable is not None:
+            self._pending_durable += 1
+            try:
+                await asyncio.wait_for(asyncio.wrap_future(result.durable), timeout)
+            except TimeoutError:
+                result.status = PutStatus.FLUSH_DISK_TIMEOUT
+                return result
+            finally:
+                self._pending_durable -= 1
+        if self.waits_for_slaves and result.records:
+            assert self.ha_master is not None
+            end = max(r.commit_log_offset + r.size for r in result.records)
+            if not self.ha_master.slave_ok(end):
+                result.status = PutStatus.SLAVE_NOT_AVAILABLE
+            elif not await self.ha_master.wait_replicated(end, timeout):
+                result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
         return result
 
     async def put_message(self, msg: MessageInner) -> PutResult:
@@ -292,6 +323,7 @@ class BrokerController:
             on_change=self.register_soon,
         )
         self.topics.bootstrap()
+        ha_port = await self._start_replication()
         self.registrar = NameServerRegistrar(
             self.client,
             cfg.namesrv_addrs,
@@ -300,11 +332,12 @@ class BrokerController:
                 cfg.broker_name,
                 cfg.broker_id,
                 self.broker_addr,
-                f"{self.store_host}:{port + 1}",
+                f"{self.store_host}:{ha_port}",
             ),
             self.topics.wrapper,
             timeout_s=cfg.register_broker_timeout_mills / 1000,
         )
+        self.registrar.add_master_listener(self._master_changed)
         self.hold = HoldService(
             self.store.max_offset,
             pull.HeldPullReader(self.store),
@@ -320,7 +353,8 @@ class BrokerController:
         # served, checked periodically; each protocol adds its way to reach producers.
         self.transactions = TransactionService(self)
         self.transactions.load()
-        self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
+        if not cfg.is_slave:  # a slave's halves are checked by its master
+            self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
         if cfg.metrics_port:
             self.metrics = metrics.install(self)
         for install in self._features:
@@ -334,6 +368,38 @@ class BrokerController:
             self._periodic_tasks.append(asyncio.ensure_future(self._every(interval, job)))
         await self.server.serve()
         await self.registrar.register()
+
+    async def _start_replication(self) -> int:
+        """A master starts its HA server, a slave its stream from the master; returns the HA
+        port registered with the name servers."""
+        cfg = self.config
+        heartbeat_s = cfg.ha_send_heartbeat_interval / 1000
+        if cfg.is_slave:
+            self.ha_slave = HASlave(
+                self.store,
+                cfg.ha_master_address,
+                heartbeat_s=heartbeat_s,
+                housekeeping_s=cfg.ha_housekeeping_interval / 1000,
+            )
+            self.ha_slave.start()
+            self.slave_sync = SlaveSynchronize(
+                self.client, self.topics, cfg.register_broker_timeout_mills / 1000
+            )
+            self.add_periodic(cfg.slave_synchronize_interval / 1000, self.slave_sync.sync_all)
+            return cfg.ha_port or self.server.port + 1
+        self.ha_master = HAMaster(
+            self.store, host=cfg.bind_host, port=cfg.ha_port, heartbeat_s=heartbeat_s
+        )
+        await self.ha_master.start()
+        return self.ha_master.port
+
+    def _master_changed(self, master: MasterAddresses) -> None:
+        """A slave learns its master from the name server (unless haMasterAddress is set)."""
+        if self.ha_slave is not None and not self.config.ha_master_address:
+            self.ha_slave.update_master_address(master.ha_addr)
+        if self.slave_sync is not None and master.addr != self.slave_sync.master_addr:
+            self.slave_sync.master_addr = master.addr
+            self._periodic_tasks.append(asyncio.ensure_future(self.slave_sync.sync_all()))
 
     async def stop(self) -> None:
         """Graceful shutdown; idempotent."""
@@ -372,6 +438,9 @@ class BrokerController:
                 log.warning("unregistering from the name servers timed out")
         await self.server.close()
         await self.client.close()
+        for replication in (self.ha_master, self.ha_slave):
+            if replication is not None:
+                await replication.stop()
         store = getattr(self, "store", None)
         if store is not None:
             await asyncio.to_thread(store.close)

@@ -145,7 +145,13 @@ class CoreHost(FeatureHost, Protocol):
         ...
 
     def await_durable(self, result: PutResult) -> Awaitable[PutResult]:
-        """Wait for a SYNC_FLUSH append's fsync (FLUSH_DISK_TIMEOUT when late)."""
+        """Wait for a SYNC_FLUSH append's fsync (FLUSH_DISK_TIMEOUT when late) and, on a
+        SYNC_MASTER, a slave's acknowledgement (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE)."""
+        ...
+
+    @property
+    def waits_for_slaves(self) -> bool:
+        """A SYNC_MASTER: every waiting send awaits a slave's acknowledgement."""
         ...
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:

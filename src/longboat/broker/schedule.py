@@ -356,9 +356,10 @@ def install(controller: FeatureHost) -> None:
     service = ScheduleService(
         store, levels, controller.put_message, store.config.config_dir / "delayOffset.json"
     )
-    store.add_arrival_listener(service.on_arrival)
-    controller.add_start_hook(service.start)
-    controller.add_stop_hook(service.stop)
+    if not controller.config.is_slave:  # a slave holds the schedule; its master delivers it
+        store.add_arrival_listener(service.on_arrival)
+        controller.add_start_hook(service.start)
+        controller.add_stop_hook(service.stop)
     controller.router.register(
         RequestCode.GET_ALL_DELAY_OFFSET,
         lambda conn, cmd: cmd.make_response(body=delay_offset_body(service)),

@@ -52,11 +52,20 @@ if TYPE_CHECKING:
 _PUT_CODES: dict[PutStatus, int] = {
     PutStatus.PUT_OK: ResponseCode.SUCCESS,
     PutStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
     PutStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
     PutStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
     PutStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
     PutStatus.OS_PAGECACHE_BUSY: ResponseCode.SYSTEM_BUSY,
     PutStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+}
+# Answers for a message that was stored (with its ids and offset), and their remarks.
+_STORED_CODES: dict[int, str | None] = {
+    ResponseCode.SUCCESS: None,
+    ResponseCode.FLUSH_DISK_TIMEOUT: "flush to disk timed out",
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: "stored, but no slave acknowledged it in syncFlushTimeout",
+    ResponseCode.SLAVE_NOT_AVAILABLE: "stored, but no slave is connected or one is far behind",
 }
 _BORN_HOST = "longboat.born_host"
 _DELAY_MARKER = property_marker(Prop.DELAY)
@@ -111,7 +120,7 @@ class SendProcessor:
         else:
             assert type(msgs) is MessageInner
             result = ctl.store_message(msgs)
-        if send.wait and result.durable is not None:
+        if send.wait and (result.durable is not None or ctl.waits_for_slaves):
             return self._after_flush(cmd, send.queue_id, result)
         return self._stored(cmd, send.queue_id, result)
 
@@ -122,7 +131,7 @@ class SendProcessor:
 
     def _stored(self, cmd: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:
         code = _PUT_CODES[result.status]
-        if code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT):
+        if code not in _STORED_CODES:
             return self._answer(cmd, code, f"{result.status.value}: {result.error or ''}")
         first = result.records[0]
         ext = SendMessageResponseHeader(
@@ -133,7 +142,7 @@ class SendProcessor:
             queueOffset=first.queue_offset,
         ).to_ext()
         ext.update(self._extra)
-        remark = None if code == ResponseCode.SUCCESS else "flush to disk timed out"
+        remark = _STORED_CODES[code]
         return cmd.make_response(code, remark, ext_fields=ext)
 
     def _answer(self, cmd: RemotingCommand, code: int, remark: str) -> RemotingCommand:

@@ -138,6 +138,20 @@ class TopicManager:
         )
         self._on_change()
 
+    def follow(self, configs: dict[str, TopicConfig]) -> bool:
+        """Make the table the master's (a slave's topic sync): changed and new topics put,
+        missing ones dropped; True (and re-registered) when anything changed."""
+        changed = False
+        for name, config in configs.items():
+            if self.table.get(name) != config:
+                self.table.put(config)
+                changed = True
+        for name in set(self.all()) - set(configs):
+            changed |= self.table.delete(name)
+        if changed:
+            self._on_change()
+        return changed
+
     def delete_topic(self, topic: str) -> bool:
         deleted = self.table.delete(topic)
         if deleted:
