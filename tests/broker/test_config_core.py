@@ -30,7 +30,7 @@ defaultTopicQueueNums=16
 maxMessageSize=1048576
 fileReservedTime=48
 deleteWhen=03
-brokerRole=ASYNC_MASTER
+enableDLegerCommitLog=false
 """
 
 
@@ -55,8 +55,9 @@ def test_a_rocketmq_broker_conf_loads_with_overrides_in_order(
     assert config.default_topic_queue_nums == 16
     assert config.max_message_size == 1_048_576
     assert (config.file_reserved_time, config.delete_when) == (48.0, "03")
-    # brokerRole is RocketMQ's (replication), not ours: warned about, not fatal.
-    assert "brokerRole" in caplog.text
+    # enableDLegerCommitLog is RocketMQ's (DLedger), not ours: warned about, not fatal.
+    assert "enableDLegerCommitLog" in caplog.text
+    assert config.broker_role == "ASYNC_MASTER"
     assert "broker.conf:18" in caplog.text
 
 
