@@ -7,7 +7,9 @@ from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ConsumeStats,
+    ConsumerOffsetSerializeWrapper,
     SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
     TopicRouteData,
 )
@@ -167,3 +169,33 @@ async def test_group_settings_are_stored_and_followed_by_send_back(
     response = await call(client, broker, RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
     assert response.code == ResponseCode.SUCCESS
     assert broker.store.topics() == ["T"]
+
+
+async def test_a_slave_can_copy_every_group_setting_and_offset(
+    broker: BrokerController,
+    client: RemotingClient,
+) -> None:
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG and GET_ALL_CONSUMER_OFFSET, what SlaveSynchronize
+    asks a master for: both tables whole, in RocketMQ's shapes."""
+    body = SubscriptionGroupConfig("g", retry_max_times=3).to_json()
+    await call(client, broker, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+    response = await call(client, broker, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+    groups = SubscriptionGroupWrapper.from_json(response.body)
+    assert groups.subscription_group_table["g"].retry_max_times == 3
+    assert groups.data_version == broker.subscription_groups.wrapper().data_version
+    assert groups.data_version.counter == 1
+
+    broker.offsets.commit("g", "T", 0, 7)
+    broker.offsets.commit("g", "T", 3, 2)
+    broker.offsets.commit("h", "U", 1, 5)
+    response = await call(client, broker, RequestCode.GET_ALL_CONSUMER_OFFSET)
+    assert ConsumerOffsetSerializeWrapper.from_json(response.body).offset_table == {
+        "T@g": {0: 7, 3: 2},
+        "U@h": {1: 5},
+    }
+    # What a Java master writes (queue ids unquoted) reads the same.
+    java = b'{"offsetTable":{"T@g":{0:7,3:2},"U@h":{1:5}}}'
+    assert ConsumerOffsetSerializeWrapper.from_json(java).offset_table == {
+        "T@g": {0: 7, 3: 2},
+        "U@h": {1: 5},
+    }

@@ -11,7 +11,8 @@ re-registers, so the route drops it; as RocketMQ's, it leaves committed offsets,
 the queues' data to retention: a topic created again under the same name continues its queues'
 offsets instead of reusing them (a consumer's committed offset never points past a queue's end).
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) stores a group's retry settings (retryQueueNums,
-retryMaxTimes) for send-back.
+retryMaxTimes) for send-back; GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) answers every configured
+group with the table's data version (what a slave copies from its master).
 """
 
 from __future__ import annotations
@@ -168,6 +169,10 @@ class AdminProcessor:
         return cmd.make_response()
 
 
+def all_subscription_groups(controller: FeatureHost, cmd: RemotingCommand) -> RemotingCommand:
+    return cmd.make_response(body=controller.subscription_groups.wrapper().to_json())
+
+
 def install(controller: FeatureHost) -> None:
     admin = AdminProcessor(controller)
     router = controller.router
@@ -178,4 +183,8 @@ def install(controller: FeatureHost) -> None:
     router.register(RequestCode.GET_CONSUME_STATS, admin.consume_stats)
     router.register(
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, admin.update_subscription_group
+    )
+    router.register(
+        RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        lambda conn, cmd: all_subscription_groups(controller, cmd),
     )

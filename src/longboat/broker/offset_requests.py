@@ -1,6 +1,10 @@
 """Consumer offsets and queue positions: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
-GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29) and
-GET_EARLIEST_MSG_STORETIME (32).
+GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), SEARCH_OFFSET_BY_TIMESTAMP (29),
+GET_EARLIEST_MSG_STORETIME (32) and GET_ALL_CONSUMER_OFFSET (43, every group's offsets: what a
+slave copies from its master).
+
+A slave answers UPDATE_CONSUMER_OFFSET as RocketMQ's does (a Java consumer commits there while
+the master is gone); its next sync from the master replaces those offsets with the master's.
 
 Rules for a group with no committed offset on a queue (QUERY_CONSUMER_OFFSET):
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import ConsumerOffsetSerializeWrapper
 from longboat.protocol.headers import (
     EarliestMsgStoreTimeResponseHeader,
     OffsetResponseHeader,
@@ -90,6 +95,10 @@ class OffsetRequests:
         ts = self.controller.store.earliest_store_time(header.topic, header.queueId)
         return cmd.make_response(ext_fields=EarliestMsgStoreTimeResponseHeader(ts).to_ext())
 
+    def all_consumer_offsets(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        body = ConsumerOffsetSerializeWrapper(self.controller.offsets.keyed()).to_json()
+        return cmd.make_response(body=body)
+
 
 def _offset(cmd: RemotingCommand, offset: int) -> RemotingCommand:
     return cmd.make_response(ext_fields=OffsetResponseHeader(offset).to_ext())
@@ -104,3 +113,4 @@ def install(controller: CoreHost) -> None:
     register(RequestCode.GET_MIN_OFFSET, requests.min_offset)
     register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, requests.search_offset)
     register(RequestCode.GET_EARLIEST_MSG_STORETIME, requests.earliest_store_time)
+    register(RequestCode.GET_ALL_CONSUMER_OFFSET, requests.all_consumer_offsets)

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from longboat.protocol.bodies import DataVersion, SubscriptionGroupConfig
+from longboat.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 from longboat.store.json_file import read_json, write_json_atomic
 
 
@@ -28,14 +28,10 @@ class SubscriptionGroupTable:
 
     def load(self) -> None:
         """Read the file if there is one; ValueError when it exists but is damaged."""
-        data = read_json(self.path) or {}
-        table = {
-            name: SubscriptionGroupConfig.from_dict(cfg)
-            for name, cfg in (data.get("subscriptionGroupTable") or {}).items()
-        }
+        wrapper = SubscriptionGroupWrapper.from_dict(read_json(self.path))
         with self._lock:
-            self._table = table
-            self._version = DataVersion.from_dict(data.get("dataVersion"))
+            self._table = wrapper.subscription_group_table
+            self._version = wrapper.data_version
 
     def get(self, group: str) -> SubscriptionGroupConfig:
         """The group's settings: the stored ones, else RocketMQ's defaults."""
@@ -52,10 +48,23 @@ class SubscriptionGroupTable:
             self._version = DataVersion(
                 timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
             )
-            write_json_atomic(
-                self.path,
-                {
-                    "dataVersion": self._version.to_dict(),
-                    "subscriptionGroupTable": {n: c.to_dict() for n, c in self._table.items()},
-                },
-            )
+            write_json_atomic(self.path, self._wrapper().to_dict())
+
+    def wrapper(self) -> SubscriptionGroupWrapper:
+        """The table and its version (GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body)."""
+        with self._lock:
+            return self._wrapper()
+
+    def _wrapper(self) -> SubscriptionGroupWrapper:
+        return SubscriptionGroupWrapper(dict(self._table), self._version)
+
+    def follow(self, master: SubscriptionGroupWrapper) -> bool:
+        """A slave takes its master's table when its version differs (RocketMQ's
+        SlaveSynchronize), durably; True when it changed."""
+        with self._lock:
+            if master.data_version == self._version:
+                return False
+            self._table = dict(master.subscription_group_table)
+            self._version = master.data_version
+            write_json_atomic(self.path, self._wrapper().to_dict())
+            return True

@@ -350,6 +350,68 @@ class SubscriptionGroupConfig:
             return cls.from_dict(d)
 
 
+@dataclass(slots=True)
+class SubscriptionGroupWrapper:
+    """GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body (and config/subscriptionGroup.json): every
+    configured group's settings with the table's data version, which a slave compares to
+    know whether to take the table."""
+
+    subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "dataVersion": self.data_version.to_dict(),
+            "subscriptionGroupTable": {
+                n: c.to_dict() for n, c in self.subscription_group_table.items()
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, d: Any) -> SubscriptionGroupWrapper:
+        d = _obj(d or {}, "subscription group wrapper")
+        return cls(
+            subscription_group_table={
+                str(n): SubscriptionGroupConfig.from_dict(c)
+                for n, c in (d.get("subscriptionGroupTable") or {}).items()
+            },
+            data_version=DataVersion.from_dict(d.get("dataVersion")),
+        )
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> SubscriptionGroupWrapper:
+        d = _load(data, "subscription group wrapper")
+        with _malformed("subscription group wrapper"):
+            return cls.from_dict(d)
+
+
+@dataclass(slots=True)
+class ConsumerOffsetSerializeWrapper:
+    """GET_ALL_CONSUMER_OFFSET's body (and config/consumerOffset.json): `"topic@group"` →
+    queue id → the group's next offset.  Java writes the queue ids unquoted; both read
+    either form."""
+
+    offset_table: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps({"offsetTable": self.offset_table})
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> ConsumerOffsetSerializeWrapper:
+        d = _load(data, "consumer offset wrapper")
+        with _malformed("consumer offset wrapper"):
+            table = _obj(d.get("offsetTable") or {}, "offsetTable")
+            return cls(
+                {
+                    str(key): {int(q): int(o) for q, o in _obj(queues, key).items()}
+                    for key, queues in table.items()
+                }
+            )
+
+
 # --------------------------------------------------------------------------- heartbeat
 
 

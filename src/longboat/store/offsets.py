@@ -67,6 +67,28 @@ class ConsumerOffsetTable:
         with self._lock:
             return {g: {t: dict(q) for t, q in topics.items()} for g, topics in self._table.items()}
 
+    def keyed(self) -> dict[str, dict[int, int]]:
+        """The file's (and GET_ALL_CONSUMER_OFFSET's) form: "topic@group" → queue → offset."""
+        with self._lock:
+            return self._keyed()
+
+    def _keyed(self) -> dict[str, dict[int, int]]:
+        return {
+            f"{topic}{_SEP}{group}": dict(queues)
+            for group, topics in self._table.items()
+            for topic, queues in topics.items()
+        }
+
+    def take(self, keyed: dict[str, dict[int, int]]) -> None:
+        """A slave takes its master's offsets (RocketMQ's putAll): each "topic@group" entry
+        replaces the slave's own; groups and topics the master lacks are kept."""
+        with self._lock:
+            for key, queues in keyed.items():
+                topic, sep, group = key.rpartition(_SEP)
+                if sep:
+                    self._table.setdefault(group, {})[topic] = dict(queues)
+                    self._dirty = True
+
     @property
     def dirty(self) -> bool:
         return self._dirty
@@ -74,12 +96,8 @@ class ConsumerOffsetTable:
     def persist(self) -> None:
         """Write the table atomically (temp file, fsync, rename, fsync the directory)."""
         with self._lock:
-            data = {
-                "offsetTable": {
-                    f"{topic}{_SEP}{group}": {str(q): o for q, o in queues.items()}
-                    for group, topics in self._table.items()
-                    for topic, queues in topics.items()
-                }
+            table = {
+                k: {str(q): o for q, o in queues.items()} for k, queues in self._keyed().items()
             }
             self._dirty = False
-        write_json_atomic(self.path, data)
+        write_json_atomic(self.path, {"offsetTable": table})
