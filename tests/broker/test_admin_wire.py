@@ -6,8 +6,8 @@ from __future__ import annotations
 from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
-    ConsumeStats,
     ConsumerOffsetSerializeWrapper,
+    ConsumeStats,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,

@@ -293,7 +293,7 @@ async def test_a_slave_learns_its_master_from_its_registration_and_outlives_it(
     first = master()
     await first.start()
     slave = BrokerController(
-        broker_config(tmp_path / "slave", namesrv.addr, broker_id=1, **options)
+        broker_config(tmp_path / "slave", namesrv.addr, broker_id=1, broker_role="SLAVE", **options)
     )
     await slave.start()
     heard: list[MasterAddresses] = []
