@@ -185,6 +185,22 @@ def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -
             "group", "reset", "-g", "cli-group", "--to", "latest", "--force", "--queue", "0"
         )
         assert len(re.findall(r"CliGroup", forced.stdout)) == 1
+        as_json = longboat(
+            "group",
+            "reset",
+            "cli-group",
+            "--to",
+            "0",
+            "-t",
+            "CliGroup",
+            "--queue",
+            "1",
+            "--force",
+            "--format",
+            "json",
+        )
+        [moved] = json.loads(as_json.stdout)
+        assert moved == {"topic": "CliGroup", "broker": moved["broker"], "queue": 1, "offset": 0}
 
 
 def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster) -> None:

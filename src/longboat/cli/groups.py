@@ -154,6 +154,7 @@ def members_table(name: str, connection: ConsumerConnection) -> Table:
 @click.option("-t", "--topic", help="Only this topic [default: every topic the group consumes].")
 @click.option("--queue", type=click.IntRange(min=0), help="Only this queue id (on each broker).")
 @click.option("--force", is_flag=True, help="Reset even while members run (they may overwrite it).")
+@format_option
 @namesrv_option
 def reset(
     positional: str | None,
@@ -162,6 +163,7 @@ def reset(
     topic: str | None,
     queue: int | None,
     force: bool,
+    output: str,
     namesrv: str,
 ) -> None:
     """Move a group's offsets.  Refused while the group has live members (a running consumer
@@ -193,6 +195,15 @@ def reset(
                 )
             return moved
 
+    moved = sorted(run(go()).items())
+    if output == "json":
+        print_json(
+            [
+                {"topic": mq.topic, "broker": mq.broker_name, "queue": mq.queue_id, "offset": o}
+                for mq, o in moved
+            ]
+        )
+        return
     table = Table(
         "topic",
         "broker",
@@ -201,7 +212,7 @@ def reset(
         title=f"group {name} reset to {to}",
         title_justify="left",
     )
-    for mq, offset in sorted(run(go()).items()):
+    for mq, offset in moved:
         table.add_row(mq.topic, mq.broker_name, str(mq.queue_id), str(offset))
     console.print(table)
 
