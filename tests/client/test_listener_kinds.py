@@ -5,11 +5,13 @@ forever — and nothing it was given is committed, so a corrected consumer gets 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
 
-from longboat.client import sync
+from longboat.client import ClientUsageError, sync
+from longboat.client.message import Message
 from longboat.client.push import (
     ConcurrentContext,
     ConsumeFrom,
@@ -116,3 +118,36 @@ async def test_the_other_kinds_result_stops_the_consumer_at_the_first_call(
     async with corrected:
         await deliveries.wait_for_bodies(set(BODIES), timeout=20)
     assert corrected.listener_error is None
+
+
+def test_the_blocking_facade_stops_and_shows_the_error_too(namesrv: str) -> None:
+    topic, group = unique("T"), unique("g")
+    with sync.Admin(config=config_for(namesrv)) as admin:
+        admin.create_topic(topic, queue_nums=1, order=True)
+    with sync.Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        for body in BODIES:
+            producer.send(Message(topic, body.encode()))
+    calls = 0
+
+    def mistaken(msgs: list[MessageExt], ctx: Any):
+        nonlocal calls
+        calls += 1
+        return ConsumeResult.SUCCESS
+
+    consumer = sync.PushConsumer(
+        group,
+        config=config_for(namesrv),
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+        suspend_current_queue_time=0.05,
+    )
+    consumer.subscribe(topic)
+    consumer.register_listener(mistaken, orderly=True)
+    with consumer:
+        deadline = time.monotonic() + 20
+        while consumer.listener_error is None:
+            assert time.monotonic() < deadline, "no ListenerKindError"
+            time.sleep(0.05)
+        time.sleep(1.0)  # suspended every 50 ms, the queue would be retried 20 times here
+        assert calls == 1
+    assert isinstance(consumer.listener_error, ClientUsageError)
+    assert "register_concurrent" in str(consumer.listener_error)
