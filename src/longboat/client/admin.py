@@ -352,7 +352,8 @@ class Admin(InstanceUser):
     async def group_progress(
         self, group: str, topic: str | None = None, *, with_lag_time: bool = True
     ) -> list[QueueProgress]:
-        """Per queue of every topic the group consumes (or of `topic`): offsets, lag, times."""
+        """Per queue of every topic the group consumes (or of `topic`): offsets, lag, times;
+        `consumer_offset` and `lag` are None on a queue where the group stored no offset."""
         api = self.instance.api
         addrs = await self._master_addrs(topic)
         rows: list[QueueProgress] = []
