@@ -84,6 +84,7 @@ Hook = Callable[[], Awaitable[Any] | Any]
 # The broker's own request handling, installed first, then the extras.  Order matters only
 # where two modules register the same code (the later one wins), which none do; middleware
 # (metrics) wraps every handler of its codes whenever it is installed.
+VIP_PORT_OFFSET = 2
 # What a slave answers every write: its store follows the master's log and takes no other.
 _SLAVE_REFUSAL = PutResult(
     PutStatus.SERVICE_NOT_AVAILABLE,
@@ -144,6 +145,20 @@ class BrokerController:
             tls=config.server_tls,
             on_connection_closed=self._connection_closed,
         )
+        # RocketMQ's "VIP channel": the same service on listenPort - 2, where Java brokers and
+        # tools send some requests (a Java slave asks its master for the topic table there).
+        # Only for a fixed listenPort; failing to bind it is not fatal.
+        self.vip_server: RemotingServer | None = None
+        if config.listen_port > VIP_PORT_OFFSET:
+            self.vip_server = RemotingServer(
+                self.router,
+                config.bind_host,
+                config.listen_port - VIP_PORT_OFFSET,
+                expose_hint="brokerIP1 or listenHost",
+                limits=config.connection_limits,
+                tls=config.server_tls,
+                on_connection_closed=self._connection_closed,
+            )
         # Outgoing connections (name servers); broker-to-client requests go out on the
         # clients' own connections.
         # Outgoing requests (registrations) are signed when the broker has an account.
@@ -303,6 +318,17 @@ class BrokerController:
             log.info("ACL on: requests are checked against %s", cfg.plain_acl_file)
         await self.server.start(serving=False)
         port = self.server.port
+        if self.vip_server is not None:
+            try:
+                await self.vip_server.start(serving=False)
+            except OSError as exc:
+                log.warning(
+                    "VIP port %d (listenPort - 2) not bound, so Java slaves and tools that use "
+                    "it cannot reach this broker there: %s",
+                    self.vip_server.port,
+                    exc,
+                )
+                self.vip_server = None
         self.broker_addr = f"{self.store_host}:{port}"
         self.store = MessageStore(
             cfg.store_config(port),
@@ -367,6 +393,8 @@ class BrokerController:
         for interval, job in self._periodic:
             self._periodic_tasks.append(asyncio.ensure_future(self._every(interval, job)))
         await self.server.serve()
+        if self.vip_server is not None:
+            await self.vip_server.serve()
         await self.registrar.register()
 
     async def _start_replication(self) -> int:
@@ -412,6 +440,8 @@ class BrokerController:
 
     async def _shutdown(self) -> None:
         self.server.stop_accepting()
+        if self.vip_server is not None:
+            self.vip_server.stop_accepting()
         for task in self._periodic_tasks:
             task.cancel()
         await asyncio.gather(*self._periodic_tasks, return_exceptions=True)
@@ -437,6 +467,8 @@ class BrokerController:
             except TimeoutError:
                 log.warning("unregistering from the name servers timed out")
         await self.server.close()
+        if self.vip_server is not None:
+            await self.vip_server.close()
         await self.client.close()
         for replication in (self.ha_master, self.ha_slave):
             if replication is not None:

@@ -1,0 +1,147 @@
+"""Replication across implementations: RocketMQ's HA stream is one protocol, so an Apache
+RocketMQ broker (4.9.7's jars) follows a Longboat master as its slave, and a Longboat slave
+follows an Apache RocketMQ master.  Each pair shares a Longboat name server, which tells the
+slave where its master's HA port is; messages sent to the master are then read from the
+slave, intact and in order."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from client.client_e2e import config_for, unique
+from conftest import Cluster, LoopThread, broker_config
+from longboat.broker.controller import BrokerController
+from longboat.client import BrokerError, Message
+from longboat.client.admin import Admin
+from longboat.client.api import PullStatus
+from longboat.client.producer import Producer
+from longboat.client.queue_reader import QueueReader
+from longboat.namesrv.server import NameServer
+from longboat.protocol import ResponseCode
+from longboat.protocol.types import MessageQueue
+from peers.rocketmq import broker_port, start_rocketmq
+
+pytestmark = pytest.mark.java
+
+GROUP_NAME = "ha-interop"
+COUNT = 40
+
+
+@pytest.fixture
+def namesrv_thread() -> Iterator[tuple[LoopThread, NameServer]]:
+    runner = LoopThread()
+    namesrv = NameServer("127.0.0.1", 0)
+    runner.run(namesrv.start())
+    yield runner, namesrv
+    runner.run(namesrv.stop())
+    runner.close()
+
+
+async def send_and_read_from(namesrv: str, topic: str, slave_addr: str) -> list[bytes]:
+    """Send COUNT messages (to the master, through the name server's route) and read them
+    back from the slave once it holds them all (each queue's max offset as on the master)."""
+    bodies = [f"replicated {i}".encode() for i in range(COUNT)]
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body))
+    mq = MessageQueue(topic, GROUP_NAME, 0)
+    got: list[bytes] = []
+    async with QueueReader(config=config_for(namesrv)) as reader:
+        api = reader.instance.api
+        async with asyncio.timeout(60):
+            while await api.get_max_offset(slave_addr, mq) < COUNT:
+                await asyncio.sleep(0.2)
+            offset = 0
+            while offset < COUNT:
+                try:
+                    result = await api.pull(
+                        slave_addr, mq, offset, group=unique("ha-reader"), max_msgs=32, timeout=5
+                    )
+                except BrokerError as exc:
+                    # The slave copies its master's topic table every few seconds (10 s in
+                    # RocketMQ); until then it does not serve the new topic.
+                    assert exc.code == ResponseCode.TOPIC_NOT_EXIST, exc
+                    await asyncio.sleep(0.5)
+                    continue
+                assert result.status is PullStatus.FOUND, result.status
+                got += [m.body for m in result.messages]
+                offset = result.next_begin_offset
+    assert got == bodies
+    return got
+
+
+async def test_a_rocketmq_slave_follows_a_longboat_master(
+    java_peers: None, namesrv_thread: tuple[LoopThread, NameServer], tmp_path: Path
+) -> None:
+    runner, namesrv = namesrv_thread
+    # A fixed port with free neighbours: a Java slave asks for the topic table on the VIP
+    # port (listenPort - 2) and finds the HA port at listenPort + 1.
+    config = broker_config(
+        tmp_path / "longboat-master",
+        namesrv.addr,
+        broker_name=GROUP_NAME,
+        listen_port=broker_port(),
+        ha_listen_port=-1,
+    )
+    master = BrokerController(config)
+    await asyncio.to_thread(runner.run, master.start())
+    master_cluster = Cluster(runner, namesrv, master, config, config.store_path_root_dir)
+    try:
+        topic = unique("HaToRocketMQ")
+        async with Admin(config=config_for(namesrv.addr)) as admin:
+            await admin.create_topic(topic, queue_nums=1)
+        slave = await asyncio.to_thread(
+            start_rocketmq,
+            tmp_path / "rocketmq-slave",
+            namesrv_addr=namesrv.addr,
+            broker_options={
+                "brokerName": GROUP_NAME,
+                "brokerClusterName": config.broker_cluster_name,
+                "brokerId": 1,
+                "brokerRole": "SLAVE",
+            },
+        )
+        try:
+            await send_and_read_from(namesrv.addr, topic, slave.broker_addr)
+        finally:
+            await asyncio.to_thread(slave.stop)
+    finally:
+        await asyncio.to_thread(runner.run, master.stop())
+        del master_cluster
+
+
+async def test_a_longboat_slave_follows_a_rocketmq_master(
+    java_peers: None, namesrv_thread: tuple[LoopThread, NameServer], tmp_path: Path
+) -> None:
+    runner, namesrv = namesrv_thread
+    rocketmq = await asyncio.to_thread(
+        start_rocketmq,
+        tmp_path / "rocketmq-master",
+        namesrv_addr=namesrv.addr,
+        broker_options={"brokerName": GROUP_NAME, "brokerRole": "ASYNC_MASTER"},
+    )
+    try:
+        config = broker_config(
+            tmp_path / "longboat-slave",
+            namesrv.addr,
+            broker_name=GROUP_NAME,
+            broker_cluster_name=rocketmq.cluster_name,
+            broker_id=1,
+            broker_role="SLAVE",
+            slave_synchronize_interval=500,
+        )
+        slave = BrokerController(config)
+        await asyncio.to_thread(runner.run, slave.start())
+        try:
+            topic = unique("HaFromRocketMQ")
+            async with Admin(config=config_for(namesrv.addr)) as admin:
+                await admin.create_topic(topic, queue_nums=1)
+            await send_and_read_from(namesrv.addr, topic, slave.broker_addr)
+        finally:
+            await asyncio.to_thread(runner.run, slave.stop())
+    finally:
+        await asyncio.to_thread(rocketmq.stop)
