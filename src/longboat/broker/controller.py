@@ -411,7 +411,12 @@ class BrokerController:
             )
             self.ha_slave.start()
             self.slave_sync = SlaveSynchronize(
-                self.client, self.topics, cfg.register_broker_timeout_mills / 1000
+                self.client,
+                self.topics,
+                self.offsets,
+                self.subscription_groups,
+                self.store.config.config_dir / schedule.DELAY_OFFSET_FILE,
+                cfg.register_broker_timeout_mills / 1000,
             )
             self.add_periodic(cfg.slave_synchronize_interval / 1000, self.slave_sync.sync_all)
             return cfg.ha_port or self.server.port + 1

@@ -345,6 +345,10 @@ class ScheduleService:
         )
 
 
+# The delay levels' progress, in the store's config directory (RocketMQ's name).
+DELAY_OFFSET_FILE = "delayOffset.json"
+
+
 def delay_offset_body(service: ScheduleService) -> bytes:
     """GET_ALL_DELAY_OFFSET's body: the progress file's shape, `{"offsetTable": {level: n}}`."""
     return json_dumps({"offsetTable": {str(k): v for k, v in service.offsets().items()}})
@@ -354,7 +358,7 @@ def install(controller: FeatureHost) -> None:
     store = controller.store
     levels = controller.delay_levels
     service = ScheduleService(
-        store, levels, controller.put_message, store.config.config_dir / "delayOffset.json"
+        store, levels, controller.put_message, store.config.config_dir / DELAY_OFFSET_FILE
     )
     if not controller.config.is_slave:  # a slave holds the schedule; its master delivers it
         store.add_arrival_listener(service.on_arrival)
