@@ -1,4 +1,5 @@
-"""The real broker the feature wire tests run against, and a bare remoting client to call it."""
+"""The real broker the feature wire tests run against, a bare remoting client to call it, and a
+name server of its own for tests that start several brokers (replication)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import pytest
 
 from longboat.broker import BrokerController
+from longboat.namesrv import NameServer
 from longboat.remoting import RemotingClient
 
 # Short delay levels, so retries through the schedule topic come back within a test.
@@ -27,3 +29,11 @@ async def client() -> AsyncIterator[RemotingClient]:
     c = RemotingClient()
     yield c
     await c.close()
+
+
+@pytest.fixture
+async def namesrv() -> AsyncIterator[NameServer]:
+    server = NameServer("127.0.0.1", 0)
+    await server.start()
+    yield server
+    await server.stop()

@@ -30,14 +30,6 @@ StartBroker = Callable[..., Awaitable[BrokerController]]
 
 
 @pytest.fixture
-async def namesrv() -> AsyncIterator[NameServer]:
-    server = NameServer("127.0.0.1", 0)
-    await server.start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
 async def start_broker(tmp_path: Path, namesrv: NameServer) -> AsyncIterator[StartBroker]:
     running: list[BrokerController] = []
 

@@ -6,11 +6,8 @@ Real brokers on loopback; the same copy from an Apache RocketMQ master is in
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from broker.conftest import TEST_DELAY_LEVELS
 from broker.wire import eventually
@@ -26,14 +23,6 @@ from longboat.protocol.types import PERM_READ_WRITE
 from longboat.store import MessageInner
 
 GROUP_NAME = "sync-group"
-
-
-@pytest.fixture
-async def namesrv() -> AsyncIterator[NameServer]:
-    server = NameServer("127.0.0.1", 0)
-    await server.start()
-    yield server
-    await server.stop()
 
 
 def config(tmp_path: Path, namesrv: NameServer, directory: str, **options: Any) -> BrokerConfig:
