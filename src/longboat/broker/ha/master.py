@@ -34,6 +34,7 @@ class SlaveStream:
     """One connected slave, as the master sees it."""
 
     peer: str
+    writer: asyncio.StreamWriter
     ack_offset: int = -1  # the end of its log as it last reported; -1 before the first report
     grown: asyncio.Event = field(default_factory=asyncio.Event)
     reported: asyncio.Event = field(default_factory=asyncio.Event)
@@ -75,9 +76,12 @@ class HAMaster:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        # Closing the connections ends each slave's session; cancelling its task instead
+        # would trip asyncio's stream callback on 3.11 (it reads a cancelled task's exception).
+        for slave in list(self.slaves):
+            slave.writer.close()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=5)
         for _, fut in self._waiters:
             if not fut.done():
                 fut.cancel()
@@ -140,7 +144,7 @@ class HAMaster:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
-        slave = SlaveStream(f"{peer[0]}:{peer[1]}" if peer else "?")
+        slave = SlaveStream(f"{peer[0]}:{peer[1]}" if peer else "?", writer)
         self.slaves[slave] = None
         task = asyncio.current_task()
         assert task is not None
