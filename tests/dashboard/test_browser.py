@@ -22,7 +22,7 @@ import pytest
 
 from conftest import Cluster, start_cluster
 from longboat.client import ClientConfig, Message, MessageExt
-from longboat.client.admin import Admin
+from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.producer import Producer
 from longboat.client.push.consumer import PushConsumer
@@ -222,6 +222,21 @@ def test_every_page_shows_the_cluster(site: Site) -> None:
     assert cell_texts(delivery.first, "td")[0] == GROUP
     assert cell_texts(delivery.first, "td")[3] == "consumed"
     site.shot("messages")
+
+
+def test_a_queue_without_a_stored_offset_says_so(site: Site) -> None:
+    # The group stores an offset on queue 0 only: the other queues have none, not offset 0
+    # and their whole length as lag.
+    group = "dash-half"
+    site.admin(lambda a: a.reset_offsets(group, TOPIC, QueueOffset(0), queue_id=0))
+    page = site.open(f"/group/{group}")
+    offsets = page.locator("table:has(caption:text-is('offsets per queue')) tbody tr")
+    offsets.first.wait_for(timeout=WAIT_MS)
+    rows = [cell_texts(offsets.nth(i), "td") for i in range(offsets.count())]
+    assert [(r[2], r[4], r[5]) for r in rows if r[0] == TOPIC] == [
+        ("0", "0", rows[0][3]),
+        *((str(q), "no offset stored", "-") for q in (1, 2, 3)),
+    ]
 
 
 def test_a_topic_created_sent_to_and_deleted_through_the_page(site: Site) -> None:
