@@ -160,8 +160,14 @@ class BrokerConfig:
     ha_master_address: str = ""
     ha_send_heartbeat_interval: int = 5000
     ha_housekeeping_interval: int = 20_000
-    # Ours (RocketMQ hard-codes 10 s): how often a slave copies its master's topic table.
+    # Ours (RocketMQ hard-codes 10 s): how often a slave copies its master's metadata.
     slave_synchronize_interval: int = 10_000
+    # Reads from slaves (RocketMQ's keys and defaults): with slaveReadEnable a pull answer
+    # sends a consumer more than accessMessageInMemoryMaxRatio percent of this machine's
+    # memory behind the log's end to its group's whichBrokerWhenConsumeSlowly (a slave), and
+    # one caught up back to the group's brokerId (the master); without it, always the master.
+    slave_read_enable: bool = False
+    access_message_in_memory_max_ratio: int = 40
 
     # ------------------------------------------------------------------ derived
 
@@ -338,6 +344,11 @@ class BrokerConfig:
                 "a port is 0..65535 (0 = any free port, -1 = listenPort + 1)",
             ),
             ("ha_send_heartbeat_interval", self.ha_send_heartbeat_interval > 0, "must be > 0"),
+            (
+                "access_message_in_memory_max_ratio",
+                0 <= self.access_message_in_memory_max_ratio <= 100,
+                "a percentage, 0..100",
+            ),
             ("max_topic_queue_nums", 1 <= self.max_topic_queue_nums <= 65535, "1..65535"),
             (
                 "default_topic_queue_nums",

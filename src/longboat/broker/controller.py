@@ -59,6 +59,7 @@ from longboat.broker.ha.slave import HASlave
 from longboat.broker.ha.slave_sync import SlaveSynchronize
 from longboat.broker.hold import RECHECK_INTERVAL_S, HoldService
 from longboat.broker.producers import ProducerTable
+from longboat.broker.pull_suggest import PullSuggestion
 from longboat.broker.registration import BrokerIdentity, MasterAddresses, NameServerRegistrar
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
@@ -366,7 +367,9 @@ class BrokerController:
         self.registrar.add_master_listener(self._master_changed)
         self.hold = HoldService(
             self.store.max_offset,
-            pull.HeldPullReader(self.store),
+            pull.HeldPullReader(
+                self.store, PullSuggestion(cfg, self.store, self.subscription_groups)
+            ),
             long_polling=cfg.long_polling_enable,
             short_polling_ms=cfg.short_polling_time_mills,
             max_held=cfg.max_held_pull_requests,

@@ -19,7 +19,9 @@ Answers follow RocketMQ's decision table (see `longboat.store.queue_read`):
 
 and every answer carries the four offset fields (suggestWhichBrokerId, nextBeginOffset,
 minOffset, maxOffset), which both Java and ali-ons read unconditionally.  The remark is the
-store status, as RocketMQ sends it.
+store status, as RocketMQ sends it.  Which broker of the group the answer suggests, and what a
+slave changes in it, is `pull_suggest`'s rule: a slave serves pulls but stores no offset a
+pull carries, and turns PULL_OFFSET_MOVED into PULL_RETRY_IMMEDIATELY at the requested offset.
 
 A held pull is answered by re-running its read without suspend: `HeldPullReader` is the
 answerer the composition root gives the hold service, which writes the answer itself.
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING
 
 from longboat.broker.hold import HeldPull
 from longboat.broker.message_filter import FilterRefused, MessageFilter, message_filter
+from longboat.broker.pull_suggest import PullSuggestion
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from longboat.protocol.sysflags import PullSysFlag
@@ -62,6 +65,9 @@ class PullRefused(Exception):
 class PullProcessor:
     def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
+        self.suggestion = PullSuggestion(
+            controller.config, controller.store, controller.subscription_groups
+        )
 
     def handle(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
         header = PullMessageRequestHeader.from_ext(cmd.ext_fields)
@@ -70,7 +76,11 @@ class PullProcessor:
         except (PullRefused, FilterRefused) as refused:
             return cmd.make_response(refused.code, refused.remark)
         ctl = self.controller
-        if header.sysFlag & PullSysFlag.COMMIT_OFFSET and header.commitOffset >= 0:
+        if (
+            header.sysFlag & PullSysFlag.COMMIT_OFFSET
+            and header.commitOffset >= 0
+            and not ctl.config.is_slave
+        ):
             ctl.offsets.commit(
                 header.consumerGroup, header.topic, header.queueId, header.commitOffset
             )
@@ -100,7 +110,7 @@ class PullProcessor:
             header.suspendTimeoutMillis,
         ):
             return None
-        return _answer(cmd, got, code)
+        return _answer(cmd, header, got, code, self.suggestion)
 
     # ------------------------------------------------------------------ internals
 
@@ -171,10 +181,20 @@ def _answer_code(got: GetResult, offset: int) -> int:
     return _CODES[got.status]
 
 
-def _answer(cmd: RemotingCommand, got: GetResult, code: int) -> RemotingCommand:
+def _answer(
+    cmd: RemotingCommand,
+    header: PullMessageRequestHeader,
+    got: GetResult,
+    code: int,
+    suggestion: PullSuggestion,
+) -> RemotingCommand:
+    code, suggested = suggestion.answer(header.consumerGroup, got, code)
+    next_begin = got.next_begin_offset
+    if code != _answer_code(got, header.queueOffset):  # a slave's offset check, see above
+        next_begin = header.queueOffset
     ext = PullMessageResponseHeader(
-        suggestWhichBrokerId=0,
-        nextBeginOffset=got.next_begin_offset,
+        suggestWhichBrokerId=suggested,
+        nextBeginOffset=next_begin,
         minOffset=got.min_offset,
         maxOffset=got.max_offset,
     ).to_ext()
@@ -185,13 +205,15 @@ def _answer(cmd: RemotingCommand, got: GetResult, code: int) -> RemotingCommand:
 class HeldPullReader:
     """The hold service's answerer: re-runs a released pull without suspend."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: MessageStore, suggestion: PullSuggestion) -> None:
         self.store = store
+        self.suggestion = suggestion
 
     def __call__(self, held: HeldPull) -> RemotingCommand:
         header: PullMessageRequestHeader = held.header
         got = _read(self.store, header, held.filter)
-        return _answer(held.request, got, _answer_code(got, header.queueOffset))
+        code = _answer_code(got, header.queueOffset)
+        return _answer(held.request, header, got, code, self.suggestion)
 
 
 def install(controller: CoreHost) -> None:

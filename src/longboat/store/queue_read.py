@@ -68,6 +68,7 @@ def read_queue(
     removed = False
     o = offset
     full = False
+    phys = -1
     while not full and o < end and scan_left > 0:
         raw = cq.read_entries(o, min(scan_left, end - o))
         if not raw:
@@ -91,6 +92,7 @@ def read_queue(
             queue_offsets.append(o - 1)
             total += size
     result.next_begin_offset = o
+    result.last_physical_offset = phys
     if records:
         result.status = GetStatus.FOUND
     elif removed:

@@ -77,6 +77,9 @@ class GetResult:
     records: list[bytes | memoryview] = field(default_factory=list)
     # Queue offsets of the returned records, in order.
     queue_offsets: list[int] = field(default_factory=list)
+    # Commit-log offset of the last entry the read scanned (-1: none): how far behind the
+    # log's end the reader is, which decides whether a slave should serve it instead.
+    last_physical_offset: int = -1
 
     @property
     def message_count(self) -> int:

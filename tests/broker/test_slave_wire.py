@@ -1,8 +1,8 @@
 """A slave copies its master's metadata (RocketMQ's SlaveSynchronize): topic table, consumer
 offsets, delay-level progress and group settings, every `slaveSynchronizeInterval`; when the
 master is gone it keeps what it copied, and takes the master's word again when it returns.
-Real brokers on loopback; the same copy from an Apache RocketMQ master is in
-`tests/java/test_slave_sync_rocketmq.py`."""
+It serves pulls by RocketMQ's rules (`broker/pull_suggest.py`).  Real brokers on loopback; the
+same copy from an Apache RocketMQ master is in `tests/java/test_slave_sync_rocketmq.py`."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from broker.conftest import TEST_DELAY_LEVELS
-from broker.wire import eventually
+from broker.wire import Wire, eventually, pulled, records, sent
 from conftest import broker_config
 from longboat.broker import BrokerController
 from longboat.broker.config import BrokerConfig
 from longboat.broker.schedule import DELAY_OFFSET_FILE
 from longboat.namesrv import NameServer
-from longboat.protocol import RemotingCommand, RequestCode
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from longboat.protocol.fastjson import loads
 from longboat.protocol.types import PERM_READ_WRITE
@@ -118,3 +118,48 @@ def delay_progress(broker: BrokerController) -> dict[str, int]:
         return {}
     table: dict[str, int] = loads(path.read_bytes()).get("offsetTable") or {}
     return table
+
+
+async def test_a_slave_serves_pulls_suggests_its_master_and_keeps_offsets_as_they_are(
+    namesrv: NameServer, tmp_path: Path
+) -> None:
+    """With slaveReadEnable and accessMessageInMemoryMaxRatio 0 (any read that found messages
+    counts as behind), the master sends a reader to the slave, and the slave sends a caught-up
+    reader back; the slave neither stores the offset a pull carries nor moves a reader that
+    is ahead of it."""
+    options = {"slave_read_enable": True, "access_message_in_memory_max_ratio": 0}
+    master = BrokerController(config(tmp_path, namesrv, "master", **options))
+    await master.start()
+    slave = BrokerController(
+        config(tmp_path, namesrv, "slave", broker_role="SLAVE", broker_id=1, **options)
+    )
+    await slave.start()
+    to_master, to_slave = Wire(master.broker_addr), Wire(slave.broker_addr)
+    try:
+        master.topics.create_topic(TopicConfig("Reads", 1, 1, PERM_READ_WRITE))
+        for i in range(10):
+            sent(await to_master.send("Reads", f"m{i}".encode()))
+        await eventually(
+            lambda: slave.store.max_offset("Reads", 0) == 10 and bool(slave.topics.get("Reads")),
+            "the slave's copy",
+        )
+        far = await to_master.pull("Reads", 0, 0, max_nums=1)
+        assert pulled(far).suggestWhichBrokerId == 1
+
+        served = await to_slave.pull("Reads", 0, 0, commit_offset=4)
+        assert [m.body for m in records(served)] == [f"m{i}".encode() for i in range(10)]
+        assert slave.offsets.query("g", "Reads", 0) is None  # a slave keeps its master's
+        caught_up = await to_slave.pull("Reads", 0, 10)
+        assert caught_up.code == ResponseCode.PULL_NOT_FOUND
+        assert pulled(caught_up).suggestWhichBrokerId == 0
+
+        ahead = await to_slave.pull("Reads", 0, 12)  # past what the slave holds
+        assert ahead.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+        assert (pulled(ahead).suggestWhichBrokerId, pulled(ahead).nextBeginOffset) == (0, 12)
+        moved = await to_master.pull("Reads", 0, 12)  # a master corrects it, as before
+        assert moved.code == ResponseCode.PULL_OFFSET_MOVED
+    finally:
+        await to_master.close()
+        await to_slave.close()
+        await slave.stop()
+        await master.stop()
