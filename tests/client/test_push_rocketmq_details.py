@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from longboat.client.push import (
     ConcurrentContext,
     ConsumeFrom,
     ConsumeResult,
+    MessageModel,
     OrderlyContext,
     PushConsumer,
     pull_loop,
@@ -180,6 +182,90 @@ async def test_orderly_queue_is_not_pulled_while_its_broker_lock_is_lost(
         assert await service.lock([mq]) == {mq}
         await deliveries.wait_for_bodies({"while locked out"})
     assert deliveries.bodies() == ["first", "while locked out"]
+
+
+async def test_a_broadcast_listener_over_consume_timeout_stops_holding_the_offset(
+    namesrv: str, tmp_path: Path
+) -> None:
+    """Broadcasting has no retry topic: a call hung past consume_timeout has its message
+    given up instead (Java's cleanExpiredMsg would send it back where no broadcast member
+    reads), so the locally stored offset moves past it and past "fast" while the call still
+    hangs, and a member started again does not get it a second time."""
+    topic, group = await create_topic(namesrv, 1), unique("g")
+    deliveries = Deliveries()
+    release = asyncio.Event()
+
+    name = unique("member")  # one instance name: a restart reads the same offset file
+
+    def member() -> PushConsumer:
+        consumer = PushConsumer(
+            group,
+            config=config_for(namesrv, name=name),
+            message_model=MessageModel.BROADCASTING,
+            offset_store_dir=tmp_path,
+            consume_from=ConsumeFrom.FIRST_OFFSET,
+            consume_timeout=0.5,
+            broker_suspend_timeout=1.0,
+            pull_timeout=5.0,
+        )
+        consumer.subscribe(topic)
+        return consumer
+
+    async def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> None:
+        deliveries.record("b", ctx.mq, msgs)
+        if msgs[0].body == b"slow":
+            await release.wait()
+
+    first = member()
+    first.register_concurrent(listener)
+    await send(namesrv, topic, ["slow", "fast"])
+    async with first:
+        await deliveries.wait_for_bodies({"slow", "fast"}, timeout=20)
+        async with asyncio.timeout(20):
+            while any(pq.count for pq in first.process_queues().values()):
+                await asyncio.sleep(0.05)
+        assert not release.is_set()  # given up while the call still hangs
+        release.set()
+    again = member()
+    again.register_concurrent(listener)
+    async with again:
+        await send(namesrv, topic, ["later"])
+        await deliveries.wait_for_bodies({"later"}, timeout=20)
+    assert sorted(deliveries.bodies()) == ["fast", "later", "slow"]
+
+
+async def test_an_orderly_listener_over_consume_timeout_is_reported_and_keeps_its_order(
+    namesrv: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An orderly batch is never sent back (the order would break), but a call hung past
+    consume_timeout is warned about, naming its queue and offset, and counted; the messages
+    then arrive once each, in order."""
+    topic, group = await create_topic(namesrv, 1, order=True), unique("g")
+    deliveries = Deliveries()
+    consumer = PushConsumer(
+        group,
+        config=config_for(namesrv),
+        consume_from=ConsumeFrom.FIRST_OFFSET,
+        consume_timeout=0.2,
+        broker_suspend_timeout=1.0,
+        pull_timeout=5.0,
+    )
+    consumer.subscribe(topic)
+
+    async def listener(msgs: list[MessageExt], ctx: OrderlyContext) -> None:
+        if msgs[0].body == b"slow":
+            await asyncio.sleep(1.0)
+        deliveries.record("o", ctx.mq, msgs)
+
+    consumer.register_orderly(listener)
+    await send(namesrv, topic, ["slow", "next", "last"])
+    async with consumer:
+        await deliveries.wait_for_bodies({"slow", "next", "last"}, timeout=20)
+        service = consumer._service
+        assert isinstance(service, OrderlyConsumeService) and service.overrun_calls == 1
+    assert deliveries.bodies() == ["slow", "next", "last"]
+    warnings = [r.getMessage() for r in caplog.records if "orderly listener has run" in r.message]
+    assert warnings and "offset 0" in warnings[0]
 
 
 async def test_a_listener_over_consume_timeout_has_its_message_sent_back(

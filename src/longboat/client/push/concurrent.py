@@ -177,18 +177,21 @@ class ConcurrentConsumeService:
     async def _expire_loop(self) -> None:
         """Java's cleanExpireMsg: a listener call running past `consume_timeout` has its
         messages sent back (delay level 3, as Java) and taken out of the process queue, so
-        the committed offset moves on; its late result is then ignored."""
+        the committed offset moves on; its late result is then ignored.  Broadcasting has
+        no retry topic to send them to: they are taken out all the same (logged as given up,
+        like a broadcast message out of local retries), so one hung call cannot pin the
+        locally stored offset for good."""
         while True:
             await asyncio.sleep(max(0.05, min(60.0, self.consume_timeout / 4)))
             now = time.monotonic()
             for request, started in list(self._running.values()):
-                if now - started < self.consume_timeout or self.redelivery is None:
+                if now - started < self.consume_timeout:
                     continue
                 sent_back = []
                 for msg in request.msgs:
                     if id(msg) in self._timed_out:
                         continue
-                    if await self.redelivery.redeliver(
+                    if self.redelivery is None or await self.redelivery.redeliver(
                         request.mq, msg, 3, self.max_reconsume_times
                     ):
                         self._timed_out.add(id(msg))
@@ -196,11 +199,13 @@ class ConcurrentConsumeService:
                 if sent_back and not request.pq.dropped:
                     self.timed_out += len(sent_back)
                     log.warning(
-                        "listener ran over consume_timeout (%.0f s) on %d message(s) of %s: "
-                        "sent back",
+                        "listener ran over consume_timeout (%.0f s) on %d message(s) of %s: %s",
                         self.consume_timeout,
                         len(sent_back),
                         request.mq,
+                        "sent back"
+                        if self.redelivery is not None
+                        else "given up (broadcasting has no retry topic); the offset moves on",
                     )
                     self._consumed(request.mq, request.pq, request.pq.remove(sent_back))
 

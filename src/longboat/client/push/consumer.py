@@ -273,6 +273,7 @@ class PushConsumer(InstanceUser):
                 use_broker_locks=not self.broadcasting,
                 suspend_time=self.settings.suspend_current_queue_time,
                 on_kind_error=self._listener_failed,
+                consume_timeout=self.settings.consume_timeout,
             )
         return ConcurrentConsumeService(
             self._listener,  # type: ignore[arg-type]

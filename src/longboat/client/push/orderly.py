@@ -21,6 +21,12 @@ its queue with reconsume counts raised and is tried again after `suspend_time` (
 context's, clamped to 10 ms - 30 s as Java does); a message that
 reached `max_reconsume_times` (None: never, as RocketMQ's orderly default) is sent to the
 group's dead-letter queue instead and the queue moves on.
+
+Consume timeout: as in Java, an orderly batch is never expired — sending it back, or letting
+another member take the queue, would break the order the listener is promised — but a call
+running past `consume_timeout` is not silent either: it is logged as a warning, naming the
+queue and the batch's first offset, once per `consume_timeout` it keeps running, and counted
+in `overrun_calls`, so a queue stuck behind a hung listener shows.
 """
 
 from __future__ import annotations
@@ -81,6 +87,7 @@ class OrderlyConsumeService:
         lock_retry: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
+        consume_timeout: float = 15 * 60.0,
     ) -> None:
         self.listener = listener
         self._is_async = is_async(listener)
@@ -113,6 +120,10 @@ class OrderlyConsumeService:
         self._tasks: list[asyncio.Task[None]] = []
         self.suspended = 0
         self.dead_lettered = 0
+        self.consume_timeout = consume_timeout
+        # Listener calls running now: when each started, and the offset its batch starts at.
+        self._running: dict[MessageQueue, tuple[float, int]] = {}
+        self.overrun_calls = 0
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -123,6 +134,33 @@ class OrderlyConsumeService:
         ]
         if self.use_broker_locks:
             self._tasks.append(asyncio.create_task(self._renew_locks(), name="orderly locks"))
+        self._tasks.append(asyncio.create_task(self._watch_overruns(), name="orderly timeouts"))
+
+    async def _watch_overruns(self) -> None:
+        """Warn about calls running past `consume_timeout` (see the module docstring)."""
+        period = max(0.05, min(60.0, self.consume_timeout / 4))
+        warned: dict[tuple[MessageQueue, float], int] = {}
+        while True:
+            await asyncio.sleep(period)
+            now = self.clock()
+            for key in [k for k in warned if self._running.get(k[0], (None,))[0] != k[1]]:
+                del warned[key]  # that call has ended
+            for mq, (started, offset) in list(self._running.items()):
+                periods = int((now - started) // self.consume_timeout)
+                if periods < 1 or warned.get((mq, started), 0) >= periods:
+                    continue
+                if (mq, started) not in warned:
+                    self.overrun_calls += 1
+                warned[(mq, started)] = periods
+                log.warning(
+                    "orderly listener has run %.0f s (consume_timeout %.0f s) on the batch at "
+                    "offset %d of %s; the queue waits for it (an orderly batch is never sent "
+                    "back)",
+                    now - started,
+                    self.consume_timeout,
+                    offset,
+                    mq,
+                )
 
     async def stop(self, timeout: float) -> None:
         await stop_workers(
@@ -254,6 +292,7 @@ class OrderlyConsumeService:
         if not msgs:
             return None
         context = OrderlyContext(mq, suspend_time=self.suspend_time)
+        self._running[mq] = (self.clock(), msgs[0].queue_offset)
         try:
             result = await call_listener(
                 self.listener, self._is_async, self._executor, msgs, context
@@ -261,6 +300,8 @@ class OrderlyConsumeService:
         except Exception:
             log.exception("orderly listener failed on %s at offset %d", mq, msgs[0].queue_offset)
             result = OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+        finally:
+            del self._running[mq]
         try:
             result = self._results.read(result)
         except ListenerKindError:
