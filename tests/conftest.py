@@ -143,6 +143,9 @@ def broker_config(data_dir: Path, namesrv_addr: str, **options: Any) -> BrokerCo
         "flush_interval_commit_log": 50,
         # The RocketMQ 5 endpoint only where a test asks for it (grpc_listen_port=0).
         "grpc_listen_port": -1,
+        # A master's HA port anywhere free: listenPort + 1 may be taken by then when a test
+        # restarts a broker on the port it was given.
+        "ha_listen_port": 0,
     }
     base.update(options)
     return BrokerConfig(**base)
