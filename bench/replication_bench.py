@@ -7,10 +7,11 @@ Each run starts, per role, a name server, a master and a slave, each broker in i
 process (so the slave's copying does not share the master's event loop), on random 127.0.0.1
 ports with temporary stores; this process sends with `longboat.bench.loadgen` (Longboat's
 producer, `--concurrency` sends in flight, `--batch` messages per send) for `--duration`
-seconds.  Printed per role: messages/s and send latency p50/p99; for the ASYNC_MASTER also
-the slave's lag (messages the master stored that the slave had not dispatched, sampled every
-50 ms during the load, the slave read first so a sample is an upper bound: median and max) and how long the slave took to catch up after the
-load stopped.  Medians of `--runs` runs, then SYNC_MASTER / ASYNC_MASTER throughput.
+seconds.  Printed per role: messages/s, send latency p50/p99, the slave's lag (messages the
+master stored that the slave had not dispatched, sampled every 50 ms during the load, the
+slave read first so a sample is an upper bound: median and max) and how long the slave took
+to catch up after the load stopped.  Medians of `--runs` runs, then SYNC_MASTER ÷
+ASYNC_MASTER throughput.
 """
 
 from __future__ import annotations
