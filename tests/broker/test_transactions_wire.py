@@ -176,6 +176,33 @@ async def test_a_half_never_decided_is_discarded_after_check_max(
     await producer.wire.close()
 
 
+async def test_check_backs_before_a_restart_count_towards_check_max(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """transactionCheckMax holds across a restart: two check-backs before it, one after, and
+    the half is discarded (not checked three more times)."""
+    cluster = loopback_cluster(**FAST_CHECKS, transaction_check_max=3)
+    producer = CheckingProducer(cluster.broker_addr, lambda: UNKNOWN)
+    await producer.join()
+    await send_half(producer.wire, b"never decided")
+    await eventually(lambda: len(producer.checks) >= 2, "two check-backs")
+    await producer.wire.close()
+    before = len(producer.checks)
+    cluster.restart_broker()
+
+    producer = CheckingProducer(cluster.broker_addr, lambda: UNKNOWN)
+    await producer.join()
+
+    async def discarded() -> bool:
+        return await visible(producer.wire, TRANS_CHECK_MAX_TIME_TOPIC) == [b"never decided"]
+
+    await eventually(discarded, "the half to be discarded")
+    await asyncio.sleep(0.3)
+    # Rounds that reached no producer (while it rejoined) count too, as in RocketMQ.
+    assert before + len(producer.checks) <= 3
+    await producer.wire.close()
+
+
 async def test_decisions_and_undecided_halves_survive_a_restart(
     loopback_cluster: Callable[..., Cluster],
 ) -> None:

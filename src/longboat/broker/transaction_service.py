@@ -14,12 +14,16 @@ END_TRANSACTION (37) over remoting (`install`), EndTransaction over gRPC (`end`)
 | UNKNOWN  | nothing: the half stays undecided                                               |
 
 An *op record* is a message in `RMQ_SYS_TRANS_OP_HALF_TOPIC` queue 0 whose body is the
-half's queue offset (tag `d`, RocketMQ's REMOVETAG).  Op records are the only durable
-decision state: at start the broker reads them back (`load`), so a half decided before a
-restart is neither delivered again nor checked again, and an undecided one is still checked.
+half's queue offset (tag `d`, RocketMQ's REMOVETAG).  Each check-back round that reaches an
+undecided half also leaves a *check record* there (tag `c`, same body) — where RocketMQ
+re-appends the half with its TRANSACTION_CHECK_TIMES raised.  These records are the only
+durable transaction state: at start the broker reads them back (`load`), so a half decided
+before a restart is neither delivered again nor checked again, and an undecided one is
+checked on with the count it had, so `transactionCheckMax` holds across restarts.
 
 State (as data): `cursor` — every half below it is decided; `decided` — decided halves at or
-past the cursor; `checks` — check-backs made per undecided half during this run.  A half
+past the cursor; `checks` — check-backs made per undecided half, restored from the check
+records at start.  A half
 moves UNDECIDED → DECIDED once, by the first commit or rollback (from the producer or from
 its answer to a check-back) or by being discarded, all in-line on the event loop; a later
 decision for it is answered and ignored, so none is ever applied twice.
@@ -76,6 +80,7 @@ class TransactionHost(Protocol):
 log = logging.getLogger(__name__)
 
 _OP_TAG = "d"  # RocketMQ's TransactionalMessageUtil.REMOVETAG
+_CHECK_TAG = "c"
 _READ_BATCH = 32
 COMMIT = MessageSysFlag.TRANSACTION_COMMIT_TYPE
 ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
@@ -105,22 +110,31 @@ class TransactionService:
     # ------------------------------------------------------------------ recovery
 
     def load(self) -> None:
-        """Read the op records back (start): every half they name is decided."""
+        """Read the op and check records back (start): every half an op record names is
+        decided; the others have as many check-backs behind them as check records."""
         store = self.controller.store
         offset = store.min_offset(TRANS_OP_HALF_TOPIC, 0)
         end = store.max_offset(TRANS_OP_HALF_TOPIC, 0)
+        checks: dict[int, int] = {}
         while offset < end:
             got = store.get_messages(TRANS_OP_HALF_TOPIC, 0, offset, _READ_BATCH)
             for record in got.records:
                 try:
-                    self.decided.add(int(decode_record(record).body))
+                    op = decode_record(record)
+                    half_offset = int(op.body)
                 except (ProtocolError, ValueError):
                     log.warning("ignoring an op record whose body is not a half offset")
+                    continue
+                if op.properties.get(Prop.TAGS) == _CHECK_TAG:
+                    checks[half_offset] = checks.get(half_offset, 0) + 1
+                else:
+                    self.decided.add(half_offset)
             if got.next_begin_offset <= offset:
                 break
             offset = got.next_begin_offset
         self.cursor = store.min_offset(TRANS_HALF_TOPIC, 0)
         self._advance()
+        self.checks = {o: n for o, n in checks.items() if not self.is_decided(o)}
         pending = len(self.undecided())
         if pending:
             log.info("%d transaction half message(s) undecided at start", pending)
@@ -192,17 +206,22 @@ class TransactionService:
         results.append(self._record_decision(half))
         return results
 
+    def _record(self, half: MessageExt, tag: str) -> PutResult:
+        """An op (`_OP_TAG`) or check (`_CHECK_TAG`) record naming `half`."""
+        return self.controller.store_message(
+            MessageInner(
+                topic=TRANS_OP_HALF_TOPIC,
+                queue_id=0,
+                body=str(half.queue_offset).encode(),
+                properties={Prop.TAGS: tag},
+                born_timestamp=int(self.controller.clock() * 1000),
+                born_host=half.born_host,
+            )
+        )
+
     def _record_decision(self, half: MessageExt) -> PutResult:
         offset = half.queue_offset
-        op = MessageInner(
-            topic=TRANS_OP_HALF_TOPIC,
-            queue_id=0,
-            body=str(offset).encode(),
-            properties={Prop.TAGS: _OP_TAG},
-            born_timestamp=int(self.controller.clock() * 1000),
-            born_host=half.born_host,
-        )
-        result = self.controller.store_message(op)
+        result = self._record(half, _OP_TAG)
         self.decided.add(offset)
         self.checks.pop(offset, None)
         self._advance()
@@ -233,6 +252,7 @@ class TransactionService:
                     self._discard(half)
                     continue
                 self.checks[queue_offset] = asked + 1
+                self._record(half, _CHECK_TAG)
                 reached += self._offer(half)
             if got.next_begin_offset <= offset:
                 break
