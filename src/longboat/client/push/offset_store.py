@@ -109,6 +109,8 @@ class RemoteOffsetStore(_MemoryTable):
         super().__init__()
         self.instance = instance
         self.group = group
+        # Broker groups whose commits are held back (their master is gone): logged once.
+        self.held: set[str] = set()
 
     async def read(self, mq: MessageQueue) -> int | None:
         instance = self.instance
@@ -152,10 +154,19 @@ class RemoteOffsetStore(_MemoryTable):
 
     async def persist_all(self) -> None:
         for mq, offset in self.changed().items():
+            name = mq.broker_name
             try:
                 await self._write(mq, offset, oneway=True)
             except ClientError as exc:
-                log.warning("committing %s at %d for %s failed: %s", mq, offset, self.group, exc)
+                if name not in self.held:
+                    log.warning(
+                        "%s: offsets on %s kept until its master answers: %s", self.group, name, exc
+                    )
+                self.held.add(name)
+                continue
+            if name in self.held:
+                self.held.discard(name)
+                log.warning("%s: the kept offsets on %s reach its master again", self.group, name)
 
     async def close(self) -> None:
         return None
