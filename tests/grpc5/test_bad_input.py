@@ -146,13 +146,27 @@ def test_empty_receive_is_message_not_found_and_ends(grpc5: Grpc5, stub) -> None
     assert answer[0].status.code == Code.MESSAGE_NOT_FOUND
 
 
-def test_sql_filter_is_refused(grpc5: Grpc5, stub) -> None:
+def test_sql_filter_is_refused_without_property_filters_or_when_malformed(
+    grpc5: Grpc5, stub, grpc5_factory
+) -> None:
     topic, group = grpc5.topic(queues=1), grpc5.group()
     request = receive_request(topic, group)
     request.filter_expression.type = pb.FilterType.SQL
     request.filter_expression.expression = "a > 1"
     answer = receive(stub, request)
     assert answer[0].status.code == Code.ILLEGAL_FILTER_EXPRESSION
+    assert "enablePropertyFilter" in answer[0].status.message
+    # With property filters on, a malformed expression is refused, saying why.
+    env = grpc5_factory(enable_property_filter=True)
+    channel = grpc.insecure_channel(env.endpoint)
+    try:
+        request = receive_request(env.topic(queues=1), env.group())
+        request.filter_expression.type = pb.FilterType.SQL
+        request.filter_expression.expression = "a >"
+        answer = receive(MessagingServiceStub(channel), request)
+        assert answer[0].status.code == Code.ILLEGAL_FILTER_EXPRESSION
+    finally:
+        channel.close()
 
 
 def test_unknown_group_when_groups_are_not_auto_created(grpc5_factory) -> None:

@@ -11,6 +11,7 @@ from collections import defaultdict
 
 import pytest
 from rocketmq import FilterExpression, Message
+from rocketmq.grpc_protocol import FilterType
 from rocketmq.v5.exception import BadRequestException
 
 from .conftest import Grpc5
@@ -71,6 +72,23 @@ def test_send_receive_ack_intact_and_filtered_by_tag(grpc5: Grpc5) -> None:
     # Clean shutdown: the clients said goodbye (NotifyClientTermination), their streams ended.
     assert consumer.client_id not in service.sessions
     assert producer.client_id not in service.sessions
+
+
+def test_an_sql92_subscription_receives_only_the_matching_messages(grpc5_factory) -> None:
+    env = grpc5_factory(enable_property_filter=True)
+    topic, group = env.topic(queues=2), env.group()
+    with env.producer(topic) as producer:
+        for i in range(8):
+            msg = message(topic, f"body-{i}".encode(), tag="TagA" if i % 2 else "TagB")
+            msg.add_property("amount", str(i * 10))
+            producer.send(msg)
+    selector = FilterExpression("amount >= 40 AND TAGS = 'TagA'", FilterType.SQL)
+    with env.simple_consumer(group, {topic: selector}) as consumer:
+        got = receive_all(consumer, 2)
+        for m in got:
+            consumer.ack(m)
+        assert sorted(m.body for m in got) == [b"body-5", b"body-7"]
+        assert consumer.receive(32, 1) == []
 
 
 def test_long_polling_receive_wakes_on_arrival(grpc5: Grpc5) -> None:

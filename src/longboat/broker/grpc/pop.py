@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from longboat.broker.grpc.pop_state import InFlight, PopTable, QueuePop, Record
 from longboat.broker.grpc.pop_store import PopJournal
+from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
@@ -121,6 +122,7 @@ class PopService:
         expression: TagExpression,
         invisible_ms: int,
         fifo: bool,
+        sql: Sql92Filter | None = None,
     ) -> list[Popped]:
         """Up to `max_msgs` visible messages of `topic` for `group`, now invisible for
         `invisible_ms`; expired ones past the maximum attempts are dead-lettered instead."""
@@ -139,7 +141,9 @@ class PopService:
             if left <= 0:
                 break
             queue_id = (turn + i) % nums
-            out += self._pop_queue(group, topic, queue_id, left, expression, now, until, fifo)
+            out += self._pop_queue(
+                group, topic, queue_id, left, (expression, sql), now, until, fifo
+            )
         return out
 
     def _open(self, group: str, topic: str, queue_id: int) -> QueuePop:
@@ -160,7 +164,7 @@ class PopService:
         topic: str,
         queue_id: int,
         max_msgs: int,
-        expression: TagExpression,
+        expression: tuple[TagExpression, Sql92Filter | None],
         now: float,
         until: float,
         fifo: bool,
@@ -197,11 +201,12 @@ class PopService:
         key: tuple[str, str, int],
         q: QueuePop,
         max_msgs: int,
-        expression: TagExpression,
+        expression: tuple[TagExpression, Sql92Filter | None],
         until: float,
     ) -> list[Popped]:
         _, topic, queue_id = key
-        codes = None if expression.matches_all else expression.codes
+        tags, sql = expression
+        codes = None if tags.matches_all else tags.codes
         got = self.controller.store.get_messages(
             topic,
             queue_id,
@@ -219,8 +224,11 @@ class PopService:
             except ProtocolError:
                 log.warning("pop: skipping an undecodable record at %s offset %d", key, offset)
                 continue
-            # The tags code is a hash: the tag itself decides (a collision is filtered here).
-            if expression.matches_all or expression.matches_tag(ext.tags):
+            # The tags code is a hash: the tag itself decides (a collision is filtered here);
+            # an SQL92 expression is evaluated on the properties.
+            if (tags.matches_all or tags.matches_tag(ext.tags)) and (
+                sql is None or sql.matches(ext.properties)
+            ):
                 taken.append(offset)
                 messages.append(ext)
         delivered = self.table.deliver_new(key, q, taken, got.next_begin_offset, until)

@@ -25,7 +25,9 @@ from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
 from longboat.broker.grpc.timer import MAX_DELAY_MS, RecallRefused, TimerService
 from longboat.broker.grpc.wakeups import ReceiveWakeups
+from longboat.broker.message_filter import SQL92, FilterRefused, message_filter
 from longboat.broker.transaction_service import TransactionService, UnknownTransaction
+from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
@@ -420,7 +422,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         try:
             group = self._group(request.group)
             config = self._topic(request.message_queue.topic, PERM_READ)
-            expression = self._expression(request.filter_expression)
+            expression, sql = self._expression(request.filter_expression)
             invisible_ms = (
                 self._invisible_ms(request.invisible_duration, receive=True)
                 if request.HasField("invisible_duration")
@@ -440,7 +442,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             wait_s = min(wait_s, remaining - LONG_POLLING_RESERVE_S)
         namespace = request.message_queue.topic.resource_namespace
         popped = await self._pop_waiting(
-            group, config.topic_name, batch, expression, invisible_ms, max(0.0, wait_s)
+            group, config.topic_name, batch, expression, sql, invisible_ms, max(0.0, wait_s)
         )
         if not popped:
             yield svc.ReceiveMessageResponse(
@@ -462,13 +464,20 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         ts.delivery_timestamp.GetCurrentTime()
         yield ts
 
-    def _expression(self, expression: Any) -> TagExpression:
-        if expression.type == pb.FilterType.SQL:
-            raise Refused(
-                Code.ILLEGAL_FILTER_EXPRESSION,
-                "SQL92 filtering is not supported by this broker; filter by tag",
+    def _expression(self, expression: Any) -> tuple[TagExpression, Sql92Filter | None]:
+        """A receive's filter: a tag expression, or an SQL92 one (with enablePropertyFilter,
+        as remoting pulls) evaluated on each message's properties."""
+        if expression.type != pb.FilterType.SQL:
+            return TagExpression.parse(expression.expression), None
+        try:
+            flt = message_filter(
+                SQL92,
+                expression.expression,
+                property_filter_enabled=self.controller.config.enable_property_filter,
             )
-        return TagExpression.parse(expression.expression)
+        except FilterRefused as refused:
+            raise Refused(Code.ILLEGAL_FILTER_EXPRESSION, refused.remark) from None
+        return TagExpression.parse("*"), flt.sql
 
     async def _pop_waiting(
         self,
@@ -476,6 +485,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         topic: str,
         batch: int,
         expression: TagExpression,
+        sql: Sql92Filter | None,
         invisible_ms: int,
         wait_s: float,
     ) -> list[Any]:
@@ -489,6 +499,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 topic,
                 max_msgs=batch,
                 expression=expression,
+                sql=sql,
                 invisible_ms=invisible_ms,
                 fifo=fifo,
             )
