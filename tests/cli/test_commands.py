@@ -324,8 +324,9 @@ def test_every_listing_has_a_json_format(longboat, cluster) -> None:
     }
     assert sum(q["consumerOffset"] for q in group["progress"]) == 4
     [broker] = as_json("cluster")
-    assert broker.keys() == {"cluster", "broker", "id", "role", "addr", "topics"}
+    assert broker.keys() == {"cluster", "broker", "id", "role", "addr", "topics", "lag"}
     assert (broker["addr"], broker["role"], broker["id"]) == (cluster.broker_addr, "master", 0)
+    assert broker["lag"] is None  # a master
     assert broker["topics"] >= 1
 
 

@@ -54,6 +54,9 @@ def test_every_option_of_up_is_documented_with_its_default(
         "--metrics-port": str(options["--metrics-port"]),
         "--grpc-port": f"`$LONGBOAT_GRPC_LISTEN_PORT`, else {BrokerConfig().grpc_listen_port}",
         "--dashboard-port": f"`${DASHBOARD_PORT_ENV}`, else {DASHBOARD_PORT}",
+        "--brokers": str(options["--brokers"]),
+        "--slaves": str(options["--slaves"]),
+        "--master-role": str(options["--master-role"]),
     }
     assert options["--namesrv-port"] == NAMESRV_PORT == 9876
     assert options["--broker-port"] == BrokerConfig().listen_port

@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 import re
 import signal
+import subprocess
+import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,7 +19,7 @@ from longboat.client import ClientConfig, Message
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.sync import Admin, LitePullConsumer, Producer
 
-from .processes import ServerProcess
+from .processes import ServerProcess, cli_env
 
 TOPIC = "CliUpTopic"
 
@@ -142,3 +146,54 @@ def test_a_bad_setting_is_one_line_and_exit_1(tmp_path: Path) -> None:
         "error (config): listenPort = 'not-a-port' (from the command line) is not valid: "
         "invalid literal for int() with base 10: 'not-a-port'"
     ]
+
+
+def test_up_runs_a_local_cluster_of_masters_and_slaves(servers, tmp_path: Path) -> None:
+    """`up --brokers 2 --slaves 1`: two broker groups of a master and a slave, each with its
+    own store; `cluster` shows ids, roles and the slaves' lag, which replication brings to 0."""
+    data = tmp_path / "store"
+    up = start(servers, tmp_path, *up_args(data), "--brokers", "2", "--slaves", "1")
+    namesrv = up.address_of("name server")
+    addrs = {label: up.address_of(label) for label in ("broker-a/0", "broker-a/1", "broker-b/0")}
+    assert (data / "broker-b" / "1").is_dir()
+    config = ClientConfig([namesrv], client_ip="127.0.0.1")
+    with Producer("cli-test", config=config) as producer:
+        results = [producer.send(Message(TOPIC, f"m{i}".encode())) for i in range(20)]
+    # Producers send to masters only.
+    assert {r.message_queue.broker_name for r in results} <= {"broker-a", "broker-b"}
+
+    def cluster_json() -> list[dict[str, Any]]:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "longboat.cli",
+                "cluster",
+                "--namesrv",
+                namesrv,
+                "--format",
+                "json",
+            ],
+            capture_output=True,
+            text=True,
+            env=cli_env(tmp_path),
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        rows: list[dict[str, Any]] = json.loads(done.stdout)
+        return rows
+
+    deadline = time.monotonic() + 30
+    while True:
+        rows = cluster_json()
+        members = {(r["broker"], r["id"]): r for r in rows}
+        if all(members[(b, 1)]["lag"] == 0 for b in ("broker-a", "broker-b")):
+            break
+        assert time.monotonic() < deadline, rows
+        time.sleep(0.5)
+    assert sorted(members) == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+    assert [members[k]["role"] for k in sorted(members)] == ["master", "slave"] * 2
+    assert members[("broker-a", 0)]["lag"] is None
+    assert members[("broker-a", 0)]["addr"] == addrs["broker-a/0"]
+    assert members[("broker-a", 1)]["addr"] == addrs["broker-a/1"]
+    assert up.interrupt(signal.SIGINT) == 0

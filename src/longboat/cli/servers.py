@@ -1,16 +1,16 @@
-"""Server commands: `longboat up` (name server + broker in one process), `longboat namesrv`,
-`longboat broker`.
+"""Server commands: `longboat up` (name server + broker in one process, or a local cluster of
+broker groups with `--brokers N --slaves M`), `longboat namesrv`, `longboat broker`.
 
 Lifecycle of a server process (state as data):
 
     starting --(every server listening)--> serving --(SIGINT/SIGTERM)--> stopping --> exit 0
     starting --(bind, config or store error)--> exit 1, after stopping what had started
 
-Servers start in order (the name server first: the broker registers with it on start) and
-stop in reverse: the broker stops accepting, answers its held pulls, flushes, checkpoints and
-unregisters while the name server is still up; then the name server closes.  A second signal
-while stopping is ignored: the stop is bounded by the broker's own drain and unregister
-timeouts.
+Servers start in order (the name server first: the broker registers with it on start; a
+group's master before its slaves, which learn it from the name server) and stop in reverse:
+the broker stops accepting, answers its held pulls, flushes, checkpoints and unregisters while
+the name server is still up; then the name server closes.  A second signal while stopping is
+ignored: the stop is bounded by the broker's own drain and unregister timeouts.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 LOOPBACK = "127.0.0.1"
 BROKER_PORT = 10911
+# Broker groups of `longboat up --brokers`, named broker-a .. broker-z.
+MAX_GROUPS = 26
 # The port RocketMQ's Prometheus exporter uses.
 METRICS_PORT = 5557
 DASHBOARD_PORT_ENV = "LONGBOAT_DASHBOARD_PORT"
@@ -82,13 +84,22 @@ def listening_table(
     namesrv: NameServer | None,
     broker: BrokerController | None,
     dashboard: DashboardServer | None = None,
+    *,
+    group_members: Sequence[BrokerController] = (),
 ) -> Table:
-    """Called once every server is started: the ports shown are the bound ones."""
+    """Called once every server is started: the ports shown are the bound ones.  A local
+    cluster (`group_members`) gets one row per broker: name/id, address, role, store."""
     table = Table(title="longboat", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     if namesrv is not None:
         table.add_row("name server", namesrv.addr)
+    for member in group_members:
+        cfg = member.config
+        table.add_row(
+            f"{cfg.broker_name}/{cfg.broker_id}",
+            f"{member.broker_addr} {cfg.broker_role}, store {cfg.store_path_root_dir}",
+        )
     if broker is not None:
         cfg = broker.config
         name = f"{cfg.broker_name} (cluster {cfg.broker_cluster_name})"
@@ -136,6 +147,27 @@ def server_logging() -> None:
     help="The web dashboard, on 127.0.0.1; 0: any free port, -1 turns it off "
     "[default: $LONGBOAT_DASHBOARD_PORT, else 8080].",
 )
+@click.option(
+    "--brokers",
+    type=click.IntRange(1, MAX_GROUPS),
+    default=1,
+    show_default=True,
+    help="Broker groups (broker-a, broker-b, ...).",
+)
+@click.option(
+    "--slaves",
+    type=click.IntRange(0, None),
+    default=0,
+    show_default=True,
+    help="Slaves per broker group (brokerId 1, 2, ...), each replicating its master.",
+)
+@click.option(
+    "--master-role",
+    type=click.Choice(["ASYNC_MASTER", "SYNC_MASTER"]),
+    default="ASYNC_MASTER",
+    show_default=True,
+    help="The masters' brokerRole when there are slaves.",
+)
 def up(
     data: Path | None,
     namesrv_port: int,
@@ -143,11 +175,15 @@ def up(
     metrics_port: int,
     grpc_port: int | None,
     dashboard_port: int | None,
+    brokers: int,
+    slaves: int,
+    master_role: str,
 ) -> None:
-    """Run a name server and a broker in this process, on 127.0.0.1.
+    """Run a name server and a broker in this process, on 127.0.0.1; with --brokers/--slaves,
+    a local cluster: that many broker groups of a master and its slaves.
 
-    Ctrl-C (or SIGTERM) stops both cleanly: held pulls are answered, the store is flushed and
-    the broker unregisters.  Other broker settings come from $LONGBOAT_<SETTING> variables.
+    Ctrl-C (or SIGTERM) stops all cleanly: held pulls are answered, the stores are flushed and
+    the brokers unregister.  Other broker settings come from $LONGBOAT_<SETTING> variables.
     """
     server_logging()
     config = BrokerConfig.load(
@@ -162,15 +198,20 @@ def up(
     )
     namesrv = NameServer(LOOPBACK, namesrv_port)
     broker: list[BrokerController] = []
+    configs = cluster_configs(config, brokers, slaves, master_role)
 
-    def make_broker() -> BrokerController:
-        # After the name server started: its port is the bound one even when 0 was asked.
-        broker.append(BrokerController(config.updated(namesrv_addr=namesrv.addr)))
-        return broker[0]
+    def broker_factory(member: BrokerConfig) -> Callable[[], Server]:
+        def make_broker() -> BrokerController:
+            # After the name server started: its port is the bound one even when 0 was asked.
+            broker.append(BrokerController(member.updated(namesrv_addr=namesrv.addr)))
+            return broker[-1]
+
+        return make_broker
 
     if dashboard_port is None:
         dashboard_port = int(os.environ.get(DASHBOARD_PORT_ENV) or DASHBOARD_PORT)
-    factories: list[Callable[[], Server]] = [lambda: namesrv, make_broker]
+    factories: list[Callable[[], Server]] = [lambda: namesrv]
+    factories += [broker_factory(member) for member in configs]
     dashboard: list[DashboardServer] = []
     if dashboard_port >= 0:
 
@@ -180,12 +221,44 @@ def up(
             return dashboard[0]
 
         factories.append(make_dashboard)
-    run(
-        serve(
-            factories,
-            lambda: listening_table(namesrv, broker[0], dashboard[0] if dashboard else None),
-        )
-    )
+
+    def describe() -> Table:
+        board = dashboard[0] if dashboard else None
+        if len(broker) == 1:
+            return listening_table(namesrv, broker[0], board)
+        return listening_table(namesrv, None, board, group_members=broker)
+
+    run(serve(factories, describe))
+
+
+def cluster_configs(
+    base: BrokerConfig, groups: int, slaves: int, master_role: str
+) -> list[BrokerConfig]:
+    """The brokers of a local cluster, masters first: `groups` broker groups (broker-a, ...)
+    of a master and `slaves` slaves each.  The first master keeps `base`'s ports (remoting,
+    metrics, gRPC); every other broker takes free ones, with no metrics or gRPC endpoint.
+    Each broker has its own store under `base`'s: <store>/<broker name>/<broker id>.  One
+    broker without slaves is `base` itself."""
+    if groups == 1 and slaves == 0:
+        return [base]
+    root = base.store_path_root_dir
+    masters: list[BrokerConfig] = []
+    followers: list[BrokerConfig] = []
+    for g in range(groups):
+        name = f"broker-{chr(ord('a') + g)}"
+        for broker_id in range(slaves + 1):
+            first = g == 0 and broker_id == 0
+            member = base.updated(
+                brokerName=name,
+                brokerId=broker_id,
+                brokerRole=master_role if broker_id == 0 else "SLAVE",
+                listenPort=base.listen_port if first else 0,
+                metricsPort=base.metrics_port if first else 0,
+                grpcListenPort=base.grpc_listen_port if first else -1,
+                storePathRootDir=root / name / str(broker_id),
+            )
+            (masters if broker_id == 0 else followers).append(member)
+    return masters + followers
 
 
 @click.command()
