@@ -74,6 +74,38 @@ def test_starting_and_ending_timestamps(spark, spark_cluster: SparkCluster) -> N
     assert [r.body for r in rows] == [b"inside"] * 8
 
 
+def test_offsets_by_timestamp_per_queue_and_min_partitions(
+    spark, spark_cluster: SparkCluster
+) -> None:
+    """Kafka's startingOffsetsByTimestamp / endingOffsetsByTimestamp, one time per queue (a
+    queue not named starts at its beginning), and minPartitions splitting the result."""
+    topic = spark_cluster.new_topic(queues=2)
+    spark_cluster.produce(topic, 6, body=lambda i: b"before")
+    time.sleep(0.01)
+    t1 = int(time.time() * 1000)
+    time.sleep(0.01)
+    spark_cluster.produce(topic, 8, body=lambda i: b"inside")
+    time.sleep(0.01)
+    t2 = int(time.time() * 1000)
+    time.sleep(0.01)
+    spark_cluster.produce(topic, 4, body=lambda i: b"after")
+    df = read(
+        spark,
+        spark_cluster.namesrv,
+        topic=topic,
+        startingOffsetsByTimestamp=json.dumps({topic: {"spark-a:0": t1}}),
+        endingOffsetsByTimestamp=json.dumps({topic: {"spark-a:0": t2, "spark-a:1": t2}}),
+        minPartitions="6",
+    )
+    # Queue 0 from t1 (4 inside), queue 1 from its start (3 before, 4 inside): 11 offsets in
+    # 6 partitions, each queue's share in proportion (2 and 4).
+    assert df.rdd.getNumPartitions() == 6
+    rows = df.select("queue_id", "body").collect()
+    assert sorted((r.queue_id, r.body) for r in rows) == sorted(
+        [(0, b"inside")] * 4 + [(1, b"before")] * 3 + [(1, b"inside")] * 4
+    )
+
+
 def test_tag_filter_is_exact(spark, spark_cluster: SparkCluster) -> None:
     topic = spark_cluster.new_topic(queues=2)
     regions = ["eu", "us", "apac"]

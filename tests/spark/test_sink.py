@@ -25,23 +25,41 @@ def bodies(spark: Any, namesrv: str, topic: str) -> Counter[bytes]:
 
 
 def test_batch_write_publishes_every_row(spark, spark_cluster: SparkCluster) -> None:
-    topic = spark_cluster.new_topic(queues=2)
-    rows = [(f"order-{i}", "eu" if i % 2 else "us", f"key{i}", {"n": str(i)}) for i in range(40)]
+    """Every sink column lands: body, tags, keys, properties, and a row's own `topic`
+    (rows with none go to the `topic` option's)."""
+    topic, other = spark_cluster.new_topic(queues=2), spark_cluster.new_topic(queues=1)
+    rows = [
+        (
+            f"order-{i}",
+            "eu" if i % 2 else "us",
+            f"key{i}",
+            {"n": str(i)},
+            other if i % 4 == 0 else None,
+        )
+        for i in range(40)
+    ]
     df = spark.createDataFrame(
-        rows, "body string, tags string, keys string, properties map<string,string>"
+        rows, "body string, tags string, keys string, properties map<string,string>, topic string"
     )
     df.write.format("longboat").option("namesrv", spark_cluster.namesrv).option(
         "topic", topic
     ).mode("append").save()
-    back = (
-        spark.read.format("longboat")
-        .option("namesrv", spark_cluster.namesrv)
-        .option("topic", topic)
-        .load()
-        .collect()
+
+    def read_back(name: str) -> list:
+        return (
+            spark.read.format("longboat")
+            .option("namesrv", spark_cluster.namesrv)
+            .option("topic", name)
+            .load()
+            .collect()
+        )
+
+    back, elsewhere = read_back(topic), read_back(other)
+    assert sorted(r.body.decode() for r in elsewhere) == sorted(
+        f"order-{i}" for i in range(0, 40, 4)
     )
-    assert sorted(r.body.decode() for r in back) == sorted(f"order-{i}" for i in range(40))
-    for r in back:
+    assert sorted(r.body.decode() for r in back) == sorted(f"order-{i}" for i in range(40) if i % 4)
+    for r in back + elsewhere:
         i = int(r.body.decode().split("-")[1])
         assert r.tags == ("eu" if i % 2 else "us") and r.keys == f"key{i}"
         assert r.properties["n"] == str(i)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,38 @@ def test_max_offsets_per_trigger_caps_available_now(
             producer.join(30)
     assert sizes == [12, 12, 12, 12, 2]
     assert len(seen) == 50
+
+
+def test_min_offsets_per_trigger_gives_way_to_max_trigger_delay(
+    spark, spark_cluster: SparkCluster, checkpoint: str
+) -> None:
+    """Fewer messages than minOffsetsPerTrigger still arrive, in one micro-batch, once
+    maxTriggerDelay has passed (the waiting itself: test_planning.py)."""
+    topic = spark_cluster.new_topic(queues=2)
+    spark_cluster.produce(topic, 5)
+    sizes: list[int] = []
+    df = stream(
+        spark,
+        spark_cluster.namesrv,
+        topic=topic,
+        startingOffsets="earliest",
+        minOffsetsPerTrigger="1000",
+        maxTriggerDelay="1s",
+    )
+    query = (
+        df.writeStream.option("checkpointLocation", checkpoint)
+        .foreachBatch(lambda batch, _: sizes.append(batch.count()))
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while sum(sizes) < 5 and time.monotonic() < deadline:
+            assert query.exception() is None
+            time.sleep(0.2)
+    finally:
+        query.stop()
+    assert [n for n in sizes if n] == [5]
 
 
 def test_new_queues_are_picked_up(spark, spark_cluster: SparkCluster, checkpoint: str) -> None:

@@ -22,6 +22,7 @@ DEFAULT_MAX_OFFSETS_PER_PARTITION = 200_000
 DEFAULT_PULL_BATCH_SIZE = 1024  # brokers cap it (RocketMQ and Longboat: 32 by default)
 DEFAULT_SEND_BATCH_SIZE = 256
 DEFAULT_REQUEST_TIMEOUT_S = 10.0
+DEFAULT_MAX_TRIGGER_DELAY_S = 15 * 60.0  # Kafka's maxTriggerDelay default
 
 
 class OptionError(ValueError):
@@ -41,10 +42,16 @@ _READ_OPTIONS = (
     "tags",
     "startingOffsets",
     "startingTimestamp",
+    "startingOffsetsByTimestamp",
     "endingOffsets",
     "endingTimestamp",
+    "endingOffsetsByTimestamp",
     "maxOffsetsPerTrigger",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
     "maxOffsetsPerPartition",
+    "maxRecordsPerPartition",
+    "minPartitions",
     "failOnDataLoss",
     "consumerGroup",
     "pullBatchSize",
@@ -83,6 +90,15 @@ class ReadOptions:
     consumer_group: str | None
     pull_batch_size: int
     request_timeout: float
+    # Per-queue times (ms) to start / end at (Kafka's *OffsetsByTimestamp), same JSON shape
+    # as offsets; queues not named take the default start / end.
+    starting_by_timestamp: Offsets | None = None
+    ending_by_timestamp: Offsets | None = None
+    # Streaming admission: wait for this many new messages, but no longer than the delay (s).
+    min_offsets_per_trigger: int | None = None
+    max_trigger_delay: float = DEFAULT_MAX_TRIGGER_DELAY_S
+    # Split the planned ranges into at least this many Spark partitions (Kafka's).
+    min_partitions: int | None = None
 
     @property
     def pull_group(self) -> str:
@@ -184,6 +200,25 @@ def _offsets_option(options: Mapping[str, str], name: str, words: tuple[str, ...
         ) from None
 
 
+def _duration(options: Mapping[str, str], name: str, default: float) -> float:
+    """Seconds from Spark's duration forms: "15m", "30s", "500ms", "1h", or a plain number
+    of seconds."""
+    text = _get(options, name)
+    if text is None:
+        return default
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|min|h)?\s*", text.lower())
+    if match is None:
+        raise OptionError(name, f"must be a duration like 30s, 15m or 500ms, not {text!r}")
+    unit = {"ms": 0.001, "s": 1, None: 1, "m": 60, "min": 60, "h": 3600}[match.group(2)]
+    return float(match.group(1)) * unit
+
+
+def _exclusive(options: Mapping[str, str], *names: str) -> None:
+    given = [n for n in names if _get(options, n) is not None]
+    if len(given) > 1:
+        raise OptionError(given[1], f"cannot be combined with {given[0]}")
+
+
 def check_read_names(options: Mapping[str, str]) -> None:
     """Unknown read options, caught when the DataFrame is defined (before batch or stream is
     known; values are checked once it is)."""
@@ -210,9 +245,10 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
     starting: Start = "latest" if streaming else "earliest"
     if _get(options, "startingOffsets") is not None:
         starting = _offsets_option(options, "startingOffsets", ("earliest", "latest"))  # type: ignore[assignment]
+    _exclusive(options, "startingOffsets", "startingTimestamp", "startingOffsetsByTimestamp")
+    _exclusive(options, "endingOffsets", "endingTimestamp", "endingOffsetsByTimestamp")
+    _exclusive(options, "maxOffsetsPerPartition", "maxRecordsPerPartition")
     starting_ts = _int(options, "startingTimestamp", minimum=0)
-    if starting_ts is not None and _get(options, "startingOffsets") is not None:
-        raise OptionError("startingTimestamp", "cannot be combined with startingOffsets")
     ending: End = None if streaming else "latest"
     ending_ts = _int(options, "endingTimestamp", minimum=0)
     if _get(options, "endingOffsets") is not None:
@@ -223,6 +259,18 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
             raise OptionError("endingTimestamp", "cannot be combined with endingOffsets")
     if streaming and ending_ts is not None:
         raise OptionError("endingTimestamp", "applies to batch reads only")
+    starting_by_ts = ending_by_ts = None
+    if _get(options, "startingOffsetsByTimestamp") is not None:
+        starting_by_ts = _timestamps_option(options, "startingOffsetsByTimestamp")
+    if _get(options, "endingOffsetsByTimestamp") is not None:
+        if streaming:
+            raise OptionError("endingOffsetsByTimestamp", "applies to batch reads only")
+        ending_by_ts = _timestamps_option(options, "endingOffsetsByTimestamp")
+    min_per_trigger = _int(options, "minOffsetsPerTrigger", minimum=1)
+    if not streaming:
+        for name in ("minOffsetsPerTrigger", "maxTriggerDelay"):
+            if _get(options, name) is not None:
+                raise OptionError(name, "applies to streaming reads only")
     max_per_trigger = _int(options, "maxOffsetsPerTrigger", minimum=1)
     if max_per_trigger is not None and not streaming:
         raise OptionError("maxOffsetsPerTrigger", "applies to streaming reads only")
@@ -242,12 +290,33 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         ending_timestamp=ending_ts,
         max_offsets_per_trigger=max_per_trigger,
         max_offsets_per_partition=_int(options, "maxOffsetsPerPartition", minimum=1)
+        or _int(options, "maxRecordsPerPartition", minimum=1)
         or DEFAULT_MAX_OFFSETS_PER_PARTITION,
         fail_on_data_loss=_bool(options, "failOnDataLoss", True),
         consumer_group=group.strip() if group else None,
         pull_batch_size=_int(options, "pullBatchSize", minimum=1) or DEFAULT_PULL_BATCH_SIZE,
         request_timeout=_float(options, "requestTimeout", DEFAULT_REQUEST_TIMEOUT_S),
+        starting_by_timestamp=starting_by_ts,
+        ending_by_timestamp=ending_by_ts,
+        min_offsets_per_trigger=min_per_trigger,
+        max_trigger_delay=_duration(options, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_S),
+        min_partitions=_int(options, "minPartitions", minimum=1),
     )
+
+
+def _timestamps_option(options: Mapping[str, str], name: str) -> Offsets:
+    """`{topic: {"broker:queue": epoch_ms}}`, checked (no -1/-2 shorthands here)."""
+    text = _get(options, name)
+    assert text is not None
+    try:
+        parsed = parse_offsets(text.strip())
+    except (ValueError, json.JSONDecodeError) as exc:
+        raise OptionError(
+            name, f"must be JSON {{topic: {{broker:queue: epoch ms}}}} ({exc})"
+        ) from None
+    if any(ts < 0 for queues in parsed.values() for ts in queues.values()):
+        raise OptionError(name, "times are epoch milliseconds, >= 0")
+    return parsed
 
 
 def parse_write_options(options: Mapping[str, str], *, streaming: bool) -> WriteOptions:

@@ -64,17 +64,25 @@ def plan_ranges(
     start: Mapping[MessageQueue, int],
     end: Mapping[MessageQueue, int],
     max_per_partition: int,
+    min_partitions: int | None = None,
 ) -> list[QueueRange]:
     """One partition per queue with something to read, ranges over `max_per_partition` split
-    into equal pieces (so queues with a long backlog still read in parallel)."""
+    into equal pieces (so queues with a long backlog still read in parallel).  With
+    `min_partitions`, as Kafka's source: when there are fewer ranges than that, each queue's
+    range is split into pieces in proportion to its share of all the offsets (at least one),
+    so the big queues are the ones split."""
+    sizes = {mq: end[mq] - start.get(mq, 0) for mq in sorted(end) if end[mq] > start.get(mq, 0)}
+    total = sum(sizes.values())
+    proportional = min_partitions is not None and len(sizes) < min_partitions
     out: list[QueueRange] = []
-    for mq in sorted(end):
+    for mq, size in sizes.items():
         new_queue = mq not in start
         lo = start.get(mq, 0)
         hi = end[mq]
-        if hi <= lo:
-            continue
-        pieces = -(-(hi - lo) // max_per_partition)
+        pieces = -(-size // max_per_partition)
+        if proportional:
+            assert min_partitions is not None
+            pieces = max(pieces, min(size, max(1, round(size / total * min_partitions))))
         step = -(-(hi - lo) // pieces)
         for a in range(lo, hi, step):
             out.append(

@@ -134,12 +134,34 @@ def resolve_start(
     """The first offset to read of each queue, as the starting options say."""
     if opts.starting_timestamp is not None:
         return bl.offsets(queues, opts.starting_timestamp)
+    if opts.starting_by_timestamp is not None:
+        default = "max" if opts.ending is None else "min"  # streaming starts late by default
+        return by_timestamp(
+            bl, "startingOffsetsByTimestamp", opts.starting_by_timestamp, queues, default
+        )
     if opts.starting == "earliest":
         return bl.offsets(queues, "min")
     if opts.starting == "latest":
         return bl.offsets(queues, "max")
     assert isinstance(opts.starting, dict)
     return _resolve_json(bl, "startingOffsets", opts.starting, queues, default=EARLIEST)
+
+
+def by_timestamp(
+    bl: BrokerLink, option: str, given: Offsets, queues: list[MessageQueue], default: str
+) -> dict[MessageQueue, int]:
+    """Per queue, the first offset stored at or after its time (Kafka's *ByTimestamp); the
+    queues not named at `default` ("min" or "max")."""
+    wanted = from_offsets(given)
+    unknown = sorted(set(wanted) - set(queues))
+    if unknown:
+        raise OptionError(
+            option, f"names queues the topics do not have: {', '.join(map(str, unknown))}"
+        )
+    positions = bl.offsets([mq for mq in queues if mq not in wanted], default)
+    for ts in sorted(set(wanted.values())):
+        positions.update(bl.offsets([mq for mq, t in wanted.items() if t == ts], ts))
+    return positions
 
 
 def _resolve_json(
@@ -259,13 +281,17 @@ class BatchReader(_LinkHolder, DataSourceReader):
         start = resolve_start(bl, opts, queues)
         if opts.ending_timestamp is not None:
             end = bl.offsets(queues, opts.ending_timestamp)
+        elif opts.ending_by_timestamp is not None:
+            end = by_timestamp(
+                bl, "endingOffsetsByTimestamp", opts.ending_by_timestamp, queues, "max"
+            )
         elif opts.ending == "latest":
             end = bl.offsets(queues, "max")
         else:
             assert isinstance(opts.ending, dict)
             end = _resolve_json(bl, "endingOffsets", opts.ending, queues, default=None)
         start = {mq: o for mq, o in start.items() if mq in end}
-        return plan_ranges(start, end, opts.max_offsets_per_partition)
+        return plan_ranges(start, end, opts.max_offsets_per_partition, opts.min_partitions)
 
 
 # ---------------------------------------------------------------------------- streaming
@@ -282,6 +308,7 @@ class StreamReader(_LinkHolder, DataSourceStreamReader, SupportsTriggerAvailable
         self._hwm: dict[MessageQueue, int] = {}
         self._hwm_at = -HWM_MIN_INTERVAL_S
         self._target: dict[MessageQueue, int] | None = None
+        self._last_batch_at: float | None = None  # when minOffsetsPerTrigger last admitted
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
@@ -329,14 +356,38 @@ class StreamReader(_LinkHolder, DataSourceStreamReader, SupportsTriggerAvailable
             available[mq] = max(at, available.get(mq, at))
         if isinstance(limit, ReadMaxRows):
             available = spread_limit(positions, available, limit.max_rows)
+        if not self._admitted(positions, available):
+            return to_offsets(positions)  # the same offsets: no micro-batch yet
         return to_offsets(available)
+
+    def _admitted(
+        self, positions: dict[MessageQueue, int], available: dict[MessageQueue, int]
+    ) -> bool:
+        """minOffsetsPerTrigger with maxTriggerDelay, as Kafka's source: a micro-batch waits
+        until that many messages are new, unless `maxTriggerDelay` has passed since the last
+        one (the first batch of a query waits too; it starts the clock).  Trigger.AvailableNow
+        ignores it, as Kafka's source does."""
+        wanted = self.opts.min_offsets_per_trigger
+        if wanted is None or self._target is not None:  # AvailableNow reads all, as Kafka's
+            return True
+        now = time.monotonic()
+        if self._last_batch_at is None:
+            self._last_batch_at = now
+        new = sum(max(0, o - positions.get(mq, 0)) for mq, o in available.items())
+        if new >= wanted or (new and now - self._last_batch_at >= self.opts.max_trigger_delay):
+            self._last_batch_at = now
+            return True
+        return False
 
     def reportLatestOffset(self) -> Offsets:
         return to_offsets(self._hwm)
 
     def partitions(self, start: Offsets, end: Offsets) -> list[QueueRange]:
         return plan_ranges(
-            from_offsets(start), from_offsets(end), self.opts.max_offsets_per_partition
+            from_offsets(start),
+            from_offsets(end),
+            self.opts.max_offsets_per_partition,
+            self.opts.min_partitions,
         )
 
     def commit(self, end: Offsets) -> None:
