@@ -275,7 +275,10 @@ class ClientInstance:
         for route in self._routes.values():
             for b in route.brokers:
                 table.setdefault(b.broker_name, {}).update(b.broker_addrs)
-        had_new = any(name not in self._brokers for name in table)
+        # A new address (a new broker, or a master back on another port) hears our heartbeat
+        # at once: it answers the group's members to rebalancing clients.
+        known = {addr for ids in self._brokers.values() for addr in ids.values()}
+        had_new = any(addr not in known for ids in table.values() for addr in ids.values())
         self._brokers = table
         if had_new:
             self._heartbeat_wanted.set()

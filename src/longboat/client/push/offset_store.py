@@ -13,8 +13,10 @@ master is gone (not in the routes, or its last request failed in transport) they
 memory, marked unwritten, and the periodic write pushes them once it answers again: nothing
 consumed meanwhile is lost, and the master never sees an older offset than a slave served
 past.  A failed write marks every offset of that group unwritten, since a oneway write sent
-just before the failure may never have arrived.  Reading a committed offset asks the master,
-else a slave (it holds the master's offsets as of its last sync), as Java's does.
+just before the failure may never have arrived.  Meanwhile each offset is also left with a
+slave (a slave accepts commits, as RocketMQ's), so a member that takes a queue over while the
+master is gone starts near where it was, not at the master's last copy.  Reading a committed
+offset asks the master, else a slave, as Java's does.
 
 Offsets only move forward through `update` (a late result of an older batch cannot move the
 committed offset back); `reset` is the one deliberate way back (OFFSET_ILLEGAL moves).
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from longboat.client.consume_from import committed_offset
-from longboat.client.errors import ClientError, ClientUsageError, TransportError
+from longboat.client.errors import ClientError, ClientUsageError, NoRouteError, TransportError
 from longboat.client.instance import ClientInstance
 from longboat.protocol.types import MessageQueue
 
@@ -111,6 +113,8 @@ class RemoteOffsetStore(_MemoryTable):
         self.group = group
         # Broker groups whose commits are held back (their master is gone): logged once.
         self.held: set[str] = set()
+        # What was last left with a slave meanwhile, per queue (not sent again unchanged).
+        self.left: dict[MessageQueue, int] = {}
 
     async def read(self, mq: MessageQueue) -> int | None:
         instance = self.instance
@@ -148,9 +152,23 @@ class RemoteOffsetStore(_MemoryTable):
             raise
         self.written[mq] = offset
 
+    async def _leave_with_slave(self, mq: MessageQueue, offset: int, *, oneway: bool) -> None:
+        """The master is gone: leave the offset with a slave too, where a member that takes
+        the queue over meanwhile reads it (the master still gets it when it returns)."""
+        if self.left.get(mq) == offset:
+            return
+        _, addr = await self.instance.pull_target(mq)
+        await self.instance.api.update_consumer_offset(addr, self.group, mq, offset, oneway=oneway)
+        self.left[mq] = offset
+
     async def persist(self, mqs: Iterable[MessageQueue]) -> None:
         for mq, offset in self.changed(mqs).items():
-            await self._write(mq, offset, oneway=False)
+            try:
+                await self._write(mq, offset, oneway=False)
+            except (TransportError, NoRouteError):
+                # The queue changes hands now (rebalance, shutdown): the next owner reads the
+                # slave's copy, and pushes it to the master once it returns.
+                await self._leave_with_slave(mq, offset, oneway=False)
 
     async def persist_all(self) -> None:
         for mq, offset in self.changed().items():
@@ -163,7 +181,10 @@ class RemoteOffsetStore(_MemoryTable):
                         "%s: offsets on %s kept until its master answers: %s", self.group, name, exc
                     )
                 self.held.add(name)
+                with contextlib.suppress(ClientError):
+                    await self._leave_with_slave(mq, offset, oneway=True)
                 continue
+            self.left.pop(mq, None)
             if name in self.held:
                 self.held.discard(name)
                 log.warning("%s: the kept offsets on %s reach its master again", self.group, name)

@@ -55,6 +55,9 @@ log = logging.getLogger(__name__)
 
 # How long a queue whose broker lock is lost waits before asking again (Java: 3 s).
 LOCK_LOST_RETRY_S = 3.0
+# A retry answer that did not move the offset (a slave behind this consumer, while the master
+# is gone) is not repeated at once: the loop would spin until the slave or the master has it.
+NO_PROGRESS_PAUSE_S = 0.2
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +194,7 @@ class PullLoop:
         assert self.next_offset is not None
         mq, sub, s = self.mq, self.subscription, self.settings
         instance = self.instance
+        requested = self.next_offset
         broker_id, addr = await instance.pull_target(mq)
         commit = None
         if self._commit_offset is not None and broker_id == MASTER_ID:
@@ -238,6 +242,8 @@ class PullLoop:
             # filtered out shows no lag.
             if self.pq.move_to(result.next_begin_offset):
                 self._offset_moved(mq, result.next_begin_offset)
+            if result.status is PullStatus.NO_MATCHED_MSG and result.next_begin_offset == requested:
+                await asyncio.sleep(NO_PROGRESS_PAUSE_S)
             return False
         fresh = self.pq.put(result.messages) if result.messages else []
         self.pq.skip_to(result.next_begin_offset)

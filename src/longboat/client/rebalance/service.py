@@ -175,11 +175,14 @@ class RebalanceService:
         queues = route.subscribe_queues
         if self.broadcasting:
             return set(queues)
+        # Any broker knows the group's members (consumers heartbeat to every one): a master,
+        # else a slave while its master is gone (Java's BrokerData.selectBrokerAddr).
         masters = [a for b in route.brokers if (a := b.master_addr)]
-        if not queues or not masters:
+        askable = masters or [a for b in route.brokers for a in b.broker_addrs.values()]
+        if not queues or not askable:
             return None
         try:
-            ids = await instance.api.get_consumer_ids(random.choice(masters), self.group)
+            ids = await instance.api.get_consumer_ids(random.choice(askable), self.group)
         except ClientError as exc:
             log.info("rebalance of %s on %s postponed: %s", self.group, topic, exc)
             return None
