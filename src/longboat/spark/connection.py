@@ -95,6 +95,36 @@ class BrokerLink:
                 raise
         return sorted(out)
 
+    def keyed(
+        self, mqs: list[MessageQueue], key: str, max_num: int
+    ) -> set[tuple[MessageQueue, int]] | None:
+        """(queue, offset) of the messages of these queues whose KEYS hold `key` (the key
+        index of every broker of their topics); None when a broker answered `max_num` of
+        them, so the answer may be incomplete (brokers cap a key query, RocketMQ at 32)."""
+        return self.run(self._keyed(mqs, key, max_num))
+
+    async def _keyed(
+        self, mqs: list[MessageQueue], key: str, max_num: int
+    ) -> set[tuple[MessageQueue, int]] | None:
+        wanted = set(mqs)
+        groups = {(mq.topic, mq.broker_name): mq for mq in mqs}  # one lookup per broker
+        api = self.reader.instance.api
+
+        async def one(
+            topic: str, broker: str, any_mq: MessageQueue
+        ) -> set[tuple[MessageQueue, int]] | None:
+            found = await api.query_message(
+                await self.reader.master_addr(any_mq), topic, key, max_num=max_num
+            )
+            if len(found) >= max_num:
+                return None
+            return {(MessageQueue(topic, broker, m.queue_id), m.queue_offset) for m in found}
+
+        hits = await asyncio.gather(*(one(t, b, mq) for (t, b), mq in groups.items()))
+        if any(found is None for found in hits):
+            return None
+        return {(mq, o) for found in hits if found is not None for mq, o in found if mq in wanted}
+
     def offsets(self, mqs: Iterable[MessageQueue], at: str | int) -> dict[MessageQueue, int]:
         """Per queue: "min" (first kept), "max" (next to be written) or the first offset
         stored at or after a timestamp (ms); asked of all brokers at once."""

@@ -52,6 +52,7 @@ _READ_OPTIONS = (
     "maxOffsetsPerPartition",
     "maxRecordsPerPartition",
     "minPartitions",
+    "filterPushdown",
     "failOnDataLoss",
     "consumerGroup",
     "pullBatchSize",
@@ -99,6 +100,8 @@ class ReadOptions:
     max_trigger_delay: float = DEFAULT_MAX_TRIGGER_DELAY_S
     # Split the planned ranges into at least this many Spark partitions (Kafka's).
     min_partitions: int | None = None
+    # Batch: take the filters Spark pushes (needs spark.sql.python.filterPushdown.enabled).
+    filter_pushdown: bool = False
 
     @property
     def pull_group(self) -> str:
@@ -301,7 +304,15 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool) -> ReadOp
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay=_duration(options, "maxTriggerDelay", DEFAULT_MAX_TRIGGER_DELAY_S),
         min_partitions=_int(options, "minPartitions", minimum=1),
+        filter_pushdown=_pushdown_option(options, streaming),
     )
+
+
+def _pushdown_option(options: Mapping[str, str], streaming: bool) -> bool:
+    on = _bool(options, "filterPushdown", False)
+    if on and streaming:
+        raise OptionError("filterPushdown", "applies to batch reads only")
+    return on
 
 
 def _timestamps_option(options: Mapping[str, str], name: str) -> Offsets:

@@ -24,9 +24,11 @@ Stream offsets and their invariants:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -36,6 +38,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamReader,
     DataSourceStreamWriter,
     DataSourceWriter,
+    Filter,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -60,6 +63,7 @@ from longboat.spark.options import (
     parse_read_options,
 )
 from longboat.spark.planning import QueueRange, plan_ranges, spread_limit
+from longboat.spark.pushdown import KEY_LOOKUP_MAX, Pushed, push
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +93,10 @@ class LongboatDataSource(DataSource):
         return SCHEMA
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return BatchReader(parse_read_options(self.options, streaming=False))
+        opts = parse_read_options(self.options, streaming=False)
+        # Spark refuses a reader with pushFilters unless the session enables pushdown, so it
+        # is offered only to queries that ask for it (`filterPushdown`, docs/spark.md).
+        return FilteringBatchReader(opts) if opts.filter_pushdown else BatchReader(opts)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return StreamReader(parse_read_options(self.options, streaming=True))
@@ -273,11 +280,22 @@ def _lost(
 
 
 class BatchReader(_LinkHolder, DataSourceReader):
-    """`spark.read`: from the starting offsets (or time) to the ending ones, planned once."""
+    """`spark.read`: from the starting offsets (or time) to the ending ones, planned once,
+    narrowed by the filters Spark pushed, if any (`FilteringBatchReader`)."""
+
+    def __init__(self, options: ReadOptions) -> None:
+        super().__init__(options)
+        self._pushed = Pushed()
 
     def partitions(self) -> list[QueueRange]:
-        bl, opts = self.link, self.opts
-        queues = bl.queues(opts.topics, opts.topic_pattern)
+        bl, opts, pushed = self.link, self.opts, self._pushed
+        if pushed.tags is not None and not pushed.tags:
+            return []
+        queues = [
+            mq
+            for mq in bl.queues(opts.topics, opts.topic_pattern)
+            if pushed.queue_allowed(mq.topic, mq.broker_name, mq.queue_id)
+        ]
         start = resolve_start(bl, opts, queues)
         if opts.ending_timestamp is not None:
             end = bl.offsets(queues, opts.ending_timestamp)
@@ -291,7 +309,66 @@ class BatchReader(_LinkHolder, DataSourceReader):
             assert isinstance(opts.ending, dict)
             end = _resolve_json(bl, "endingOffsets", opts.ending, queues, default=None)
         start = {mq: o for mq, o in start.items() if mq in end}
+        start, end = self._narrowed(queues, start, end)
+        if pushed.keys:
+            return self._keyed_ranges(queues, start, end, pushed.keys[0])
         return plan_ranges(start, end, opts.max_offsets_per_partition, opts.min_partitions)
+
+    def _narrowed(
+        self,
+        queues: list[MessageQueue],
+        start: dict[MessageQueue, int],
+        end: dict[MessageQueue, int],
+    ) -> tuple[dict[MessageQueue, int], dict[MessageQueue, int]]:
+        """The pushed queue-offset and store-time bounds applied to the planned ranges."""
+        pushed, bl = self._pushed, self.link
+        lo, hi = pushed.offsets
+        lo_ms, hi_ms = pushed.time_ms
+        by_lo = bl.offsets(queues, lo_ms) if lo_ms is not None and queues else {}
+        by_hi = bl.offsets(queues, hi_ms) if hi_ms is not None and queues else {}
+        start = {
+            mq: int(max(o, lo if lo > -math.inf else o, by_lo.get(mq, o)))
+            for mq, o in start.items()
+        }
+        end = {
+            mq: int(min(o, hi if hi < math.inf else o, by_hi.get(mq, o))) for mq, o in end.items()
+        }
+        return start, end
+
+    def _keyed_ranges(
+        self,
+        queues: list[MessageQueue],
+        start: dict[MessageQueue, int],
+        end: dict[MessageQueue, int],
+        key: str,
+    ) -> list[QueueRange]:
+        """One-offset ranges at the key index's candidates, unless there are too many to
+        trust the index's answer (then the ranges as planned)."""
+        hits = self.link.keyed(queues, key, KEY_LOOKUP_MAX) if queues else set()
+        if hits is None:
+            return plan_ranges(
+                start, end, self.opts.max_offsets_per_partition, self.opts.min_partitions
+            )
+        return [
+            QueueRange(mq.topic, mq.broker_name, mq.queue_id, o, o + 1)
+            for mq, o in sorted(hits)
+            if start.get(mq, 0) <= o < end.get(mq, 0)
+        ]
+
+
+class FilteringBatchReader(BatchReader):
+    """A batch reader that takes the filters Spark pushes (`pushdown.py`)."""
+
+    def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:
+        self._pushed, keep = push(list(filters))
+        tags = self._pushed.tags
+        if tags is not None:
+            mine = TagExpression.parse(self.opts.tags)
+            allowed = tags if mine.matches_all else tags & mine.tags
+            # No tag left: nothing can match (`partitions` plans no range).
+            self.opts = dataclasses.replace(self.opts, tags=" || ".join(sorted(allowed)) or "*")
+            self._pushed.tags = frozenset(allowed)
+        return keep
 
 
 # ---------------------------------------------------------------------------- streaming
