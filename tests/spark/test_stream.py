@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from longboat.spark.progress import offsets_behind_latest
 from spark.conftest import SparkCluster, load
 
 pytestmark = pytest.mark.spark
@@ -173,7 +174,15 @@ def test_consumer_group_progress_visible_to_admin(
     # stands at the end of the second batch: 20 consumed, 10 of lag.
     assert sum(r.consumer_offset or 0 for r in rows) == 20
     assert sum(r.lag or 0 for r in rows) == 10
-    assert progress[-1]["sources"][0]["latestOffset"] is not None
+    # Kafka's offsets-behind-latest figures, from the progress: after the first batch of
+    # 10 (5 + 5 of 15 + 15), each queue has 10 to go; after the last, none.
+    figures = [offsets_behind_latest(p["sources"][0]) for p in progress if p["numInputRows"]]
+    assert figures[0] == {
+        "minOffsetsBehindLatest": 10.0,
+        "maxOffsetsBehindLatest": 10.0,
+        "avgOffsetsBehindLatest": 10.0,
+    }
+    assert figures[-1]["maxOffsetsBehindLatest"] == 0.0
 
 
 def test_stream_data_loss_fails_or_skips(
