@@ -1,25 +1,29 @@
-"""A Longboat slave copies an Apache RocketMQ master's metadata (SlaveSynchronize's four
-requests, `broker/ha/slave_sync.py`) from the session's `rocketmq_cluster` broker: its topic
-table, its consumer offsets, its delay-level progress and its group settings, all read from
-the bodies a Java broker writes."""
+"""Longboat slaves and Apache RocketMQ: a Longboat slave copies a RocketMQ master's metadata
+(SlaveSynchronize's four requests, `broker/ha/slave_sync.py`) from the session's
+`rocketmq_cluster` broker — its topic table, consumer offsets, delay-level progress and group
+settings, read from the bodies a Java broker writes — and RocketMQ's Java consumer reads from a
+Longboat slave while its master is down."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from broker.wire import eventually
 from client.client_e2e import config_for, unique
+from client.push_support import send
 from conftest import broker_config
 from longboat.broker import BrokerController
 from longboat.broker.schedule import DELAY_OFFSET_FILE
 from longboat.client.admin import Admin
+from longboat.namesrv import NameServer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.fastjson import loads
 from longboat.protocol.types import MessageQueue
-from peers.rocketmq import RocketMQCluster
+from peers.rocketmq import RocketMQCluster, start_java_peer
 
 pytestmark = pytest.mark.java
 
@@ -78,3 +82,49 @@ async def test_a_longboat_slave_copies_a_rocketmq_masters_tables(
         assert isinstance(progress.get("offsetTable"), dict)
     finally:
         await slave.stop()
+
+
+async def test_a_java_consumer_reads_from_a_longboat_slave_while_the_master_is_down(
+    java_peers: None, tmp_path: Path
+) -> None:
+    """Apache RocketMQ's DefaultMQPushConsumer, unchanged, against a Longboat master and slave:
+    with the master stopped, the routes list only the slave, and the Java client's
+    findBrokerAddressInSubscribe sends its pulls (and offset commits) there."""
+    namesrv = NameServer("127.0.0.1", 0)
+    await namesrv.start()
+    options = {"broker_name": "java-group", "ha_listen_port": 0, "slave_synchronize_interval": 200}
+    master = BrokerController(broker_config(tmp_path / "master", namesrv.addr, **options))
+    slave = BrokerController(
+        broker_config(tmp_path / "slave", namesrv.addr, broker_role="SLAVE", broker_id=1, **options)
+    )
+    await master.start()
+    await slave.start()
+    try:
+        topic = unique("ReadFromSlave")
+        async with Admin(config=config_for(namesrv.addr)) as admin:
+            await admin.create_topic(topic, queue_nums=2)
+        bodies = [f"s{i}" for i in range(40)]
+        await send(namesrv.addr, topic, bodies)
+        await eventually(
+            lambda: (
+                slave.store.max_physical_offset == master.store.max_physical_offset
+                and slave.topics.get(topic) is not None
+            ),
+            "the slave's copy",
+        )
+        await master.stop()
+        with start_java_peer(
+            "PushConsume",
+            namesrv=namesrv.addr,
+            topic=topic,
+            group=unique("java-on-slave"),
+            expect=len(bodies),
+            timeout_ms=60000,
+        ) as peer:
+            events = await asyncio.to_thread(peer.wait, 90)
+        got = sorted(e["body"] for e in events if e["event"] == "msg")
+        assert got == sorted(bodies)
+    finally:
+        await slave.stop()
+        await master.stop()
+        await namesrv.stop()
