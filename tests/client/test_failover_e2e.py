@@ -9,44 +9,27 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from broker.test_replication_faults import (
+from broker.test_replication_faults import (  # and `group`, its fixture of a broker group
     GROUP_NAME,
     QUEUES,
     BrokerGroup,
     config_for,
     create_topic,
+    group,  # noqa: F401
     until_synced,
 )
 from client.push_support import Deliveries, positioned
-from conftest import LoopThread
 from longboat.client import ClientConfig, ClientError, Message
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, ConsumeResult, PushConsumer
-from longboat.namesrv.server import NameServer
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MASTER_ID, MessageQueue
 
 TOPIC = "HaFailover"
 CONSUMER_GROUP = "ha-failover-consumer"
 PER_PHASE = 200
-
-
-@pytest.fixture
-def brokers(tmp_path: Path) -> Iterator[BrokerGroup]:
-    runner = LoopThread()
-    namesrv = NameServer("127.0.0.1", 0)
-    runner.run(namesrv.start())
-    made = BrokerGroup(namesrv.addr, tmp_path)
-    yield made
-    made.stop_all()
-    runner.run(namesrv.stop())
-    runner.close()
 
 
 async def send(namesrv: str, bodies: list[str]) -> None:
@@ -72,12 +55,12 @@ async def committed_on_master(namesrv: str) -> dict[int, tuple[int | None, int]]
 
 
 async def test_a_consumer_reads_from_the_slave_while_the_master_is_down_and_comes_back(
-    brokers: BrokerGroup,
+    group: BrokerGroup,  # noqa: F811
 ) -> None:
-    master = await asyncio.to_thread(brokers.start, "master", "SYNC_MASTER")
-    slave = await asyncio.to_thread(brokers.start, "slave", "SLAVE")
-    await create_topic(brokers.namesrv, TOPIC)
-    await until_synced(brokers.namesrv, slave, TOPIC)
+    master = await asyncio.to_thread(group.start, "master", "SYNC_MASTER")
+    slave = await asyncio.to_thread(group.start, "slave", "SLAVE")
+    await create_topic(group.namesrv, TOPIC)
+    await until_synced(group.namesrv, slave, TOPIC)
 
     deliveries = Deliveries()
     members: list[PushConsumer] = []
@@ -88,7 +71,7 @@ async def test_a_consumer_reads_from_the_slave_while_the_master_is_down_and_come
             return ConsumeResult.SUCCESS
 
         config = ClientConfig(
-            [brokers.namesrv],
+            [group.namesrv],
             client_ip="127.0.0.1",
             instance_name=name,
             poll_name_server_interval=0.5,
@@ -115,14 +98,14 @@ async def test_a_consumer_reads_from_the_slave_while_the_master_is_down_and_come
         await positioned(consumer)
         phases = [[f"{phase}-{i}" for i in range(PER_PHASE)] for phase in ("up", "down", "back")]
         everything = {body for phase in phases for body in phase}
-        await send(brokers.namesrv, phases[0])
+        await send(group.namesrv, phases[0])
         await deliveries.wait_for_bodies(set(phases[0]), timeout=60)
 
         # Sent while the master runs (a SYNC_MASTER: each one is on the slave when
         # acknowledged), then the master dies before the consumer has pulled them.
         consumer.suspend()
-        await send(brokers.namesrv, phases[1])
-        brokers.kill("master")
+        await send(group.namesrv, phases[1])
+        group.kill("master")
         consumer.resume()
         await deliveries.wait_for_bodies(set(phases[0] + phases[1]), timeout=60)
         instance = consumer.instance
@@ -141,8 +124,8 @@ async def test_a_consumer_reads_from_the_slave_while_the_master_is_down_and_come
 
         # The master comes back (on another port): the consumer's offsets, kept meanwhile,
         # reach it, and the queues move back to it.
-        master = await asyncio.to_thread(brokers.start, "master", "SYNC_MASTER")
-        await send(brokers.namesrv, phases[2])
+        master = await asyncio.to_thread(group.start, "master", "SYNC_MASTER")
+        await send(group.namesrv, phases[2])
         await deliveries.wait_for_bodies(everything, timeout=60)
         async with asyncio.timeout(30):
             while any(
@@ -152,7 +135,7 @@ async def test_a_consumer_reads_from_the_slave_while_the_master_is_down_and_come
             ):
                 await asyncio.sleep(0.1)
         async with asyncio.timeout(30):
-            while any(c != end for c, end in (await committed_on_master(brokers.namesrv)).values()):
+            while any(c != end for c, end in (await committed_on_master(group.namesrv)).values()):
                 await asyncio.sleep(0.2)
         assert owned(consumer) and owned(second)
     finally:
