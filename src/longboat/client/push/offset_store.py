@@ -189,6 +189,10 @@ class RemoteOffsetStore(_MemoryTable):
                 self.held.discard(name)
                 log.warning("%s: the kept offsets on %s reach its master again", self.group, name)
 
+    def remove(self, mq: MessageQueue) -> None:
+        super().remove(mq)
+        self.left.pop(mq, None)
+
     async def close(self) -> None:
         return None
 
