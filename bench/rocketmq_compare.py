@@ -12,9 +12,17 @@ broker in one process, ASYNC_FLUSH, its defaults), each with a fresh store, and 
   producer already running and retrying every 20 ms (`Bench --cases firstsend`);
 * idle RSS: the servers' resident memory 2 s after that first send (RocketMQ: both JVMs;
   Longboat: its one process);
-* then one `Bench` JVM (RocketMQ's 4.9.8 Java client, tests/peers/java) runs the load cases:
+* then the `Bench` JVM (RocketMQ's 4.9.8 Java client, tests/peers/java) runs the load cases:
   one-at-a-time sync produce, batched produce (64 x 256 B, 4 in flight), a push consumer's
-  drain of `--drain` messages, and the wake-up latency of a parked push consumer (send -> listener).
+  drain of `--drain` messages, a fan-out of `--drain` messages to 4 groups, and the wake-up
+  latency of a parked push consumer (send -> listener, p50/p99/p999); the servers' CPU time
+  around the batched produce and the drain gives broker CPU per message produced and per
+  message consumed;
+* Longboat's Python client (`longboat.bench.loadgen`) as a second load generator: batched
+  produce, pulls of 32, and `--parked` pulls parked on one idle queue (broker CPU over 3 s and
+  RSS growth, both brokers' processes measured the same way);
+* finally each system is started again with flushDiskType=SYNC_FLUSH and 16 threads of the
+  Java client send one message at a time each.
 
 Figures are the medians over `--runs` runs; the ratio is Longboat / RocketMQ within each run,
 and its median is shown, next to the issue #14 target it is held against.  Java and Maven are
@@ -33,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +50,9 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+from longboat.bench import loadgen  # noqa: E402
+from longboat.bench.usage import sample  # noqa: E402
+from longboat.cli.runtime import run as run_async  # noqa: E402
 from peers.process import PeerProcess, run_peer  # noqa: E402
 from peers.rocketmq import (  # noqa: E402
     CLIENT_DIR,
@@ -66,11 +77,20 @@ START_TIMEOUT_S = 120.0
 ROWS: tuple[tuple[str, str, str, tuple[str, float] | None], ...] = (
     ("single", "produce one at a time (sync, 1 producer)", "msgs/s", None),
     ("batch", "batched produce (64 x 256 B, 4 in flight)", "msgs/s", (">=", 1.0)),
+    ("syncflush", "SYNC_FLUSH produce (16 producers, 1 msg each)", "msgs/s", None),
     ("drain", "push-consumer drain", "msgs/s", (">=", 1.0)),
+    ("fanout", "fan-out to 4 groups (all deliveries)", "msgs/s", (">=", 1.0)),
     ("wakeup_p50", "wake-up p50 (parked push consumer)", "us", ("<=", 0.7)),
     ("wakeup_p99", "wake-up p99", "us", ("<=", 1.0)),
+    ("wakeup_p999", "wake-up p999", "us", None),
     ("cold_start", "cold start to first accepted send", "ms", ("<=", 0.2)),
     ("idle_rss", "idle RSS", "MiB", ("<=", 0.1)),
+    ("cpu_produce", "broker CPU per message produced (batched)", "us", None),
+    ("cpu_consume", "broker CPU per message consumed (drain)", "us", None),
+    ("parked_cpu", "parked pulls: broker CPU (Python client)", "%", ("<=", 1.0)),
+    ("parked_rss", "parked pulls: broker RSS growth", "MiB", None),
+    ("py_batch", "batched produce, Python client", "msgs/s", None),
+    ("py_consume", "consume, Python client (pulls of 32)", "msgs/s", None),
 )
 SYSTEMS = ("longboat", "rocketmq")
 
@@ -84,13 +104,16 @@ class Running:
     stop: Callable[[], None]
 
 
-def start_longboat(home: Path, namesrv_port: int, broker_port_number: int) -> Running:
+def start_longboat(
+    home: Path, namesrv_port: int, broker_port_number: int, flush: str = "ASYNC_FLUSH"
+) -> Running:
     log = (home / "longboat.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "longboat.cli", "up", "--data", str(home / "store"),
          "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port_number),
          "--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1"],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        env={**os.environ, "LONGBOAT_FLUSH_DISK_TYPE": flush},
     )  # fmt: skip
 
     def stop() -> None:
@@ -106,17 +129,19 @@ def start_longboat(home: Path, namesrv_port: int, broker_port_number: int) -> Ru
     return Running(f"127.0.0.1:{namesrv_port}", [proc.pid], stop)
 
 
-def start_apache(home: Path, namesrv_port: int, broker_port_number: int) -> Running:
+def start_apache(
+    home: Path, namesrv_port: int, broker_port_number: int, flush: str = "ASYNC_FLUSH"
+) -> Running:
     cluster = start_rocketmq(
         home,
         namesrv_port=namesrv_port,
         broker_port_number=broker_port_number,
-        broker_options=ROCKETMQ_OPTIONS,
+        broker_options={**ROCKETMQ_OPTIONS, "flushDiskType": flush},
     )
     return Running(cluster.namesrv_addr, [p.proc.pid for p in cluster.processes], cluster.stop)
 
 
-STARTERS: dict[str, Callable[[Path, int, int], Running]] = {
+STARTERS: dict[str, Callable[..., Running]] = {
     "longboat": start_longboat,
     "rocketmq": start_apache,
 }
@@ -156,31 +181,85 @@ def cold_start(system: str, home: Path) -> tuple[float, Running]:
     return float(accepted["acceptedAtMs"]) - spawned_ms, running
 
 
+def cpu_s(pids: list[int]) -> float:
+    return sum(sample(pid).cpu_s for pid in pids)
+
+
+def java_cases(
+    system: str, running: Running, sizes: argparse.Namespace, run: int, cases: str
+) -> dict[str, dict[str, Any]]:
+    """One `Bench` JVM running `cases`; its figures by case."""
+    events = run_peer(
+        f"{system} {cases}",
+        bench_command(
+            namesrv=running.namesrv, cases=cases, topic_prefix=f"run{run}",
+            single=sizes.single, batches=sizes.batches, drain=sizes.drain, rounds=sizes.rounds,
+            groups=4, producers=16, timeout_ms=sizes.timeout * 1000,
+        ),
+        CLIENT_DIR,
+        timeout=sizes.timeout + 60,
+    )  # fmt: skip
+    return {e["case"]: e for e in events if e.get("event") == "figures"}
+
+
+def python_cases(running: Running, broker_pid: int, sizes: argparse.Namespace) -> dict[str, float]:
+    """Longboat's Python client as the load: batched produce, pulls of 32, parked pulls."""
+    opts = loadgen.LoadOptions(namesrv=running.namesrv, size=256, duration=60.0)
+
+    async def go() -> dict[str, float]:
+        produced = await loadgen.produce(
+            replace(opts, messages=sizes.batches * 64, batch=64, concurrency=4)
+        )
+        consumed = await loadgen.consume(replace(opts, batch=32), preloaded=sizes.drain)
+        parked = await loadgen.holds(opts, count=sizes.parked, window_s=3.0, pid=broker_pid)
+        return {
+            "py_batch": produced.tps,
+            "py_consume": consumed.tps,
+            "parked_cpu": float(parked.extra["cpu_pct"]),
+            "parked_rss": float(parked.extra["rss_bytes_per_poll"]) * sizes.parked / 2**20,
+        }
+
+    return run_async(go())
+
+
 def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix=f"compare-{system}-") as home:
         start_ms, running = cold_start(system, Path(home))
         try:
             time.sleep(IDLE_S)
             figures = {"cold_start": start_ms, "idle_rss": rss_mib(running.pids)}
-            events = run_peer(
-                f"{system} load",
-                bench_command(
-                    namesrv=running.namesrv, cases="single,batch,drain,wakeup",
-                    topic_prefix=f"run{run}", single=sizes.single, batches=sizes.batches,
-                    drain=sizes.drain, rounds=sizes.rounds, timeout_ms=sizes.timeout * 1000,
-                ),
-                CLIENT_DIR,
-                timeout=sizes.timeout + 60,
-            )  # fmt: skip
+            by_case = java_cases(system, running, sizes, run, "single,wakeup")
+            before = cpu_s(running.pids)
+            by_case |= java_cases(system, running, sizes, run, "batch")
+            produced = cpu_s(running.pids)
+            by_case |= java_cases(system, running, sizes, run, "drain")
+            drained = cpu_s(running.pids)
+            by_case |= java_cases(system, running, sizes, run, "fanout")
+            figures |= python_cases(running, running.pids[-1], sizes)
         finally:
             running.stop()
-    by_case = {e["case"]: e for e in events if e.get("event") == "figures"}
+        sync_home = Path(home) / "sync"
+        sync_home.mkdir()
+        syncing = STARTERS[system](sync_home, broker_port(), broker_port(), "SYNC_FLUSH")
+        try:
+            by_case |= java_cases(system, syncing, sizes, run, "syncsend")
+        finally:
+            syncing.stop()
+    per_produced = (produced - before) * 1e6 / by_case["batch"]["messages"]
+    drain_n = by_case["drain"]["messages"]
+    # The drain case stores its messages first (batched, as measured above), then consumes.
+    per_consumed = ((drained - produced) * 1e6 - per_produced * drain_n) / drain_n
     figures.update(
         single=by_case["single"]["msgsPerS"],
         batch=by_case["batch"]["msgsPerS"],
+        syncflush=by_case["syncsend"]["msgsPerS"],
         drain=by_case["drain"]["msgsPerS"],
+        fanout=by_case["fanout"]["msgsPerS"],
         wakeup_p50=by_case["wakeup"]["p50Us"],
         wakeup_p99=by_case["wakeup"]["p99Us"],
+        wakeup_p999=by_case["wakeup"]["p999Us"],
+        cpu_produce=per_produced,
+        cpu_consume=max(per_consumed, 0.0),
     )
     return figures
 
@@ -197,7 +276,7 @@ def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> di
         runs.append(figures)
     summary = {}
     for key, _label, _unit, target in ROWS:
-        ratios = [r["longboat"][key] / r["rocketmq"][key] for r in runs]
+        ratios = [_ratio(r["longboat"][key], r["rocketmq"][key]) for r in runs]
         ratio = statistics.median(ratios)
         met = None
         if target is not None:
@@ -220,6 +299,11 @@ def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> di
     return {"settings": settings(sizes), "runs": runs, "summary": summary}
 
 
+def _ratio(ours: float, theirs: float) -> float:
+    """Longboat / RocketMQ; a RocketMQ figure of 0 (an idle broker's CPU) counts as 0.01."""
+    return ours / max(theirs, 0.01)
+
+
 def settings(sizes: argparse.Namespace) -> dict[str, Any]:
     return {
         "runs": sizes.runs,
@@ -227,6 +311,7 @@ def settings(sizes: argparse.Namespace) -> dict[str, Any]:
         "batches": sizes.batches,
         "drain": sizes.drain,
         "rounds": sizes.rounds,
+        "parked": sizes.parked,
         "load generator": "Apache RocketMQ Java client 4.9.8, " + " ".join(LOADGEN_JVM_OPTIONS),
         "rocketmq": "Apache RocketMQ 4.9.7 name server + broker, each "
         + " ".join(SERVER_JVM_OPTIONS)
@@ -247,7 +332,8 @@ def report(result: dict[str, Any]) -> None:
 
         def cell(system: str, row: dict[str, Any] = row) -> str:
             f = row[system]
-            return f"{f['median']:,.0f} ({f['min']:,.0f}-{f['max']:,.0f})"
+            digits = 1 if f["max"] < 100 else 0
+            return f"{f['median']:,.{digits}f} ({f['min']:,.{digits}f}-{f['max']:,.{digits}f})"
 
         verdict = "" if row["met"] is None else ("met" if row["met"] else "missed")
         print(
@@ -257,6 +343,31 @@ def report(result: dict[str, Any]) -> None:
     print("\ncells: median (min-max) over the runs; LB/RMQ: median of the per-run ratios")
 
 
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Longboat / RocketMQ per row on a log axis, the target of each row marked: the
+    side-by-side picture bench/README.md shows."""
+    from longboat.bench.plot import pyplot
+
+    plt = pyplot()
+    rows = [(label, unit, result["summary"][key]) for key, label, unit, _ in ROWS]
+    fig, ax = plt.subplots(figsize=(9, 0.42 * len(rows) + 1.2))
+    for i, (_label, _unit, row) in enumerate(reversed(rows)):
+        ratio = max(row["ratio"], 1e-3)
+        colour = {True: "tab:green", False: "tab:red", None: "tab:gray"}[row["met"]]
+        ax.barh(i, ratio, color=colour)
+        ax.text(ratio * 1.05, i, f"{row['ratio']:.2f}x", va="center", fontsize=8)
+        if row["target"]:
+            ax.plot([float(row["target"].split()[1])] * 2, [i - 0.4, i + 0.4], "k--", lw=1)
+    ax.set_yticks(range(len(rows)), [f"{label} ({unit})" for label, unit, _ in reversed(rows)])
+    ax.set_xscale("log")
+    ax.axvline(1.0, color="black", lw=0.8)
+    ax.set_xlabel("Longboat / RocketMQ (median of the runs; dashed: the target)")
+    ax.set_title("Longboat against Apache RocketMQ 4.9, same load generator, same run")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.rocketmq_compare", description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
@@ -264,9 +375,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batches", type=int, default=500, help="batches of 64 messages")
     parser.add_argument("--drain", type=int, default=200_000, help="messages the consumer drains")
     parser.add_argument("--rounds", type=int, default=500, help="wake-ups timed")
+    parser.add_argument("--parked", type=int, default=10_000, help="pulls parked at once")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per load run")
     parser.add_argument("--quick", action="store_true", help="smaller sizes: drain 20,000 ...")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--plot", type=Path, help="also draw the ratios (PNG) here")
     options = parser.parse_args(argv)
     if options.quick:
         options.single, options.batches, options.drain, options.rounds = 1000, 200, 20_000, 200
@@ -279,6 +392,8 @@ def main() -> None:
     report(result)
     if options.json:
         options.json.write_text(json.dumps(result, indent=2))
+    if options.plot:
+        plot(result, options.plot)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ pytestmark = pytest.mark.java
 def test_harness_measures_every_row_for_both_systems(java_peers: None) -> None:
     sizes = rocketmq_compare.parse(
         ["--runs", "1", "--single", "50", "--batches", "5", "--drain", "640", "--rounds", "10",
-         "--timeout", "180"]
+         "--parked", "200", "--timeout", "180"]
     )  # fmt: skip
     result = rocketmq_compare.compare(sizes, log=lambda line: None)
 
@@ -33,13 +33,15 @@ def test_harness_measures_every_row_for_both_systems(java_peers: None) -> None:
     for system in rocketmq_compare.SYSTEMS:
         figures = run[system]
         assert set(figures) == {key for key, *_ in rocketmq_compare.ROWS}
-        assert all(math.isfinite(v) and v > 0 for v in figures.values()), figures
-        assert figures["wakeup_p50"] <= figures["wakeup_p99"]
+        # An idle broker's CPU and a tiny consume's may round to 0; nothing is negative.
+        assert all(math.isfinite(v) and v >= 0 for v in figures.values()), figures
+        assert all(figures[k] > 0 for k in ("single", "batch", "syncflush", "drain", "fanout"))
+        assert figures["wakeup_p50"] <= figures["wakeup_p99"] <= figures["wakeup_p999"]
         assert 1 < figures["idle_rss"] < 4096  # MiB
         assert figures["cold_start"] < 120_000  # ms
     for key, _label, _unit, target in rocketmq_compare.ROWS:
         row = result["summary"][key]
-        assert row["ratio"] == pytest.approx(run["longboat"][key] / run["rocketmq"][key])
+        assert row["ratio"] == pytest.approx(run["longboat"][key] / max(run["rocketmq"][key], 0.01))
         assert (row["met"] is None) == (target is None)
     assert "ASYNC_FLUSH" in result["settings"]["rocketmq"]
     assert "-Xmx512m" in result["settings"]["rocketmq"]

@@ -17,7 +17,7 @@ from longboat.bench.stats import BenchResult, percentile
 _QUANTILES = sorted({*range(0, 90, 5), *(90 + i / 2 for i in range(19)), 99.5, 99.9, 99.95, 99.99})
 
 
-def _pyplot():  # type: ignore[no-untyped-def]
+def pyplot():  # type: ignore[no-untyped-def]
     import matplotlib
 
     matplotlib.use("Agg")
@@ -28,7 +28,7 @@ def _pyplot():  # type: ignore[no-untyped-def]
 
 def plot_latencies(results: Sequence[BenchResult], path: Path | str) -> Path:
     """One curve per result that measured latencies; returns the path written."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5), dpi=110)
     for result in results:
         values = sorted(result.latencies_us)
@@ -54,7 +54,7 @@ def plot_side_by_side(
 ) -> Path:
     """Grouped bars: `figures[figure][system] = value`, each figure normalised to its best
     system (1.0) so throughputs and latencies share one axis; the bar label is the raw value."""
-    plt = _pyplot()
+    plt = pyplot()
     names = list(figures)
     systems = sorted({s for row in figures.values() for s in row})
     fig, ax = plt.subplots(figsize=(max(8, 1.4 * len(names)), 4.8), dpi=110)

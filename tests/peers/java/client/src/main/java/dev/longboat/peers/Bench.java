@@ -27,12 +27,16 @@ import org.apache.rocketmq.common.message.MessageExt;
  * wakeup (--rounds N: a push consumer parked on an empty topic; one sync send every 20 ms,
  * timed from before send() to the listener, both in this JVM), firstsend (sync sends every
  * 20 ms until one is accepted; prints the wall clock of that moment, "acceptedAtMs", for a
- * broker's cold start measured from outside).
+ * broker's cold start measured from outside), fanout (--drain N messages produced, then
+ * --groups G push consumers of G new groups drain them all at once: G x N deliveries timed
+ * from the first), syncsend (--single N sync sends of one message, shared by --producers P
+ * threads: the SYNC_FLUSH row).
  */
 public final class Bench {
     private static final String USAGE = "Bench --namesrv HOST:PORT --cases single,batch,drain,"
-            + "wakeup,firstsend [--topic-prefix P] [--single N] [--batches N] [--in-flight K]"
-            + " [--drain N] [--rounds N] [--body-size B] [--timeout-ms MS]";
+            + "wakeup,firstsend,fanout,syncsend [--topic-prefix P] [--single N] [--batches N]"
+            + " [--in-flight K] [--drain N] [--groups G] [--producers P] [--rounds N]"
+            + " [--body-size B] [--timeout-ms MS]";
     private static final int BATCH = 64;
     private static final long PACE_MS = 20;
 
@@ -76,6 +80,14 @@ public final class Bench {
                         break;
                     case "firstsend":
                         firstSend(producer, topic, body);
+                        break;
+                    case "fanout":
+                        fanout(peer, producer, topic, body, (int) peer.number("drain", 200000),
+                                (int) peer.number("groups", 4));
+                        break;
+                    case "syncsend":
+                        syncSend(producer, topic, body, (int) peer.number("single", 2000),
+                                (int) peer.number("producers", 16));
                         break;
                     default:
                         System.err.println("unknown case " + name + "\nusage: " + USAGE);
@@ -205,7 +217,74 @@ public final class Bench {
         consumer.shutdown();
         Arrays.sort(micros);
         Peer.emit("figures", Peer.fields("case", "wakeup", "rounds", rounds,
-                "p50Us", micros[rounds / 2], "p99Us", micros[Math.min(rounds - 1, rounds * 99 / 100)]));
+                "p50Us", micros[rounds / 2], "p99Us", micros[Math.min(rounds - 1, rounds * 99 / 100)],
+                "p999Us", micros[Math.min(rounds - 1, rounds * 999 / 1000)]));
+    }
+
+    /** `groups` push consumers, each its own group, drain the same `count` messages. */
+    private static void fanout(Peer peer, DefaultMQProducer producer, String topic, byte[] body,
+            int count, int groups) throws Exception {
+        int batches = (count + BATCH - 1) / BATCH;
+        batch(producer, topic, body, batches, 4, "fanout-fill");
+        int total = batches * BATCH;
+        CountDownLatch all = new CountDownLatch(total * groups);
+        AtomicLong first = new AtomicLong();
+        List<DefaultMQPushConsumer> consumers = new ArrayList<>();
+        for (int g = 0; g < groups; g++) {
+            DefaultMQPushConsumer consumer = consumer(peer, topic, "fanout-" + g, true);
+            consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                first.compareAndSet(0, System.nanoTime());
+                for (int i = 0; i < msgs.size(); i++) {
+                    all.countDown();
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            consumers.add(consumer);
+        }
+        for (DefaultMQPushConsumer consumer : consumers) {
+            consumer.start();
+        }
+        all.await();
+        double seconds = (System.nanoTime() - first.get()) / 1e9;
+        for (DefaultMQPushConsumer consumer : consumers) {
+            consumer.shutdown();
+        }
+        Peer.emit("figures", Peer.fields("case", "fanout", "messages", total, "groups", groups,
+                "msgsPerS", total * groups / seconds));
+    }
+
+    /** `producers` threads, each sending one message at a time (sync), `count` in all. */
+    private static void syncSend(DefaultMQProducer producer, String topic, byte[] body, int count,
+            int producers) throws Exception {
+        producer.send(new Message(topic, body)); // the topic exists before the clock starts
+        AtomicLong next = new AtomicLong();
+        List<Thread> threads = new ArrayList<>();
+        List<Exception> errors = new ArrayList<>();
+        long start = System.nanoTime();
+        for (int t = 0; t < producers; t++) {
+            Thread thread = new Thread(() -> {
+                try {
+                    while (next.getAndIncrement() < count) {
+                        producer.send(new Message(topic, body));
+                    }
+                } catch (Exception e) {
+                    synchronized (errors) {
+                        errors.add(e);
+                    }
+                }
+            });
+            threads.add(thread);
+            thread.start();
+        }
+        for (Thread thread : threads) {
+            thread.join();
+        }
+        if (!errors.isEmpty()) {
+            throw errors.get(0);
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        Peer.emit("figures", Peer.fields("case", "syncsend", "messages", count,
+                "producers", producers, "msgsPerS", count / seconds));
     }
 
     private static void firstSend(DefaultMQProducer producer, String topic, byte[] body)
