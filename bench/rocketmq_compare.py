@@ -116,6 +116,14 @@ def start_longboat(
         env={**os.environ, "LONGBOAT_FLUSH_DISK_TYPE": flush},
     )  # fmt: skip
 
+    # Ready once both servers listen (as RocketMQ's starter waits for "boot success"); the
+    # cold start is timed by the Java producer's first accepted send, not by this wait.
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while b"Ctrl-C stops" not in (home / "longboat.log").read_bytes():
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"longboat up did not start: see {home / 'longboat.log'}")
+        time.sleep(0.02)
+
     def stop() -> None:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGTERM)
