@@ -154,17 +154,25 @@ def resolve_start(
     return _resolve_json(bl, "startingOffsets", opts.starting, queues, default=EARLIEST)
 
 
-def by_timestamp(
-    bl: BrokerLink, option: str, given: Offsets, queues: list[MessageQueue], default: str
+def _named_queues(
+    option: str, given: Offsets, queues: list[MessageQueue]
 ) -> dict[MessageQueue, int]:
-    """Per queue, the first offset stored at or after its time (Kafka's *ByTimestamp); the
-    queues not named at `default` ("min" or "max")."""
+    """The positions an option's JSON names, each of a queue the topics have."""
     wanted = from_offsets(given)
     unknown = sorted(set(wanted) - set(queues))
     if unknown:
         raise OptionError(
             option, f"names queues the topics do not have: {', '.join(map(str, unknown))}"
         )
+    return wanted
+
+
+def by_timestamp(
+    bl: BrokerLink, option: str, given: Offsets, queues: list[MessageQueue], default: str
+) -> dict[MessageQueue, int]:
+    """Per queue, the first offset stored at or after its time (Kafka's *ByTimestamp); the
+    queues not named at `default` ("min" or "max")."""
+    wanted = _named_queues(option, given, queues)
     positions = bl.offsets([mq for mq in queues if mq not in wanted], default)
     for ts in sorted(set(wanted.values())):
         positions.update(bl.offsets([mq for mq, t in wanted.items() if t == ts], ts))
@@ -179,12 +187,7 @@ def _resolve_json(
     *,
     default: int | None,
 ) -> dict[MessageQueue, int]:
-    wanted = from_offsets(given)
-    unknown = sorted(set(wanted) - set(queues))
-    if unknown:
-        raise OptionError(
-            option, f"names queues the topics do not have: {', '.join(map(str, unknown))}"
-        )
+    wanted = _named_queues(option, given, queues)
     chosen = {mq: wanted.get(mq, default) for mq in queues}
     picked = {mq: o for mq, o in chosen.items() if o is not None}
     need_min = [mq for mq, o in picked.items() if o == EARLIEST]
