@@ -156,25 +156,7 @@ public final class Bench {
 
     private static void drain(Peer peer, DefaultMQProducer producer, String topic, byte[] body,
             int count) throws Exception {
-        int batches = (count + BATCH - 1) / BATCH;
-        batch(producer, topic, body, batches, 4, "drain-fill");
-        int total = batches * BATCH;
-        CountDownLatch all = new CountDownLatch(total);
-        AtomicLong first = new AtomicLong();
-        DefaultMQPushConsumer consumer = consumer(peer, topic, "drain", true);
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            first.compareAndSet(0, System.nanoTime());
-            for (int i = 0; i < msgs.size(); i++) {
-                all.countDown();
-            }
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        consumer.start();
-        all.await();
-        double seconds = (System.nanoTime() - first.get()) / 1e9;
-        consumer.shutdown();
-        Peer.emit("figures", Peer.fields("case", "drain", "messages", total,
-                "msgsPerS", total / seconds));
+        consumeAll(peer, producer, topic, body, count, 1, "drain");
     }
 
     private static void wakeup(Peer peer, DefaultMQProducer producer, String topic, byte[] body,
@@ -221,17 +203,26 @@ public final class Bench {
                 "p999Us", micros[Math.min(rounds - 1, rounds * 999 / 1000)]));
     }
 
-    /** `groups` push consumers, each its own group, drain the same `count` messages. */
     private static void fanout(Peer peer, DefaultMQProducer producer, String topic, byte[] body,
             int count, int groups) throws Exception {
+        consumeAll(peer, producer, topic, body, count, groups, "fanout");
+    }
+
+    /**
+     * Store `count` messages in batches, then `groups` push consumers, each of a new group and
+     * from the first offset, take them all: groups x count deliveries timed from the first.
+     */
+    private static void consumeAll(Peer peer, DefaultMQProducer producer, String topic,
+            byte[] body, int count, int groups, String label) throws Exception {
         int batches = (count + BATCH - 1) / BATCH;
-        batch(producer, topic, body, batches, 4, "fanout-fill");
+        batch(producer, topic, body, batches, 4, label + "-fill");
         int total = batches * BATCH;
         CountDownLatch all = new CountDownLatch(total * groups);
         AtomicLong first = new AtomicLong();
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
         for (int g = 0; g < groups; g++) {
-            DefaultMQPushConsumer consumer = consumer(peer, topic, "fanout-" + g, true);
+            String group = groups == 1 ? label : label + "-" + g;
+            DefaultMQPushConsumer consumer = consumer(peer, topic, group, true);
             consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
                 first.compareAndSet(0, System.nanoTime());
                 for (int i = 0; i < msgs.size(); i++) {
@@ -249,7 +240,7 @@ public final class Bench {
         for (DefaultMQPushConsumer consumer : consumers) {
             consumer.shutdown();
         }
-        Peer.emit("figures", Peer.fields("case", "fanout", "messages", total, "groups", groups,
+        Peer.emit("figures", Peer.fields("case", label, "messages", total, "groups", groups,
                 "msgsPerS", total * groups / seconds));
     }
 
