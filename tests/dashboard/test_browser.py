@@ -26,7 +26,7 @@ from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.producer import Producer
 from longboat.client.push.consumer import PushConsumer
-from longboat.dashboard import DashboardServer
+from longboat.dashboard.server import DashboardServer
 from longboat.protocol.properties import Prop
 
 pytestmark = pytest.mark.browser

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 
 from client.client_e2e import config_for, unique
-from longboat.dashboard import DashboardServer
+from longboat.dashboard.server import DashboardServer
 from peers.rocketmq import RocketMQCluster
 
 pytestmark = pytest.mark.java

@@ -31,8 +31,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from longboat.acl.addresses import AddressMatch, address_matcher
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
@@ -91,6 +89,8 @@ class AclTable:
 
 def parse_acl(text: str, source: str = "plain_acl.yml") -> AclTable:
     """The table of a plain_acl.yml; ValueError naming `source` and the entry when malformed."""
+    import yaml  # only brokers with ACL on read one: an idle broker is spared its import
+
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as exc:

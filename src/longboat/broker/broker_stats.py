@@ -29,11 +29,11 @@ from collections.abc import Callable
 from datetime import date
 from typing import TYPE_CHECKING
 
-from longboat.broker.metrics import count_records
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import DataVersion, encode_kv_table
 from longboat.protocol.codes import VERSION_4_9_8
 from longboat.protocol.headers import GetBrokerConfigResponseHeader
+from longboat.protocol.message import count_records
 from longboat.remoting import Connection
 from longboat.remoting.router import Handler, HandlerResult
 

@@ -31,7 +31,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from longboat.acl import BROKER_ADMIN_CODES, AccessControl
 from longboat.broker import (
@@ -42,7 +42,6 @@ from longboat.broker import (
     grpc,
     locks,
     lookups,
-    metrics,
     offset_requests,
     pull,
     retry,
@@ -76,6 +75,9 @@ from longboat.store import (
     PutStatus,
 )
 from longboat.store.message_store import ArrivalListener
+
+if TYPE_CHECKING:
+    from longboat.broker.metrics import BrokerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +182,7 @@ class BrokerController:
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
         self._pending_durable = 0
-        self.metrics: metrics.BrokerMetrics | None = None  # set at start when metricsPort > 0
+        self.metrics: BrokerMetrics | None = None  # set at start when metricsPort > 0
         self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0
         # Replication: a master's HA server, or a slave's stream from its master (at start).
         self.ha_master: HAMaster | None = None
@@ -385,6 +387,9 @@ class BrokerController:
         if not cfg.is_slave:  # a slave's halves are checked by its master
             self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
         if cfg.metrics_port:
+            # Imported only when on: prometheus-client is a tenth of an idle broker's memory.
+            from longboat.broker import metrics
+
             self.metrics = metrics.install(self)
         for install in self._features:
             install(self)

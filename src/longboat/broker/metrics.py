@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import struct
 import threading
 import time
 from collections.abc import Awaitable, Iterator
@@ -35,6 +34,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.message import count_records
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from longboat.remoting import Connection, Handler, HandlerResult
 
@@ -52,21 +52,6 @@ _SEND_CODES = (
     RequestCode.SEND_MESSAGE_V2,
     RequestCode.SEND_BATCH_MESSAGE,
 )
-_SIZE = struct.Struct(">i")
-
-
-def count_records(body: bytes | memoryview) -> int:
-    """How many stored records a pull body carries (each starts with its total size)."""
-    count = pos = 0
-    end = len(body)
-    unpack = _SIZE.unpack_from
-    while pos + 4 <= end:
-        (size,) = unpack(body, pos)
-        if size <= 0:
-            break
-        pos += size
-        count += 1
-    return count
 
 
 class _PerLabel:

@@ -7,7 +7,8 @@ import click
 from longboat.cli.connect import client_config, namesrv_option
 from longboat.cli.runtime import run
 from longboat.cli.servers import LOOPBACK, listening_table, serve, server_logging
-from longboat.dashboard import DEFAULT_PORT, DashboardServer
+from longboat.dashboard import DEFAULT_PORT
+from longboat.dashboard.server import DashboardServer
 
 
 @click.command()

@@ -1,42 +1,53 @@
 """The `longboat` command group.
 
-Each command module exposes `COMMANDS` (a sequence of click commands); the group adds every
-command of every module named in `COMMAND_MODULES`, so a new module joins the command with one
-line there.  The group owns the error policy: a failure prints one line naming what went wrong
-and exits non-zero; `--verbose` adds the traceback and debug logging.
+Each command module exposes `COMMANDS` (a sequence of click commands) and `COMMAND_MODULES`
+names the module of every command, so a new command joins with one line there.  A module is
+imported only when one of its commands runs (help imports them all): `longboat up` starts
+without the dashboard's web stack, the client commands or the Spark demo, which is most of a
+server's start-up time and memory.  The group owns the error policy: a failure prints one
+line naming what went wrong and exits non-zero; `--verbose` adds the traceback and debug
+logging.
 """
 
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import PackageNotFoundError, version
 
 import click
 
 from longboat.cli.runtime import CliState, ErrorReportingGroup, configure_logging
 
-COMMAND_MODULES: tuple[str, ...] = (
-    "longboat.cli.servers",
-    "longboat.cli.produce",
-    "longboat.cli.consume",
-    "longboat.cli.topics",
-    "longboat.cli.groups",
-    "longboat.cli.messages",
-    "longboat.cli.cluster",
-    "longboat.cli.bench",
-    "longboat.cli.demo",
-    "longboat.cli.dashboard",
-)
+COMMAND_MODULES: dict[str, str] = {
+    "up": "longboat.cli.servers",
+    "namesrv": "longboat.cli.servers",
+    "broker": "longboat.cli.servers",
+    "produce": "longboat.cli.produce",
+    "consume": "longboat.cli.consume",
+    "topic": "longboat.cli.topics",
+    "group": "longboat.cli.groups",
+    "message": "longboat.cli.messages",
+    "cluster": "longboat.cli.cluster",
+    "bench": "longboat.cli.bench",
+    "demo": "longboat.cli.demo",
+    "dashboard": "longboat.cli.dashboard",
+}
 
 
-def _version() -> str:
-    try:
-        return version("longboat")
-    except PackageNotFoundError:
-        return "unknown"
+class LazyGroup(ErrorReportingGroup):
+    """Commands imported from `COMMAND_MODULES` when asked for (click's lazy-loading pattern)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMAND_MODULES)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMAND_MODULES.get(cmd_name)
+        if module is None:
+            return None
+        commands: tuple[click.Command, ...] = importlib.import_module(module).COMMANDS
+        return next(command for command in commands if command.name == cmd_name)
 
 
-@click.group(cls=ErrorReportingGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-v", "--verbose", is_flag=True, help="Debug logging, and tracebacks on errors.")
 @click.option(
     "--access-key",
@@ -63,7 +74,7 @@ def _version() -> str:
     type=click.Path(exists=True, dir_okay=False),
     help="CA certificate(s) (PEM) the servers' certificates must chain to; implies --tls.",
 )
-@click.version_option(_version(), "-V", "--version", prog_name="longboat")
+@click.version_option(None, "-V", "--version", package_name="longboat", prog_name="longboat")
 @click.pass_context
 def cli(
     ctx: click.Context,
@@ -89,11 +100,6 @@ def cli(
         tls_ca_file=tls_ca_file,
     )
     configure_logging(verbose)
-
-
-for _name in COMMAND_MODULES:
-    for _command in importlib.import_module(_name).COMMANDS:
-        cli.add_command(_command)
 
 
 def main() -> None:

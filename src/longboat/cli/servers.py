@@ -20,7 +20,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import click
 from rich.table import Table
@@ -37,11 +37,13 @@ from longboat.cli.runtime import (
     stop_on_signal,
 )
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
-from longboat.dashboard import DashboardServer
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
 from longboat.namesrv.server import NAMESRV_LIMITS
 from longboat.remoting.tls import ServerTls, TlsMode
+
+if TYPE_CHECKING:
+    from longboat.dashboard.server import DashboardServer
 
 log = logging.getLogger(__name__)
 
@@ -216,6 +218,9 @@ def up(
     if dashboard_port >= 0:
 
         def make_dashboard() -> DashboardServer:
+            # Imported only when on: aiohttp is a third of the start-up time and memory.
+            from longboat.dashboard.server import DashboardServer
+
             # Signed with `longboat --access-key/--secret-key` when given (brokers with ACL).
             dashboard.append(DashboardServer(client_config(namesrv.addr), LOOPBACK, dashboard_port))
             return dashboard[0]

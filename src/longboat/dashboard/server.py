@@ -8,13 +8,12 @@ import logging
 from aiohttp import web
 
 from longboat.client.config import ClientConfig
+from longboat.dashboard import DEFAULT_PORT
 from longboat.dashboard.app import make_app
 from longboat.dashboard.sampler import LagSampler
 from longboat.dashboard.sessions import Clients, Sessions
 
 log = logging.getLogger(__name__)
-
-DEFAULT_PORT = 8080
 
 
 class DashboardServer:
