@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,7 @@ from bench.peers.workloads import WORKLOADS, Sizes  # noqa: E402
 TINY = Sizes(
     rounds=20,
     warmup=2,
+    single_messages=100,
     produce_messages=500,
     produce_batch=16,
     fanout_messages=200,
@@ -62,9 +64,14 @@ def test_workloads_return_sane_figures(name: str) -> None:
     pb = res["produce_batch"]
     assert pb["messages"] == TINY.produce_messages and pb["msgs_per_s"] > 0
 
-    fo = res["consume_fanout"]
-    assert fo["messages_per_group"] == [TINY.fanout_messages] * TINY.fanout_groups
-    assert fo["aggregate_msgs_per_s"] > 0 and all(r > 0 for r in fo["per_group_msgs_per_s"])
+    ps = res["produce_single"]
+    assert ps["messages"] == TINY.single_messages and ps["msgs_per_s"] > 0
+    assert ps["server_cpu_us_per_msg"] >= 0
+
+    for workload in ("consume_fanout", "consume_fanout_1000"):
+        fo = res[workload]
+        assert fo["messages_per_group"] == [TINY.fanout_messages] * TINY.fanout_groups
+        assert fo["aggregate_msgs_per_s"] > 0 and all(r > 0 for r in fo["per_group_msgs_per_s"])
 
     pk = res["parked"]
     assert pk["parked"] == TINY.parked and pk["returned_early"] == 0
@@ -97,3 +104,44 @@ def test_percentile_and_ratio_helpers() -> None:
     assert r["wakeup"]["p50_us"]["factor"] == pytest.approx(2.0)
     assert r["produce_batch"]["msgs_per_s"]["factor"] == pytest.approx(2.0)
     assert r["wakeup"]["p50_us"]["better"] is True
+
+
+@pytest.mark.timeout(120)
+def test_redis_acks_travel_with_the_next_read_and_the_last_at_close() -> None:
+    """The tuned Redis client defers each XACK into the pipeline of the group's next
+    XREADGROUP; nothing is left pending once the client closes."""
+    system = load_system("redis")
+    reason = system.missing()
+    if reason and SKIP_PEERS:
+        pytest.skip(f"LONGBOAT_SKIP_PEERS=1; redis: {reason}")
+    assert reason is None, f"redis: {reason} (or set LONGBOAT_SKIP_PEERS=1 to skip)"
+
+    import asyncio
+    import tempfile
+
+    import redis.asyncio as aioredis
+    from bench.peers.redis_streams import RedisStreamsClient
+
+    async def scenario(endpoint: dict[str, Any]) -> tuple[int, int, int]:
+        client = RedisStreamsClient(endpoint)
+        await client.connect()
+        await client.create_stream("s", ["g"])
+        await client.send_batch("s", [b"%d" % i for i in range(5)])
+        first = await client.fetch("s", "g", "c", 3, 1.0)
+        await client.ack("s", "g", first)
+        second = await client.fetch("s", "g", "c", 3, 1.0)  # carries the first batch's XACK
+        await client.ack("s", "g", second)
+        probe = aioredis.Redis(host=endpoint["host"], port=endpoint["port"])
+        pending_before_close = (await probe.xpending("s", "g"))["pending"]
+        await client.close()  # acknowledges the second batch
+        pending_after_close = (await probe.xpending("s", "g"))["pending"]
+        await probe.aclose()
+        return len(first.bodies) + len(second.bodies), pending_before_close, pending_after_close
+
+    with tempfile.TemporaryDirectory() as workdir:
+        system.start(Path(workdir))
+        try:
+            read, before, after = asyncio.run(scenario(system.endpoint()))
+        finally:
+            system.stop()
+    assert (read, before, after) == (5, 2, 0)

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per workload and system")
     ap.add_argument("--parked", type=int, default=d.parked, help="K parked polls")
     ap.add_argument("--idle-window", type=float, default=d.idle_window_s, help="seconds")
+    ap.add_argument("--single-messages", type=int, default=d.single_messages)
     ap.add_argument("--produce-messages", type=int, default=d.produce_messages)
     ap.add_argument("--produce-batch", type=int, default=d.produce_batch)
     ap.add_argument("--fanout-messages", type=int, default=d.fanout_messages)
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         rounds=args.rounds,
         parked=args.parked,
         idle_window_s=args.idle_window,
+        single_messages=args.single_messages,
         produce_messages=args.produce_messages,
         produce_batch=args.produce_batch,
         fanout_messages=args.fanout_messages,

@@ -32,6 +32,11 @@ from longboat.client.producer import Producer
 
 GroupKey = tuple[str, str]
 
+# A pull answers up to this many messages (RocketMQ's default cap is 32), so the batch-1,000
+# fan-out row reads 1,000 per request as the peers do.
+MAX_PULL = 1024
+MAX_PULL_ENV = "LONGBOAT_MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY"
+
 
 class LongboatSystem(System):
     name = "longboat"
@@ -47,9 +52,12 @@ class LongboatSystem(System):
         broker_port = free_port()
         argv = [sys.executable, "-m", "longboat.cli", "up", "--data", str(workdir / "store")]
         argv += ["--namesrv-port", str(self._namesrv_port), "--broker-port", str(broker_port)]
-        argv += ["--metrics-port", "0", "--grpc-port", "0"]
+        # Only what the peers run too: no metrics, gRPC or dashboard endpoint.
+        argv += ["--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1"]
         # The broker listens last (after the name server), so its port answering means both do.
-        self._server = ServerProcess(argv, workdir / "longboat.log", broker_port)
+        self._server = ServerProcess(
+            argv, workdir / "longboat.log", broker_port, env={MAX_PULL_ENV: str(MAX_PULL)}
+        )
         self._server.start(ready_timeout_s=60.0)
 
     def stop(self) -> None:
@@ -73,6 +81,7 @@ class LongboatSystem(System):
         return {
             "flushDiskType": "ASYNC_FLUSH (flushIntervalCommitLog 500 ms)",
             "stream": "topic with 1 queue",
+            "maxTransferCountOnMessageInMemory": str(MAX_PULL),
             "produce": "SEND_BATCH_MESSAGE per batch, awaiting the answer",
             "consume": "PULL_MESSAGE with suspend; offset committed with the next pull",
         }

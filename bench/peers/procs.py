@@ -14,7 +14,7 @@ import signal
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from longboat.bench.usage import Sample, sample
@@ -42,8 +42,15 @@ def _die_with_parent() -> None:
 class ServerProcess:
     """One server binary running as our child, with its output in a log file."""
 
-    def __init__(self, argv: Sequence[str], log_path: Path, port: int) -> None:
+    def __init__(
+        self,
+        argv: Sequence[str],
+        log_path: Path,
+        port: int,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.argv = list(argv)
+        self.env = {**os.environ, **env} if env else None
         self.log_path = log_path
         self.port = port
         self.proc: subprocess.Popen[bytes] | None = None
@@ -56,6 +63,7 @@ class ServerProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                env=self.env,
                 preexec_fn=_die_with_parent if os.name == "posix" else None,
             )
         _live.add(self)

@@ -111,8 +111,10 @@ async def produce(
     groups: tuple[str, ...] = (),
     create: bool = True,
     delete: bool = True,
+    single: bool = False,
 ) -> dict[str, Any]:
-    """Send ``messages`` in batches as fast as acks come back; stop early at the time limit."""
+    """Send ``messages`` in batches as fast as acks come back (``single``: one ``send`` at a
+    time, each awaited); stop early at the time limit."""
     if create:
         await client.create_stream(stream, list(groups))
     body = b"x" * body_size
@@ -122,6 +124,10 @@ async def produce(
     deadline = start + time_limit_s
     try:
         while sent < messages and time.monotonic() < deadline:
+            if single:
+                await client.send(stream, body)
+                sent += 1
+                continue
             n = min(batch, messages - sent)
             await client.send_batch(stream, bodies[:n])
             sent += n

@@ -1,4 +1,4 @@
-"""The four workloads, orchestrated from the runner: start role processes, coordinate them, and
+"""The workloads, orchestrated from the runner: start role processes, coordinate them, and
 turn their raw results into figures. One process per client role, so the producer's and the
 consumers' Python work never share an interpreter."""
 
@@ -31,6 +31,7 @@ class Sizes:
     body_size: int = 256
     produce_messages: int = 200_000
     produce_batch: int = 64
+    single_messages: int = 20_000
     fanout_messages: int = 50_000
     fanout_groups: int = 4
     fanout_batch: int = 32
@@ -139,8 +140,48 @@ def produce_batch(system: System, sizes: Sizes) -> dict[str, Any]:
     }
 
 
+def produce_single(system: System, sizes: Sizes) -> dict[str, Any]:
+    """One producer sending one message at a time, each awaited: the per-request cost.  The
+    server's CPU is sampled around the whole role (its start-up and connect included, a few
+    requests), so CPU per message is a slight overestimate, the same for every system."""
+    pid = system.server_pid()
+    with Roles(system, sizes) as roles:
+        before = sample(pid)
+        roles.start(
+            "producer",
+            "produce",
+            stream=_stream("ps"),
+            messages=sizes.single_messages,
+            batch=1,
+            body_size=sizes.body_size,
+            single=True,
+        )
+        res = roles.collect(["producer"])["producer"]
+        after = sample(pid)
+    return {
+        "msgs_per_s": res["messages"] / res["seconds"],
+        "server_cpu_us_per_msg": 1e6 * (after.cpu_s - before.cpu_s) / max(1, res["messages"]),
+        "messages": res["messages"],
+    }
+
+
+#: The second fan-out row's read size: what Redis and JetStream users set for throughput.
+#: (RocketMQ's brokers cap a pull at 32 messages by default, the first row's size.)
+LARGE_FANOUT_BATCH = 1000
+
+
 def consume_fanout(system: System, sizes: Sizes) -> dict[str, Any]:
-    """Pre-load, then ``fanout_groups`` consumer processes (one group each) read it all."""
+    """Pre-load, then ``fanout_groups`` consumer processes (one group each) read it all, in
+    reads of ``fanout_batch``."""
+    return _fanout(system, sizes, sizes.fanout_batch)
+
+
+def consume_fanout_1000(system: System, sizes: Sizes) -> dict[str, Any]:
+    """`consume_fanout` in reads of ``LARGE_FANOUT_BATCH``."""
+    return _fanout(system, sizes, LARGE_FANOUT_BATCH)
+
+
+def _fanout(system: System, sizes: Sizes, batch: int) -> dict[str, Any]:
     stream = _stream("fo")
     groups = tuple(f"g{i}" for i in range(sizes.fanout_groups))
     with Roles(system, sizes) as roles:
@@ -163,7 +204,7 @@ def consume_fanout(system: System, sizes: Sizes) -> dict[str, Any]:
                 stream=stream,
                 group=g,
                 messages=loaded,
-                batch=sizes.fanout_batch,
+                batch=batch,
                 block_s=2.0,
                 ready=ready,
                 go=go,
@@ -187,6 +228,7 @@ def consume_fanout(system: System, sizes: Sizes) -> dict[str, Any]:
         "per_group_msgs_per_s": rates,
         "messages_per_group": counts,
         "preloaded": loaded,
+        "batch": batch,
     }
 
 
@@ -247,7 +289,9 @@ FRESH_SERVER: frozenset[str] = frozenset({"parked"})
 
 WORKLOADS: dict[str, Callable[[System, Sizes], dict[str, Any]]] = {
     "wakeup": wakeup,
+    "produce_single": produce_single,
     "produce_batch": produce_batch,
     "consume_fanout": consume_fanout,
+    "consume_fanout_1000": consume_fanout_1000,
     "parked": parked,
 }
