@@ -9,7 +9,9 @@ import tempfile
 import threading
 from pathlib import Path
 
-from longboat.store import FlushDiskType, MessageStore, PutStatus
+import pytest
+
+from longboat.store import FlushDiskType, MessageStore, PutStatus, commit_log
 from longboat.store.prefault import Prefaulter, mapping_address
 
 from .helpers import log_records, message, small_config
@@ -47,3 +49,42 @@ def test_a_prefaulter_request_leaves_the_bytes_as_they_were() -> None:
         prefaulter.close()
         assert mm[:5] == b"kept!" and mm[5:] == bytes((1 << 20) - 5)
         mm.close()  # the address was taken without keeping the map exported
+
+
+class _RecordingPrefaulter:
+    """Stands in for the thread: records the spans asked for."""
+
+    def __init__(self) -> None:
+        self.working = True
+        self.sizes: list[int] = []
+
+    def request(self, address: int, size: int) -> None:
+        self.sizes.append(size)
+
+    def close(self) -> None:
+        self.working = False
+
+
+def test_pages_are_populated_only_as_far_ahead_as_the_log_has_grown(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An idle broker that took one message holds a page or so populated ahead, not the whole
+    distance; a busy writer soon has the whole distance populated ahead of it."""
+    ahead = 64 * 1024
+    monkeypatch.setattr(commit_log, "PREFAULT_AHEAD", ahead)
+    monkeypatch.setattr(commit_log, "Prefaulter", _RecordingPrefaulter)
+    log = commit_log.CommitLog(tmp_path, 1 << 20)
+    log.load()
+    log.prefault_ahead()
+    recorder = log._prefaulter
+    assert isinstance(recorder, _RecordingPrefaulter)
+
+    log.write(log.reserve(100), b"r" * 100)
+    assert sum(recorder.sizes) <= 100  # populated up to twice what was written
+
+    record = b"r" * 1000
+    while log.write_offset < 4 * ahead:
+        log.write(log.reserve(len(record)), record)
+    populated_to = 100 + sum(recorder.sizes)  # the spans follow each other from the first end
+    assert ahead // 2 <= populated_to - log.write_offset <= ahead
+    log.close()

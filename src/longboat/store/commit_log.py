@@ -39,7 +39,9 @@ _SIZE = struct.Struct(">i")
 _SIZE_MAGIC = struct.Struct(">ii")
 # Room always left at a segment's end for the end-of-segment marker.
 END_MARKER_SIZE = _SIZE_MAGIC.size
-# How far ahead of the writer pages are populated, when they are (ASYNC_FLUSH).
+# How far ahead of the writer pages are populated, at most, when they are (ASYNC_FLUSH).  The
+# distance grows with what has been written since (up to this), so a busy log runs into
+# populated pages while an idle broker does not hold megabytes of zeroed pages for nothing.
 PREFAULT_AHEAD = 8 * 1024 * 1024
 
 
@@ -54,6 +56,7 @@ class CommitLog:
         self._flush_lock = threading.Lock()
         self._prefaulter: Prefaulter | None = None
         self._prefaulted = 0  # pages before this offset were populated (or asked for)
+        self._prefault_from = 0  # the write offset when populating ahead was turned on
 
     @property
     def min_offset(self) -> int:
@@ -90,18 +93,21 @@ class CommitLog:
         seg = self.chain.segment_for_write(offset)
         seg.write(offset, data)
         self.write_offset = end = offset + len(data)
-        if self._prefaulter is not None and end + PREFAULT_AHEAD // 2 > self._prefaulted:
-            self._prefault(seg, end)
+        if self._prefaulter is not None:
+            ahead = min(PREFAULT_AHEAD, end - self._prefault_from)
+            if end + ahead // 2 > self._prefaulted:
+                self._prefault(seg, end, ahead)
 
     def prefault_ahead(self) -> None:
         """From now on keep the pages ahead of the writer populated (see `prefault`)."""
         if self._prefaulter is None:
             self._prefaulter = Prefaulter()
+            self._prefault_from = self.write_offset
 
-    def _prefault(self, seg: MappedSegment, end: int) -> None:
+    def _prefault(self, seg: MappedSegment, end: int, ahead: int) -> None:
         assert self._prefaulter is not None
         start = max(self._prefaulted, end)
-        stop = min(seg.end, end + PREFAULT_AHEAD)
+        stop = min(seg.end, end + ahead)
         if stop > start and self._prefaulter.working:
             self._prefaulter.request(mapping_address(seg.mm) + start - seg.start, stop - start)
         self._prefaulted = stop
