@@ -365,6 +365,28 @@ def broker_pid(broker_addr: str) -> int | None:
     return None
 
 
+# Parking is over once the broker uses less than this share of a core over a step; a JVM's
+# background threads alone stay well below it.
+SETTLE_BUSY = 0.2
+SETTLE_STEP_S = 0.5
+SETTLE_LIMIT_S = 10.0
+
+
+async def _settled(pid: int) -> float:
+    """Wait until process `pid` is no longer busy (below `SETTLE_BUSY` of a core over a step),
+    at most `SETTLE_LIMIT_S`; returns the seconds waited."""
+    waited = 0.0
+    previous = sample(pid)
+    while waited < SETTLE_LIMIT_S:
+        await asyncio.sleep(SETTLE_STEP_S)
+        waited += SETTLE_STEP_S
+        now = sample(pid)
+        if now.cpu_s - previous.cpu_s < SETTLE_BUSY * SETTLE_STEP_S:
+            break
+        previous = now
+    return waited
+
+
 async def holds(
     opts: LoadOptions,
     *,
@@ -375,6 +397,8 @@ async def holds(
 ) -> BenchResult:
     """Park `count` pulls on one idle queue (one connection), then sample the broker process's
     CPU and RSS over `window_s`; finally one message wakes them all, timed to the last answer.
+    The window opens `settle_s` after the pulls are sent and once the broker has stopped
+    taking them in (`_settled`), so a slow machine's parking is not counted as idle cost.
     Needs the broker's pid (`pid`, else found by its listening port on this host)."""
     opts = await prepare_topic(opts, "holds", queues=1)
     result = BenchResult("holds", latency_of="one send → every parked pull answered")
@@ -386,12 +410,13 @@ async def holds(
         if pid is None:
             raise ValueError(f"cannot find the broker process behind {addr}: pass its pid")
         before = sample(pid)
-        suspend_s = settle_s + window_s + 30
+        suspend_s = settle_s + SETTLE_LIMIT_S + window_s + 30
         parked = [
             asyncio.ensure_future(puller.pull(mq, 0, max_msgs=1, suspend_s=suspend_s))
             for _ in range(count)
         ]
         await asyncio.sleep(settle_s)
+        settled_s = settle_s + await _settled(pid)
         first = sample(pid)
         await asyncio.sleep(window_s)
         last = sample(pid)
@@ -405,6 +430,7 @@ async def holds(
         result.extra.update(
             parked=count,
             window_s=window_s,
+            settled_s=round(settled_s, 1),
             cpu_pct=round(cpu_pct(first, last), 3),
             rss_bytes_per_poll=round((first.rss - before.rss) / max(count, 1), 1),
             broker_pid=pid,
