@@ -27,8 +27,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from bench.broker_bench import bare_send
-from longboat.broker import BrokerConfig, BrokerController
+
 from longboat.bench.usage import sample
+from longboat.broker import BrokerConfig, BrokerController
 from longboat.cli.runtime import run
 from longboat.namesrv import NameServer
 from longboat.remoting import RemotingClient
