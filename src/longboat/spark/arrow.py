@@ -159,12 +159,34 @@ _PAIR_END = PROPERTY_SEPARATOR.encode()[0]
 _NAME_END = NAME_VALUE_SEPARATOR.encode()[0]
 
 
-def _split_properties(props: pa.StringArray) -> tuple[pa.Array, pa.Array, np.ndarray]:
-    """Every record's properties string cut into names, values and the record each pair
-    belongs to, in order, as `string_to_properties` reads them: pairs end at \\x02 or the
-    string's end, a name ends at its first \\x01, pairs without one or with an empty name or
-    value are skipped.  Done on the strings' one data buffer with numpy: a separator search
-    per byte kind, then one position lookup per pair (no per-record Python)."""
+@dataclass(frozen=True, slots=True)
+class _Pairs:
+    """Every property pair of a batch of records, in order: the record it belongs to (`rows`),
+    where its name lies in the strings' buffer (`data`), and names and values as strings."""
+
+    data: np.ndarray
+    name_at: np.ndarray
+    name_len: np.ndarray
+    rows: np.ndarray
+    names: pa.Array
+    values: pa.Array
+
+    def named(self, name: str) -> np.ndarray:
+        """Which pairs carry this name, compared on the bytes (no Arrow round trip)."""
+        raw = np.frombuffer(name.encode(), np.uint8)
+        same = np.flatnonzero(self.name_len == len(raw))
+        hit = np.all(self.data[self.name_at[same, None] + np.arange(len(raw))] == raw, axis=1)
+        out = np.zeros(len(self.name_at), dtype=bool)
+        out[same[hit]] = True
+        return out
+
+
+def _split_properties(props: pa.StringArray) -> _Pairs:
+    """Every record's properties string cut into pairs as `string_to_properties` reads them:
+    pairs end at \\x02 or the string's end, a name ends at its first \\x01, pairs without one
+    or with an empty name or value are skipped.  Done on the strings' one data buffer with
+    numpy: a separator search per byte kind, then one position lookup per pair (no
+    per-record Python)."""
     n = len(props)
     offsets = np.frombuffer(props.buffers()[1], np.int32, n + 1, props.offset * 4).astype(np.int64)
     raw = props.buffers()[2]
@@ -184,9 +206,14 @@ def _split_properties(props: pa.StringArray) -> tuple[pa.Array, pa.Array, np.nda
     name_end = np.append(name_ends, offsets[-1])[first]
     keep = (name_end > starts) & (ends > name_end + 1)
     starts, ends, name_end, rows = starts[keep], ends[keep], name_end[keep], rows[keep]
-    names = _short_slices(data, starts, name_end - starts)
-    values = _short_slices(data, name_end + 1, ends - name_end - 1)
-    return names, values, rows
+    return _Pairs(
+        data=data,
+        name_at=starts,
+        name_len=name_end - starts,
+        rows=rows,
+        names=_short_slices(data, starts, name_end - starts),
+        values=_short_slices(data, name_end + 1, ends - name_end - 1),
+    )
 
 
 def _short_slices(data: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -200,12 +227,13 @@ def _short_slices(data: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> pa.A
     )
 
 
-def _value_of(name: str, names: pa.Array, values: pa.Array, rows: np.ndarray, n: int) -> pa.Array:
-    """Per record, the value of property `name` (null where absent; the last one wins)."""
-    hits = np.flatnonzero(pc.equal(names, name).to_numpy(zero_copy_only=False))
+def _value_of(pairs: _Pairs, named: np.ndarray, n: int) -> pa.Array:
+    """Per record, the value of the pairs `named` selects (null where absent; the last one
+    wins, as in the dict the per-record decoder builds)."""
+    hits = np.flatnonzero(named)
     where = np.full(n, -1, dtype=np.int64)
-    where[rows[hits]] = hits
-    return values.take(pa.array(where, mask=where < 0))
+    where[pairs.rows[hits]] = hits
+    return pairs.values.take(pa.array(where, mask=where < 0))
 
 
 def decode_to_batch(
@@ -245,11 +273,11 @@ def decode_to_batch(
 
     props = _slices(body, buf, props_at, props_len, pa.string())
     props.validate(full=True)
-    names, values, parents = _split_properties(props)
-
-    tag_col = _value_of(Prop.TAGS, names, values, parents, n)
-    keys_col = _value_of(Prop.KEYS, names, values, parents, n)
-    uniq = _value_of(Prop.UNIQ_KEY, names, values, parents, n)
+    pairs = _split_properties(props)
+    hidden = {name: pairs.named(name) for name in HIDDEN_PROPERTIES}
+    tag_col = _value_of(pairs, hidden[Prop.TAGS], n)
+    keys_col = _value_of(pairs, hidden[Prop.KEYS], n)
+    uniq = _value_of(pairs, hidden[Prop.UNIQ_KEY], n)
     phys = fixed["phys"].astype(np.int64)
     if uniq.null_count:
         missing = np.flatnonzero(uniq.is_null().to_numpy(zero_copy_only=False))
@@ -259,15 +287,15 @@ def decode_to_batch(
             host, port = body[at : at + 4], _I32.unpack_from(body, at + 4)[0]
             ids[i] = offset_msg_id_from_bytes(host, port, int(phys[i]))
         uniq = pa.array(ids, pa.string())
-    user = pc.invert(pc.is_in(names, value_set=pa.array(sorted(HIDDEN_PROPERTIES))))
-    user_np = user.to_numpy(zero_copy_only=False)
-    counts = np.bincount(parents[user_np], minlength=n)
+    user = ~np.logical_or.reduce(list(hidden.values()))
+    counts = np.bincount(pairs.rows[user], minlength=n)
     map_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=map_offsets[1:])
+    user_pairs = pa.array(user)
     properties = pa.MapArray.from_arrays(
         pa.array(map_offsets),
-        names.filter(user),
-        values.filter(user),
+        pairs.names.filter(user_pairs),
+        pairs.values.filter(user_pairs),
         type=schema.field("properties").type,
     )
     queue_offset = fixed["queue_offset"].astype(np.int64)
