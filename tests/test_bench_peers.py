@@ -9,6 +9,7 @@ LONGBOAT_SKIP_PEERS=1 says to skip them.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -145,3 +146,22 @@ def test_redis_acks_travel_with_the_next_read_and_the_last_at_close() -> None:
         finally:
             system.stop()
     assert (read, before, after) == (5, 2, 0)
+
+
+def test_the_medians_are_drawn_from_a_saved_document(tmp_path: Path) -> None:
+    """`--replot`: the plot comes from the JSON document alone, one bar per system and figure."""
+    from bench.peers.__main__ import main as peers_main
+
+    doc = {
+        "runs": 3,
+        "systems": {"a": {"version": "1"}, "b": {"version": "2"}, "c": {"skipped": "absent"}},
+        "medians": {
+            "a": {"wakeup": {"p50_us": 300.0}, "produce_single": {"msgs_per_s": 5000.0}},
+            "b": {"wakeup": {"p50_us": 600.0}, "produce_single": {"msgs_per_s": 2000.0}},
+        },
+    }
+    saved = tmp_path / "doc.json"
+    saved.write_text(json.dumps(doc))
+    png = tmp_path / "plot.png"
+    assert peers_main(["--replot", str(saved), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

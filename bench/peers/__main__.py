@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 from pathlib import Path
 
 from bench.peers.registry import SYSTEMS
-from bench.peers.report import print_report, write_json
+from bench.peers.report import plot_report, print_report, write_json
 from bench.peers.runner import run_bench
 from bench.peers.workloads import WORKLOADS, Sizes
 
@@ -33,7 +34,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=d.time_limit_s, help="per role, seconds")
     ap.add_argument("--json", type=Path, default=Path("bench-peers.json"), help="output file")
     ap.add_argument("--install", action="store_true", help="apt-get missing server binaries")
+    ap.add_argument("--plot", type=Path, help="also draw the medians side by side (PNG)")
+    ap.add_argument(
+        "--replot", type=Path, metavar="JSON", help="only draw --plot from an earlier --json"
+    )
     args = ap.parse_args(argv)
+    if args.replot is not None:
+        if args.plot is None:
+            ap.error("--replot needs --plot")
+        print(f"wrote {plot_report(json.loads(args.replot.read_text()), args.plot)}")
+        return 0
     # SIGTERM becomes SystemExit so the runner's finally blocks stop the servers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     sizes = Sizes(
@@ -51,6 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     write_json(doc, args.json)
     print_report(doc)
     print(f"wrote {args.json}")
+    if args.plot is not None:
+        print(f"wrote {plot_report(doc, args.plot)}")
     return 1 if doc["errors"] else 0
 
 

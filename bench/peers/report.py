@@ -93,3 +93,24 @@ def markdown_table(doc: Mapping[str, Any]) -> str:
 def write_json(doc: Mapping[str, Any], path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+
+
+def plot_report(doc: Mapping[str, Any], path: Path) -> Path:
+    """The medians of every shown figure as grouped bars, one group per figure (each group
+    scaled to its highest value; the labels are the raw medians)."""
+    from longboat.bench.plot import plot_side_by_side
+
+    systems = [s for s, info in doc["systems"].items() if not info.get("skipped")]
+    medians = doc["medians"]
+    figures: dict[str, dict[str, float]] = {}
+    for workload, shown in SHOWN.items():
+        for fig in shown:
+            row = {
+                s: medians[s][workload][fig]
+                for s in systems
+                if fig in medians.get(s, {}).get(workload, {})
+            }
+            if row:
+                arrow = "higher" if HIGHER_IS_BETTER.get(fig) else "lower"
+                figures[f"{workload} {fig} ({arrow} better)"] = row
+    return plot_side_by_side(figures, path, title=f"medians of {doc['runs']} runs")
