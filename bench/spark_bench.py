@@ -71,10 +71,11 @@ def _prebuilt() -> pa.RecordBatch:
             ts,
             ts,
             pa.array([0] * n, pa.int32()),
+            # The one property a stored message shows there: CLUSTER, which brokers add.
             pa.MapArray.from_arrays(
-                pa.array([0] * (n + 1), pa.int32()),
-                pa.array([], pa.string()),
-                pa.array([], pa.string()),
+                pa.array(range(n + 1), pa.int32()),
+                pa.array(["CLUSTER"] * n, pa.string()),
+                pa.array(["DefaultCluster"] * n, pa.string()),
                 type=schema.field("properties").type,
             ),
         ],
