@@ -1,6 +1,6 @@
 """Spark connector benchmark: what reading from and writing to Longboat costs a Spark job.
 
-    python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024]
+    python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024] [--reader-only]
 
 Run from the repository root (Spark's Python workers import this module as `bench.spark_bench`
 from the working directory).  A `longboat up` child process serves a 4-queue topic holding
@@ -196,11 +196,47 @@ def produce(namesrv: str, topic: str, rows: int) -> None:
             )
 
 
+def reader_alone(namesrv: str, runs: int) -> None:
+    """The connector's reader without Spark: every queue read through `read_range` in this
+    process (rows/s, this process's CPU per row; the broker is the `longboat up` child), then
+    the columnar decode alone over the same pull answers, grouped as `read_range` groups them."""
+    from longboat.spark.options import parse_read_options
+    from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, _decode, read_range
+
+    options = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
+    opts = parse_read_options(options, streaming=False)
+    reader = BatchReader(opts)
+    parts, link = reader.partitions(), reader.link
+    for run in range(runs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        rows = sum(b.num_rows for part in parts for b in read_range(link, opts, part))
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        print(f"read_range {run + 1}: {rows / wall:,.0f} rows/s, {cpu / rows * 1e6:.2f} us CPU/row")
+    grouped = []
+    for part in parts:
+        offset, bodies, counted = part.start, [], 0
+        while offset < part.end:
+            got = link.pull_async(part.mq, offset, 1024, opts.tags, opts.pull_group).result()
+            bodies.append(got.body)
+            counted += got.next_begin_offset - offset
+            offset = got.next_begin_offset
+            if counted >= ARROW_BATCH_ROWS or offset >= part.end:
+                grouped.append((part, b"".join(bodies)))
+                bodies, counted = [], 0
+    for run in range(runs):
+        c0 = time.process_time()
+        rows = sum(_decode(body, part, None).num_rows for part, body in grouped)
+        print(f"decode alone {run + 1}: {(time.process_time() - c0) / rows * 1e6:.2f} us CPU/row")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--pull-batch", type=int, default=1024)
+    parser.add_argument(
+        "--reader-only", action="store_true", help="time the connector's reader alone, no Spark"
+    )
     args = parser.parse_args()
     os.environ["LONGBOAT_MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY"] = str(args.pull_batch)
     os.environ["LONGBOAT_MAX_TRANSFER_BYTES_ON_MESSAGE_IN_MEMORY"] = str(4 * 1024 * 1024)
@@ -214,6 +250,9 @@ def main() -> None:
         t0 = time.perf_counter()
         produce(namesrv, TOPIC, args.rows)
         print(f"produced {args.rows} messages in {time.perf_counter() - t0:.1f}s", flush=True)
+        if args.reader_only:
+            reader_alone(namesrv, args.runs)
+            return
         spark = spark_session()
         st.callback(spark.stop)
         register(spark)
