@@ -28,6 +28,7 @@ import dataclasses
 import logging
 import math
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -203,29 +204,26 @@ def _resolve_json(
 
 
 def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[pa.RecordBatch]:
-    """The messages of `part` as Arrow batches.  The next pull is in flight while the last
-    answer is decoded."""
+    """The messages of `part` as Arrow batches.  Pulls run ahead of the decoding (`_Pulls`)."""
     mq = part.mq
     expression = TagExpression.parse(opts.tags)
     exact = None if expression.matches_all else expression.tags
+    # A tag filter makes an answer's span unpredictable (skipped entries): then only the next
+    # pull, whose offset the last answer gives, runs ahead.
+    pulls = _Pulls(bl, opts, part, PULLS_AHEAD if expression.matches_all else 1)
     offset = part.start
     # Pull answers are decoded together, ARROW_BATCH_ROWS at a time: the columnar decoder's
     # cost is mostly per call, not per record.
     bodies: list[bytes] = []
     counted = 0
-    future = None
-    while offset < part.end or future is not None:
-        if future is None:
-            future = _pull(bl, opts, part, offset)
-        result = future.result()
-        future = None
+    while offset < part.end:
+        result = pulls.take(offset)
         status = result.status
         if status is PullStatus.FOUND or status is PullStatus.NO_MATCHED_MSG:
             next_offset = result.next_begin_offset
             if next_offset <= offset:
                 raise RuntimeError(f"broker did not advance {mq} past offset {offset}")
-            if next_offset < part.end:
-                future = _pull(bl, opts, part, next_offset)
+            pulls.answered(offset, next_offset)
             if status is PullStatus.FOUND:
                 bodies.append(result.body)
                 counted += next_offset - offset
@@ -243,6 +241,59 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
         offset = resume
     if bodies:
         yield _decode(b"".join(bodies), part, exact)
+
+
+# Pulls of one range in flight at once when their offsets can be foreseen: the broker serves
+# one while the task waits on or decodes another.
+PULLS_AHEAD = 3
+
+
+class _Pulls:
+    """The pulls of one range in flight, in offset order.  Beyond the one the last answer
+    placed, each starts where the one before should end, by the span the last answer covered
+    (the broker's cap per pull, once one answer showed it); when an answer ends elsewhere,
+    the guesses are dropped (their answers are ignored) and pulling resumes where it ended.
+    The first miss is expected (the broker's cap is not known before an answer shows it); a
+    second means spans vary (answers cut by bytes, say), and the range goes on one pull ahead,
+    so the broker never serves many pulls that are thrown away."""
+
+    def __init__(self, bl: BrokerLink, opts: ReadOptions, part: QueueRange, ahead: int) -> None:
+        self._bl, self._opts, self._part, self._ahead = bl, opts, part, ahead
+        self._in_flight: deque[tuple[int, Any]] = deque()
+        self._next = part.start
+        self._span = opts.pull_batch_size
+        self._misses = 0
+
+    def take(self, offset: int) -> Any:
+        """The answer of the pull at `offset` (started now if no pull in flight starts there)."""
+        if not self._in_flight or self._in_flight[0][0] != offset:
+            self._restart(offset)
+        self._fill()
+        return self._in_flight.popleft()[1].result()
+
+    def answered(self, offset: int, next_offset: int) -> None:
+        """The pull at `offset` covered up to `next_offset`: learn its span, keep the pulls in
+        flight only if the next one starts there, and top the window up."""
+        self._span = next_offset - offset
+        if self._in_flight and self._in_flight[0][0] != next_offset:
+            self._misses += 1
+            if self._misses > 1:
+                self._ahead = 1
+        if not self._in_flight or self._in_flight[0][0] != next_offset:
+            self._restart(next_offset)
+        self._fill()
+
+    def _restart(self, offset: int) -> None:
+        self._in_flight.clear()
+        self._next = offset
+
+    def _fill(self) -> None:
+        end = self._part.end
+        while len(self._in_flight) < self._ahead and self._next < end:
+            self._in_flight.append(
+                (self._next, _pull(self._bl, self._opts, self._part, self._next))
+            )
+            self._next += min(self._span, self._opts.pull_batch_size)
 
 
 def _pull(bl: BrokerLink, opts: ReadOptions, part: QueueRange, offset: int) -> Any:

@@ -1,0 +1,72 @@
+"""The pulls a Spark task keeps in flight for one queue range: every offset is read once and in
+order whatever the broker's cap per pull, and guesses that turn out wrong are few.  A stand-in
+for the broker answers at once (no Spark, no sockets): what is checked is the window's
+bookkeeping, which the end-to-end reads in test_read_batch/test_stream exercise against real
+brokers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from itertools import pairwise
+from types import SimpleNamespace
+from typing import Any, cast
+
+from longboat.client.types import PullStatus
+from longboat.spark.source import PULLS_AHEAD, _Pulls
+
+
+class _Broker:
+    """Answers a pull at `offset` with the span `span_of(offset)` gives (capped at the range)."""
+
+    def __init__(self, end: int, span_of: Callable[[int], int]) -> None:
+        self.end = end
+        self.span_of = span_of
+        self.asked: list[int] = []
+
+    def pull_async(self, mq: object, offset: int, count: int, tags: str, group: str) -> Any:
+        self.asked.append(offset)
+        future: Future[Any] = Future()
+        next_offset = min(self.end, offset + min(count, self.span_of(offset)))
+        future.set_result(SimpleNamespace(status=PullStatus.FOUND, next_begin_offset=next_offset))
+        return future
+
+
+def _read(broker: _Broker, ahead: int) -> list[int]:
+    opts = SimpleNamespace(pull_batch_size=1024, tags="*", pull_group="g")
+    part = SimpleNamespace(mq="q", start=0, end=broker.end)
+    pulls = _Pulls(cast(Any, broker), cast(Any, opts), cast(Any, part), ahead)
+    offset, read = 0, []
+    while offset < broker.end:
+        answer = pulls.take(offset)
+        read.append(offset)
+        pulls.answered(offset, answer.next_begin_offset)
+        offset = answer.next_begin_offset
+    return read
+
+
+def test_a_capped_broker_is_read_in_order_after_one_wrong_guess() -> None:
+    """RocketMQ's default cap of 32 against a pull batch of 1,024: the first guesses (1,024
+    apart) are dropped once, then every pull in flight is one that is used."""
+    broker = _Broker(10_000, lambda _offset: 32)
+    read = _read(broker, PULLS_AHEAD)
+    assert read == list(range(0, 10_000, 32))
+    wasted = len(broker.asked) - len(read)
+    assert wasted <= PULLS_AHEAD - 1
+
+
+def test_spans_that_vary_fall_back_to_one_pull_ahead() -> None:
+    """Answers cut by bytes (31, 30, 31 ...): after a second wrong guess the range goes on
+    with only the next pull in flight, so few pulls are thrown away."""
+    broker = _Broker(3_000, lambda offset: 30 + (offset // 30) % 2)
+    read = _read(broker, PULLS_AHEAD)
+    assert read == sorted(set(read)) and read[0] == 0
+    assert all(b - a in (30, 31) for a, b in pairwise(read))
+    wasted = len(broker.asked) - len(read)
+    assert wasted <= 2 * (PULLS_AHEAD - 1)
+
+
+def test_one_pull_ahead_never_guesses() -> None:
+    broker = _Broker(1_000, lambda offset: 7 if offset % 2 else 9)
+    read = _read(broker, 1)
+    assert len(broker.asked) == len(read)
