@@ -79,7 +79,9 @@ class Echo(asyncio.Protocol):
         self.transport.write(data)
 
 
-async def _serve(data_dir: str, ready: Any, stop: Event, grpc: bool) -> None:
+async def start_servers(data_dir: str, *, grpc: bool = False) -> tuple[Any, Any]:
+    """A name server and a broker (ASYNC_FLUSH, store in `data_dir`) on free 127.0.0.1 ports
+    in this process, started; the caller stops them (broker first)."""
     from longboat.broker import BrokerConfig, BrokerController
     from longboat.namesrv import NameServer
 
@@ -97,6 +99,11 @@ async def _serve(data_dir: str, ready: Any, stop: Event, grpc: bool) -> None:
         )
     )
     await broker.start()
+    return namesrv, broker
+
+
+async def _serve(data_dir: str, ready: Any, stop: Event, grpc: bool) -> None:
+    namesrv, broker = await start_servers(data_dir, grpc=grpc)
     loop = asyncio.get_running_loop()
     echo = await loop.create_server(Echo, "127.0.0.1", 0)
     echo_port = echo.sockets[0].getsockname()[1]

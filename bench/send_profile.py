@@ -24,14 +24,11 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
-from bench.broker_bench import bare_send
+from bench.broker_bench import bare_send, start_servers
 
 from longboat.bench.usage import sample
-from longboat.broker import BrokerConfig, BrokerController
 from longboat.cli.runtime import run
-from longboat.namesrv import NameServer
 from longboat.remoting import RemotingClient
 
 BODY = b"x" * 256
@@ -57,20 +54,7 @@ async def _run_sender(broker: str, sends: int) -> None:
 
 async def profile(sends: int, top: int) -> None:
     with tempfile.TemporaryDirectory(prefix="send-profile-") as data:
-        namesrv = NameServer("127.0.0.1", 0)
-        await namesrv.start()
-        broker = BrokerController(
-            BrokerConfig(
-                listen_host="127.0.0.1",
-                listen_port=0,
-                broker_ip1="127.0.0.1",
-                namesrv_addr=namesrv.addr,
-                store_path_root_dir=Path(data),
-                mapped_file_size_commit_log=256 * 1024 * 1024,
-                grpc_listen_port=-1,
-            )
-        )
-        await broker.start()
+        namesrv, broker = await start_servers(data)
         try:
             await _run_sender(broker.broker_addr, 500)  # topic creation, warm caches
             before, t0 = os.times(), time.perf_counter()
