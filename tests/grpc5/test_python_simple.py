@@ -146,6 +146,32 @@ def test_change_invisible_duration_then_ack_with_new_handle(grpc5: Grpc5) -> Non
         consumer.ack(m)
 
 
+def test_a_message_made_visible_at_once_wakes_a_parked_receive(grpc5: Grpc5) -> None:
+    """ChangeInvisibleDuration to 0 (what clients send for a retry whose backoff rounds down
+    to 0 s) wakes a receive of the group already parked on the topic, instead of leaving it
+    to sleep out its long poll."""
+    topic, group = grpc5.topic(), grpc5.group()
+    with grpc5.producer(topic) as producer:
+        producer.send(message(topic, b"again"))
+    with (
+        grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as first,
+        grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=15) as parked,
+    ):
+        [m] = receive_all(first, 1, invisible_s=30)
+        timer = threading.Timer(1.0, lambda: first.change_invisible_duration(m, 0))
+        started = time.monotonic()
+        timer.start()
+        try:
+            got = parked.receive(32, 30)
+        finally:
+            timer.join()
+        waited = time.monotonic() - started
+        assert [(g.body, g.delivery_attempt) for g in got] == [(b"again", 2)]
+        # Woken by the change, well before the 15 s long poll ran out.
+        assert waited < 10
+        parked.ack(got[0])
+
+
 def test_fifo_group_delivers_next_message_of_a_group_after_ack(grpc5: Grpc5) -> None:
     topic, group = grpc5.topic(queues=4), grpc5.group(orderly=True)
     with grpc5.producer(topic) as producer:

@@ -581,7 +581,13 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 status=status(Code.INVALID_RECEIPT_HANDLE, str(stale)),
                 receipt_handle=request.receipt_handle,
             )
-        self._wake_when_visible(group, request.topic.name)
+        # This message is visible again after `invisible_ms` (at once for 0, which the
+        # clients send for a retry whose backoff rounds down to 0 s): wake the topic's parked
+        # receives then.  `next_visible_at` alone would miss it, as it counts only messages
+        # still invisible, and the receives would sleep out their long poll.
+        asyncio.get_running_loop().call_later(
+            invisible_ms / 1000, self.wakeups.wake_topic, request.topic.name
+        )
         return svc.ChangeInvisibleDurationResponse(status=status(), receipt_handle=handle)
 
     async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
