@@ -129,18 +129,13 @@ class RedisStreamsClient(Client):
     async def fetch(
         self, stream: str, group: str, consumer: str, max_messages: int, block_s: float
     ) -> Fetched:
-        block_ms = max(1, int(block_s * 1000))
+        pipe = self._r.pipeline(transaction=False)
         ids = self._unacked.pop((stream, group), None)
         if ids:
-            pipe = self._r.pipeline(transaction=False)
             pipe.xack(stream, group, *ids)
-            pipe.xreadgroup(group, consumer, {stream: ">"}, count=max_messages, block=block_ms)
-            reply = (await pipe.execute())[1]
-        else:
-            reply = await self._r.xreadgroup(
-                group, consumer, {stream: ">"}, count=max_messages, block=block_ms
-            )
-        entries = _entries(reply)
+        block_ms = max(1, int(block_s * 1000))
+        pipe.xreadgroup(group, consumer, {stream: ">"}, count=max_messages, block=block_ms)
+        entries = _entries((await pipe.execute())[-1])
         return Fetched([fields[FIELD] for _, fields in entries], [eid for eid, _ in entries])
 
     async def ack(self, stream: str, group: str, fetched: Fetched) -> None:

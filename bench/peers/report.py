@@ -28,6 +28,16 @@ def _fmt(value: float | None) -> str:
     return f"{value:.2f}"
 
 
+def _label(fig: str) -> str:
+    """A figure's name with the direction that is better."""
+    return f"{fig} ({'higher' if HIGHER_IS_BETTER.get(fig) else 'lower'} better)"
+
+
+def _measured(doc: Mapping[str, Any]) -> list[str]:
+    """The systems of a document that were not skipped."""
+    return [s for s, info in doc["systems"].items() if not info.get("skipped")]
+
+
 def table_rows(
     medians: Mapping[str, Mapping[str, Mapping[str, float]]], systems: Sequence[str]
 ) -> list[list[str]]:
@@ -35,14 +45,13 @@ def table_rows(
     workloads = [w for w in SHOWN if any(w in medians.get(s, {}) for s in systems)]
     for w in workloads:
         for fig in SHOWN[w]:
-            arrow = "higher" if HIGHER_IS_BETTER.get(fig) else "lower"
             cells = [_fmt(medians.get(s, {}).get(w, {}).get(fig)) for s in systems]
-            rows.append([w, f"{fig} ({arrow} better)", *cells])
+            rows.append([w, _label(fig), *cells])
     return rows
 
 
 def print_report(doc: Mapping[str, Any]) -> None:
-    systems = [s for s, info in doc["systems"].items() if not info.get("skipped")]
+    systems = _measured(doc)
     rows = table_rows(doc["medians"], systems)
     header = ["workload", "figure", *systems]
     title = f"medians of {doc['runs']} runs"
@@ -83,7 +92,7 @@ def _print_plain(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 def markdown_table(doc: Mapping[str, Any]) -> str:
     """The same table as Markdown, for pasting into README files."""
-    systems = [s for s, info in doc["systems"].items() if not info.get("skipped")]
+    systems = _measured(doc)
     header = ["workload", "figure", *systems]
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(systems)]
     lines += ["| " + " | ".join(r) + " |" for r in table_rows(doc["medians"], systems)]
@@ -100,7 +109,7 @@ def plot_report(doc: Mapping[str, Any], path: Path) -> Path:
     scaled to its highest value; the labels are the raw medians)."""
     from longboat.bench.plot import plot_side_by_side
 
-    systems = [s for s, info in doc["systems"].items() if not info.get("skipped")]
+    systems = _measured(doc)
     medians = doc["medians"]
     figures: dict[str, dict[str, float]] = {}
     for workload, shown in SHOWN.items():
@@ -111,6 +120,5 @@ def plot_report(doc: Mapping[str, Any], path: Path) -> Path:
                 if fig in medians.get(s, {}).get(workload, {})
             }
             if row:
-                arrow = "higher" if HIGHER_IS_BETTER.get(fig) else "lower"
-                figures[f"{workload} {fig} ({arrow} better)"] = row
+                figures[f"{workload} {_label(fig)}"] = row
     return plot_side_by_side(figures, path, title=f"medians of {doc['runs']} runs")

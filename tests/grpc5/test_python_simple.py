@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 
 import pytest
 from rocketmq import FilterExpression, Message
@@ -28,6 +29,19 @@ def message(
     if group is not None:
         msg.message_group = group
     return msg
+
+
+def receive_while(consumer, later: Callable[[], object], invisible_s: int) -> tuple[list, float]:
+    """One long-polled `receive` while `later` runs 1 s after it started: what it got, and
+    the seconds it waited."""
+    timer = threading.Timer(1.0, later)
+    started = time.monotonic()
+    timer.start()
+    try:
+        got = consumer.receive(32, invisible_s)
+    finally:
+        timer.join()
+    return got, time.monotonic() - started
 
 
 def receive_all(consumer, want: int, invisible_s: int = 30, timeout_s: float = 20.0) -> list:
@@ -97,14 +111,7 @@ def test_long_polling_receive_wakes_on_arrival(grpc5: Grpc5) -> None:
         grpc5.producer(topic) as producer,
         grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=15) as consumer,
     ):
-        timer = threading.Timer(1.0, lambda: producer.send(message(topic, b"late")))
-        started = time.monotonic()
-        timer.start()
-        try:
-            got = consumer.receive(32, 10)
-        finally:
-            timer.join()
-        waited = time.monotonic() - started
+        got, waited = receive_while(consumer, lambda: producer.send(message(topic, b"late")), 10)
         assert [m.body for m in got] == [b"late"]
         # Woken by the arrival, well before the 15 s long poll ran out.
         assert waited < 10
@@ -158,14 +165,7 @@ def test_a_message_made_visible_at_once_wakes_a_parked_receive(grpc5: Grpc5) -> 
         grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=15) as parked,
     ):
         [m] = receive_all(first, 1, invisible_s=30)
-        timer = threading.Timer(1.0, lambda: first.change_invisible_duration(m, 0))
-        started = time.monotonic()
-        timer.start()
-        try:
-            got = parked.receive(32, 30)
-        finally:
-            timer.join()
-        waited = time.monotonic() - started
+        got, waited = receive_while(parked, lambda: first.change_invisible_duration(m, 0), 30)
         assert [(g.body, g.delivery_attempt) for g in got] == [(b"again", 2)]
         # Woken by the change, well before the 15 s long poll ran out.
         assert waited < 10

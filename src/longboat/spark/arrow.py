@@ -134,7 +134,7 @@ def _gather(buf: np.ndarray, at: np.ndarray, width: int, dtype: str) -> np.ndarr
 
 
 def _slices(
-    body: bytes | pa.Buffer, buf: np.ndarray, at: np.ndarray, lengths: np.ndarray, kind: pa.DataType
+    body: bytes, buf: np.ndarray, at: np.ndarray, lengths: np.ndarray, kind: pa.DataType
 ) -> pa.Array:
     """The slices [at, at + lengths) of `body` as one binary or string array: Arrow views
     into `body` (16 bytes each, built with numpy), copied into a plain array by one cast in
@@ -150,8 +150,9 @@ def _slices(
     views[long_, 4:8] = head[long_, :4]  # the prefix; buffer index 0 stays zero
     views[long_, 12:16] = at[long_].astype("<i4").view(np.uint8).reshape(-1, 4)
     view_kind = pa.binary_view() if kind == pa.binary() else pa.string_view()
-    data = body if isinstance(body, pa.Buffer) else pa.py_buffer(body)
-    views_array = pa.Array.from_buffers(view_kind, n, [None, pa.py_buffer(views), data])
+    views_array = pa.Array.from_buffers(
+        view_kind, n, [None, pa.py_buffer(views), pa.py_buffer(body)]
+    )
     return views_array.cast(kind)
 
 

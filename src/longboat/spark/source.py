@@ -275,11 +275,11 @@ class _Pulls:
         """The pull at `offset` covered up to `next_offset`: learn its span, keep the pulls in
         flight only if the next one starts there, and top the window up."""
         self._span = next_offset - offset
-        if self._in_flight and self._in_flight[0][0] != next_offset:
-            self._misses += 1
-            if self._misses > 1:
-                self._ahead = 1
         if not self._in_flight or self._in_flight[0][0] != next_offset:
+            if self._in_flight:  # a guess was wrong
+                self._misses += 1
+                if self._misses > 1:
+                    self._ahead = 1
             self._restart(next_offset)
         self._fill()
 
