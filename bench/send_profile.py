@@ -1,6 +1,6 @@
 """Where a broker's CPU goes for one message sent at a time: the per-request path.
 
-    python -m bench.send_profile [--sends 5000] [--top 25]
+    python -m bench.send_profile [--sends 5000] [--runs 3] [--top 25]
 
 A name server and a broker run in this process on uvloop (ASYNC_FLUSH, a temporary store);
 a child process sends `--sends` SEND_MESSAGE_V2 requests (256-byte body, one tag) one at a
@@ -8,6 +8,11 @@ time over one connection, each awaited, built once with `longboat.protocol` so t
 costs next to nothing.  Printed: the broker's user and system CPU per send without a profiler
 (from the kernel's counters, the child's own share excluded), then, for a second run of the
 same sends under cProfile, the functions by own time and the Python calls per send.
+
+Each run also sends the same requests to the *Python floor*: a uvloop protocol in this
+process that parses each frame's JSON header with orjson and answers with a small header
+built by orjson, and does nothing else.  No Python server of this protocol can spend less per
+request; the broker's figure over the floor's (same run) is what the broker's own work costs.
 
 The first figure is the one to compare with other servers (Redis' per-command CPU, say); the
 profile says where it goes (its absolute times are inflated by the profiler's own cost).
@@ -20,11 +25,15 @@ import asyncio
 import cProfile
 import os
 import pstats
+import statistics
+import struct
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
+import orjson
 from bench.broker_bench import bare_send, start_servers
 
 from longboat.bench.usage import sample
@@ -52,26 +61,83 @@ async def _run_sender(broker: str, sends: int) -> None:
         raise RuntimeError("the sending process failed")
 
 
-async def profile(sends: int, top: int) -> None:
+class _FloorProtocol(asyncio.Protocol):
+    """The least a Python server of this protocol does per request: split the frame, parse
+    its JSON header, answer with a header of the send answer's fields.  (Whole frames per read
+    are assumed: the sender awaits each answer.)"""
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport: asyncio.Transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        _, marker = _PREFIX.unpack_from(data)
+        request = orjson.loads(data[8 : 8 + (marker & 0xFFFFFF)])
+        header = orjson.dumps(
+            {
+                "code": 0,
+                "extFields": {"msgId": "7F00000100002A9F0000000000000000", "queueId": "0",
+                              "queueOffset": "0", "MSG_REGION": "DefaultRegion",
+                              "TRACE_ON": "true"},
+                "flag": 1,
+                "language": "JAVA",
+                "opaque": request["opaque"],
+                "serializeTypeCurrentRPC": "JSON",
+                "version": request["version"],
+            }
+        )  # fmt: skip
+        self.transport.write(_PREFIX.pack(4 + len(header), len(header)) + header)
+
+
+_PREFIX = struct.Struct(">iI")
+
+
+async def _cpu_per_send(send: Callable[[], Awaitable[None]], sends: int) -> tuple[float, float]:
+    """(user µs, system µs) this process spends per send while `send()` runs."""
+    before = os.times()
+    await send()
+    after = os.times()
+    return (after.user - before.user) / sends * 1e6, (after.system - before.system) / sends * 1e6
+
+
+async def profile(sends: int, runs: int, top: int) -> None:
+    loop = asyncio.get_running_loop()
+    floor = await loop.create_server(_FloorProtocol, "127.0.0.1", 0)
+    floor_addr = f"127.0.0.1:{floor.sockets[0].getsockname()[1]}"
     with tempfile.TemporaryDirectory(prefix="send-profile-") as data:
         namesrv, broker = await start_servers(data)
+        addr = broker.broker_addr
         try:
-            await _run_sender(broker.broker_addr, 500)  # topic creation, warm caches
-            before, t0 = os.times(), time.perf_counter()
-            await _run_sender(broker.broker_addr, sends)
-            after, seconds = os.times(), time.perf_counter() - t0
-            user = (after.user - before.user) / sends * 1e6
-            system = (after.system - before.system) / sends * 1e6
-            print(f"{sends} sends one at a time: {sends / seconds:,.0f} sends/s")
+            await _run_sender(addr, 500)  # topic creation, warm caches
+            rows = []
+            for _ in range(runs):
+                floor_cpu = await _cpu_per_send(lambda: _run_sender(floor_addr, sends), sends)
+                t0 = time.perf_counter()
+                broker_cpu = await _cpu_per_send(lambda: _run_sender(addr, sends), sends)
+                rows.append((sends / (time.perf_counter() - t0), *broker_cpu, *floor_cpu))
+            print(f"{sends} sends one at a time, {runs} run(s), medians:")
+            rate, user, system, floor_user, floor_system = (
+                statistics.median(column) for column in zip(*rows, strict=True)
+            )
+            ratios = [
+                (b_user + b_sys) / max(f_user + f_sys, 1e-9)
+                for _, b_user, b_sys, f_user, f_sys in rows
+            ]
+            print(f"broker: {rate:,.0f} sends/s")
             print(f"broker CPU per send: {user:.1f} us user + {system:.1f} us system")
+            floor_text = f"{floor_user:.1f} us user + {floor_system:.1f} us system"
+            print(f"Python floor CPU per request: {floor_text}")
+            print(
+                f"broker / floor, CPU per request (runs' median): {statistics.median(ratios):.2f}x"
+            )
             print(f"broker RSS: {sample(os.getpid()).rss / 2**20:.1f} MiB")
             profiler = cProfile.Profile()
             profiler.enable()
-            await _run_sender(broker.broker_addr, sends)
+            await _run_sender(addr, sends)
             profiler.disable()
         finally:
             await broker.stop()
             await namesrv.stop()
+            floor.close()
     stats = pstats.Stats(profiler)
     print(f"\nunder cProfile: {stats.total_calls / sends:.0f} Python calls per send")  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(top)
@@ -80,13 +146,14 @@ async def profile(sends: int, top: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sends", type=int, default=5000)
+    parser.add_argument("--runs", type=int, default=3, help="interleaved floor/broker runs")
     parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
     parser.add_argument("--sender", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sender:
         run(_send_one_at_a_time(args.sender, args.sends))
     else:
-        run(profile(args.sends, args.top))
+        run(profile(args.sends, args.runs, args.top))
 
 
 if __name__ == "__main__":

@@ -7,7 +7,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longboat.protocol.batch import join_batch, split_batch
-from longboat.protocol.properties import property_marker, raw_property, string_to_properties
+from longboat.protocol.properties import (
+    RawProperties,
+    property_marker,
+    raw_property,
+    string_to_properties,
+)
 
 _NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAG", ""]
 # Segments made of likely names, separators and short values: look-alikes, empty values,
@@ -51,3 +56,14 @@ def test_raw_property_cases() -> None:
 def test_split_batch_reverses_join_batch(elements: list[tuple[bytes, bytes, int]]) -> None:
     assert split_batch(join_batch(elements)) == elements
     assert split_batch(memoryview(join_batch(elements))) == elements
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=_TEXT)
+def test_raw_properties_read_as_the_parsed_mapping(text: str) -> None:
+    """What the store hands arrival listeners (parsed only if one looks) reads as the dict."""
+    lazy = RawProperties(text.encode())
+    parsed = string_to_properties(text)
+    assert dict(lazy) == parsed
+    assert len(lazy) == len(parsed)
+    assert lazy.get("TAGS") == parsed.get("TAGS")

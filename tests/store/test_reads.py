@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 
 from longboat.protocol.message import decode_record, decode_records
@@ -107,7 +108,9 @@ def test_transaction_halves_get_no_queue_entry(store: MessageStore) -> None:
 def test_arrival_listener_runs_after_the_entry_is_readable(store: MessageStore) -> None:
     seen = []
 
-    def listener(topic: str, queue_id: int, new_max: int, code: int, props: dict) -> None:
+    def listener(
+        topic: str, queue_id: int, new_max: int, code: int, props: Mapping[str, str]
+    ) -> None:
         got = store.get_messages(topic, queue_id, new_max - 1, 1)
         seen.append((topic, queue_id, new_max, code, props.get("TAGS"), got.status))
 

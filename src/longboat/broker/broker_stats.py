@@ -25,7 +25,7 @@ from __future__ import annotations
 import collections
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING
 
@@ -102,7 +102,7 @@ class BrokerStats:
     # ------------------------------------------------------------------ counting
 
     def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
         key = (topic, queue_id)
         self.puts.total += max(0, new_max - self._queue_ends.get(key, 0))

@@ -234,8 +234,9 @@ class BrokerController:
         reroute_delayed(msg, self.delay_levels, int(self.clock() * 1000))
         return self.store.put_message(msg)
 
-    def store_batch(self, batch: EncodedBatch) -> PutResult:
-        """Append a batch (one topic and queue; batches may not be delayed)."""
+    def store_encoded(self, batch: EncodedBatch) -> PutResult:
+        """Append messages that keep their encoded properties: a batch (one topic and queue;
+        batches may not be delayed) or a plain single send."""
         if self.config.is_slave:
             return _SLAVE_REFUSAL
         return self.store.put_encoded_batch(batch)

@@ -140,8 +140,9 @@ class CoreHost(FeatureHost, Protocol):
         """Append one message now, on the loop (DELAY rerouted); durability not awaited."""
         ...
 
-    def store_batch(self, batch: EncodedBatch) -> PutResult:
-        """Append a batch now, on the loop; durability not awaited."""
+    def store_encoded(self, batch: EncodedBatch) -> PutResult:
+        """Append encoded messages (a batch, a plain single send) now, on the loop;
+        durability not awaited."""
         ...
 
     def await_durable(self, result: PutResult) -> Awaitable[PutResult]:

@@ -296,7 +296,7 @@ class HoldService:
     # ------------------------------------------------------------------ waking
 
     def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
         """Store arrival listener: note the arrival for `_answer_woken`, which answers the
         pulls of this queue it satisfies once the appending request is answered."""

@@ -24,7 +24,7 @@ import inspect
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from wsgiref.simple_server import WSGIServer
 
@@ -177,7 +177,7 @@ class BrokerMetrics:
         self.bytes_out.inc(topic, len(body))
 
     def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
         """Retry and DLQ arrivals, by group (one call per single message on those topics:
         batches may not go there)."""

@@ -35,7 +35,7 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -159,7 +159,7 @@ class ScheduleService:
     # ------------------------------------------------------------------ arrivals
 
     def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
         """Store arrival listener: a schedule-topic arrival arms its level."""
         if topic != SCHEDULE_TOPIC or self._loop is None:

@@ -10,6 +10,11 @@ half topic (see `transactions`); halves in a batch, or with `rejectTransactionMe
 refused.  Every answer, success or not, carries `MSG_REGION` and
 `TRACE_ON` (the Java client reads MSG_REGION unconditionally); stored answers (0 and 10)
 carry `msgId` (the offset id), `queueId` and `queueOffset`.
+
+A plain single message (not delayed, not transactional, not to a retry topic: nearly every
+send) keeps its property string as sent, with CLUSTER appended, and is stored through the
+batch's encoded path: no property dict is built or written back.  Properties are stored as
+RocketMQ 4.9 stores them, WAIT included.
 """
 
 from __future__ import annotations
@@ -31,9 +36,11 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.properties import (
+    NAME_VALUE_SEPARATOR,
     Prop,
     properties_to_string,
     property_marker,
+    raw_property,
     string_to_properties,
 )
 from longboat.protocol.sysflags import MessageSysFlag
@@ -69,6 +76,11 @@ _STORED_CODES: dict[int, str | None] = {
 }
 _BORN_HOST = "longboat.born_host"
 _DELAY_MARKER = property_marker(Prop.DELAY)
+_WAIT_MARKER = property_marker(Prop.WAIT)
+# A single send whose property string holds one of these takes the parsed path.
+_SPECIAL_MARKERS = tuple(
+    marker.decode() for marker in (_DELAY_MARKER, property_marker(Prop.TRAN_MSG))
+)
 _LOOPBACK = b"\x7f\x00\x00\x01"
 BUSY_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
@@ -98,7 +110,9 @@ class SendProcessor:
     def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
         cfg = controller.config
-        self._extra = {"MSG_REGION": cfg.region_id, "TRACE_ON": "true" if cfg.trace_on else "false"}
+        self._region = cfg.region_id
+        self._trace_on = "true" if cfg.trace_on else "false"
+        self._extra = {"MSG_REGION": self._region, "TRACE_ON": self._trace_on}
 
     def handle(self, conn: Connection, cmd: RemotingCommand) -> SendAnswer:
         header_cls = (
@@ -116,7 +130,7 @@ class SendProcessor:
         if send.wait and ctl.flush_backlog_full:
             return self._answer(cmd, ResponseCode.SYSTEM_BUSY, BUSY_REMARK)
         if type(msgs) is EncodedBatch:
-            result = ctl.store_batch(msgs)
+            result = ctl.store_encoded(msgs)
         else:
             assert type(msgs) is MessageInner
             result = ctl.store_message(msgs)
@@ -133,17 +147,16 @@ class SendProcessor:
         code = _PUT_CODES[result.status]
         if code not in _STORED_CODES:
             return self._answer(cmd, code, f"{result.status.value}: {result.error or ''}")
-        first = result.records[0]
+        records = result.records
+        first = records[0]
         ext = SendMessageResponseHeader(
-            msgId=",".join(r.msg_id for r in result.records)
-            if len(result.records) > 1
-            else first.msg_id,
+            msgId=",".join([r.msg_id for r in records]) if len(records) > 1 else first.msg_id,
             queueId=queue_id,
             queueOffset=first.queue_offset,
+            MSG_REGION=self._region,
+            TRACE_ON=self._trace_on,
         ).to_ext()
-        ext.update(self._extra)
-        remark = _STORED_CODES[code]
-        return cmd.make_response(code, remark, ext_fields=ext)
+        return cmd.make_response(code, _STORED_CODES[code], ext_fields=ext)
 
     def _answer(self, cmd: RemotingCommand, code: int, remark: str) -> RemotingCommand:
         return cmd.make_response(code, remark, ext_fields=dict(self._extra))
@@ -190,12 +203,22 @@ class SendProcessor:
         sys_flag = header.sysFlag
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MessageSysFlag.MULTI_TAGS
-        props = string_to_properties(header.properties or "")
-        props[Prop.CLUSTER] = ctl.config.broker_cluster_name
-        # WAIT=false: the producer does not wait for durability (the WAIT property is not stored).
-        wait = props.pop(Prop.WAIT, "true") != "false"
+        text = header.properties or ""
         born_host = self._born_host(conn)
         is_batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
+        if not is_batch and _is_plain(topic, text, sys_flag, header):
+            message = self._plain_message(cmd, header, text)
+            # WAIT=false: the producer does not wait for durability.
+            wait = raw_property(message[1], _WAIT_MARKER) != b"false"
+            single = _encoded(conn, header, topic, queue_id, sys_flag, born_host, [message])
+            return _Send(single, queue_id, wait)
+        props = string_to_properties(text)
+        props[Prop.CLUSTER] = ctl.config.broker_cluster_name
+        # A single message keeps WAIT, as RocketMQ stores it; a batch's own properties are
+        # appended to every message of it, which carry their own.
+        wait = (
+            props.pop(Prop.WAIT, "true") if is_batch else props.get(Prop.WAIT, "true")
+        ) != "false"
         half = (
             is_half(props)
             or MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE
@@ -229,21 +252,15 @@ class SendProcessor:
             if half:
                 half_message(msg)
             return _Send(msg, queue_id, wait)
-        batch = self._batch(conn, cmd, header, topic, queue_id, sys_flag, props, born_host)
+        messages = self._batch_messages(cmd, topic, props)
+        batch = _encoded(conn, header, topic, queue_id, sys_flag, born_host, messages)
         return _Send(batch, queue_id, wait)
 
-    def _batch(
-        self,
-        conn: Connection,
-        cmd: RemotingCommand,
-        header: SendMessageRequestHeader,
-        topic: str,
-        queue_id: int,
-        sys_flag: int,
-        batch_props: dict[str, str],
-        born_host: bytes,
-    ) -> EncodedBatch:
-        """The batch with each message's property bytes kept and the batch's properties
+    @staticmethod
+    def _batch_messages(
+        cmd: RemotingCommand, topic: str, batch_props: dict[str, str]
+    ) -> list[tuple[bytes, bytes, int]]:
+        """The batch's messages with their property bytes kept and the batch's properties
         (CLUSTER and the header's) appended as bytes, as RocketMQ's batch encoder does: no
         message is parsed unless it names DELAY (refused: batches are not scheduled)."""
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -259,24 +276,20 @@ class SendProcessor:
             for _, props, _ in elements:
                 if _DELAY_MARKER in props:
                     _refuse_delayed(string_to_properties(props.decode(errors="replace")))
-        # RocketMQ's batch encoder: each message's property bytes as sent, then the batch's
-        # (a separator between when needed).  A name in both is stored twice and read as the
-        # batch's, since readers keep the last occurrence.
         appended = properties_to_string(batch_props).encode()
-        joined = b"\x02" + appended
-        messages = [
-            (body, props + (appended if props[-1] == 2 else joined) if props else appended, flag)
-            for body, props, flag in elements
-        ]
-        return EncodedBatch(
-            topic=topic,
-            queue_id=queue_id,
-            messages=messages,
-            sys_flag=sys_flag,
-            born_timestamp=header.bornTimestamp,
-            born_host=born_host,
-            born_port=conn.peer_port,
+        return [(body, _with_appended(props, appended), flag) for body, props, flag in elements]
+
+    def _plain_message(
+        self, cmd: RemotingCommand, header: SendMessageRequestHeader, text: str
+    ) -> tuple[bytes, bytes, int]:
+        """A plain single message as a batch's message: its property bytes as sent, CLUSTER
+        appended (read as the broker's, as in a batch)."""
+        # The cluster name is live configuration: read per send, as the parsed path does.
+        cluster = (
+            f"{Prop.CLUSTER}{NAME_VALUE_SEPARATOR}{self.controller.config.broker_cluster_name}"
         )
+        # Header text was decoded strictly, so it always encodes.
+        return cmd.body, _with_appended(text.encode(), cluster.encode()), header.flag
 
     @staticmethod
     def _born_host(conn: Connection) -> bytes:
@@ -291,6 +304,47 @@ class SendProcessor:
             host = host[12:]
         conn.attributes[_BORN_HOST] = host
         return host
+
+
+def _encoded(
+    conn: Connection,
+    header: SendMessageRequestHeader,
+    topic: str,
+    queue_id: int,
+    sys_flag: int,
+    born_host: bytes,
+    messages: list[tuple[bytes, bytes, int]],
+) -> EncodedBatch:
+    """Messages that keep their property bytes, with what the request says of them all."""
+    return EncodedBatch(
+        topic=topic,
+        queue_id=queue_id,
+        messages=messages,
+        sys_flag=sys_flag,
+        born_timestamp=header.bornTimestamp,
+        born_host=born_host,
+        born_port=conn.peer_port,
+    )
+
+
+def _is_plain(topic: str, text: str, sys_flag: int, header: SendMessageRequestHeader) -> bool:
+    """A single send with nothing for the broker to rewrite: not to a retry topic (dead
+    letters), not redelivered, not delayed, not a transaction's prepared half."""
+    return not (
+        topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+        or header.reconsumeTimes
+        or MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        or any(marker in text for marker in _SPECIAL_MARKERS)
+    )
+
+
+def _with_appended(props: bytes, appended: bytes) -> bytes:
+    """A message's property bytes with the broker's appended, as RocketMQ's batch encoder
+    writes them (a separator between when needed).  A name in both is stored twice and read
+    as the broker's, since readers keep the last occurrence."""
+    if not props:
+        return appended
+    return props + appended if props[-1] == 2 else props + b"\x02" + appended
 
 
 def _refuse_delayed(props: dict[str, str]) -> None:

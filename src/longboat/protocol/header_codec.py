@@ -107,14 +107,32 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     remark = header.get("remark")
     if remark is not None and type(remark) is not str:
         raise ProtocolError("remark is not a string")
+    code, opaque, flag = header["code"], header.get("opaque", 0), header.get("flag", 0)
+    version, language = header.get("version", 0), header.get("language", "JAVA")
+    # What every peer sends: Java ints as JSON numbers, the language by name.  Anything else
+    # takes the checks that normalise it or refuse it.
+    if not (
+        type(code) is int
+        and type(opaque) is int
+        and type(flag) is int
+        and type(version) is int
+        and _INT32_MIN <= code <= _INT32_MAX
+        and _INT32_MIN <= opaque <= _INT32_MAX
+        and _INT32_MIN <= flag <= _INT32_MAX
+        and _INT32_MIN <= version <= _INT32_MAX
+    ):
+        code, opaque = _int_field(header, "code"), _int_field(header, "opaque")
+        flag, version = _int_field(header, "flag"), _int_field(header, "version")
     return RemotingCommand(
-        code=_int_field(header, "code"),
-        opaque=_int_field(header, "opaque"),
-        flag=_int_field(header, "flag"),
-        language=_language(header.get("language", "JAVA")),
-        version=_int_field(header, "version"),
-        remark=remark,
-        ext_fields=ext,
+        code,
+        opaque,
+        flag,
+        _LANG_BY_NAME.get(language, LanguageCode.OTHER)
+        if type(language) is str
+        else _language(language),
+        version,
+        remark,
+        ext,
         serialize_type=SerializeType.JSON,
     )
 

@@ -61,6 +61,7 @@ class _Spec(NamedTuple):
     wire: str
     parse: Callable[[str], Any] | None  # None: the wire string is the value
     required: bool
+    default: Any  # for an optional field: the dataclass default
 
 
 def _parser_for(tp: Any) -> Any:
@@ -79,13 +80,91 @@ def _parser_for(tp: Any) -> Any:
     return None
 
 
+def _text(value: object) -> str:
+    """A field value as Java's String.valueOf writes it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class _Codec(NamedTuple):
+    decode: Callable[[dict[str, str]], Any]
+    encode: Callable[[Any], dict[str, str]]
+
+
+def _inline(parse: Callable[[str], Any], i: int) -> str:
+    """The parse of `raw` as an expression: int() with its range check in-line, the helper
+    (`_p<i>`) called only to raise its error for a number out of range."""
+    if parse is _parse_bool:
+        return 'raw.strip().lower() == "true"'
+    low, high = (_INT_MIN, _INT_MAX) if parse is _parse_integer else (_LONG_MIN, _LONG_MAX)
+    return f"n if {low} <= (n := int(raw)) <= {high} else _p{i}(raw)"
+
+
+def _compile_codec(cls: type, specs: tuple[_Spec, ...]) -> _Codec:
+    """Straight-line `from_ext` / `to_ext` for one header class, generated once (as dataclasses
+    generates `__init__`): every request pays for its header, and a loop over field specs with
+    a keyword dict, then a frozen `__init__`, cost three times the field reads themselves."""
+    names: dict[str, Any] = {
+        "_cls": cls,
+        "_new": object.__new__,
+        "_Missing": HeaderFieldError,
+        "_text": _text,
+    }
+    decode = ["def decode(ext):", "    get = ext.get"]
+    encode = ["def encode(self):", "    ext = {}"]
+    args = []
+    for i, spec in enumerate(specs):
+        var, wire = f"v{i}", repr(spec.wire)
+        args.append(var)
+        # The slot's own setter: what a frozen dataclass's __init__ reaches through
+        # object.__setattr__, without the call per field.
+        names[f"_s{i}"] = getattr(cls, spec.attr).__set__
+        decode.append(f"    raw = get({wire})")
+        if spec.required:
+            decode.append(f"    if not raw: raise _Missing({wire})")
+            indent = "    "
+        else:
+            if spec.default is _MISSING:
+                raise TypeError(f"{cls.__name__}.{spec.attr}: header fields take plain defaults")
+            # Absent or empty: Java reads both as null, the field keeps its default.
+            names[f"_d{i}"] = spec.default
+            decode.append(f"    {var} = _d{i}")
+            decode.append("    if raw:")
+            indent = "        "
+        if spec.parse is None:
+            decode.append(f"{indent}{var} = raw")
+        else:
+            names[f"_p{i}"] = spec.parse
+            decode.append(f"{indent}try: {var} = {_inline(spec.parse, i)}")
+            decode.append(f"{indent}except ValueError as exc:")
+            if spec.required:
+                decode.append(
+                    f'{indent}    raise _Missing({wire}, f"cannot be parsed: {{exc}}") from None'
+                )
+            else:
+                decode.append(
+                    f"{indent}    pass  # an optional field that does not parse is dropped"
+                )
+        encode.append(f"    v = self.{spec.attr}")
+        to_text = "v if type(v) is str else _text(v)" if spec.parse is None else "_text(v)"
+        encode.append(f"    if v is not None: ext[{wire}] = {to_text}")
+    decode.append("    header = _new(_cls)")
+    decode += [f"    _s{i}(header, {var})" for i, var in enumerate(args)]
+    decode.append("    return header")
+    encode.append("    return ext")
+    exec("\n".join(decode) + "\n" + "\n".join(encode), names)
+    return _Codec(names["decode"], names["encode"])
+
+
 class Header:
     """Base of every typed header; subclasses are `@dataclass(frozen=True, slots=True)`."""
 
     __slots__ = ()
     wire_names: ClassVar[dict[str, str]] = {}
-    # Each subclass's field specs, built on first use.
+    # Each subclass's field specs and codec, built on first use.
     _compiled: ClassVar[tuple[_Spec, ...]]
+    _codec: ClassVar[_Codec]
 
     @classmethod
     def _compile(cls) -> tuple[_Spec, ...]:
@@ -98,6 +177,7 @@ class Header:
                     cls.wire_names.get(f.name, f.name),
                     _parser_for(hints[f.name]),
                     f.default is _MISSING and f.default_factory is _MISSING,
+                    f.default,
                 )
                 for f in dataclasses.fields(cls)  # type: ignore[arg-type]
             )
@@ -105,32 +185,19 @@ class Header:
         return specs
 
     @classmethod
+    def _codec_of(cls) -> _Codec:
+        codec = cls.__dict__.get("_codec")
+        if codec is None:
+            codec = cls._codec = _compile_codec(cls, cls._compile())
+        return codec
+
+    @classmethod
     def from_ext(cls: type[H], ext: dict[str, str]) -> H:
-        kwargs: dict[str, Any] = {}
-        for attr, wire, parse, required in cls._compile():
-            raw = ext.get(wire)
-            if not raw:  # absent or empty: Java reads both as null
-                if required:
-                    raise HeaderFieldError(wire)
-                continue
-            if parse is None:
-                kwargs[attr] = raw
-                continue
-            try:
-                kwargs[attr] = parse(raw)
-            except ValueError as exc:
-                if required:
-                    raise HeaderFieldError(wire, f"cannot be parsed: {exc}") from None
-        return cls(**kwargs)
+        """The header from a command's ext fields; HeaderFieldError names a required field
+        that is missing or does not parse (an optional one that does not parse is dropped)."""
+        codec = cls.__dict__.get("_codec") or cls._codec_of()
+        return codec.decode(ext)  # type: ignore[no-any-return]
 
     def to_ext(self) -> dict[str, str]:
-        ext: dict[str, str] = {}
-        for spec in self._compile():
-            value = getattr(self, spec.attr)
-            if value is None:
-                continue
-            if isinstance(value, bool):
-                ext[spec.wire] = "true" if value else "false"
-            else:
-                ext[spec.wire] = str(value)
-        return ext
+        codec = type(self).__dict__.get("_codec") or self._codec_of()
+        return codec.encode(self)  # type: ignore[no-any-return]

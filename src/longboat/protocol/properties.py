@@ -6,6 +6,8 @@ The reader accepts both and, like Java, skips segments without a name or value.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 
@@ -92,6 +94,32 @@ def raw_property(raw: bytes, marker: bytes) -> bytes | None:
                 return value
         pos = raw.rfind(marker, 0, pos)
     return None
+
+
+class RawProperties(Mapping[str, str]):
+    """An encoded property string as a read-only mapping, parsed on first use: the store tells
+    arrival listeners every append's properties, and they rarely look (a held pull with an
+    SQL92 filter does)."""
+
+    __slots__ = ("_parsed", "_raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
+        self._parsed: dict[str, str] | None = None
+
+    def _properties(self) -> dict[str, str]:
+        if self._parsed is None:
+            self._parsed = string_to_properties(self._raw.decode(errors="replace"))
+        return self._parsed
+
+    def __getitem__(self, name: str) -> str:
+        return self._properties()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._properties())
+
+    def __len__(self) -> int:
+        return len(self._properties())
 
 
 def property_marker(name: str) -> bytes:

@@ -12,17 +12,21 @@ trailing newline, and a topic name becomes a directory name in the store.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
 _LEGAL = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
+@lru_cache(maxsize=4096)
 def validate_topic(name: str) -> str | None:
-    """None when `name` is a legal topic, else why it is not."""
+    """None when `name` is a legal topic, else why it is not.  (Cached: every send checks its
+    topic, and a broker sees few topics.)"""
     return _validate_name("topic", name, TOPIC_MAX_LENGTH)
 
 
+@lru_cache(maxsize=4096)
 def validate_group(name: str) -> str | None:
     """None when `name` is a legal producer or consumer group, else why it is not."""
     return _validate_name("group", name, GROUP_MAX_LENGTH)

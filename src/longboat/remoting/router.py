@@ -81,7 +81,11 @@ class Router:
         except Exception as exc:
             self._answer_error(conn, cmd, exc)
             return None
-        if inspect.isawaitable(result):
+        if (
+            type(result) is not RemotingCommand
+            and result is not None
+            and inspect.isawaitable(result)
+        ):
             task = asyncio.ensure_future(self._finish(conn, cmd, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

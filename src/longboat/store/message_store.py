@@ -29,14 +29,14 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from itertools import accumulate
 from pathlib import Path
 
 from longboat.protocol.ids import host_bytes, offset_msg_id_prefix, offset_msg_id_suffix
 from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, encode_record_batch
-from longboat.protocol.properties import Prop, string_to_properties
+from longboat.protocol.properties import Prop, RawProperties
 from longboat.store import key_query
 from longboat.store.admission import Admission, Admitted
 from longboat.store.checkpoint import create_abort_marker, load_checkpoint, remove_abort_marker
@@ -59,7 +59,7 @@ from longboat.store.topics import TopicConfigTable
 
 log = logging.getLogger(__name__)
 
-ArrivalListener = Callable[[str, int, int, int, dict[str, str]], None]
+ArrivalListener = Callable[[str, int, int, int, Mapping[str, str]], None]
 
 _PHYS = struct.Struct(">q")
 
@@ -241,9 +241,11 @@ class MessageStore:
             return admitted
         assert type(admitted) is Admitted
         items = admitted.items
-        return self._put(admitted, lambda i: string_to_properties(items[i][1].decode()))
+        return self._put(admitted, lambda i: RawProperties(items[i][1]))
 
-    def _put(self, admitted: Admitted, properties_of: Callable[[int], dict[str, str]]) -> PutResult:
+    def _put(
+        self, admitted: Admitted, properties_of: Callable[[int], Mapping[str, str]]
+    ) -> PutResult:
         """Append an admitted batch; `properties_of(i)` gives message i's properties to the
         arrival listeners (parsed only for the few messages they are told about)."""
         refusal = self._maintenance.refusal
@@ -407,7 +409,7 @@ class MessageStore:
         topic: str,
         queue_id: int,
         new_max: int,
-        properties_of: Callable[[int], dict[str, str]],
+        properties_of: Callable[[int], Mapping[str, str]],
         admitted: Admitted,
     ) -> None:
         seen: set[int] = set()

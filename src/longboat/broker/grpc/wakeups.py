@@ -11,6 +11,7 @@ again until its deadline.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 
 class Waiter:
@@ -40,7 +41,7 @@ class ReceiveWakeups:
                 del self._by_topic[waiter.topic]
 
     def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: dict[str, str]
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
         """Store arrival listener."""
         waiters = self._by_topic.get(topic)
