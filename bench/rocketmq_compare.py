@@ -230,12 +230,15 @@ def python_cases(running: Running, broker_pid: int, sizes: argparse.Namespace) -
     return run_async(go())
 
 
-def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, float]:
+def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, float | None]:
     with tempfile.TemporaryDirectory(prefix=f"compare-{system}-") as home:
         start_ms, running = cold_start(system, Path(home))
         try:
             time.sleep(IDLE_S)
-            figures = {"cold_start": start_ms, "idle_rss": rss_mib(running.pids)}
+            figures: dict[str, float | None] = {
+                "cold_start": start_ms,
+                "idle_rss": rss_mib(running.pids),
+            }
             by_case = java_cases(system, running, sizes, run, "single,wakeup")
             before = cpu_s(running.pids)
             by_case |= java_cases(system, running, sizes, run, "batch")
@@ -256,6 +259,8 @@ def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, fl
     per_produced = (produced - before) * 1e6 / by_case["batch"]["messages"]
     drain_n = by_case["drain"]["messages"]
     # The drain case stores its messages first (batched, as measured above), then consumes.
+    # Not measurable when storing them cost less than that rate (a JVM warmed up by then):
+    # the difference is then at or below zero.
     per_consumed = ((drained - produced) * 1e6 - per_produced * drain_n) / drain_n
     figures.update(
         single=by_case["single"]["msgsPerS"],
@@ -267,14 +272,14 @@ def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, fl
         wakeup_p99=by_case["wakeup"]["p99Us"],
         wakeup_p999=by_case["wakeup"]["p999Us"],
         cpu_produce=per_produced,
-        cpu_consume=max(per_consumed, 0.0),
+        cpu_consume=per_consumed if per_consumed > 0 else None,
     )
     return figures
 
 
 def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run both systems `sizes.runs` times, interleaved; the per-run figures and the summary."""
-    runs: list[dict[str, dict[str, float]]] = []
+    runs: list[dict[str, dict[str, float | None]]] = []
     for run in range(sizes.runs):
         order = SYSTEMS if run % 2 == 0 else tuple(reversed(SYSTEMS))
         figures = {}
@@ -282,29 +287,42 @@ def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> di
             figures[system] = one_system(system, sizes, run)
             log(f"run {run + 1}/{sizes.runs} {system}: {json.dumps(figures[system])}")
         runs.append(figures)
-    summary = {}
+    return {"settings": settings(sizes), "runs": runs, "summary": summarize(runs)}
+
+
+def summarize(runs: list[dict[str, dict[str, float | None]]]) -> dict[str, Any]:
+    """Per row: each system's median, min and max, the median of the per-run ratios and the
+    target's verdict.  A figure a run could not measure (None) leaves that run out of the
+    row's ratio; a row no run measured for both has no ratio."""
+    summary: dict[str, Any] = {}
     for key, _label, _unit, target in ROWS:
-        ratios = [_ratio(r["longboat"][key], r["rocketmq"][key]) for r in runs]
-        ratio = statistics.median(ratios)
+        ratios = [
+            _ratio(ours, theirs)
+            for r in runs
+            if (ours := r["longboat"][key]) is not None
+            and (theirs := r["rocketmq"][key]) is not None
+        ]
+        ratio = statistics.median(ratios) if ratios else None
         met = None
-        if target is not None:
+        if target is not None and ratio is not None:
             op, bound = target
             met = ratio >= bound if op == ">=" else ratio <= bound
+        cells: dict[str, Any] = {}
+        for system in SYSTEMS:
+            values = [v for r in runs if (v := r[system][key]) is not None]
+            cells[system] = (
+                {"median": statistics.median(values), "min": min(values), "max": max(values)}
+                if values
+                else None
+            )
         summary[key] = {
-            **{
-                s: {
-                    "median": statistics.median(r[s][key] for r in runs),
-                    "min": min(r[s][key] for r in runs),
-                    "max": max(r[s][key] for r in runs),
-                }
-                for s in SYSTEMS
-            },
+            **cells,
             "ratio": ratio,
             "ratios": ratios,
             "target": None if target is None else f"{target[0]} {target[1]}",
             "met": met,
         }
-    return {"settings": settings(sizes), "runs": runs, "summary": summary}
+    return summary
 
 
 def _ratio(ours: float, theirs: float) -> float:
@@ -340,13 +358,16 @@ def report(result: dict[str, Any]) -> None:
 
         def cell(system: str, row: dict[str, Any] = row) -> str:
             f = row[system]
+            if f is None:
+                return "not measured"
             digits = 1 if f["max"] < 100 else 0
             return f"{f['median']:,.{digits}f} ({f['min']:,.{digits}f}-{f['max']:,.{digits}f})"
 
         verdict = "" if row["met"] is None else ("met" if row["met"] else "missed")
+        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}x"
         print(
             f"{label + ' ' + unit:44} {cell('longboat'):>20} {cell('rocketmq'):>20} "
-            f"{row['ratio']:>6.2f}x  {row['target'] or '-'} {verdict}"
+            f"{ratio:>7}  {row['target'] or '-'} {verdict}"
         )
     print("\ncells: median (min-max) over the runs; LB/RMQ: median of the per-run ratios")
 
@@ -357,7 +378,11 @@ def plot(result: dict[str, Any], path: Path) -> None:
     from longboat.bench.plot import pyplot
 
     plt = pyplot()
-    rows = [(label, unit, result["summary"][key]) for key, label, unit, _ in ROWS]
+    rows = [
+        (label, unit, result["summary"][key])
+        for key, label, unit, _ in ROWS
+        if result["summary"][key]["ratio"] is not None
+    ]
     fig, ax = plt.subplots(figsize=(9, 0.42 * len(rows) + 1.2))
     for i, (_label, _unit, row) in enumerate(reversed(rows)):
         ratio = max(row["ratio"], 1e-3)
@@ -388,6 +413,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="smaller sizes: drain 20,000 ...")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--plot", type=Path, help="also draw the ratios (PNG) here")
+    parser.add_argument(
+        "--replot", type=Path, help="no run: summarize, print and draw the runs of this JSON"
+    )
     options = parser.parse_args(argv)
     if options.quick:
         options.single, options.batches, options.drain, options.rounds = 1000, 200, 20_000, 200
@@ -396,7 +424,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main() -> None:
     options = parse()
-    result = compare(options)
+    if options.replot:
+        result = json.loads(options.replot.read_text())
+        result["summary"] = summarize(result["runs"])
+    else:
+        result = compare(options)
     report(result)
     if options.json:
         options.json.write_text(json.dumps(result, indent=2))

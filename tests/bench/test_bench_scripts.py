@@ -40,3 +40,27 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
     out = _run("bench.spark_bench", "--rows", "3000", "--runs", "1", "--reader-only")
     assert re.search(r"read_range 1: [\d,]+ rows/s, [\d.]+ us CPU/row", out)
     assert re.search(r"decode alone 1: [\d.]+ us CPU/row", out)
+
+
+def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
+    """A derived figure a run could not measure (None) is left out of the ratio, and a row
+    with no run measured for both systems has neither ratio nor verdict."""
+    from bench import rocketmq_compare
+
+    keys = [key for key, *_ in rocketmq_compare.ROWS]
+
+    def run(longboat: float | None, rocketmq: float | None) -> dict[str, dict[str, float | None]]:
+        ours: dict[str, float | None] = dict.fromkeys(keys, 2.0)
+        theirs: dict[str, float | None] = dict.fromkeys(keys, 4.0)
+        ours["cpu_consume"], theirs["cpu_consume"] = longboat, rocketmq
+        ours["drain"], theirs["drain"] = longboat, rocketmq
+        return {"longboat": ours, "rocketmq": theirs}
+
+    summary = rocketmq_compare.summarize([run(8.0, None), run(6.0, None), run(3.0, 2.0)])
+    assert summary["cpu_consume"]["rocketmq"] == {"median": 2.0, "min": 2.0, "max": 2.0}
+    assert summary["cpu_consume"]["ratios"] == [1.5]
+    assert summary["batch"]["ratio"] == 0.5 and summary["batch"]["met"] is False
+    none = rocketmq_compare.summarize([run(8.0, None)])
+    assert none["cpu_consume"]["rocketmq"] is None
+    assert none["drain"]["ratio"] is None and none["drain"]["met"] is None
+    rocketmq_compare.report({"settings": {}, "runs": [], "summary": none})  # prints

@@ -33,15 +33,22 @@ def test_harness_measures_every_row_for_both_systems(java_peers: None) -> None:
     for system in rocketmq_compare.SYSTEMS:
         figures = run[system]
         assert set(figures) == {key for key, *_ in rocketmq_compare.ROWS}
-        # An idle broker's CPU and a tiny consume's may round to 0; nothing is negative.
-        assert all(math.isfinite(v) and v >= 0 for v in figures.values()), figures
+        # An idle broker's CPU may round to 0; nothing is negative.  The consumed-message CPU
+        # is derived and may not be measurable (None) at tiny sizes.
+        measured = {k: v for k, v in figures.items() if v is not None}
+        assert set(figures) - set(measured) <= {"cpu_consume"}, figures
+        assert all(math.isfinite(v) and v >= 0 for v in measured.values()), figures
         assert all(figures[k] > 0 for k in ("single", "batch", "syncflush", "drain", "fanout"))
         assert figures["wakeup_p50"] <= figures["wakeup_p99"] <= figures["wakeup_p999"]
         assert 1 < figures["idle_rss"] < 4096  # MiB
         assert figures["cold_start"] < 120_000  # ms
     for key, _label, _unit, target in rocketmq_compare.ROWS:
         row = result["summary"][key]
-        assert row["ratio"] == pytest.approx(run["longboat"][key] / max(run["rocketmq"][key], 0.01))
+        ours, theirs = run["longboat"][key], run["rocketmq"][key]
+        if ours is None or theirs is None:
+            assert row["ratio"] is None and row["met"] is None
+            continue
+        assert row["ratio"] == pytest.approx(ours / max(theirs, 0.01))
         assert (row["met"] is None) == (target is None)
     assert "ASYNC_FLUSH" in result["settings"]["rocketmq"]
     assert "-Xmx512m" in result["settings"]["rocketmq"]
