@@ -6,6 +6,8 @@ import asyncio
 import threading
 import time
 
+import pytest
+
 from longboat.client import Message
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
@@ -189,6 +191,44 @@ async def test_queue_moved_by_a_rebalance_continues_after_what_was_polled(namesr
             got += await b.poll(timeout=0.2)
         assert len(b.assignment()) == 1
         # The queue b took over was committed by a when dropped: nothing polled comes twice.
+        assert sorted(m.body for m in got) == sorted(bodies)
+    finally:
+        await a.shutdown()
+        await b.shutdown()
+
+
+async def test_a_queue_moves_only_after_its_old_owner_committed_and_let_go(
+    namesrv: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The old owner drops a queue only when it rebalances itself, which may be well after the
+    new owner added it (NOTIFY_CONSUMER_IDS_CHANGED is one-way and may come late or never):
+    the new owner must not read the queue's offset, nor poll it, before then."""
+    topic = await new_topic(namesrv, queues=2)
+    bodies = [f"m{i}".encode() for i in range(40)]
+    for q in (0, 1):
+        await produce(namesrv, topic, bodies[q::2], queue_id=q)
+    group = unique("g")
+    a = lite(namesrv, group, rebalance_interval=60.0, pull_batch_size=5)
+    a.subscribe(topic)
+    await a.start()
+    monkeypatch.setattr(a, "on_consumer_ids_changed", lambda: None)  # a misses b joining
+    b = lite(namesrv, group, rebalance_interval=60.0, pull_batch_size=5)
+    b.subscribe(topic)
+    try:
+        got = await poll_n(a, 10)
+        await b.start()
+        [moved] = b.assignment()
+        assert moved in a.assignment()
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            got += await a.poll(timeout=0.1)
+            assert await b.poll(timeout=0.1) == []  # a still owns the queue
+        await a.rebalance()
+        assert moved not in a.assignment()
+        deadline = time.monotonic() + 20
+        while len(got) < 40 and time.monotonic() < deadline:
+            got += await a.poll(timeout=0.2)
+            got += await b.poll(timeout=0.2)
         assert sorted(m.body for m in got) == sorted(bodies)
     finally:
         await a.shutdown()

@@ -18,6 +18,17 @@ Per-queue state and its invariants (`_Queue`):
   committed position (at-least-once: what was polled but not committed is delivered again).
 * `seek()` stops the queue's pull loop and replaces its process queue and batches before
   moving the position, so no batch pulled from the old offset can reach the application.
+* With `subscribe()`, a queue is handed over between members in order: this member holds
+  the broker's lock on each queue it owns (taken before the start offset is read, renewed
+  every 20 s) and, dropping one, commits its position before it unlocks.  The old and the new
+  owner act on the member list at different moments — the new one may add the queue while
+  the old one still polls it — so without the lock the new owner could read the offset before
+  the old one's commit and deliver again what was polled (Java's lite pull consumer does).
+  Commits, lock renewals and unlocks go to the broker one at a time (`_broker_writes`), so
+  none begun before a drop lands after it: no auto commit of an older position after the
+  drop's commit, no renewal locking the queue again after its unlock.  The cost: a crashed
+  member's queues wait until its locks lapse at the broker (60 s) before another member
+  takes them.
 * A pull loop waits (no request in flight) while its queue is paused or holds
   `pull_threshold_for_queue` messages, or all queues together `pull_threshold_for_all`
   (its `gate` is cleared); `poll()` and `resume()` open it again.  Paused queues' batches
@@ -48,6 +59,12 @@ from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.push.process_queue import FlowLimits, ProcessQueue
 from longboat.client.push.pull_loop import PullLoop, Subscription
+from longboat.client.rebalance.locks import (
+    RENEW_INTERVAL_S,
+    RETRY_S,
+    lock_queues,
+    unlock_queues,
+)
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData
@@ -97,6 +114,8 @@ class LitePullConsumer(InstanceUser):
         self._queues: dict[MessageQueue, _Queue] = {}
         self._arrival = asyncio.Event()
         self._rebalance: RebalanceService | None = None
+        self._lock_renewal: asyncio.Task[None] | None = None
+        self._broker_writes = asyncio.Lock()
         self._next_auto_commit = 0.0
         self._poll_cursor = 0
         self._background: set[asyncio.Task[None]] = set()
@@ -129,6 +148,9 @@ class LitePullConsumer(InstanceUser):
                     interval=self.settings.rebalance_interval,
                 )
                 instance.route_listeners.append(self._rebalance.on_route_changed)
+                self._lock_renewal = asyncio.create_task(
+                    self._renew_locks(), name=f"lock renewal {self.group}"
+                )
                 await self._rebalance.start()
         except BaseException:
             await self.shutdown()
@@ -144,6 +166,10 @@ class LitePullConsumer(InstanceUser):
             with contextlib.suppress(ValueError):
                 instance.route_listeners.remove(self._rebalance.on_route_changed)
             self._rebalance = None
+        if self._lock_renewal is not None:
+            self._lock_renewal.cancel()
+            await ended(self._lock_renewal)
+            self._lock_renewal = None
         queues, self._queues = list(self._queues.values()), {}
         await self._close(queues)
         for task in list(self._background):
@@ -385,18 +411,19 @@ class LitePullConsumer(InstanceUser):
         await self.instance.api.update_consumer_offset(addr, self.group, mq, offset)
 
     async def _commit_queues(self, queues: list[_Queue], *, quiet: bool) -> None:
-        for q in queues:
-            offset = q.position
-            if offset is None or offset == q.committed:
-                continue
-            try:
-                await self._commit_one(q.mq, offset)
-            except ClientError as exc:
-                if not quiet:
-                    raise
-                log.warning("committing %s at %d failed: %s", q.mq, offset, exc)
-                continue
-            q.committed = offset
+        async with self._broker_writes:
+            for q in queues:
+                offset = q.position
+                if offset is None or offset == q.committed:
+                    continue
+                try:
+                    await self._commit_one(q.mq, offset)
+                except ClientError as exc:
+                    if not quiet:
+                        raise
+                    log.warning("committing %s at %d failed: %s", q.mq, offset, exc)
+                    continue
+                q.committed = offset
 
     # ------------------------------------------------------------------ pause / resume
 
@@ -447,6 +474,10 @@ class LitePullConsumer(InstanceUser):
         """Own `mq` from the group's committed offset, else `consume_from`."""
 
         async def start_offset() -> int:
+            if self._assigned is None:
+                # The previous owner unlocks only after committing (see the module docstring).
+                while mq not in await lock_queues(self.instance, self.group, [mq]):
+                    await asyncio.sleep(RETRY_S)
             addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
             offset = await initial_offset(
                 self.instance.api,
@@ -463,12 +494,29 @@ class LitePullConsumer(InstanceUser):
         self._open(mq, start_offset)
 
     async def _close(self, queues: list[_Queue]) -> None:
-        """Stop pulling `queues` (no longer in `_queues`) and commit their positions."""
+        """Stop pulling `queues` (no longer in `_queues`), commit their positions and, with
+        `subscribe()`, only then unlock them for the next owner."""
         for q in queues:
             q.pq.dropped = True
         await asyncio.gather(*(q.pull.stop() for q in queues))
         if self.settings.auto_commit:
             await self._commit_queues(queues, quiet=True)
+        if self._assigned is None and queues:
+            async with self._broker_writes:
+                await unlock_queues(self.instance, self.group, [q.mq for q in queues])
+
+    async def _renew_locks(self) -> None:
+        """Keep the broker locks of the owned queues from lapsing (see the module
+        docstring); a lost one is only logged: the queue stays owned until a rebalance
+        moves it."""
+        while True:
+            await asyncio.sleep(RENEW_INTERVAL_S)
+            async with self._broker_writes:
+                # Queues still waiting for their lock (not started) are not reported lost.
+                started = [mq for mq, q in self._queues.items() if q.pull.next_offset is not None]
+                granted = await lock_queues(self.instance, self.group, started)
+            for mq in sorted(set(started) - granted):
+                log.warning("%s: lost the broker lock on %s", self, mq)
 
     def _deliver(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         q = self._queues.get(mq)

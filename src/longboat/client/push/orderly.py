@@ -37,7 +37,6 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from longboat.client.errors import ClientError
 from longboat.client.instance import ClientInstance
 from longboat.client.push.concurrent import Consumed
 from longboat.client.push.inflight import InFlight
@@ -53,6 +52,7 @@ from longboat.client.push.listener import (
 )
 from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.redelivery import DEAD_LETTER, Redelivery
+from longboat.client.rebalance.locks import RENEW_INTERVAL_S, RETRY_S, lock_queues, unlock_queues
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 
@@ -82,9 +82,9 @@ class OrderlyConsumeService:
         consumed: Consumed,
         use_broker_locks: bool,
         suspend_time: float = 1.0,
-        lock_interval: float = 20.0,
+        lock_interval: float = RENEW_INTERVAL_S,
         lock_max_age: float = 30.0,
-        lock_retry: float = 1.0,
+        lock_retry: float = RETRY_S,
         clock: Callable[[], float] = time.monotonic,
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
         consume_timeout: float = 15 * 60.0,
@@ -194,28 +194,11 @@ class OrderlyConsumeService:
         if not self.use_broker_locks or pq is None or not pq.locked:
             return
         pq.locked = False
-        try:
-            addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
-            await self.instance.api.unlock_batch(addr, self.group, self.instance.client_id, [mq])
-        except ClientError as exc:
-            log.warning("unlocking %s for %s failed (expires on its own): %s", mq, self.group, exc)
+        await unlock_queues(self.instance, self.group, [mq])
 
     async def lock(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
         """LOCK_BATCH_MQ per broker; marks what the broker granted, unmarks the rest."""
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for mq in mqs:
-            by_broker.setdefault(mq.broker_name, []).append(mq)
-        granted: set[MessageQueue] = set()
-        for broker, queues in by_broker.items():
-            try:
-                addr = await self.instance.find_master_addr(broker, queues[0].topic)
-                got = await self.instance.api.lock_batch(
-                    addr, self.group, self.instance.client_id, queues
-                )
-            except ClientError as exc:
-                log.info("locking %d queue(s) on %s failed: %s", len(queues), broker, exc)
-                continue
-            granted.update(got)
+        granted = await lock_queues(self.instance, self.group, mqs)
         now = self.clock()
         for mq in mqs:
             pq = self._queues.get(mq)
