@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from longboat.protocol.errors import ProtocolError
@@ -127,6 +127,31 @@ class CommitLog:
         if offset < self.chain.min_offset or offset + size > self.write_offset:
             return None
         return self.chain.read(offset, size)
+
+    def reader(self) -> Callable[[int, int], bytes | None]:
+        """`read` for many records in a row, as a pull reads them: the segment is looked up
+        once while the records stay in it, and the log's bounds are taken once (records
+        appended meanwhile are read by the next pull)."""
+        chain = self.chain
+        low, high = chain.min_offset, self.write_offset
+        read_segment: Callable[[int, int], bytes] | None = None
+        start = stop = 0
+
+        def read(offset: int, size: int) -> bytes | None:
+            nonlocal read_segment, start, stop
+            if offset < low or offset + size > high:
+                return None
+            if read_segment is None or not start <= offset < stop:
+                segment = chain.find(offset)
+                if segment is None:
+                    return None
+                start, stop, read_segment = segment.start, segment.end, segment.read
+            try:
+                return read_segment(offset, size)
+            except ValueError:  # closed under us by retention
+                return None
+
+        return read
 
     def read_record(self, offset: int) -> bytes | None:
         """The whole record at `offset`, or None when nothing valid starts there."""

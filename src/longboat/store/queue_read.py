@@ -69,6 +69,7 @@ def read_queue(
     o = offset
     full = False
     phys = -1
+    read = log.reader()
     while not full and o < end and scan_left > 0:
         raw = cq.read_entries(o, min(scan_left, end - o))
         if not raw:
@@ -82,7 +83,7 @@ def read_queue(
             scan_left -= 1
             if size <= 0 or (tag_filter is not None and not tag_filter(tags_code)):
                 continue
-            record = log.read(phys, size)
+            record = read(phys, size)
             if record is None:
                 removed = True
                 continue
