@@ -36,7 +36,6 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.properties import (
-    NAME_VALUE_SEPARATOR,
     Prop,
     properties_to_string,
     property_marker,
@@ -77,6 +76,7 @@ _STORED_CODES: dict[int, str | None] = {
 _BORN_HOST = "longboat.born_host"
 _DELAY_MARKER = property_marker(Prop.DELAY)
 _WAIT_MARKER = property_marker(Prop.WAIT)
+_CLUSTER_MARKER = property_marker(Prop.CLUSTER)
 # A single send whose property string holds one of these takes the parsed path.
 _SPECIAL_MARKERS = tuple(
     marker.decode() for marker in (_DELAY_MARKER, property_marker(Prop.TRAN_MSG))
@@ -110,9 +110,7 @@ class SendProcessor:
     def __init__(self, controller: CoreHost) -> None:
         self.controller = controller
         cfg = controller.config
-        self._region = cfg.region_id
-        self._trace_on = "true" if cfg.trace_on else "false"
-        self._extra = {"MSG_REGION": self._region, "TRACE_ON": self._trace_on}
+        self._extra = {"MSG_REGION": cfg.region_id, "TRACE_ON": "true" if cfg.trace_on else "false"}
 
     def handle(self, conn: Connection, cmd: RemotingCommand) -> SendAnswer:
         header_cls = (
@@ -153,8 +151,7 @@ class SendProcessor:
             msgId=",".join([r.msg_id for r in records]) if len(records) > 1 else first.msg_id,
             queueId=queue_id,
             queueOffset=first.queue_offset,
-            MSG_REGION=self._region,
-            TRACE_ON=self._trace_on,
+            **self._extra,
         ).to_ext()
         return cmd.make_response(code, _STORED_CODES[code], ext_fields=ext)
 
@@ -285,11 +282,9 @@ class SendProcessor:
         """A plain single message as a batch's message: its property bytes as sent, CLUSTER
         appended (read as the broker's, as in a batch)."""
         # The cluster name is live configuration: read per send, as the parsed path does.
-        cluster = (
-            f"{Prop.CLUSTER}{NAME_VALUE_SEPARATOR}{self.controller.config.broker_cluster_name}"
-        )
+        cluster = _CLUSTER_MARKER + self.controller.config.broker_cluster_name.encode()
         # Header text was decoded strictly, so it always encodes.
-        return cmd.body, _with_appended(text.encode(), cluster.encode()), header.flag
+        return cmd.body, _with_appended(text.encode(), cluster), header.flag
 
     @staticmethod
     def _born_host(conn: Connection) -> bytes:

@@ -93,10 +93,11 @@ class _Codec(NamedTuple):
 
 
 def _inline(parse: Callable[[str], Any], i: int) -> str:
-    """The parse of `raw` as an expression: int() with its range check in-line, the helper
-    (`_p<i>`) called only to raise its error for a number out of range."""
+    """The parse of `raw` as an expression: a number's int() with its range check in-line,
+    the helper (`_p<i>`) called only to raise its error for one out of range; a flag (rare,
+    optional) through its helper."""
     if parse is _parse_bool:
-        return 'raw.strip().lower() == "true"'
+        return f"_p{i}(raw)"
     low, high = (_INT_MIN, _INT_MAX) if parse is _parse_integer else (_LONG_MIN, _LONG_MAX)
     return f"n if {low} <= (n := int(raw)) <= {high} else _p{i}(raw)"
 
@@ -162,33 +163,28 @@ class Header:
 
     __slots__ = ()
     wire_names: ClassVar[dict[str, str]] = {}
-    # Each subclass's field specs and codec, built on first use.
-    _compiled: ClassVar[tuple[_Spec, ...]]
+    # Each subclass's codec, generated on first use.
     _codec: ClassVar[_Codec]
 
     @classmethod
-    def _compile(cls) -> tuple[_Spec, ...]:
-        specs = cls.__dict__.get("_compiled")
-        if specs is None:
-            hints = typing.get_type_hints(cls, include_extras=True)
-            specs = tuple(
-                _Spec(
-                    f.name,
-                    cls.wire_names.get(f.name, f.name),
-                    _parser_for(hints[f.name]),
-                    f.default is _MISSING and f.default_factory is _MISSING,
-                    f.default,
-                )
-                for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+    def _specs(cls) -> tuple[_Spec, ...]:
+        hints = typing.get_type_hints(cls, include_extras=True)
+        return tuple(
+            _Spec(
+                f.name,
+                cls.wire_names.get(f.name, f.name),
+                _parser_for(hints[f.name]),
+                f.default is _MISSING and f.default_factory is _MISSING,
+                f.default,
             )
-            cls._compiled = specs
-        return specs
+            for f in dataclasses.fields(cls)  # type: ignore[arg-type]
+        )
 
     @classmethod
     def _codec_of(cls) -> _Codec:
         codec = cls.__dict__.get("_codec")
         if codec is None:
-            codec = cls._codec = _compile_codec(cls, cls._compile())
+            codec = cls._codec = _compile_codec(cls, cls._specs())
         return codec
 
     @classmethod

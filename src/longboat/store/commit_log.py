@@ -124,9 +124,9 @@ class CommitLog:
     # ------------------------------------------------------------------ reading
 
     def read(self, offset: int, size: int) -> bytes | None:
-        if offset < self.chain.min_offset or offset + size > self.write_offset:
-            return None
-        return self.chain.read(offset, size)
+        """`size` bytes at `offset`, within one segment and below the log's end; None when
+        out of bounds or no longer mapped."""
+        return self.reader()(offset, size)
 
     def reader(self) -> Callable[[int, int], bytes | None]:
         """`read` for many records in a row, as a pull reads them: the segment is looked up
