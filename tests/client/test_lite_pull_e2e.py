@@ -170,11 +170,27 @@ async def test_buffers_stay_under_the_queue_and_total_thresholds(namesrv: str) -
         assert sorted(m.body for m in got) == [b"a"] * 60 + [b"b"] * 60
 
 
-async def test_queue_moved_by_a_rebalance_continues_after_what_was_polled(namesrv: str) -> None:
+async def two_queues_of_messages(namesrv: str) -> tuple[str, list[bytes]]:
+    """A new topic of two queues holding m0..m39, the even ones in queue 0, the odd in 1."""
     topic = await new_topic(namesrv, queues=2)
     bodies = [f"m{i}".encode() for i in range(40)]
     for q in (0, 1):
         await produce(namesrv, topic, bodies[q::2], queue_id=q)
+    return topic, bodies
+
+
+async def poll_both(a: LitePullConsumer, b: LitePullConsumer, count: int) -> list[MessageExt]:
+    """What two members poll, in turn, until `count` messages came (or 20 s passed)."""
+    got: list[MessageExt] = []
+    deadline = time.monotonic() + 20
+    while len(got) < count and time.monotonic() < deadline:
+        got += await a.poll(timeout=0.2)
+        got += await b.poll(timeout=0.2)
+    return got
+
+
+async def test_queue_moved_by_a_rebalance_continues_after_what_was_polled(namesrv: str) -> None:
+    topic, bodies = await two_queues_of_messages(namesrv)
     group = unique("g")
     a = lite(namesrv, group, rebalance_interval=1.0, pull_batch_size=5)
     a.subscribe(topic)
@@ -184,11 +200,7 @@ async def test_queue_moved_by_a_rebalance_continues_after_what_was_polled(namesr
     try:
         first = await poll_n(a, 10)
         await b.start()
-        got = list(first)
-        deadline = time.monotonic() + 20
-        while len(got) < 40 and time.monotonic() < deadline:
-            got += await a.poll(timeout=0.2)
-            got += await b.poll(timeout=0.2)
+        got = first + await poll_both(a, b, 40 - len(first))
         assert len(b.assignment()) == 1
         # The queue b took over was committed by a when dropped: nothing polled comes twice.
         assert sorted(m.body for m in got) == sorted(bodies)
@@ -203,10 +215,7 @@ async def test_a_queue_moves_only_after_its_old_owner_committed_and_let_go(
     """The old owner drops a queue only when it rebalances itself, which may be well after the
     new owner added it (NOTIFY_CONSUMER_IDS_CHANGED is one-way and may come late or never):
     the new owner must not read the queue's offset, nor poll it, before then."""
-    topic = await new_topic(namesrv, queues=2)
-    bodies = [f"m{i}".encode() for i in range(40)]
-    for q in (0, 1):
-        await produce(namesrv, topic, bodies[q::2], queue_id=q)
+    topic, bodies = await two_queues_of_messages(namesrv)
     group = unique("g")
     a = lite(namesrv, group, rebalance_interval=60.0, pull_batch_size=5)
     a.subscribe(topic)
@@ -225,10 +234,7 @@ async def test_a_queue_moves_only_after_its_old_owner_committed_and_let_go(
             assert await b.poll(timeout=0.1) == []  # a still owns the queue
         await a.rebalance()
         assert moved not in a.assignment()
-        deadline = time.monotonic() + 20
-        while len(got) < 40 and time.monotonic() < deadline:
-            got += await a.poll(timeout=0.2)
-            got += await b.poll(timeout=0.2)
+        got += await poll_both(a, b, 40 - len(got))
         assert sorted(m.body for m in got) == sorted(bodies)
     finally:
         await a.shutdown()
