@@ -214,7 +214,7 @@ def read_case(base: Path, msgs: list[MessageInner]) -> tuple[float, float, int]:
             offset, end = 0, store.max_offset("BenchTopic", q)
             while offset < end:
                 got = store.get_messages("BenchTopic", q, offset, PULL)
-                count += len(got.records)
+                count += len(got.queue_offsets)
                 offset = got.next_begin_offset
         pulled = time.perf_counter() - start
         seg = store._log.chain.segments[0].mm  # the floor reads the same map directly

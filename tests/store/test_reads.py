@@ -11,7 +11,7 @@ from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.tags import tags_code
 from longboat.store import GetStatus, MessageStore
 
-from .helpers import message, small_config
+from .helpers import log_records, message, small_config
 
 
 class FakeClock:
@@ -89,6 +89,79 @@ def test_batch_is_contiguous_and_in_order(store: MessageStore) -> None:
         assert a.commit_log_offset + a.size == b.commit_log_offset
     assert [r.queue_offset for r in result.records] == list(range(50))
     assert len({r.store_timestamp for r in result.records}) == 1
+
+
+def test_a_batch_is_read_as_one_piece_and_split_into_its_records(store: MessageStore) -> None:
+    store.put_messages([message(body=b"%d" % i) for i in range(40)])
+    got = store.get_messages("T", 0, 4, 32)
+    assert got.status is GetStatus.FOUND and len(got.parts) == 1
+    assert [decode_record(r).body for r in got.records] == [b"%d" % i for i in range(4, 36)]
+    assert got.body == b"".join(got.records) and got.sizes == [len(r) for r in got.records]
+    assert decode_records(got.body)[0].queue_offset == 4
+
+
+def test_runs_break_where_the_log_interleaves_queues_or_a_filter_skips(store: MessageStore) -> None:
+    for i in range(64):
+        store.put_message(message(queue_id=i % 2, body=b"%d" % i))
+    store.put_messages([message(body=b"b%d" % i, TAGS="B" if i == 3 else "A") for i in range(8)])
+    interleaved = store.get_messages("T", 0, 0, 32)
+    assert len(interleaved.parts) == 32  # no two records of queue 0 are adjacent in the log
+    assert [decode_record(r).body for r in interleaved.records] == [
+        b"%d" % i for i in range(0, 64, 2)
+    ]
+    want = tags_code("A")
+    filtered = store.get_messages("T", 0, 32, 32, tag_filter=lambda code: code == want)
+    assert len(filtered.parts) == 2  # the batch, cut where its B is skipped
+    assert [decode_record(r).body for r in filtered.records] == [
+        b"b%d" % i for i in range(8) if i != 3
+    ]
+    assert filtered.queue_offsets == [32, 33, 34, 36, 37, 38, 39]
+
+
+def test_runs_end_where_a_segment_does(store_dir: Path) -> None:
+    with MessageStore(small_config(store_dir, consume_queue_entries_per_file=1000)) as store:
+        for b in range(30):  # 30 batches of 10 x ~360 B: past the first 64 KiB segment
+            store.put_messages(
+                [message(body=b"%04d" % (b * 10 + i) + b"x" * 300) for i in range(10)]
+            )
+        bodies: list[bytes] = []
+        offset = 0
+        while offset < 300:
+            got = store.get_messages("T", 0, offset, 32)
+            assert got.status is GetStatus.FOUND
+            assert b"".join(got.parts) == got.body and len(got.body) == sum(got.sizes)
+            bodies += [decode_record(r).body[:4] for r in got.records]
+            offset = got.next_begin_offset
+        assert bodies == [b"%04d" % i for i in range(300)]
+        assert store.max_physical_offset > 64 * 1024
+
+
+def test_records_deleted_under_a_read_are_left_out_and_scanned_past(store_dir: Path) -> None:
+    with MessageStore(small_config(store_dir, consume_queue_entries_per_file=1000)) as store:
+        for b in range(30):
+            store.put_messages(
+                [message(body=b"%04d" % (b * 10 + i) + b"x" * 300) for i in range(10)]
+            )
+        first = store._log.chain.segments[0]
+        in_first = store.get_messages("T", 0, 0, 32).queue_offsets
+        across = sum(1 for m in log_records(store) if m.commit_log_offset < first.end) - 10
+        whole = store.get_messages("T", 0, across, 32)  # across the end of the first segment
+        first.close()  # what retention's delete does to a segment a read is about to use
+        gone = store.get_messages("T", 0, 0, 32)
+        assert (gone.status, gone.next_begin_offset, gone.parts) == (
+            GetStatus.MESSAGE_WAS_REMOVING,
+            32,
+            [],
+        )
+        assert in_first == list(range(32))
+        cut = store.get_messages("T", 0, across, 32)
+        kept = [o for o, r in zip(whole.queue_offsets, whole.records, strict=True)
+                if decode_record(r).commit_log_offset >= first.end]  # fmt: skip
+        assert cut.status is GetStatus.FOUND and len(kept) == 22
+        # The 10 gone entries count as scanned; the pull fills up from past them.
+        assert cut.queue_offsets == list(range(kept[0], kept[0] + 32))
+        assert cut.next_begin_offset == kept[0] + 32
+        assert [decode_record(r).queue_offset for r in cut.records] == cut.queue_offsets
 
 
 def test_transaction_halves_get_no_queue_entry(store: MessageStore) -> None:

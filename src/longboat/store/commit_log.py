@@ -131,7 +131,8 @@ class CommitLog:
     def reader(self) -> Callable[[int, int], bytes | None]:
         """`read` for many records in a row, as a pull reads them: the segment is looked up
         once while the records stay in it, and the log's bounds are taken once (records
-        appended meanwhile are read by the next pull)."""
+        appended meanwhile are read by the next pull).  A range may hold several records
+        back to back; none crosses a segment's end, where the end marker sits."""
         chain = self.chain
         low, high = chain.min_offset, self.write_offset
         read_segment: Callable[[int, int], bytes] | None = None
@@ -146,6 +147,8 @@ class CommitLog:
                 if segment is None:
                     return None
                 start, stop, read_segment = segment.start, segment.end, segment.read
+            if offset + size > stop:  # not records: every segment ends with its marker
+                return None
             try:
                 return read_segment(offset, size)
             except ValueError:  # closed under us by retention

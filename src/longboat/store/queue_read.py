@@ -62,40 +62,75 @@ def read_queue(
     per_file = cq.entries_per_file
     end = min(hi, (offset // per_file + 1) * per_file)
     result = GetResult(GetStatus.NO_MATCHED_MESSAGE, offset, lo, hi)
-    records = result.records
-    queue_offsets = result.queue_offsets
+    parts, sizes, queue_offsets = result.parts, result.sizes, result.queue_offsets
     total = 0
     removed = False
     o = offset
     full = False
     phys = -1
     read = log.reader()
+    # Entries accepted but not yet read: the run of records adjacent in the log from
+    # run_start to run_end, `run_count` of them, read as one range when the run breaks.
+    run_start = run_end = -1
+    run_count = 0
     while not full and o < end and scan_left > 0:
         raw = cq.read_entries(o, min(scan_left, end - o))
         if not raw:
             removed = True  # the queue's files went under us (retention)
             break
         for phys, size, tags_code in ENTRY.iter_unpack(raw):
-            if records and (len(records) >= want or total + size > max_bytes):
+            if sizes and (len(sizes) >= want or total + size > max_bytes):
                 full = True
                 break
             o += 1
             scan_left -= 1
             if size <= 0 or (tag_filter is not None and not tag_filter(tags_code)):
                 continue
-            record = read(phys, size)
-            if record is None:
-                removed = True
-                continue
-            if record_filter is not None and not record_filter(record):
-                continue
-            records.append(record)
+            if record_filter is not None:
+                record = read(phys, size)
+                if record is None:
+                    removed = True
+                    continue
+                if not record_filter(record):
+                    continue
+                parts.append(record)
+            elif phys == run_end:
+                run_end += size
+                run_count += 1
+            else:
+                if run_count and not _take_run(read, parts, run_start, run_end):
+                    removed = True
+                    total -= _drop_last(run_count, sizes, queue_offsets)
+                run_start, run_end, run_count = phys, phys + size, 1
+            sizes.append(size)
             queue_offsets.append(o - 1)
             total += size
+    if run_count and not _take_run(read, parts, run_start, run_end):
+        removed = True
+        _drop_last(run_count, sizes, queue_offsets)
     result.next_begin_offset = o
     result.last_physical_offset = phys
-    if records:
+    if sizes:
         result.status = GetStatus.FOUND
     elif removed:
         result.status = GetStatus.MESSAGE_WAS_REMOVING
     return result
+
+
+def _take_run(
+    read: Callable[[int, int], bytes | None], parts: list[bytes], start: int, end: int
+) -> bool:
+    """Read the records from `start` to `end` of the log as one piece; False when they are
+    gone (retention deleted their segment under the read)."""
+    piece = read(start, end - start)
+    if piece is None:
+        return False
+    parts.append(piece)
+    return True
+
+
+def _drop_last(count: int, sizes: list[int], queue_offsets: list[int]) -> int:
+    """Forget the last `count` accepted records (their run could not be read); their bytes."""
+    dropped = sum(sizes[-count:])
+    del sizes[-count:], queue_offsets[-count:]
+    return dropped

@@ -73,8 +73,12 @@ class GetResult:
     next_begin_offset: int
     min_offset: int
     max_offset: int
-    # Whole stored records, exactly the bytes a pull body carries, back to back.
-    records: list[bytes | memoryview] = field(default_factory=list)
+    # The returned records as stored, back to back: a pull body is exactly these bytes.  Held
+    # as one piece per run of records adjacent in the commit log (a batch lands as one run),
+    # so a pull copies a run out of the log once instead of once per record.
+    parts: list[bytes] = field(default_factory=list)
+    # Each returned record's size, in order (they split `parts` into records).
+    sizes: list[int] = field(default_factory=list)
     # Queue offsets of the returned records, in order.
     queue_offsets: list[int] = field(default_factory=list)
     # Commit-log offset of the last entry the read scanned (-1: none): how far behind the
@@ -82,9 +86,20 @@ class GetResult:
     last_physical_offset: int = -1
 
     @property
-    def message_count(self) -> int:
-        return len(self.records)
+    def body(self) -> bytes:
+        """The records back to back, as a pull answer carries them."""
+        parts = self.parts
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     @property
-    def total_bytes(self) -> int:
-        return sum(len(r) for r in self.records)
+    def records(self) -> list[bytes]:
+        """Each returned record on its own, for readers that handle them one by one."""
+        records: list[bytes] = []
+        sizes = iter(self.sizes)
+        for part in self.parts:
+            pos = 0
+            while pos < len(part):
+                size = next(sizes)
+                records.append(part[pos : pos + size])
+                pos += size
+        return records
