@@ -16,8 +16,9 @@ broker in one process, ASYNC_FLUSH, its defaults), each with a fresh store, and 
   one-at-a-time sync produce, batched produce (64 x 256 B, 4 in flight), a push consumer's
   drain of `--drain` messages, a fan-out of `--drain` messages to 4 groups, and the wake-up
   latency of a parked push consumer (send -> listener, p50/p99/p999); the servers' CPU time
-  around the batched produce and the drain gives broker CPU per message produced and per
-  message consumed;
+  around the batched produce, the drain and the fan-out gives broker CPU per message
+  produced, per message consumed and per fan-out delivery, and the load generator's own CPU
+  over the fan-out's consumption (it reports it) what the Java client spent per delivery;
 * Longboat's Python client (`longboat.bench.loadgen`) as a second load generator: batched
   produce, pulls of 32, and `--parked` pulls parked on one idle queue (broker CPU over 3 s and
   RSS growth, both brokers' processes measured the same way);
@@ -87,6 +88,8 @@ ROWS: tuple[tuple[str, str, str, tuple[str, float] | None], ...] = (
     ("idle_rss", "idle RSS", "MiB", ("<=", 0.1)),
     ("cpu_produce", "broker CPU per message produced (batched)", "us", None),
     ("cpu_consume", "broker CPU per message consumed (drain)", "us", None),
+    ("cpu_fanout", "broker CPU per fan-out delivery", "us", None),
+    ("client_cpu_fanout", "load generator CPU per fan-out delivery", "us", None),
     ("parked_cpu", "parked pulls: broker CPU (Python client)", "%", ("<=", 1.0)),
     ("parked_rss", "parked pulls: broker RSS growth", "MiB", None),
     ("py_batch", "batched produce, Python client", "msgs/s", None),
@@ -246,6 +249,7 @@ def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, fl
             by_case |= java_cases(system, running, sizes, run, "drain")
             drained = cpu_s(running.pids)
             by_case |= java_cases(system, running, sizes, run, "fanout")
+            fanned = cpu_s(running.pids)
             figures |= python_cases(running, running.pids[-1], sizes)
         finally:
             running.stop()
@@ -262,6 +266,10 @@ def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, fl
     # Not measurable when storing them cost less than that rate (a JVM warmed up by then):
     # the difference is then at or below zero.
     per_consumed = ((drained - produced) * 1e6 - per_produced * drain_n) / drain_n
+    # The fan-out case stores its messages the same way, then 4 groups take them all.
+    fill = by_case["fanout"]["messages"]
+    deliveries = fill * by_case["fanout"]["groups"]
+    per_delivery = ((fanned - drained) * 1e6 - per_produced * fill) / deliveries
     figures.update(
         single=by_case["single"]["msgsPerS"],
         batch=by_case["batch"]["msgsPerS"],
@@ -273,6 +281,8 @@ def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, fl
         wakeup_p999=by_case["wakeup"]["p999Us"],
         cpu_produce=per_produced,
         cpu_consume=per_consumed if per_consumed > 0 else None,
+        cpu_fanout=per_delivery if per_delivery > 0 else None,
+        client_cpu_fanout=by_case["fanout"]["clientCpuS"] * 1e6 / deliveries,
     )
     return figures
 
@@ -292,15 +302,16 @@ def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> di
 
 def summarize(runs: list[dict[str, dict[str, float | None]]]) -> dict[str, Any]:
     """Per row: each system's median, min and max, the median of the per-run ratios and the
-    target's verdict.  A figure a run could not measure (None) leaves that run out of the
-    row's ratio; a row no run measured for both has no ratio."""
+    target's verdict.  A figure a run could not measure (None, or absent from runs recorded
+    before the row existed) leaves that run out of the row's ratio; a row no run measured
+    for both has no ratio."""
     summary: dict[str, Any] = {}
     for key, _label, _unit, target in ROWS:
         ratios = [
             _ratio(ours, theirs)
             for r in runs
-            if (ours := r["longboat"][key]) is not None
-            and (theirs := r["rocketmq"][key]) is not None
+            if (ours := r["longboat"].get(key)) is not None
+            and (theirs := r["rocketmq"].get(key)) is not None
         ]
         ratio = statistics.median(ratios) if ratios else None
         met = None
@@ -309,7 +320,7 @@ def summarize(runs: list[dict[str, dict[str, float | None]]]) -> dict[str, Any]:
             met = ratio >= bound if op == ">=" else ratio <= bound
         cells: dict[str, Any] = {}
         for system in SYSTEMS:
-            values = [v for r in runs if (v := r[system][key]) is not None]
+            values = [v for r in runs if (v := r[system].get(key)) is not None]
             cells[system] = (
                 {"median": statistics.median(values), "min": min(values), "max": max(values)}
                 if values

@@ -43,8 +43,9 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
 
 
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
-    """A derived figure a run could not measure (None) is left out of the ratio, and a row
-    with no run measured for both systems has neither ratio nor verdict."""
+    """A derived figure a run could not measure (None, or absent from an older run) is left
+    out of the ratio, and a row with no run measured for both systems has neither ratio nor
+    verdict."""
     from bench import rocketmq_compare
 
     keys = [key for key, *_ in rocketmq_compare.ROWS]
@@ -64,3 +65,6 @@ def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     assert none["cpu_consume"]["rocketmq"] is None
     assert none["drain"]["ratio"] is None and none["drain"]["met"] is None
     rocketmq_compare.report({"settings": {}, "runs": [], "summary": none})  # prints
+    older = run(3.0, 2.0)  # recorded before a row existed: --replot still summarizes it
+    del older["longboat"]["cpu_fanout"], older["rocketmq"]["cpu_fanout"]
+    assert rocketmq_compare.summarize([older])["cpu_fanout"]["rocketmq"] is None

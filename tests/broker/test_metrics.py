@@ -12,13 +12,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from longboat.broker import BrokerConfig, BrokerController
-from longboat.broker.metrics import count_records
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
-from longboat.protocol.message import MessageExt, encode_message
+from longboat.protocol.message import MessageExt
 from longboat.store import MessageInner
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -153,9 +152,3 @@ def test_a_taken_port_fails_the_start_naming_the_setting(tmp_path) -> None:
         broker = BrokerController(config)
         with pytest.raises(OSError, match="metricsPort"):
             asyncio.run(broker.start())
-
-
-def test_count_records_walks_sizes() -> None:
-    records = [encode_message(MessageExt(topic="T", body=b"a" * n)) for n in (0, 5, 300)]
-    assert count_records(b"".join(records)) == 3
-    assert count_records(b"") == 0

@@ -33,10 +33,11 @@ def test_harness_measures_every_row_for_both_systems(java_peers: None) -> None:
     for system in rocketmq_compare.SYSTEMS:
         figures = run[system]
         assert set(figures) == {key for key, *_ in rocketmq_compare.ROWS}
-        # An idle broker's CPU may round to 0; nothing is negative.  The consumed-message CPU
-        # is derived and may not be measurable (None) at tiny sizes.
+        # An idle broker's CPU may round to 0; nothing is negative.  The consumed-message and
+        # fan-out delivery CPU are derived and may not be measurable (None) at tiny sizes.
         measured = {k: v for k, v in figures.items() if v is not None}
-        assert set(figures) - set(measured) <= {"cpu_consume"}, figures
+        assert set(figures) - set(measured) <= {"cpu_consume", "cpu_fanout"}, figures
+        assert figures["client_cpu_fanout"] > 0  # the Java client's own CPU, it reports
         assert all(math.isfinite(v) and v >= 0 for v in measured.values()), figures
         assert all(figures[k] > 0 for k in ("single", "batch", "syncflush", "drain", "fanout"))
         assert figures["wakeup_p50"] <= figures["wakeup_p99"] <= figures["wakeup_p999"]

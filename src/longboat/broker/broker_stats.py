@@ -12,8 +12,8 @@ and `clusterList` print it: versions, commit-log offsets and disk use, and the t
 
 Stored messages are counted from the store's arrival calls: each carries the queue's new end,
 so the count is the queue's growth (a batch is one call for many messages).  Pulled messages
-are counted by a router middleware on PULL_MESSAGE and a hold-service observer, as the metrics
-module counts them.  RocketMQ's thread-pool figures (queue sizes, head wait) are 0: Longboat
+are counted as pull answers are built (`controller.deliveries`), as the metrics module counts
+them.  RocketMQ's thread-pool figures (queue sizes, head wait) are 0: Longboat
 serves requests on its event loop, with no pool queue to wait in.
 
 GET_BROKER_CONFIG is every setting in broker.conf form (`key=value` lines), with the listen port
@@ -29,17 +29,14 @@ from collections.abc import Callable, Mapping
 from datetime import date
 from typing import TYPE_CHECKING
 
-from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
+from longboat.protocol import RemotingCommand, RequestCode, fastjson
 from longboat.protocol.bodies import DataVersion, encode_kv_table
 from longboat.protocol.codes import VERSION_4_9_8
 from longboat.protocol.headers import GetBrokerConfigResponseHeader
-from longboat.protocol.message import count_records
 from longboat.remoting import Connection
-from longboat.remoting.router import Handler, HandlerResult
 
 if TYPE_CHECKING:
     from longboat.broker.feature_host import CoreHost
-    from longboat.broker.hold import HeldPull
 
 BROKER_VERSION_DESC = "V4_9_8"
 SAMPLE_INTERVAL_S = 1.0
@@ -108,25 +105,9 @@ class BrokerStats:
         self.puts.total += max(0, new_max - self._queue_ends.get(key, 0))
         self._queue_ends[key] = new_max
 
-    def count_pulls(
-        self, conn: Connection, cmd: RemotingCommand, handler: Handler
-    ) -> HandlerResult:
-        """Router middleware on PULL_MESSAGE: count what a pull answered at once (a held one
-        is counted when the hold service answers it)."""
-        result = handler(conn, cmd)
-        if isinstance(result, RemotingCommand):
-            self._count_pull(result)
-        return result
-
-    def held_pull_answered(
-        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
-    ) -> None:
-        """Hold service observer."""
-        self._count_pull(response)
-
-    def _count_pull(self, response: RemotingCommand) -> None:
-        if response.code == ResponseCode.SUCCESS and response.body:
-            self.gets.total += count_records(response.body)
+    def delivered(self, topic: str, messages: int, size: int) -> None:
+        """Pull deliveries listener."""
+        self.gets.total += messages
 
     # ------------------------------------------------------------------ answering
 
@@ -196,8 +177,7 @@ def install(controller: CoreHost) -> None:
     router = controller.router
     router.register(RequestCode.GET_BROKER_RUNTIME_INFO, stats.runtime_info)
     router.register(RequestCode.GET_BROKER_CONFIG, stats.broker_config)
-    router.use(stats.count_pulls, codes=(RequestCode.PULL_MESSAGE,))
-    controller.hold.add_observer(stats)
+    controller.deliveries.add(stats.delivered)
     controller.add_arrival_listener(stats.on_arrival)
     controller.add_start_hook(stats.start)
     controller.add_periodic(SAMPLE_INTERVAL_S, stats.sample)

@@ -181,6 +181,7 @@ class BrokerController:
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
+        self.deliveries = pull.Deliveries()
         self._pending_durable = 0
         self.metrics: BrokerMetrics | None = None  # set at start when metricsPort > 0
         self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0
@@ -371,7 +372,9 @@ class BrokerController:
         self.hold = HoldService(
             self.store.max_offset,
             pull.HeldPullReader(
-                self.store, PullSuggestion(cfg, self.store, self.subscription_groups)
+                self.store,
+                PullSuggestion(cfg, self.store, self.subscription_groups),
+                self.deliveries,
             ),
             long_polling=cfg.long_polling_enable,
             short_polling_ms=cfg.short_polling_time_mills,

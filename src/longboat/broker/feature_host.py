@@ -38,6 +38,7 @@ from longboat.store.message_store import ArrivalListener
 
 if TYPE_CHECKING:
     from longboat.acl import AccessControl
+    from longboat.broker.pull import Deliveries
     from longboat.broker.transaction_service import TransactionService
 
 
@@ -112,6 +113,11 @@ class CoreHost(FeatureHost, Protocol):
     def consumers(self) -> ConsumerManager: ...
     @property
     def hold(self) -> HoldService: ...
+    @property
+    def deliveries(self) -> Deliveries:
+        """Hear what every pull answer delivers: `deliveries.add(listener)`."""
+        ...
+
     @property
     def broker_addr(self) -> str:
         """`host:port` this broker is reached at (the port it bound, not the configured 0)."""

@@ -5,9 +5,10 @@ Two kinds of figures, kept apart so the hot path stays cheap:
 * Events counted as they happen — messages and bytes in and out per topic, retries and DLQ
   arrivals per group, wake-up and flush latencies.  The counters are label children bound once
   per topic or group (a dict lookup and one `inc` per request, never a `labels()` call on the
-  hot path); sends and pulls are counted by a router middleware on their codes and a hold
-  service observer, so the send and pull modules know nothing of metrics, and the module
-  may be installed before or after them.
+  hot path); sends are counted by a router middleware on their codes, pulls by a listener
+  of the pull answers' deliveries (`controller.deliveries`, told the count the read already
+  knows), and wake-ups by a hold service observer, so the send and pull modules know
+  nothing of metrics, and the module may be installed before or after them.
 * State read at scrape time by a custom collector — held pulls, wake-ups and timeouts, dispatch
   lag, store size, and per-queue consumer lag and lag time for every group.  Nothing is
   maintained between scrapes, so a broker with thousands of queues pays only when scraped.
@@ -34,7 +35,6 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.message import count_records
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 from longboat.remoting import Connection, Handler, HandlerResult
 
@@ -150,31 +150,17 @@ class BrokerMetrics:
         self.messages_in.inc(topic, msg_id.count(",") + 1)
         self.bytes_in.inc(topic, len(cmd.body))
 
-    def count_pulls(
-        self, conn: Connection, cmd: RemotingCommand, handler: Handler
-    ) -> HandlerResult:
-        """Router middleware on PULL_MESSAGE: count what a pull answered at once (a held
-        one is counted when the hold service answers it)."""
-        result = handler(conn, cmd)
-        if isinstance(result, RemotingCommand):
-            self._count_pull(cmd, result)
-        return result
+    def delivered(self, topic: str, messages: int, size: int) -> None:
+        """Pull deliveries listener: what every pull answer carried, immediate or held."""
+        self.messages_out.inc(topic, messages)
+        self.bytes_out.inc(topic, size)
 
     def held_pull_answered(
         self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
     ) -> None:
-        """Hold service observer: what a held pull delivered, and how fast a woken one was."""
-        self._count_pull(held.request, response)
+        """Hold service observer: how fast a pull an arrival woke was answered."""
         if wake_latency_s is not None:
             self.wake_latency.observe(wake_latency_s)
-
-    def _count_pull(self, cmd: RemotingCommand, response: RemotingCommand) -> None:
-        body = response.body
-        if response.code != ResponseCode.SUCCESS or not body:
-            return
-        topic = cmd.ext_fields.get("topic", "")
-        self.messages_out.inc(topic, count_records(body))
-        self.bytes_out.inc(topic, len(body))
 
     def on_arrival(
         self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
@@ -294,11 +280,12 @@ def consumer_lag(ctl: CoreHost, now_s: float) -> Iterator[Metric]:
 
 
 def install(controller: CoreHost) -> BrokerMetrics:
-    """Count sends and pulls (router middleware, hold observer), hear retry/DLQ arrivals and
-    flushes, and serve the endpoint while the broker runs; the metrics, for the host."""
+    """Count sends and pulls (router middleware, deliveries listener, hold observer), hear
+    retry/DLQ arrivals and flushes, and serve the endpoint while the broker runs; the
+    metrics, for the host."""
     metrics = BrokerMetrics(controller)
     controller.router.use(metrics.count_sends, codes=_SEND_CODES)
-    controller.router.use(metrics.count_pulls, codes=(RequestCode.PULL_MESSAGE,))
+    controller.deliveries.add(metrics.delivered)
     controller.hold.add_observer(metrics)
     controller.store.observe_flushes(metrics.flush_latency.observe)
     controller.add_arrival_listener(metrics.on_arrival)

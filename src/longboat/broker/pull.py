@@ -24,11 +24,14 @@ slave changes in it, is `pull_suggest`'s rule: a slave serves pulls but stores n
 pull carries, and turns PULL_OFFSET_MOVED into PULL_RETRY_IMMEDIATELY at the requested offset.
 
 A held pull is answered by re-running its read without suspend: `HeldPullReader` is the
-answerer the composition root gives the hold service, which writes the answer itself.
+answerer the composition root gives the hold service, which writes the answer itself.  Every
+answer that carries records, immediate or held, is told to the `Deliveries` listeners
+(statistics, metrics) as it is built.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from longboat.broker.hold import HeldPull
@@ -55,6 +58,26 @@ _CODES: dict[GetStatus, int] = {
 }
 
 
+# `listener(topic, messages, bytes)`: what one pull answer delivers.
+DeliveryListener = Callable[[str, int, int], None]
+
+
+class Deliveries:
+    """Who hears what pull answers deliver (statistics, metrics), told as each answer with
+    records is built, immediate or held: the count comes from the read, so nobody walks the
+    body again to learn it."""
+
+    def __init__(self) -> None:
+        self._listeners: list[DeliveryListener] = []
+
+    def add(self, listener: DeliveryListener) -> None:
+        self._listeners.append(listener)
+
+    def delivered(self, topic: str, messages: int, size: int) -> None:
+        for listener in self._listeners:
+            listener(topic, messages, size)
+
+
 class PullRefused(Exception):
     def __init__(self, code: int, remark: str) -> None:
         super().__init__(remark)
@@ -68,6 +91,7 @@ class PullProcessor:
         self.suggestion = PullSuggestion(
             controller.config, controller.store, controller.subscription_groups
         )
+        self.deliveries = controller.deliveries
 
     def handle(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand | None:
         header = PullMessageRequestHeader.from_ext(cmd.ext_fields)
@@ -110,7 +134,7 @@ class PullProcessor:
             header.suspendTimeoutMillis,
         ):
             return None
-        return _answer(cmd, header, got, code, self.suggestion)
+        return _answer(cmd, header, got, code, self.suggestion, self.deliveries)
 
     # ------------------------------------------------------------------ internals
 
@@ -187,6 +211,7 @@ def _answer(
     got: GetResult,
     code: int,
     suggestion: PullSuggestion,
+    deliveries: Deliveries,
 ) -> RemotingCommand:
     code, suggested = suggestion.answer(header.consumerGroup, got, code)
     next_begin = got.next_begin_offset
@@ -198,22 +223,27 @@ def _answer(
         minOffset=got.min_offset,
         maxOffset=got.max_offset,
     ).to_ext()
-    body = b"".join(got.records) if got.records else b""
+    body = got.body
+    if body:
+        deliveries.delivered(header.topic, len(got.sizes), len(body))
     return cmd.make_response(code, got.status.value, ext_fields=ext, body=body)
 
 
 class HeldPullReader:
     """The hold service's answerer: re-runs a released pull without suspend."""
 
-    def __init__(self, store: MessageStore, suggestion: PullSuggestion) -> None:
+    def __init__(
+        self, store: MessageStore, suggestion: PullSuggestion, deliveries: Deliveries
+    ) -> None:
         self.store = store
         self.suggestion = suggestion
+        self.deliveries = deliveries
 
     def __call__(self, held: HeldPull) -> RemotingCommand:
         header: PullMessageRequestHeader = held.header
         got = _read(self.store, header, held.filter)
         code = _answer_code(got, header.queueOffset)
-        return _answer(held.request, header, got, code, self.suggestion)
+        return _answer(held.request, header, got, code, self.suggestion, self.deliveries)
 
 
 def install(controller: CoreHost) -> None:

@@ -422,20 +422,6 @@ def record_size_at(data: bytes | memoryview, pos: int) -> int:
     return size
 
 
-def count_records(body: bytes | memoryview) -> int:
-    """How many stored records a pull body carries (each starts with its total size)."""
-    count = pos = 0
-    end = len(body)
-    unpack = _I32.unpack_from
-    while pos + 4 <= end:
-        (size,) = unpack(body, pos)
-        if size <= 0:
-            break
-        pos += size
-        count += 1
-    return count
-
-
 def decode_records(
     data: bytes | bytearray | memoryview, *, decompress: bool = False
 ) -> list[MessageExt]:

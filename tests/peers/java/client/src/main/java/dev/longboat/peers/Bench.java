@@ -1,5 +1,6 @@
 package dev.longboat.peers;
 
+import java.lang.management.ManagementFactory;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -217,6 +218,7 @@ public final class Bench {
         int batches = (count + BATCH - 1) / BATCH;
         batch(producer, topic, body, batches, 4, label + "-fill");
         int total = batches * BATCH;
+        long cpuBefore = processCpuNanos();
         CountDownLatch all = new CountDownLatch(total * groups);
         AtomicLong first = new AtomicLong();
         List<DefaultMQPushConsumer> consumers = new ArrayList<>();
@@ -237,11 +239,18 @@ public final class Bench {
         }
         all.await();
         double seconds = (System.nanoTime() - first.get()) / 1e9;
+        double clientCpuS = (processCpuNanos() - cpuBefore) / 1e9;
         for (DefaultMQPushConsumer consumer : consumers) {
             consumer.shutdown();
         }
         Peer.emit("figures", Peer.fields("case", label, "messages", total, "groups", groups,
-                "msgsPerS", total * groups / seconds));
+                "msgsPerS", total * groups / seconds, "clientCpuS", clientCpuS));
+    }
+
+    /** CPU time of this whole JVM (every thread), in nanoseconds. */
+    private static long processCpuNanos() {
+        return ((com.sun.management.OperatingSystemMXBean)
+                ManagementFactory.getOperatingSystemMXBean()).getProcessCpuTime();
     }
 
     /** `producers` threads, each sending one message at a time (sync), `count` in all. */
