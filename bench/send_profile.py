@@ -91,12 +91,18 @@ class _FloorProtocol(asyncio.Protocol):
 _PREFIX = struct.Struct(">iI")
 
 
-async def _cpu_per_send(send: Callable[[], Awaitable[None]], sends: int) -> tuple[float, float]:
-    """(user µs, system µs) this process spends per send while `send()` runs."""
+async def cpu_per_request(
+    send: Callable[[], Awaitable[None]], requests: int
+) -> tuple[float, float]:
+    """(user µs, system µs) this process spends per request while `send()` runs (a child
+    process's own CPU is not this process's)."""
     before = os.times()
     await send()
     after = os.times()
-    return (after.user - before.user) / sends * 1e6, (after.system - before.system) / sends * 1e6
+    return (
+        (after.user - before.user) / requests * 1e6,
+        (after.system - before.system) / requests * 1e6,
+    )
 
 
 async def profile(sends: int, runs: int, top: int) -> None:
@@ -110,9 +116,9 @@ async def profile(sends: int, runs: int, top: int) -> None:
             await _run_sender(addr, 500)  # topic creation, warm caches
             rows = []
             for _ in range(runs):
-                floor_cpu = await _cpu_per_send(lambda: _run_sender(floor_addr, sends), sends)
+                floor_cpu = await cpu_per_request(lambda: _run_sender(floor_addr, sends), sends)
                 t0 = time.perf_counter()
-                broker_cpu = await _cpu_per_send(lambda: _run_sender(addr, sends), sends)
+                broker_cpu = await cpu_per_request(lambda: _run_sender(addr, sends), sends)
                 rows.append((sends / (time.perf_counter() - t0), *broker_cpu, *floor_cpu))
             print(f"{sends} sends one at a time, {runs} run(s), medians:")
             rate, user, system, floor_user, floor_system = (

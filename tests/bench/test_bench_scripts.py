@@ -27,6 +27,15 @@ def _run(*args: str) -> str:
 
 
 @pytest.mark.timeout(300)
+def test_pull_profile_prints_cpu_and_calls_per_pull() -> None:
+    out = _run("bench.pull_profile", "--messages", "640", "--runs", "2", "--top", "5")
+    assert re.search(r"broker CPU per pull: [\d.]+ us user \+ [\d.]+ us system", out)
+    assert re.search(r"Python floor CPU per pull: [\d.]+ us user \+ [\d.]+ us system", out)
+    assert re.search(r"broker / floor, CPU per pull \(runs' median\): [\d.]+x", out)
+    assert re.search(r"under cProfile: \d+ Python calls per pull", out)
+
+
+@pytest.mark.timeout(300)
 def test_send_profile_prints_cpu_and_calls_per_send() -> None:
     out = _run("bench.send_profile", "--sends", "200", "--runs", "2", "--top", "5")
     assert re.search(r"broker CPU per send: [\d.]+ us user \+ [\d.]+ us system", out)
