@@ -406,7 +406,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_xscale("log")
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xlabel("Longboat / RocketMQ (median of the runs; dashed: the target)")
-    ax.set_title("Longboat against Apache RocketMQ 4.9, same load generator, same run")
+    fig.suptitle("Longboat against Apache RocketMQ 4.9, same load generator, same run")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
