@@ -52,6 +52,7 @@ from longboat.broker import (
 from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import reroute_delayed
+from longboat.broker.deliveries import Deliveries
 from longboat.broker.feature_host import CoreHost
 from longboat.broker.ha.master import HAMaster
 from longboat.broker.ha.slave import HASlave
@@ -181,7 +182,7 @@ class BrokerController:
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
-        self.deliveries = pull.Deliveries()
+        self.deliveries = Deliveries()
         self._pending_durable = 0
         self.metrics: BrokerMetrics | None = None  # set at start when metricsPort > 0
         self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0

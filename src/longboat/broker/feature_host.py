@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
 from longboat.broker.delay_levels import DelayLevels
+from longboat.broker.deliveries import Deliveries
 from longboat.broker.hold import HoldService
 from longboat.broker.producers import ProducerTable
 from longboat.broker.subscription_groups import SubscriptionGroupTable
@@ -38,7 +39,6 @@ from longboat.store.message_store import ArrivalListener
 
 if TYPE_CHECKING:
     from longboat.acl import AccessControl
-    from longboat.broker.pull import Deliveries
     from longboat.broker.transaction_service import TransactionService
 
 

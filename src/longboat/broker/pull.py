@@ -25,15 +25,15 @@ pull carries, and turns PULL_OFFSET_MOVED into PULL_RETRY_IMMEDIATELY at the req
 
 A held pull is answered by re-running its read without suspend: `HeldPullReader` is the
 answerer the composition root gives the hold service, which writes the answer itself.  Every
-answer that carries records, immediate or held, is told to the `Deliveries` listeners
+answer that carries records, immediate or held, is told to the `deliveries` listeners
 (statistics, metrics) as it is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from longboat.broker.deliveries import Deliveries
 from longboat.broker.hold import HeldPull
 from longboat.broker.message_filter import FilterRefused, MessageFilter, message_filter
 from longboat.broker.pull_suggest import PullSuggestion
@@ -56,26 +56,6 @@ _CODES: dict[GetStatus, int] = {
     GetStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
     GetStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
 }
-
-
-# `listener(topic, messages, bytes)`: what one pull answer delivers.
-DeliveryListener = Callable[[str, int, int], None]
-
-
-class Deliveries:
-    """Who hears what pull answers deliver (statistics, metrics), told as each answer with
-    records is built, immediate or held: the count comes from the read, so nobody walks the
-    body again to learn it."""
-
-    def __init__(self) -> None:
-        self._listeners: list[DeliveryListener] = []
-
-    def add(self, listener: DeliveryListener) -> None:
-        self._listeners.append(listener)
-
-    def delivered(self, topic: str, messages: int, size: int) -> None:
-        for listener in self._listeners:
-            listener(topic, messages, size)
 
 
 class PullRefused(Exception):
