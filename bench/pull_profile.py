@@ -174,8 +174,8 @@ async def profile(per_queue: int, runs: int, top: int) -> None:
     ratios = [(b_u + b_s) / max(f_u + f_s, 1e-9) for _, b_u, b_s, f_u, f_s in rows]
     print(f"broker: {rate:,.0f} msgs/s")
     print(f"broker CPU per pull: {user:.1f} us user + {system:.1f} us system")
-    print(f"Python floor CPU per pull: {floor_user:.1f} us user + {floor_system:.1f} us system")
-    print(f"broker / floor, CPU per pull (runs' median): {statistics.median(ratios):.2f}x")
+    print(f"Python floor CPU per request: {floor_user:.1f} us user + {floor_system:.1f} us system")
+    print(f"broker / floor, CPU per request (runs' median): {statistics.median(ratios):.2f}x")
     stats = pstats.Stats(profiler)
     print(f"\nunder cProfile: {stats.total_calls / pulls:.0f} Python calls per pull")  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(top)

@@ -27,21 +27,19 @@ def _run(*args: str) -> str:
 
 
 @pytest.mark.timeout(300)
-def test_pull_profile_prints_cpu_and_calls_per_pull() -> None:
-    out = _run("bench.pull_profile", "--messages", "640", "--runs", "2", "--top", "5")
-    assert re.search(r"broker CPU per pull: [\d.]+ us user \+ [\d.]+ us system", out)
-    assert re.search(r"Python floor CPU per pull: [\d.]+ us user \+ [\d.]+ us system", out)
-    assert re.search(r"broker / floor, CPU per pull \(runs' median\): [\d.]+x", out)
-    assert re.search(r"under cProfile: \d+ Python calls per pull", out)
-
-
-@pytest.mark.timeout(300)
-def test_send_profile_prints_cpu_and_calls_per_send() -> None:
-    out = _run("bench.send_profile", "--sends", "200", "--runs", "2", "--top", "5")
-    assert re.search(r"broker CPU per send: [\d.]+ us user \+ [\d.]+ us system", out)
+@pytest.mark.parametrize(
+    ("script", "kind", "sizes"),
+    [("bench.send_profile", "send", ("--sends", "200")),
+     ("bench.pull_profile", "pull", ("--messages", "640"))],
+)  # fmt: skip
+def test_request_profiles_print_cpu_per_request_and_calls(
+    script: str, kind: str, sizes: tuple[str, ...]
+) -> None:
+    out = _run(script, *sizes, "--runs", "2", "--top", "5")
+    assert re.search(rf"broker CPU per {kind}: [\d.]+ us user \+ [\d.]+ us system", out)
     assert re.search(r"Python floor CPU per request: [\d.]+ us user \+ [\d.]+ us system", out)
     assert re.search(r"broker / floor, CPU per request \(runs' median\): [\d.]+x", out)
-    assert re.search(r"under cProfile: \d+ Python calls per send", out)
+    assert re.search(rf"under cProfile: \d+ Python calls per {kind}", out)
 
 
 @pytest.mark.timeout(300)
