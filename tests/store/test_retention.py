@@ -35,12 +35,16 @@ class Disk:
 
 
 def open_store(root: Path, clock: Clock, disk: Disk) -> MessageStore:
+    """A store whose retention runs only when a test calls `delete_expired`: the maintenance
+    thread's own round (every 10 s by default) would delete under a test's reads on a slow
+    host once the fake disk says it is nearly full."""
     cfg = small_config(
         root,
         commit_log_segment_size=4096,
         consume_queue_entries_per_file=16,
         index_max_entries=64,
         delete_when=time.localtime(DELETE_AT).tm_hour,
+        retention_check_interval_ms=24 * 3_600_000,
     )
     store = MessageStore(cfg, clock=clock, disk_usage=disk)
     store.open()
