@@ -87,9 +87,9 @@ class GetResult:
 
     @property
     def body(self) -> bytes:
-        """The records back to back, as a pull answer carries them."""
-        parts = self.parts
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        """The records back to back, as a pull answer carries them (one piece is returned
+        as it is: joining a single bytes object copies nothing)."""
+        return b"".join(self.parts)
 
     @property
     def records(self) -> list[bytes]:
