@@ -76,9 +76,12 @@ def read_queue(
     full = False
     phys = -1
     read = log.reader()
-    if tag_filter is None and record_filter is None:
-        raw = cq.read_entries(o, min(want, end - o))
-        run = _one_run(raw, max_bytes) if raw else None
+    # With no filter, the first read takes only the entries the pull may return: when they
+    # are one run, that is the whole read; else the loop goes on from them.
+    unfiltered = tag_filter is None and record_filter is None
+    raw = cq.read_entries(o, min(want if unfiltered else scan_left, end - o))
+    if unfiltered and raw:
+        run = _one_run(raw, max_bytes)
         piece = None if run is None else read(run[0], run[1])
         if run is not None and piece is not None:
             count = len(run[2])
@@ -93,8 +96,7 @@ def read_queue(
     # run_start to run_end, `run_count` of them, read as one range when the run breaks.
     run_start = run_end = -1
     run_count = 0
-    while not full and o < end and scan_left > 0:
-        raw = cq.read_entries(o, min(scan_left, end - o))
+    while True:
         if not raw:
             removed = True  # the queue's files went under us (retention)
             break
@@ -125,6 +127,9 @@ def read_queue(
             sizes.append(size)
             queue_offsets.append(o - 1)
             total += size
+        if full or o >= end or scan_left <= 0:
+            break
+        raw = cq.read_entries(o, min(scan_left, end - o))
     if run_count and not _take_run(read, parts, run_start, run_end):
         removed = True
         _drop_last(run_count, sizes, queue_offsets)
