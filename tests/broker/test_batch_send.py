@@ -39,6 +39,12 @@ def stored_properties(cluster: Cluster, msg_id: str) -> bytes:
     return record[at + 2 :]
 
 
+def indexed(cluster: Cluster, key: str) -> list[bytes]:
+    """The records of TOPIC the broker's key index finds under `key` (stored this minute)."""
+    now = int(time.time() * 1000)
+    return cluster.broker.store.query_by_key(TOPIC, key, 4, now - 60_000, now + 60_000)
+
+
 async def test_batched_properties_are_stored_as_sent_with_the_cluster_appended(
     loopback_cluster: Callable[..., Cluster],
 ) -> None:
@@ -73,12 +79,10 @@ async def test_batched_properties_are_stored_as_sent_with_the_cluster_appended(
         )
         assert [m.body for m in tagged] == [b"plain", b"java"]
 
-        now = int(time.time() * 1000)
-        store = cluster.broker.store
         for key, body in [("order-2", b"plain"), ("U-2", b"trailing"), ("U-4", b"java")]:
-            found = store.query_by_key(TOPIC, key, 4, now - 60_000, now + 60_000)
+            found = indexed(cluster, key)
             assert len(found) == 1 and body in found[0], key
-        assert store.query_by_key(TOPIC, "no", 4, now - 60_000, now + 60_000) == []
+        assert indexed(cluster, "no") == []
 
         # The header's properties are the batch's: appended to each message, they win.
         header = send_header(TOPIC, 1, {"TAGS": "TagB"}, batch=True)

@@ -6,14 +6,13 @@ from the bytes for the consume queue and the key index.  A send the broker must 
 from __future__ import annotations
 
 import dataclasses
-import time
 from collections.abc import Callable
 
 from conftest import Cluster
 from longboat.protocol import RequestCode
 from longboat.protocol.topic_names import SCHEDULE_TOPIC, TRANS_HALF_TOPIC
 
-from .test_batch_send import stored_properties
+from .test_batch_send import indexed, stored_properties
 from .wire import Wire, records, send_header, sent
 
 TOPIC = "BatchProps"  # `stored_properties` reads records of this topic
@@ -56,10 +55,8 @@ async def test_plain_sends_keep_their_property_bytes_with_the_cluster_appended(
         tagged = records(await w.pull(TOPIC, 0, 0, subscription="TagA"))
         assert [m.body for m in tagged] == [b"java", b"spoof", b"text"]
 
-        now = int(time.time() * 1000)
-        store = cluster.broker.store
         for key, body in [("U-1", b"java"), ("order-2", b"keys"), ("U-2", b"keys")]:
-            found = store.query_by_key(TOPIC, key, 4, now - 60_000, now + 60_000)
+            found = indexed(cluster, key)
             assert len(found) == 1 and body in found[0], key
     finally:
         await w.close()
