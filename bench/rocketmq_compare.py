@@ -336,6 +336,16 @@ def summarize(runs: list[dict[str, dict[str, float | None]]]) -> dict[str, Any]:
     return summary
 
 
+def ratio_label(row: dict[str, Any], runs: int) -> str:
+    """A row's ratio as printed and drawn, saying how many runs it rests on when some could
+    not measure it (a derived CPU figure can be missing, see `summarize`)."""
+    if row["ratio"] is None:
+        return "-"
+    label = f"{row['ratio']:.2f}x"
+    measured = len(row["ratios"])
+    return label if measured >= runs else f"{label} ({measured} of {runs} runs)"
+
+
 def _ratio(ours: float, theirs: float) -> float:
     """Longboat / RocketMQ; a RocketMQ figure of 0 (an idle broker's CPU) counts as 0.01."""
     return ours / max(theirs, 0.01)
@@ -359,6 +369,7 @@ def settings(sizes: argparse.Namespace) -> dict[str, Any]:
 
 
 def report(result: dict[str, Any]) -> None:
+    runs = len(result["runs"])
     for name, value in result["settings"].items():
         print(f"{name}: {value}")
     print()
@@ -375,10 +386,9 @@ def report(result: dict[str, Any]) -> None:
             return f"{f['median']:,.{digits}f} ({f['min']:,.{digits}f}-{f['max']:,.{digits}f})"
 
         verdict = "" if row["met"] is None else ("met" if row["met"] else "missed")
-        ratio = "-" if row["ratio"] is None else f"{row['ratio']:.2f}x"
         print(
             f"{label + ' ' + unit:44} {cell('longboat'):>20} {cell('rocketmq'):>20} "
-            f"{ratio:>7}  {row['target'] or '-'} {verdict}"
+            f"{ratio_label(row, runs):>7}  {row['target'] or '-'} {verdict}"
         )
     print("\ncells: median (min-max) over the runs; LB/RMQ: median of the per-run ratios")
 
@@ -389,6 +399,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     from longboat.bench.plot import pyplot
 
     plt = pyplot()
+    runs = len(result["runs"])
     rows = [
         (label, unit, result["summary"][key])
         for key, label, unit, _ in ROWS
@@ -399,11 +410,13 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ratio = max(row["ratio"], 1e-3)
         colour = {True: "tab:green", False: "tab:red", None: "tab:gray"}[row["met"]]
         ax.barh(i, ratio, color=colour)
-        ax.text(ratio * 1.05, i, f"{row['ratio']:.2f}x", va="center", fontsize=8)
+        ax.text(ratio * 1.05, i, ratio_label(row, runs), va="center", fontsize=8)
         if row["target"]:
             ax.plot([float(row["target"].split()[1])] * 2, [i - 0.4, i + 0.4], "k--", lw=1)
     ax.set_yticks(range(len(rows)), [f"{label} ({unit})" for label, unit, _ in reversed(rows)])
     ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    ax.set_xlim(low, high * 10)  # room for the labels right of the longest bar
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xlabel("Longboat / RocketMQ (median of the runs; dashed: the target)")
     fig.suptitle("Longboat against Apache RocketMQ 4.9, same load generator, same run")

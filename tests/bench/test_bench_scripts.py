@@ -51,8 +51,8 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
 
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     """A derived figure a run could not measure (None, or absent from an older run) is left
-    out of the ratio, and a row with no run measured for both systems has neither ratio nor
-    verdict."""
+    out of the ratio, which then says how many runs it rests on, and a row with no run
+    measured for both systems has neither ratio nor verdict."""
     from bench import rocketmq_compare
 
     keys = [key for key, *_ in rocketmq_compare.ROWS]
@@ -67,6 +67,8 @@ def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     summary = rocketmq_compare.summarize([run(8.0, None), run(6.0, None), run(3.0, 2.0)])
     assert summary["cpu_consume"]["rocketmq"] == {"median": 2.0, "min": 2.0, "max": 2.0}
     assert summary["cpu_consume"]["ratios"] == [1.5]
+    assert rocketmq_compare.ratio_label(summary["cpu_consume"], 3) == "1.50x (1 of 3 runs)"
+    assert rocketmq_compare.ratio_label(summary["batch"], 3) == "0.50x"
     assert summary["batch"]["ratio"] == 0.5 and summary["batch"]["met"] is False
     none = rocketmq_compare.summarize([run(8.0, None)])
     assert none["cpu_consume"]["rocketmq"] is None
