@@ -90,17 +90,22 @@ bench-rocketmq: $(STAMP) java-peers
 up: $(STAMP)
 	$(VENV)/bin/longboat up
 
+# Two pytest workers: most tests wait on sockets and timers, so two share two cores well; the
+# tests sharing a SparkSession or the RocketMQ cluster stay on one worker (tests/conftest.py).
+# PYTEST_WORKERS= runs the suite in one process.
+PYTEST_WORKERS ?= -n 2 --dist loadgroup
+
 ## Install everything (Python extras, the Node and Java test peers) and run the whole suite.
 test: $(STAMP) node-peers java-peers peer-servers browser
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo
-	$(PY) -m pytest
+	$(PY) -m pytest $(PYTEST_WORKERS)
 
 ## The inner loop: lint and the suite without Spark, the JVM, Node, the browser or the slow tests.
 test-quick: $(STAMP)
 	$(VENV)/bin/ruff check .
-	$(PY) -m pytest -q -m "not spark and not java and not node and not browser and not slow"
+	$(PY) -m pytest -q $(PYTEST_WORKERS) -m "not spark and not java and not node and not browser and not slow"
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -23,6 +23,10 @@ also reach into the broker's state (its store, tables and `put_message`) between
 per session; see `peers.rocketmq`), and `java_peers` the guard every test running a Java peer
 program requests: it skips with the reason when LONGBOAT_SKIP_JAVA=1 and fails, saying what to
 run, when `make java-peers` has not built them.
+
+`make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`); the tests that use
+the RocketMQ cluster, and those that use the SparkSession, each stay on one worker, so a run
+starts each of them once (`pytest_collection_modifyitems` below).
 """
 
 from __future__ import annotations
@@ -198,6 +202,19 @@ async def loopback_broker(
     yield make
     for server in reversed(started):
         await server.stop()
+
+
+# Session fixtures that start something heavy: the tests using one run on one xdist worker.
+_ONE_WORKER_FIXTURES = ("rocketmq_cluster", "spark")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        for name in _ONE_WORKER_FIXTURES:
+            if name in fixtures:
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
 
 
 @pytest.fixture(scope="session")
