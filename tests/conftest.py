@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import threading
 import time
@@ -43,6 +44,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from rich.logging import RichHandler
 
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.namesrv import NameServer
@@ -215,6 +217,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if name in fixtures:
                 item.add_marker(pytest.mark.xdist_group(name))
                 break
+
+
+@pytest.fixture(autouse=True)
+def _cli_logging_undone() -> Iterator[None]:
+    """A CLI command run in-process configures the root logger (a Rich handler on stderr, at
+    DEBUG with --verbose); later tests on the same worker, and the libraries they drive (py4j
+    logs every command at DEBUG), must not log through it."""
+    root = logging.getLogger()
+    before, level = set(root.handlers), root.level
+    yield
+    for handler in set(root.handlers) - before:
+        if isinstance(handler, RichHandler):
+            root.removeHandler(handler)
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")
