@@ -23,8 +23,6 @@ from longboat.client.message import Message
 from longboat.client.sync import Admin, Producer
 from spark.spark_session import build_session
 
-pytestmark = pytest.mark.spark
-
 
 @dataclass
 class SparkCluster:
