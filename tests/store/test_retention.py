@@ -116,6 +116,24 @@ def test_expired_segments_go_at_delete_when_and_readers_see_the_new_minimum(
         store.close()
 
 
+def test_the_maintenance_thread_waits_one_interval_before_its_first_retention_round(
+    store_dir: Path,
+) -> None:
+    """With every segment deletable (the fake disk over the forcible ratio) the thread still
+    deletes nothing before `retention_check_interval_ms` has passed: its checkpoint rounds
+    (every 50 ms here) do not bring the first retention round forward."""
+    clock, disk = Clock(), Disk()
+    store = open_store(store_dir, clock, disk)
+    try:
+        fill(store, 200, b"a")
+        disk.ratio = 0.88
+        before = store.min_physical_offset
+        time.sleep(0.5)  # ten checkpoint rounds
+        assert store.min_physical_offset == before
+    finally:
+        store.close()
+
+
 def _mins(store: MessageStore) -> list[int]:
     return [store.min_offset("T", q) for q in (0, 1)]
 

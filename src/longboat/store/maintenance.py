@@ -129,7 +129,11 @@ class StoreMaintenance:
     def _run(self) -> None:
         cfg = self.config
         tick = cfg.checkpoint_interval_ms / 1000
-        next_retention = next_offsets = time.monotonic()
+        started = time.monotonic()
+        # The first retention round one interval after start, as every later one: a store
+        # opened with a long interval (a test owning retention) sees none before it.
+        next_retention = started + cfg.retention_check_interval_ms / 1000
+        next_offsets = started
         while not self._stop.wait(tick):
             try:
                 self.checkpoint()
