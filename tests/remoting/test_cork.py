@@ -50,12 +50,9 @@ def served(body: bytes = b"") -> tuple[RemotingProtocol, RecordingTransport]:
 
 
 def answers(written: bytes) -> list[RemotingCommand]:
-    decoder = FrameDecoder(16 * 1024 * 1024)
+    decoder = FrameDecoder()
     decoder.feed(written)
-    out = []
-    while (cmd := decoder.next_command()) is not None:
-        out.append(cmd)
-    return out
+    return decoder.commands()
 
 
 def requests(count: int) -> bytes:
