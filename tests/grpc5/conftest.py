@@ -5,12 +5,19 @@ it.  Each test uses its own topics and groups.
 The client finds its local IP by `connect()`ing a UDP socket towards a public address (no
 packet is sent, but it needs a route); the cache it keeps is pre-filled with 127.0.0.1 so
 nothing here depends on the machine's network.
+
+The client also starts its telemetry stream through grpc.aio on whichever thread handled the
+first route answer, and grpc.aio asks that thread for its event loop. When that is the test's
+own thread and an earlier `asyncio.run` in the same worker left it with none, the first send
+fails with "failed to fetch topic route"; `_caller_has_an_event_loop` gives it one.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -93,6 +100,30 @@ def start_grpc5(data_dir: Path, **options: Any) -> Cluster:
     }
     settings.update(options)
     return start_cluster(data_dir, **settings)
+
+
+def _has_usable_event_loop() -> bool:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            return not asyncio.get_event_loop_policy().get_event_loop().is_closed()
+        except RuntimeError:
+            return False
+
+
+@pytest.fixture(autouse=True)
+def _caller_has_an_event_loop() -> Iterator[None]:
+    """An open event loop on the test's thread for the official client (see the docstring)."""
+    if _has_usable_event_loop():
+        yield
+        return
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        yield
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
 
 
 @pytest.fixture(scope="module")
