@@ -304,22 +304,30 @@ class Connection:
         if self.closed:
             raise ConnectionClosed(f"connection to {self.peer} is closed")
         cmd.opaque = self._opaque.next()
-        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[RemotingCommand] = loop.create_future()
         self._pending[cmd.opaque] = fut
         if self.signer is not None:
             self.signer(cmd)
         self.send(cmd)
+        # A timer that fails the future, not asyncio.timeout or wait_for around the await:
+        # awaiting the future itself keeps a cancellation of the caller a cancellation (3.11's
+        # wait_for can swallow one that lands as the answer arrives), and one timer handle
+        # per request is a fraction of a timeout context's cost on a path taken per message.
+        timer = loop.call_later(timeout, self._expire, fut, cmd.code, timeout)
         try:
-            # asyncio.timeout, not wait_for: on 3.11 wait_for returns the answer and swallows a
-            # cancellation that lands as the answer arrives, so a cancelled caller runs on.
-            async with asyncio.timeout(timeout):
-                return await fut
-        except TimeoutError:
-            raise RequestTimeout(
-                f"no response from {self.peer} to request code {cmd.code} within {timeout:.1f}s"
-            ) from None
+            return await fut
         finally:
+            timer.cancel()
             self._pending.pop(cmd.opaque, None)
+
+    def _expire(self, fut: asyncio.Future[RemotingCommand], code: int, timeout: float) -> None:
+        if not fut.done():
+            fut.set_exception(
+                RequestTimeout(
+                    f"no response from {self.peer} to request code {code} within {timeout:.1f}s"
+                )
+            )
 
     def oneway(self, cmd: RemotingCommand) -> None:
         """Send a one-way request: no answer is expected."""
