@@ -335,15 +335,51 @@ async def test_an_arrival_costs_the_appender_no_per_pull_work() -> None:
     rig.service.answer_all()
 
 
+async def test_a_lone_parked_pull_is_answered_before_the_appender_is() -> None:
+    """One pull parked on the queue: the arrival answers it at once, so the consumer's
+    wake-up does not wait for the appending request's own answer; that request pays one
+    pull's answer at most."""
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append)
+    rig.service.start()
+    _, request, conn = rig.hold(offset=0)
+    rig.arrive(TAG_A)
+    assert [r.opaque for r in rig.written(conn)] == [request.opaque]
+    assert turns == [] and rig.service.held_count == 0 and rig.service.woken == 1
+
+
+async def test_a_lone_pull_the_arrival_does_not_match_stays_parked() -> None:
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append)
+    rig.service.start()
+    _, _, conn = rig.hold(offset=0, codes=frozenset({TAG_B}))
+    rig.arrive(TAG_A)
+    assert rig.written(conn) == [] and turns == [] and rig.service.held_count == 1
+    rig.arrive(TAG_B)
+    assert len(rig.written(conn)) == 1 and rig.service.held_count == 0
+
+
+async def test_two_parked_pulls_are_answered_after_the_appender() -> None:
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append)
+    rig.service.start()
+    conns = [rig.hold(offset=0)[2], rig.hold(offset=0, codes=frozenset({TAG_A}))[2]]
+    rig.arrive(TAG_A)
+    assert rig.answered == [] and len(turns) == 1
+    turns.pop(0)()
+    assert all(len(rig.written(conn)) == 1 for conn in conns)
+
+
 async def test_shutdown_answers_pulls_woken_but_not_yet_answered() -> None:
     turns: list[Callable[[], object]] = []
     rig = make_rig(defer=turns.append)
     rig.service.start()
-    woken = rig.hold(offset=0)[2]
+    woken = [rig.hold(offset=0)[2], rig.hold(offset=0)[2]]
     still = rig.hold(queue=1, offset=0)[2]
     rig.arrive(TAG_A)
-    assert rig.service.answer_all() == 2
-    assert len(rig.written(woken)) == 1 and len(rig.written(still)) == 1
+    assert rig.answered == []
+    assert rig.service.answer_all() == 3
+    assert all(len(rig.written(conn)) == 1 for conn in [*woken, still])
 
 
 # ---------------------------------------------------------------------- the safety net
@@ -367,9 +403,9 @@ async def test_a_woken_pull_whose_timer_fires_first_is_answered_once() -> None:
     turns: list[Callable[[], object]] = []
     rig = make_rig(defer=turns.append)
     rig.service.start()
-    _, _, conn = rig.hold(offset=0, suspend_ms=100)
+    conns = [rig.hold(offset=0, suspend_ms=100)[2] for _ in range(2)]
     rig.arrive(TAG_A)
-    rig.timers.advance(0.2)  # its deadline passes before its turn comes
+    rig.timers.advance(0.2)  # their deadlines pass before their turn comes
     turns.pop(0)()
-    assert len(rig.answered) == 1 and len(rig.written(conn)) == 1
+    assert len(rig.answered) == 2 and all(len(rig.written(conn)) == 1 for conn in conns)
     assert rig.service.held_count == 0

@@ -34,12 +34,16 @@ registration is seen by the re-check, one that lands after is seen by the arriva
 Behind both, `recheck` (every RECHECK_INTERVAL_S) wakes any held pull its queue has passed, as
 RocketMQ's 5 s scan does: a safety net, never the way pulls are normally answered.
 
-Off the producer's path: an arrival on a queue with parked pulls is only noted (O(1), on the
-appending request's path); finding the pulls it wakes (`Waiters.take_woken`), releasing them
-and answering them (a store re-read each) happen through `defer`, after the append's own
+Off the producer's path: an arrival on a queue with several parked pulls is only noted (O(1),
+on the appending request's path); finding the pulls it wakes (`Waiters.take_woken`), releasing
+them and answering them (a store re-read each) happen through `defer`, after the append's own
 request was answered, WAKE_BATCH answers per loop turn, so a send's latency does not grow with
 the consumers parked on its queue
-(`test_hold_table.py::test_an_arrival_costs_the_appender_no_per_pull_work`).  A full table
+(`test_hold_table.py::test_an_arrival_costs_the_appender_no_per_pull_work`).  A queue's lone
+parked pull (WAKE_INLINE) is the exception: the arrival answers it at once, ahead of the
+appending request's answer, so the consumer's wake-up does not wait for the producer's reply
+and the appender pays one pull's answer at most
+(`test_hold_table.py::test_a_lone_parked_pull_is_answered_before_the_appender_is`).  A full table
 (`max_held`) makes the pull module answer SYSTEM_BUSY, which clients back off from, rather than
 PULL_NOT_FOUND, which they would re-send at once.
 
@@ -73,6 +77,8 @@ log = logging.getLogger(__name__)
 QueueKey = tuple[str, int]
 # Woken pulls answered per loop turn (see `_answer_woken`).
 WAKE_BATCH = 64
+# Parked pulls on a queue that its arrival answers at once, before the appender's answer.
+WAKE_INLINE = 1
 # How often `recheck` looks for held pulls a lost wake-up left behind (RocketMQ: 5 s).
 RECHECK_INTERVAL_S = 5.0
 
@@ -156,6 +162,16 @@ class Waiters:
 
     def __bool__(self) -> bool:
         return bool(self.every or self.by_code)
+
+    def at_most(self, limit: int) -> bool:
+        """At most `limit` pulls parked here (one waiting for several tags counts per tag),
+        found without counting them all."""
+        n = len(self.every)
+        for pulls in self.by_code.values():
+            if n > limit:
+                break
+            n += len(pulls)
+        return n <= limit
 
 
 Answerer = Callable[[HeldPull], RemotingCommand]
@@ -298,16 +314,31 @@ class HoldService:
     def on_arrival(
         self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
-        """Store arrival listener: note the arrival for `_answer_woken`, which answers the
-        pulls of this queue it satisfies once the appending request is answered."""
+        """Store arrival listener: answer the queue's lone parked pull now, or note the
+        arrival for `_answer_woken`, which answers the pulls of this queue it satisfies once
+        the appending request is answered."""
         key = (topic, queue_id)
-        if not self._queues.get(key):
+        waiters = self._queues.get(key)
+        if not waiters:
             return
         if threading.get_ident() != self._loop_thread:
             assert self._loop is not None
             self._loop.call_soon_threadsafe(
                 self.on_arrival, topic, queue_id, new_max, tags_code, props
             )
+            return
+        if not self._answering and waiters.at_most(WAKE_INLINE):
+            # One pull parked: answered now, ahead of the appending request's own answer (the
+            # consumer's wake-up does not wait for the producer's reply); the appender still
+            # does at most one pull's work, however many consumers park elsewhere.
+            started = self._clock()
+            woken = waiters.take_woken(new_max, tags_code, props)
+            if not waiters:
+                del self._queues[key]
+            self.woken += len(woken)
+            for held in woken:
+                if self._release(held):
+                    self._wake(held, started)
             return
         self._arrivals.append((key, new_max, tags_code, props, self._clock()))
         if not self._answering and self._defer is not None:
