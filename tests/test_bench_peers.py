@@ -23,7 +23,7 @@ if str(ROOT) not in sys.path:
 
 from bench.peers import registry  # noqa: E402
 from bench.peers.registry import load_system  # noqa: E402
-from bench.peers.runner import run_bench  # noqa: E402
+from bench.peers.runner import START_ATTEMPTS, _start, run_bench  # noqa: E402
 from bench.peers.stats import percentile, ratios  # noqa: E402
 from bench.peers.workloads import WORKLOADS, Sizes  # noqa: E402
 
@@ -90,6 +90,46 @@ def test_a_system_without_its_adapter_is_reported_skipped_not_fatal(
         "skipped": "adapter module bench.peers.no_such_adapter not present"
     }
     assert doc["errors"] == [] and doc["results"] == {}
+
+
+class PortRace:
+    """A server whose first starts find their port taken (the free-port race) or fail so."""
+
+    name = "racer"
+
+    def __init__(self, failures: list[str]) -> None:
+        self.failures = failures
+        self.started_in: list[Path] = []
+        self.stops = 0
+
+    def start(self, workdir: Path) -> None:
+        assert workdir.is_dir()
+        if self.failures:
+            raise RuntimeError(self.failures.pop(0))
+        self.started_in.append(workdir)
+
+    def stop(self) -> None:
+        self.stops += 1
+
+
+BUSY = "error (system): [Errno 98] error while attempting to bind: address already in use"
+
+
+def test_a_server_that_lost_its_port_is_started_again_on_others(tmp_path: Path) -> None:
+    server = PortRace([BUSY, BUSY])
+    _start(server, tmp_path / "run-1", lambda _s: None)  # type: ignore[arg-type]
+    assert server.started_in == [tmp_path / "run-1-3"] and server.stops == 2
+
+
+def test_a_start_failing_otherwise_or_too_often_is_not_retried(tmp_path: Path) -> None:
+    server = PortRace(["exited with 1: bad config"])
+    with pytest.raises(RuntimeError, match="bad config"):
+        _start(server, tmp_path / "a", lambda _s: None)  # type: ignore[arg-type]
+    assert server.stops == 0
+    server = PortRace([BUSY] * START_ATTEMPTS)
+    with pytest.raises(RuntimeError, match="address already in use"):
+        _start(server, tmp_path / "b", lambda _s: None)  # type: ignore[arg-type]
+    assert server.started_in == []
 
 
 def test_percentile_and_ratio_helpers() -> None:

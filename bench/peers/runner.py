@@ -88,10 +88,8 @@ def run_bench(
     started: dict[str, System] = {}
     try:
         for name, system in systems.items():
-            sysdir = workdir / name
-            sysdir.mkdir()
             try:
-                system.start(sysdir)
+                _start(system, workdir / name, log)
             except Exception as exc:
                 doc["systems"][name] = {"skipped": f"failed to start: {exc}"}
                 continue
@@ -105,7 +103,7 @@ def run_bench(
                     t0 = time.monotonic()
                     try:
                         if w in FRESH_SERVER:
-                            _restart(system, workdir / f"{name}-{w}-{run}")
+                            _restart(system, workdir / f"{name}-{w}-{run}", log)
                         figures = WORKLOADS[w](system, sizes)
                     except Exception:
                         doc["errors"].append(
@@ -132,11 +130,29 @@ def run_bench(
     return doc
 
 
-def _restart(system: System, fresh_dir: Path) -> None:
-    """Stop the server and start it again on a new port with an empty data dir."""
+def _restart(system: System, fresh_dir: Path, log: Callable[[str], None]) -> None:
+    """Stop the server and start it again on new ports with an empty data dir."""
     system.stop()
-    fresh_dir.mkdir(parents=True)
-    system.start(fresh_dir)
+    _start(system, fresh_dir, log)
+
+
+# A port the kernel handed out as free can be taken by another socket (a client's ephemeral
+# port) before the server binds it; a start that lost that race is tried on other ports.
+START_ATTEMPTS = 3
+
+
+def _start(system: System, data_dir: Path, log: Callable[[str], None]) -> None:
+    for attempt in range(1, START_ATTEMPTS + 1):
+        attempt_dir = data_dir if attempt == 1 else data_dir.with_name(f"{data_dir.name}-{attempt}")
+        attempt_dir.mkdir(parents=True)
+        try:
+            system.start(attempt_dir)
+            return
+        except Exception as exc:
+            if attempt == START_ATTEMPTS or "address already in use" not in str(exc):
+                raise
+            log(f"  {system.name} lost its port to another socket; starting it on others")
+            system.stop()
 
 
 def _brief(figures: dict[str, Any]) -> str:
