@@ -332,11 +332,7 @@ class HoldService:
             # consumer's wake-up does not wait for the producer's reply); the appender still
             # does at most one pull's work, however many consumers park elsewhere.
             started = self._clock()
-            woken = waiters.take_woken(new_max, tags_code, props)
-            if not waiters:
-                del self._queues[key]
-            self.woken += len(woken)
-            for held in woken:
+            for held in self._take_woken(key, waiters, new_max, tags_code, props):
                 if self._release(held):
                     self._wake(held, started)
             return
@@ -351,13 +347,25 @@ class HoldService:
         while self._arrivals:
             key, new_max, tags_code, props, started = self._arrivals.popleft()
             waiters = self._queues.get(key)
-            if not waiters:
-                continue
-            woken = waiters.take_woken(new_max, tags_code, props)
-            if not waiters:
-                del self._queues[key]
-            self.woken += len(woken)
-            self._to_answer.extend((held, started) for held in woken)
+            if waiters:
+                woken = self._take_woken(key, waiters, new_max, tags_code, props)
+                self._to_answer.extend((held, started) for held in woken)
+
+    def _take_woken(
+        self,
+        key: QueueKey,
+        waiters: Waiters,
+        new_max: int,
+        tags_code: int,
+        props: Mapping[str, str],
+    ) -> list[HeldPull]:
+        """The pulls of `key` an arrival wakes, out of their queue (WOKEN) and counted; a
+        queue left without waiters is forgotten."""
+        woken = waiters.take_woken(new_max, tags_code, props)
+        if not waiters:
+            del self._queues[key]
+        self.woken += len(woken)
+        return woken
 
     def recheck(self) -> int:
         """RocketMQ's periodic scan, kept as a safety net behind the arrival listener (every
