@@ -1,10 +1,12 @@
 """Store benchmark: append, read and recovery rates of `longboat.store`, median of several runs.
 
-    python -m bench.store_bench [--runs 3] [--messages 200000] [--recovery-gib 1.0]
+    python -m bench.store_bench [--runs 3] [--messages 200000] [--recovery-gib 1.0] [--reads-only]
 
 Appends: 256-byte and 4 KiB bodies (each with TAGS, WAIT and a UNIQ_KEY, as a Java producer
 sends them), one message per call and batches of 100, under ASYNC_FLUSH and SYNC_FLUSH (one
-writer, and 16 concurrent writers sharing fsyncs).  Reads: pulls of 32 by queue offset.
+writer, and 16 concurrent writers sharing fsyncs).  Reads: every queue pulled by offset, for
+three shapes of log (`READ_SHAPES`: long runs per queue, queues interleaved record by record,
+batches of 500 in turn read by pulls of 1,024).
 Recovery: a log of `--recovery-gib` GiB reopened after a clean close, after a crash with the
 usual 1-second checkpoint lag, and with no checkpoint at all (every byte re-verified, queues
 and index rebuilt).  Each throughput row is paired with a floor measured in the same run (the
@@ -25,12 +27,19 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from longboat.protocol.message import encode_record_batch
 from longboat.protocol.properties import properties_to_string
-from longboat.store import EncodedBatch, FlushDiskType, MessageInner, MessageStore, StoreConfig
+from longboat.store import (
+    EncodedBatch,
+    FlushDiskType,
+    MessageInner,
+    MessageStore,
+    PutResult,
+    StoreConfig,
+)
 from longboat.store.checkpoint import ABORT_FILE, CHECKPOINT_FILE
 
 BATCH = 100
@@ -54,12 +63,17 @@ def make_messages(n: int, body_size: int, queues: int = 4) -> list[MessageInner]
     ]
 
 
-def batches_by_queue(msgs: list[MessageInner]) -> list[list[MessageInner]]:
-    by_queue: dict[int, list[MessageInner]] = {}
+def by_queue(msgs: list[MessageInner]) -> list[list[MessageInner]]:
+    """Each queue's messages, in order."""
+    queues: dict[int, list[MessageInner]] = {}
     for m in msgs:
-        by_queue.setdefault(m.queue_id, []).append(m)
+        queues.setdefault(m.queue_id, []).append(m)
+    return list(queues.values())
+
+
+def batches_by_queue(msgs: list[MessageInner]) -> list[list[MessageInner]]:
     out = []
-    for queue_msgs in by_queue.values():
+    for queue_msgs in by_queue(msgs):
         out += [queue_msgs[i : i + BATCH] for i in range(0, len(queue_msgs), BATCH)]
     return out
 
@@ -197,23 +211,60 @@ def fsync_floor(base: Path, count: int, record: int) -> float:
         path.unlink()
 
 
-def read_case(base: Path, msgs: list[MessageInner]) -> tuple[float, float, int]:
-    """(seconds to pull every message by queue, 32 at a time; seconds for the floor: slicing
-    the same records out of the map by known offsets; message count)."""
+def stored_by_queue(store: MessageStore, msgs: list[MessageInner]) -> list[PutResult]:
+    """Batches of BATCH, every batch of one queue before the next queue's: long runs."""
+    return [store.put_messages(b) for b in batches_by_queue(msgs)]
+
+
+def stored_one_by_one(store: MessageStore, msgs: list[MessageInner]) -> list[PutResult]:
+    """One message per append, the queues in turn: no two records of a queue adjacent."""
+    return [store.put_message(m) for m in msgs]
+
+
+def stored_in_turn(store: MessageStore, msgs: list[MessageInner]) -> list[PutResult]:
+    """Batches of 500 of one queue, the queues in turn (a batching producer's log): a pull
+    of 1,024 spans three runs."""
+    queues = by_queue(msgs)
+    turns = [q[i : i + 500] for i in range(0, max(map(len, queues)), 500) for q in queues]
+    return [store.put_messages(b) for b in turns if b]
+
+
+@dataclass(frozen=True)
+class ReadShape:
+    """How the messages were stored, and how many one pull asks for."""
+
+    name: str
+    store: Callable[[MessageStore, list[MessageInner]], list[PutResult]]
+    pull: int
+
+
+READ_SHAPES = (
+    ReadShape(f"batches of {BATCH} by queue, pulls of {PULL}", stored_by_queue, PULL),
+    ReadShape(f"single appends, queues in turn, pulls of {PULL}", stored_one_by_one, PULL),
+    ReadShape("batches of 500, queues in turn, pulls of 1,024", stored_in_turn, 1024),
+)
+
+
+def read_case(base: Path, msgs: list[MessageInner], shape: ReadShape) -> tuple[float, float, int]:
+    """(seconds to pull every message by queue, `shape.pull` at a time; seconds for the floor:
+    slicing the same records out of the map by known offsets; message count)."""
     root = Path(tempfile.mkdtemp(dir=base))
-    store = MessageStore(store_config(root, FlushDiskType.ASYNC_FLUSH))
+    config = store_config(root, FlushDiskType.ASYNC_FLUSH)
+    config = replace(config, max_transfer_count=max(shape.pull, config.max_transfer_count))
+    store = MessageStore(config)
     store.open()
     try:
-        placed: list[tuple[int, int]] = []
-        for b in batches_by_queue(msgs):
-            placed += [(r.commit_log_offset, r.size) for r in store.put_messages(b).records]
+        placed = [(r.commit_log_offset, r.size) for p in shape.store(store, msgs)
+                  for r in p.records]  # fmt: skip
         queues = store.queue_ids("BenchTopic")
         start = time.perf_counter()
         count = 0
         for q in queues:
             offset, end = 0, store.max_offset("BenchTopic", q)
             while offset < end:
-                got = store.get_messages("BenchTopic", q, offset, PULL)
+                got = store.get_messages(
+                    "BenchTopic", q, offset, shape.pull, max_bytes=shape.pull * 1024
+                )
                 count += len(got.queue_offsets)
                 offset = got.next_begin_offset
         pulled = time.perf_counter() - start
@@ -341,6 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sync-messages", type=int, default=3_000, help="per SYNC_FLUSH case")
     parser.add_argument("--recovery-gib", type=float, default=1.0, help="0 to skip")
     parser.add_argument("--dir", type=Path, default=None, help="where the stores go")
+    parser.add_argument("--reads-only", action="store_true", help="only the read rows")
     args = parser.parse_args(argv)
     base = Path(tempfile.mkdtemp(prefix="longboat-store-bench-", dir=args.dir))
     try:
@@ -349,12 +401,8 @@ def main(argv: list[str] | None = None) -> None:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def run(args: argparse.Namespace, base: Path) -> None:
+def appends_and_syncs(args: argparse.Namespace, base: Path) -> None:
     runs = args.runs
-    print(f"store benchmark, median of {runs} runs per row, under {base.parent}")
-    print()
-    print("| workload | msgs/s | MB/s (log bytes) | spread | vs floor in the same run |")
-    print("|---|---:|---:|---:|---|")
     for body_size in (256, 4096):
         n = args.messages if body_size == 256 else args.messages // 8
         msgs = make_messages(n, body_size)
@@ -398,14 +446,33 @@ def run(args: argparse.Namespace, base: Path) -> None:
                 f"{fig.msgs_per_s / fsync_rate:.2f}x of write+fdatasync per message "
                 f"({fsync_rate:,.0f}/s); {fig.appends_per_sync:.1f} appends per fdatasync |"
             )
+
+
+def reads(args: argparse.Namespace, base: Path) -> None:
+    runs = args.runs
     msgs = make_messages(args.messages, 256)
-    samples = [read_case(base, msgs) for _ in range(runs)]
-    pulled = statistics.median(c / p for p, _, c in samples)
-    floor = statistics.median(c / f for _, f, c in samples)
-    print(
-        f"| read by queue, pulls of {PULL}, 256 B | {pulled:,.0f} | | | "
-        f"{pulled / floor:.2f}x of slicing the records from the map ({floor:,.0f}/s) |"
-    )
+    gc.freeze()
+    for shape in READ_SHAPES:
+        samples = [read_case(base, msgs, shape) for _ in range(runs)]
+        pulled = statistics.median(c / p for p, _, c in samples)
+        floor = statistics.median(c / f for _, f, c in samples)
+        print(
+            f"| read by queue, 256 B, {shape.name} | {pulled:,.0f} | | | "
+            f"{pulled / floor:.2f}x of slicing the records from the map ({floor:,.0f}/s) |"
+        )
+
+
+def run(args: argparse.Namespace, base: Path) -> None:
+    runs = args.runs
+    print(f"store benchmark, median of {runs} runs per row, under {base.parent}")
+    print()
+    print("| workload | msgs/s | MB/s (log bytes) | spread | vs floor in the same run |")
+    print("|---|---:|---:|---:|---|")
+    if not args.reads_only:
+        appends_and_syncs(args, base)
+    reads(args, base)
+    if args.reads_only:
+        return
     print()
     print("| mmap vs pread (one core) | us per op |")
     print("|---|---:|")

@@ -21,6 +21,8 @@ def test_store_benchmark_runs_and_prints_its_tables(tmp_path: Path) -> None:
     ).stdout  # fmt: skip
     assert "| ASYNC_FLUSH append 256 B, batch of 100 |" in out
     assert "| SYNC_FLUSH append 4096 B, 16 writer(s), each waits |" in out
-    assert "| read by queue, pulls of 32, 256 B |" in out
+    assert "| read by queue, 256 B, batches of 100 by queue, pulls of 32 |" in out
+    assert "| read by queue, 256 B, single appends, queues in turn, pulls of 32 |" in out
+    assert "| read by queue, 256 B, batches of 500, queues in turn, pulls of 1,024 |" in out
     assert "| mmap slice 300 B |" in out
     assert "| open with no checkpoint" in out

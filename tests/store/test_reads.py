@@ -118,6 +118,24 @@ def test_runs_break_where_the_log_interleaves_queues_or_a_filter_skips(store: Me
     assert filtered.queue_offsets == [32, 33, 34, 36, 37, 38, 39]
 
 
+def test_an_unfiltered_pull_reads_one_piece_per_batch_and_cuts_between_records(
+    store: MessageStore,
+) -> None:
+    for b in range(3):  # three batches of queue 0, another queue's message between them
+        store.put_messages([message(body=b"%d-%d" % (b, i)) for i in range(10)])
+        store.put_message(message(queue_id=1, body=b"other"))
+    got = store.get_messages("T", 0, 0, 32)
+    assert len(got.parts) == 3 and got.queue_offsets == list(range(30))
+    assert [decode_record(r).body for r in got.records] == [
+        b"%d-%d" % (b, i) for b in range(3) for i in range(10)
+    ]
+    assert got.next_begin_offset == 30
+    # Cut by bytes inside the second batch: whole records only, the runs read up to there.
+    cut = store.get_messages("T", 0, 5, 32, max_bytes=sum(got.sizes[5:15]) + 1)
+    assert cut.queue_offsets == list(range(5, 15)) and cut.next_begin_offset == 15
+    assert len(cut.parts) == 2 and cut.body == b"".join(got.records[5:15])
+
+
 def test_runs_end_where_a_segment_does(store_dir: Path) -> None:
     with MessageStore(small_config(store_dir, consume_queue_entries_per_file=1000)) as store:
         for b in range(30):  # 30 batches of 10 x ~360 B: past the first 64 KiB segment

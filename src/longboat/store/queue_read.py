@@ -24,15 +24,18 @@ entries) per pull, re-run by every held pull's wake-up.  Here one pull scans at 
 entries (what RocketMQ scans for any maxMsgNums up to 800) plus what it may return, so
 the work of a read on the event loop is bounded whatever the request says.
 
-Records adjacent in the log are read as one piece (a stored batch is one run), and a pull
-with no filter whose entries all point at one run (a batch, or a queue written alone) is
-answered without a Python step per entry: its entries are unpacked at once and checked for
-holes and gaps in bulk.
+Records adjacent in the log are read as one piece (a stored batch is one run).  A pull with
+no filter is answered without a Python step per entry: its entries are unpacked at once, cut
+at `max_bytes` and split where one record does not follow the other in the log, and each run
+is one read; only holes and records gone under the read take the entry-by-entry loop.
 """
 
 from __future__ import annotations
 
+import bisect
 import functools
+import itertools
+import operator
 import struct
 from collections.abc import Callable
 
@@ -76,20 +79,26 @@ def read_queue(
     full = False
     phys = -1
     read = log.reader()
-    # With no filter, the first read takes only the entries the pull may return: when they
-    # are one run, that is the whole read; else the loop goes on from them.
+    # With no filter, the first read takes only the entries the pull may return: unless one
+    # is a hole or its record went under the read, that is the whole read (`_runs`); else the
+    # loop goes on from them.
     unfiltered = tag_filter is None and record_filter is None
     raw = cq.read_entries(o, min(want if unfiltered else scan_left, end - o))
     if unfiltered and raw:
-        run = _one_run(raw, max_bytes)
-        piece = None if run is None else read(run[0], run[1])
-        if run is not None and piece is not None:
-            count = len(run[2])
-            parts.append(piece)
-            sizes += run[2]
+        runs = _runs(raw, max_bytes)
+        pieces: list[bytes] = []
+        for start, stop in runs[0] if runs is not None else ():
+            piece = read(start, stop - start)
+            if piece is None:
+                break
+            pieces.append(piece)
+        if runs is not None and len(pieces) == len(runs[0]):
+            count = len(runs[1])
+            parts += pieces
+            sizes += runs[1]
             queue_offsets += range(o, o + count)
             result.next_begin_offset = o + count
-            result.last_physical_offset = run[3]
+            result.last_physical_offset = runs[2]
             result.status = GetStatus.FOUND
             return result
     # Entries accepted but not yet read: the run of records adjacent in the log from
@@ -142,22 +151,35 @@ def read_queue(
     return result
 
 
-def _one_run(raw: bytes, max_bytes: int) -> tuple[int, int, list[int], int] | None:
-    """The entries of `raw` when they point at one run of records back to back in the log,
-    within `max_bytes`: (the run's log offset, its length, each record's size, the last
-    record's log offset), found without a Python step per entry.  None for anything else
-    (a hole, a gap, too many bytes), which the entry-by-entry loop reads instead."""
+def _runs(raw: bytes, max_bytes: int) -> tuple[list[tuple[int, int]], list[int], int] | None:
+    """What a pull with no filter returns from the entries in `raw`, found without a Python
+    step per entry: the runs of records back to back in the log, as (start, end) log offsets,
+    each returned record's size, and the last one's log offset.  The records are cut where
+    `max_bytes` would be passed (the first always goes).  None when an entry is a hole, which
+    the entry-by-entry loop skips instead."""
     flat = _entries(len(raw) // ENTRY.size).unpack(raw)
     physical, sizes = flat[0::3], list(flat[1::3])
-    total = sum(sizes)
-    if (
-        min(sizes) <= 0
-        or total > max_bytes
-        or physical[-1] + sizes[-1] - physical[0] != total  # records never overlap: no gap
-        or list(physical) != sorted(physical)
-    ):
+    if min(sizes) <= 0:
         return None
-    return physical[0], total, sizes, physical[-1]
+    total = sum(sizes)
+    if total > max_bytes:
+        count = max(1, bisect.bisect_right(list(itertools.accumulate(sizes)), max_bytes))
+        physical, sizes = physical[:count], sizes[:count]
+        total = sum(sizes)
+    last = physical[-1]
+    if last + sizes[-1] - physical[0] == total:  # one run (a queue's entries rise in the log)
+        return [(physical[0], last + sizes[-1])], sizes, last
+    # A run breaks before each record that does not start where the one before it ends
+    # (another queue's record in between, or a segment's end marker).
+    ends = list(map(operator.add, physical, sizes))
+    breaks = itertools.compress(range(1, len(sizes)), map(operator.ne, physical[1:], ends))
+    runs: list[tuple[int, int]] = []
+    first = 0
+    for cut in breaks:
+        runs.append((physical[first], ends[cut - 1]))
+        first = cut
+    runs.append((physical[first], ends[-1]))
+    return runs, sizes, last
 
 
 @functools.cache
