@@ -1,0 +1,97 @@
+"""Pull reads of this tree against another revision's, alternated in one process.
+
+    python -m bench.read_ab --against REV [--runs 7] [--messages 100000]
+
+`store/queue_read.py` as it was at REV (`git show`) is loaded beside the current one, and the
+same store is drained by queue with each in turn, `--runs` times, for every shape of log in
+`store_bench.READ_SHAPES`.  Printed per shape: the median CPU per message of each and their
+ratio.  Alternating inside one process keeps this machine's run-to-run spread (whole runs
+of the store benchmark differ by up to 40 % on identical code) out of the comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.util
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from types import ModuleType
+
+from bench.store_bench import READ_SHAPES, make_messages, store_config
+
+from longboat.store import FlushDiskType, MessageStore, message_store
+
+MODULE = "src/longboat/store/queue_read.py"
+
+
+def load_at(rev: str, into: Path) -> ModuleType:
+    """`queue_read` as it was at `rev`, imported under another name."""
+    source = subprocess.run(
+        ["git", "show", f"{rev}:{MODULE}"], capture_output=True, text=True, check=True
+    ).stdout
+    path = into / "queue_read_before.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("queue_read_before", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def drain(store: MessageStore, pull: int) -> float:
+    """CPU seconds per message to read every queue of the benchmark topic to its end."""
+    start, count = time.process_time(), 0
+    for q in store.queue_ids("BenchTopic"):
+        offset, end = 0, store.max_offset("BenchTopic", q)
+        while offset < end:
+            got = store.get_messages("BenchTopic", q, offset, pull, max_bytes=pull * 1024)
+            count += len(got.queue_offsets)
+            offset = got.next_begin_offset
+    return (time.process_time() - start) / count
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--against", required=True, help="the revision to compare with")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--messages", type=int, default=100_000)
+    args = parser.parse_args(argv)
+    base = Path(tempfile.mkdtemp(prefix="longboat-read-ab-"))
+    try:
+        readers: dict[str, Callable[..., object]] = {
+            args.against: load_at(args.against, base).read_queue,
+            "this tree": message_store.read_queue,
+        }
+        msgs = make_messages(args.messages, 256)
+        gc.freeze()
+        print(f"pull reads, CPU per message, medians of {args.runs} alternated runs")
+        print(f"| shape | {args.against} | this tree | ratio |")
+        print("|---|---:|---:|---:|")
+        for shape in READ_SHAPES:
+            config = store_config(base / shape.store.__name__, FlushDiskType.ASYNC_FLUSH)
+            config = replace(config, max_transfer_count=max(shape.pull, config.max_transfer_count))
+            with MessageStore(config) as store:
+                shape.store(store, msgs)
+                times: dict[str, list[float]] = {name: [] for name in readers}
+                for _ in range(args.runs):
+                    for name, read_queue in readers.items():
+                        message_store.read_queue = read_queue  # type: ignore[assignment]
+                        times[name].append(drain(store, shape.pull))
+                message_store.read_queue = readers["this tree"]  # type: ignore[assignment]
+            before, after = (statistics.median(t) * 1e6 for t in times.values())
+            print(f"| {shape.name} | {before:.3f} µs | {after:.3f} µs | {after / before:.2f} |")
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
