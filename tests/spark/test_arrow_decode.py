@@ -6,11 +6,12 @@ decoder is plain pyarrow and numpy."""
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
 from longboat.protocol.message import decode_records, encode_record
-from longboat.spark.arrow import decode_to_batch, messages_to_batch
+from longboat.spark.arrow import _alternating_pairs, decode_to_batch, messages_to_batch
 
 TOPIC = "decode-topic"
 BROKER = "broker-a"
@@ -30,13 +31,27 @@ PROPERTY_STRINGS = [
     "\x02",
     "\x01",
 ]
+# What producers write: in every string the separators alternate \x01, \x02, \x01 … (empty
+# names or values allowed); a batch of only these takes the decoder's faster cut.
+ALTERNATING = [
+    "",
+    "TAGS\x01t1",
+    "TAGS\x01t1\x02",
+    "TAGS\x01t1\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01ABCDEF\x02",
+    "a\x01\x02b\x01c",
+    "\x01orphan\x02b\x01c\x02",
+    "名前\x01値 ✓\x02TAGS\x01标签\x02",
+    "CLUSTER\x01DefaultCluster\x02WAIT\x01true\x02user\x01v\x02",
+    "MIN_OFFSET\x013\x02MIN_OFFSETS\x01kept\x02MAX_OFFSEt\x01kept\x02MAX_OFFSET\x019",
+    "\x01",
+]
 BODIES = [b"", b"x", b"twelve bytes", b"thirteen byte", b"b" * 100, bytes(range(256))]
 
 
-def _records() -> bytes:
+def _records(strings: list[str] = PROPERTY_STRINGS) -> bytes:
     records = []
     offset = 0
-    for i, props in enumerate(PROPERTY_STRINGS * 2):
+    for i, props in enumerate(strings * 2):
         body = BODIES[i % len(BODIES)]
         record = encode_record(
             topic=TOPIC.encode(),
@@ -69,8 +84,9 @@ def _rows(batch: pa.RecordBatch) -> list[dict[str, object]]:
     return rows
 
 
-def test_columnar_decode_matches_the_per_record_decoder() -> None:
-    body = _records()
+@pytest.mark.parametrize("strings", [PROPERTY_STRINGS, ALTERNATING], ids=["any", "alternating"])
+def test_columnar_decode_matches_the_per_record_decoder(strings: list[str]) -> None:
+    body = _records(strings)
     columnar = decode_to_batch(body, TOPIC, BROKER, end=1 << 62, tags=None)
     assert columnar is not None
     expected = messages_to_batch(decode_records(body), BROKER)
@@ -90,6 +106,21 @@ def test_the_properties_columns_read_as_the_client_reads_them() -> None:
     assert by_props["名前\x01値 ✓\x02TAGS\x01标签\x02"]["properties"] == {"名前": "値 ✓"}
     assert by_props["TAGS\x01t1\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01ABCDEF\x02"]["msg_id"] == "ABCDEF"
     assert by_props[""]["tags"] is None and by_props[""]["properties"] == {}
+
+
+def test_only_strings_whose_separators_alternate_take_the_faster_cut() -> None:
+    for strings, alternating in ((ALTERNATING, True), (PROPERTY_STRINGS, False)):
+        props = pa.array(strings, pa.string())
+        offsets = np.frombuffer(props.buffers()[1], np.int32).astype(np.int64)
+        data = np.frombuffer(props.buffers()[2], np.uint8)[: offsets[-1]]
+        assert (_alternating_pairs(data, offsets) is not None) is alternating
+
+
+def test_hidden_names_are_matched_on_every_byte() -> None:
+    rows = _rows(decode_to_batch(_records(ALTERNATING), TOPIC, BROKER, end=1 << 62, tags=None))
+    by_props = dict(zip(ALTERNATING, rows, strict=False))
+    last = ALTERNATING[-2]  # MIN_OFFSET and MAX_OFFSET are hidden, their near-misses are not
+    assert by_props[last]["properties"] == {"MIN_OFFSETS": "kept", "MAX_OFFSEt": "kept"}
 
 
 @pytest.mark.parametrize("end", [0, 5, 17])

@@ -87,8 +87,9 @@ def _ms_to_timestamps(values: list[int] | np.ndarray) -> pa.Array:
 #
 # A pull answer is stored records back to back.  Python walks only the record sizes; every
 # field is then gathered for all records at once with numpy (fixed positions from
-# `protocol.message`), and properties are split by Arrow compute kernels.  Records this path
-# does not cover (compressed bodies, IPv6 hosts) go through `decode_records` instead.
+# `protocol.message`, read through a view with an item at every byte), and properties are
+# split with numpy on the bytes.  Records this path does not cover (compressed bodies, IPv6
+# hosts) go through `decode_records` instead.
 
 _I32 = struct.Struct(">i")
 _SLOW_FLAGS = (
@@ -123,14 +124,23 @@ _FIXED = np.dtype(
         "itemsize": POS_BODY_V4,
     }
 )  # fmt: skip
-_FIXED_SPAN = np.arange(POS_BODY_V4)
 _VIEW_INLINE = 12  # Arrow's view layout keeps values up to 12 bytes inside the view
 _HEAD_SPAN = np.arange(_VIEW_INLINE)
 
 
-def _gather(buf: np.ndarray, at: np.ndarray, width: int, dtype: str) -> np.ndarray:
-    """The big-endian field of `width` bytes at each position in `at`."""
-    return buf[at[:, None] + np.arange(width)].view(dtype).ravel().astype(dtype[1:])
+def _every_byte(buf: bytes | np.ndarray, dtype: np.dtype | str) -> np.ndarray:
+    """`buf` read as one `dtype` item starting at every byte (unaligned, overlapping), so that
+    indexing it with positions gathers whole fields in one step per field, not per byte."""
+    dtype = np.dtype(dtype)
+    count = len(buf) - dtype.itemsize + 1
+    if count <= 0:
+        return np.zeros(0, dtype)
+    return np.ndarray(shape=(count,), dtype=dtype, buffer=buf, strides=(1,))
+
+
+def _gather(buf: bytes, at: np.ndarray, dtype: str) -> np.ndarray:
+    """The big-endian field of type `dtype` at each position in `at`."""
+    return _every_byte(buf, dtype)[at].astype(np.int64)
 
 
 def _slices(
@@ -163,36 +173,97 @@ _NAME_END = NAME_VALUE_SEPARATOR.encode()[0]
 @dataclass(frozen=True, slots=True)
 class _Pairs:
     """Every property pair of a batch of records, in order: the record it belongs to (`rows`),
-    where its name lies in the strings' buffer (`data`), and names and values as strings."""
+    where its name lies in the strings' buffer (`data`), and the values as strings."""
 
     data: np.ndarray
     name_at: np.ndarray
     name_len: np.ndarray
     rows: np.ndarray
-    names: pa.Array
     values: pa.Array
+    # The buffer read as a little-endian word at every byte (zero-padded past its end), and
+    # the word each name starts with: names are compared a word at a time.
+    words: np.ndarray
+    first_words: np.ndarray
 
     def named(self, name: str) -> np.ndarray:
-        """Which pairs carry this name, compared on the bytes (no Arrow round trip)."""
-        raw = np.frombuffer(name.encode(), np.uint8)
-        same = np.flatnonzero(self.name_len == len(raw))
-        hit = np.all(self.data[self.name_at[same, None] + np.arange(len(raw))] == raw, axis=1)
-        out = np.zeros(len(self.name_at), dtype=bool)
-        out[same[hit]] = True
-        return out
+        """Which pairs carry this name: same length, then the same bytes, a word at a time
+        (each masked to the bytes the name has there)."""
+        raw = name.encode()
+        same = self.name_len == len(raw)
+        same &= _masked_equal(self.first_words, raw[:8])
+        for at in range(8, len(raw), 8):  # longer names: only the pairs still in the race
+            hit = np.flatnonzero(same)
+            same[hit] = _masked_equal(self.words[self.name_at[hit] + at], raw[at : at + 8])
+        return same
+
+    def names(self, which: np.ndarray) -> pa.Array:
+        """The names of the pairs `which` selects, as strings."""
+        return _short_slices(self.data, self.name_at[which], self.name_len[which])
+
+
+def _masked_equal(words: np.ndarray, chunk: bytes) -> np.ndarray:
+    """Whether each word's low bytes are `chunk` (up to 8 bytes; the rest are not looked at)."""
+    mask = np.uint64((1 << (8 * len(chunk))) - 1)
+    return (words & mask) == np.uint64(int.from_bytes(chunk, "little"))
 
 
 def _split_properties(props: pa.StringArray) -> _Pairs:
     """Every record's properties string cut into pairs as `string_to_properties` reads them:
     pairs end at \\x02 or the string's end, a name ends at its first \\x01, pairs without one
     or with an empty name or value are skipped.  Done on the strings' one data buffer with
-    numpy: a separator search per byte kind, then one position lookup per pair (no
-    per-record Python)."""
+    numpy, with no per-record Python: `_alternating_pairs` when every string alternates
+    name and value separators (what producers write), else `_any_pairs`."""
     n = len(props)
     offsets = np.frombuffer(props.buffers()[1], np.int32, n + 1, props.offset * 4).astype(np.int64)
     raw = props.buffers()[2]
     data = np.frombuffer(raw, np.uint8) if raw is not None else np.zeros(0, np.uint8)
     data = data[: offsets[-1]]
+    found = _alternating_pairs(data, offsets)
+    starts, name_end, ends, rows = found if found is not None else _any_pairs(data, offsets)
+    keep = (name_end > starts) & (ends > name_end + 1)
+    if not keep.all():
+        starts, name_end, ends, rows = starts[keep], name_end[keep], ends[keep], rows[keep]
+    padded = np.zeros(len(data) + 8, np.uint8)
+    padded[: len(data)] = data
+    words = _every_byte(padded, "<u8")
+    return _Pairs(
+        data=data,
+        name_at=starts,
+        name_len=name_end - starts,
+        rows=rows,
+        values=_short_slices(data, name_end + 1, ends - name_end - 1),
+        words=words,
+        first_words=words[starts],
+    )
+
+
+_Cuts = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # pair start, name end, end, row
+
+
+def _alternating_pairs(data: np.ndarray, offsets: np.ndarray) -> _Cuts | None:
+    """The pairs when, in every string, separators alternate \\x01, \\x02, \\x01 … from the
+    first: one search for separator bytes, then work per separator (records are found by
+    searching each record's start among the separators, not each separator among records).
+    None for anything else (a \\x02 first or twice in a row, a \\x01 inside a value, a zero
+    byte)."""
+    sep = np.flatnonzero(data <= _PAIR_END)
+    first = np.searchsorted(sep, offsets)  # each record's first separator
+    counts = np.diff(first)
+    rows_of_sep = np.repeat(np.arange(len(counts)), counts)
+    index = np.arange(len(sep)) - first[rows_of_sep]  # a separator's place in its record
+    if np.any(data[sep] != _NAME_END + (index & 1)):
+        return None
+    at = np.flatnonzero((index & 1) == 0)  # the name ends: one per pair
+    rows, index = rows_of_sep[at], index[at]
+    starts = np.where(index == 0, offsets[rows], sep[at - 1] + 1)
+    last = index + 1 >= counts[rows]  # no \\x02 after the value: it runs to the string's end
+    ends = np.where(last, offsets[rows + 1], sep[np.minimum(at + 1, len(sep) - 1)])
+    return starts, sep[at], ends, rows
+
+
+def _any_pairs(data: np.ndarray, offsets: np.ndarray) -> _Cuts:
+    """The pairs of any strings: a separator search per byte kind, then one position lookup
+    per pair."""
     pair_ends = np.flatnonzero(data == _PAIR_END)
     # A pair starts at a record's start or right after a pair's end (never at the very end).
     is_start = np.zeros(len(data) + 1, dtype=bool)
@@ -205,16 +276,7 @@ def _split_properties(props: pa.StringArray) -> _Pairs:
     name_ends = np.flatnonzero(data == _NAME_END)
     first = np.searchsorted(name_ends, starts)
     name_end = np.append(name_ends, offsets[-1])[first]
-    keep = (name_end > starts) & (ends > name_end + 1)
-    starts, ends, name_end, rows = starts[keep], ends[keep], name_end[keep], rows[keep]
-    return _Pairs(
-        data=data,
-        name_at=starts,
-        name_len=name_end - starts,
-        rows=rows,
-        names=_short_slices(data, starts, name_end - starts),
-        values=_short_slices(data, name_end + 1, ends - name_end - 1),
-    )
+    return starts, name_end, ends, rows
 
 
 def _short_slices(data: np.ndarray, at: np.ndarray, lengths: np.ndarray) -> pa.Array:
@@ -248,7 +310,7 @@ def decode_to_batch(
     n = len(starts)
     if np.any(starts + POS_BODY_V4 > len(buf)):
         raise ProtocolError("a record is shorter than its fixed fields")
-    fixed = buf[starts[:, None] + _FIXED_SPAN].view(_FIXED).ravel()
+    fixed = _every_byte(body, _FIXED)[starts]
     if np.any(fixed["sys_flag"] & _SLOW_FLAGS):
         return None
     magic = fixed["magic"]
@@ -259,12 +321,10 @@ def decode_to_batch(
     body_at = starts + POS_BODY_V4
     topic_at = body_at + body_len
     v2 = magic == MAGIC_V2
-    topic_len = np.where(
-        v2, _gather(buf, topic_at, 2, ">i2").astype(np.int64), buf[topic_at].astype(np.int64)
-    )
+    topic_len = np.where(v2, _gather(body, topic_at, ">i2"), buf[topic_at].astype(np.int64))
     topic_at = topic_at + np.where(v2, 2, 1)
     props_len_at = topic_at + topic_len
-    props_len = _gather(buf, props_len_at, 2, ">i2").astype(np.int64)
+    props_len = _gather(body, props_len_at, ">i2")
     props_at = props_len_at + 2
     if np.any(props_at + props_len != starts + size) or np.any(body_len < 0):
         raise ProtocolError("a record's parts do not add up to its size")
@@ -292,11 +352,10 @@ def decode_to_batch(
     counts = np.bincount(pairs.rows[user], minlength=n)
     map_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=map_offsets[1:])
-    user_pairs = pa.array(user)
     properties = pa.MapArray.from_arrays(
         pa.array(map_offsets),
-        pairs.names.filter(user_pairs),
-        pairs.values.filter(user_pairs),
+        pairs.names(user),
+        pairs.values.filter(pa.array(user)),
         type=schema.field("properties").type,
     )
     queue_offset = fixed["queue_offset"].astype(np.int64)
