@@ -2,9 +2,9 @@
 
     python -m bench.read_ab --against REV [--runs 7] [--messages 100000]
 
-`store/queue_read.py` as it was at REV (`git show`) is loaded beside the current one, and the
-same store is drained by queue with each in turn, `--runs` times, for every shape of log in
-`store_bench.READ_SHAPES`.  Printed per shape: the median CPU per message of each and their
+`store/queue_read.py` as it was at REV is loaded beside the current one (`bench.revisions`),
+and the same store is drained by queue with each in turn, `--runs` times, for every shape of
+log in `store_bench.READ_SHAPES`.  Printed per shape: the median CPU per message of each and their
 ratio.  Alternating inside one process keeps this machine's run-to-run spread (whole runs
 of the store benchmark differ by up to 40 % on identical code) out of the comparison.
 """
@@ -13,38 +13,20 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.util
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 
+from bench.revisions import module_at
 from bench.store_bench import READ_SHAPES, make_messages, store_config
 
 from longboat.store import FlushDiskType, MessageStore, message_store
 
 MODULE = "src/longboat/store/queue_read.py"
-
-
-def load_at(rev: str, into: Path) -> ModuleType:
-    """`queue_read` as it was at `rev`, imported under another name."""
-    source = subprocess.run(
-        ["git", "show", f"{rev}:{MODULE}"], capture_output=True, text=True, check=True
-    ).stdout
-    path = into / "queue_read_before.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("queue_read_before", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def drain(store: MessageStore, pull: int) -> float:
@@ -68,7 +50,7 @@ def main(argv: list[str] | None = None) -> None:
     base = Path(tempfile.mkdtemp(prefix="longboat-read-ab-"))
     try:
         readers: dict[str, Callable[..., object]] = {
-            args.against: load_at(args.against, base).read_queue,
+            args.against: module_at(args.against, MODULE).read_queue,
             "this tree": message_store.read_queue,
         }
         msgs = make_messages(args.messages, 256)

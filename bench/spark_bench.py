@@ -1,6 +1,7 @@
 """Spark connector benchmark: what reading from and writing to Longboat costs a Spark job.
 
-    python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024] [--reader-only]
+    python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024]
+                                [--reader-only [--against REV]]
 
 Run from the repository root (Spark's Python workers import this module as `bench.spark_bench`
 from the working directory).  A `longboat up` child process serves a 4-queue topic holding
@@ -196,12 +197,16 @@ def produce(namesrv: str, topic: str, rows: int) -> None:
             )
 
 
-def reader_alone(namesrv: str, runs: int) -> None:
+def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
     """The connector's reader without Spark: every queue read through `read_range` in this
     process (rows/s, this process's CPU per row; the broker is the `longboat up` child), then
-    the columnar decode alone over the same pull answers, grouped as `read_range` groups them."""
+    the columnar decode alone over the same pull answers, grouped as `read_range` groups them;
+    with `against`, alternated with that revision's decoder (`bench.revisions`)."""
+    from bench.revisions import module_at
+
+    from longboat.spark.arrow import decode_to_batch
     from longboat.spark.options import parse_read_options
-    from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, _decode, read_range
+    from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, read_range
 
     options = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
     opts = parse_read_options(options, streaming=False)
@@ -223,10 +228,21 @@ def reader_alone(namesrv: str, runs: int) -> None:
             if counted >= ARROW_BATCH_ROWS or offset >= part.end:
                 grouped.append((part, b"".join(bodies)))
                 bodies, counted = [], 0
+    decoders = {"this tree": decode_to_batch}
+    if against is not None:
+        decoders[against] = module_at(against, "src/longboat/spark/arrow.py").decode_to_batch
+    times: dict[str, list[float]] = {name: [] for name in decoders}
     for run in range(runs):
-        c0 = time.process_time()
-        rows = sum(_decode(body, part, None).num_rows for part, body in grouped)
-        print(f"decode alone {run + 1}: {(time.process_time() - c0) / rows * 1e6:.2f} us CPU/row")
+        for name, decode in decoders.items():
+            c0, rows = time.process_time(), 0
+            for part, body in grouped:
+                rows += decode(body, part.topic, part.broker, part.end, None).num_rows
+            times[name].append((time.process_time() - c0) / rows * 1e6)
+            print(f"decode alone {run + 1}, {name}: {times[name][-1]:.2f} us CPU/row")
+    if against is not None:
+        now, then = statistics.median(times["this tree"]), statistics.median(times[against])
+        print(f"decode alone, medians: this tree {now:.2f}, {against} {then:.2f} us CPU/row, "
+              f"ratio {now / then:.2f}")  # fmt: skip
 
 
 def main() -> None:
@@ -236,6 +252,9 @@ def main() -> None:
     parser.add_argument("--pull-batch", type=int, default=1024)
     parser.add_argument(
         "--reader-only", action="store_true", help="time the connector's reader alone, no Spark"
+    )
+    parser.add_argument(
+        "--against", metavar="REV", help="with --reader-only: alternate the decode with REV's"
     )
     args = parser.parse_args()
     os.environ["LONGBOAT_MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY"] = str(args.pull_batch)
@@ -251,7 +270,7 @@ def main() -> None:
         produce(namesrv, TOPIC, args.rows)
         print(f"produced {args.rows} messages in {time.perf_counter() - t0:.1f}s", flush=True)
         if args.reader_only:
-            reader_alone(namesrv, args.runs)
+            reader_alone(namesrv, args.runs, args.against)
             return
         spark = spark_session()
         st.callback(spark.stop)

@@ -44,9 +44,13 @@ def test_request_profiles_print_cpu_per_request_and_calls(
 
 @pytest.mark.timeout(300)
 def test_spark_bench_reader_only_reads_every_row() -> None:
-    out = _run("bench.spark_bench", "--rows", "3000", "--runs", "1", "--reader-only")
+    out = _run(
+        "bench.spark_bench", "--rows", "3000", "--runs", "1", "--reader-only", "--against", "HEAD"
+    )
     assert re.search(r"read_range 1: [\d,]+ rows/s, [\d.]+ us CPU/row", out)
-    assert re.search(r"decode alone 1: [\d.]+ us CPU/row", out)
+    assert re.search(r"decode alone 1, this tree: [\d.]+ us CPU/row", out)
+    assert re.search(r"decode alone 1, HEAD: [\d.]+ us CPU/row", out)
+    assert re.search(r"decode alone, medians: .* ratio [\d.]+", out)
 
 
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
