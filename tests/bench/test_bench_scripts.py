@@ -53,6 +53,13 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
     assert re.search(r"decode alone, medians: .* ratio [\d.]+", out)
 
 
+@pytest.mark.timeout(300)
+def test_read_ab_compares_against_a_revision_in_one_process() -> None:
+    out = _run("bench.read_ab", "--against", "HEAD", "--runs", "1", "--messages", "800")
+    assert "| single appends, queues in turn, pulls of 32 | " in out
+    assert out.count(" µs | ") == 2 * 3  # two figures per shape
+
+
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     """A derived figure a run could not measure (None, or absent from an older run) is left
     out of the ratio, which then says how many runs it rests on, and a row with no run

@@ -26,17 +26,3 @@ def test_store_benchmark_runs_and_prints_its_tables(tmp_path: Path) -> None:
     assert "| read by queue, 256 B, batches of 500, queues in turn, pulls of 1,024 |" in out
     assert "| mmap slice 300 B |" in out
     assert "| open with no checkpoint" in out
-
-
-def test_read_ab_compares_against_a_revision_in_one_process() -> None:
-    out = subprocess.run(
-        [sys.executable, "-m", "bench.read_ab", "--against", "HEAD", "--runs", "1",
-         "--messages", "800"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=True,
-    ).stdout  # fmt: skip
-    assert "| single appends, queues in turn, pulls of 32 | " in out
-    assert out.count(" µs | ") == 2 * 3  # two figures per shape
