@@ -9,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from longboat.protocol.message import decode_records, encode_record
 from longboat.spark.arrow import _alternating_pairs, decode_to_batch, messages_to_batch
@@ -135,3 +137,31 @@ def test_a_tag_filter_keeps_only_those_tags() -> None:
     assert batch is not None
     assert set(batch.column("tags").to_pylist()) == {"t1", "t3"}
     assert batch.num_rows == 2 * 4  # four of the strings carry one of them; each is used twice
+
+
+# Property strings as producers write them (names and values free of separators, now and then
+# a hidden name or one a byte away from it), and arbitrary ones (separators anywhere).
+_TEXT = st.text(st.characters(blacklist_characters="\x01\x02", codec="utf-8"), max_size=12)
+_NAMES = _TEXT | st.sampled_from(
+    ["TAGS", "KEYS", "UNIQ_KEY", "MIN_OFFSET", "MAX_OFFSET", "TAGs", "KEYSX", "UNIQ_KEy",
+     "MIN_OFFSEt", "MAX_OFFSET2", "a"]
+)  # fmt: skip
+_WRITTEN = st.builds(
+    lambda pairs, trailing: "\x02".join(f"{k}\x01{v}" for k, v in pairs) + trailing,
+    st.lists(st.tuples(_NAMES, _TEXT), max_size=6),
+    st.sampled_from(["", "\x02"]),
+)
+_ARBITRARY = st.lists(st.sampled_from(["\x01", "\x02", "a", "é", "TAGS", "KEYS"]), max_size=20).map(
+    "".join
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(_WRITTEN, min_size=1, max_size=12) | st.lists(_WRITTEN | _ARBITRARY, min_size=1))
+def test_any_property_strings_decode_as_the_per_record_decoder_reads_them(
+    strings: list[str],
+) -> None:
+    body = _records(strings)
+    columnar = decode_to_batch(body, TOPIC, BROKER, end=1 << 62, tags=None)
+    assert columnar is not None
+    assert _rows(columnar) == _rows(messages_to_batch(decode_records(body), BROKER))
