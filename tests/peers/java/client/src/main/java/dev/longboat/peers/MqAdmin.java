@@ -29,10 +29,14 @@ public final class MqAdmin {
         JSONArray commands = JSON.parseArray(peer.require("commands"));
         // mqadmin reads ROCKETMQ_HOME/conf/logback_tools.xml when its class loads: give it one
         // that keeps the tools' logging off stdout.
+        // Removed at exit, the file first (deleteOnExit runs in reverse order of asking).
         Path home = Files.createTempDirectory("mqadmin-home");
-        Files.createDirectories(home.resolve("conf"));
-        Files.writeString(home.resolve("conf/logback_tools.xml"),
+        home.toFile().deleteOnExit();
+        Path conf = Files.createDirectories(home.resolve("conf"));
+        conf.toFile().deleteOnExit();
+        Path logback = Files.writeString(conf.resolve("logback_tools.xml"),
                 "<configuration><root level=\"WARN\"/></configuration>\n");
+        logback.toFile().deleteOnExit();
         System.setProperty("rocketmq.home.dir", home.toString());
 
         PrintStream out = System.out;
