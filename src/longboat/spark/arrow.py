@@ -152,7 +152,7 @@ def _slices(
     n = len(at)
     views = np.zeros((n, 16), dtype=np.uint8)
     views[:, 0:4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
-    head = buf[np.minimum(at[:, None] + _HEAD_SPAN, len(buf) - 1)]
+    head = _heads(body, buf, at)
     head[lengths[:, None] <= _HEAD_SPAN] = 0
     inline = lengths <= _VIEW_INLINE
     views[inline, 4:16] = head[inline]
@@ -164,6 +164,24 @@ def _slices(
         view_kind, n, [None, pa.py_buffer(views), pa.py_buffer(body)]
     )
     return views_array.cast(kind)
+
+
+def _heads(body: bytes, buf: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The _VIEW_INLINE bytes from each position of `at`, one row each: gathered as whole
+    items of that size, and byte by byte (clipped to the buffer) where they would run past
+    its end."""
+    limit = len(buf) - _VIEW_INLINE
+    late = at > limit
+    head = (
+        _every_byte(body, np.dtype((np.void, _VIEW_INLINE)))[np.minimum(at, max(limit, 0))]
+        .view(np.uint8)
+        .reshape(len(at), _VIEW_INLINE)
+        if limit >= 0
+        else np.zeros((len(at), _VIEW_INLINE), np.uint8)
+    )
+    if late.any():
+        head[late] = buf[np.minimum(at[late, None] + _HEAD_SPAN, len(buf) - 1)]
+    return head
 
 
 _PAIR_END = PROPERTY_SEPARATOR.encode()[0]
