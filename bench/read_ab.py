@@ -18,26 +18,20 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 
 from bench.revisions import module_at
-from bench.store_bench import READ_SHAPES, make_messages, store_config
+from bench.store_bench import READ_SHAPES, drain, make_messages, read_config
 
-from longboat.store import FlushDiskType, MessageStore, message_store
+from longboat.store import MessageStore, message_store
 
 MODULE = "src/longboat/store/queue_read.py"
 
 
-def drain(store: MessageStore, pull: int) -> float:
+def cpu_per_message(store: MessageStore, pull: int) -> float:
     """CPU seconds per message to read every queue of the benchmark topic to its end."""
-    start, count = time.process_time(), 0
-    for q in store.queue_ids("BenchTopic"):
-        offset, end = 0, store.max_offset("BenchTopic", q)
-        while offset < end:
-            got = store.get_messages("BenchTopic", q, offset, pull, max_bytes=pull * 1024)
-            count += len(got.queue_offsets)
-            offset = got.next_begin_offset
+    start = time.process_time()
+    count = drain(store, pull)
     return (time.process_time() - start) / count
 
 
@@ -59,15 +53,13 @@ def main(argv: list[str] | None = None) -> None:
         print(f"| shape | {args.against} | this tree | ratio |")
         print("|---|---:|---:|---:|")
         for shape in READ_SHAPES:
-            config = store_config(base / shape.store.__name__, FlushDiskType.ASYNC_FLUSH)
-            config = replace(config, max_transfer_count=max(shape.pull, config.max_transfer_count))
-            with MessageStore(config) as store:
+            with MessageStore(read_config(base / shape.store.__name__, shape)) as store:
                 shape.store(store, msgs)
                 times: dict[str, list[float]] = {name: [] for name in readers}
                 for _ in range(args.runs):
                     for name, read_queue in readers.items():
                         message_store.read_queue = read_queue  # type: ignore[assignment]
-                        times[name].append(drain(store, shape.pull))
+                        times[name].append(cpu_per_message(store, shape.pull))
                 message_store.read_queue = readers["this tree"]  # type: ignore[assignment]
             before, after = (statistics.median(t) * 1e6 for t in times.values())
             print(f"| {shape.name} | {before:.3f} µs | {after:.3f} µs | {after / before:.2f} |")

@@ -245,28 +245,35 @@ READ_SHAPES = (
 )
 
 
+def read_config(root: Path, shape: ReadShape) -> StoreConfig:
+    """The default ASYNC_FLUSH store, letting a pull return `shape.pull` messages."""
+    config = store_config(root, FlushDiskType.ASYNC_FLUSH)
+    return replace(config, max_transfer_count=max(shape.pull, config.max_transfer_count))
+
+
+def drain(store: MessageStore, pull: int) -> int:
+    """Read every queue of the benchmark topic to its end, `pull` at a time; messages read."""
+    count = 0
+    for q in store.queue_ids("BenchTopic"):
+        offset, end = 0, store.max_offset("BenchTopic", q)
+        while offset < end:
+            got = store.get_messages("BenchTopic", q, offset, pull, max_bytes=pull * 1024)
+            count += len(got.queue_offsets)
+            offset = got.next_begin_offset
+    return count
+
+
 def read_case(base: Path, msgs: list[MessageInner], shape: ReadShape) -> tuple[float, float, int]:
     """(seconds to pull every message by queue, `shape.pull` at a time; seconds for the floor:
     slicing the same records out of the map by known offsets; message count)."""
     root = Path(tempfile.mkdtemp(dir=base))
-    config = store_config(root, FlushDiskType.ASYNC_FLUSH)
-    config = replace(config, max_transfer_count=max(shape.pull, config.max_transfer_count))
-    store = MessageStore(config)
+    store = MessageStore(read_config(root, shape))
     store.open()
     try:
         placed = [(r.commit_log_offset, r.size) for p in shape.store(store, msgs)
                   for r in p.records]  # fmt: skip
-        queues = store.queue_ids("BenchTopic")
         start = time.perf_counter()
-        count = 0
-        for q in queues:
-            offset, end = 0, store.max_offset("BenchTopic", q)
-            while offset < end:
-                got = store.get_messages(
-                    "BenchTopic", q, offset, shape.pull, max_bytes=shape.pull * 1024
-                )
-                count += len(got.queue_offsets)
-                offset = got.next_begin_offset
+        count = drain(store, shape.pull)
         pulled = time.perf_counter() - start
         seg = store._log.chain.segments[0].mm  # the floor reads the same map directly
         start = time.perf_counter()
