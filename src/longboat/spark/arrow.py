@@ -173,7 +173,7 @@ def _heads(body: bytes, buf: np.ndarray, at: np.ndarray) -> np.ndarray:
     limit = len(buf) - _VIEW_INLINE
     late = at > limit
     head = (
-        _every_byte(body, np.dtype((np.void, _VIEW_INLINE)))[np.minimum(at, max(limit, 0))]
+        _every_byte(body, np.dtype((np.void, _VIEW_INLINE)))[np.minimum(at, limit)]
         .view(np.uint8)
         .reshape(len(at), _VIEW_INLINE)
         if limit >= 0
