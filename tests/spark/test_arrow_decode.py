@@ -6,6 +6,8 @@ decoder is plain pyarrow and numpy."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -13,7 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longboat.protocol.message import decode_records, encode_record
-from longboat.spark.arrow import _alternating_pairs, decode_to_batch, messages_to_batch
+from longboat.spark.arrow import (
+    _alternating_pairs,
+    _short_slices,
+    decode_to_batch,
+    messages_to_batch,
+)
 
 TOPIC = "decode-topic"
 BROKER = "broker-a"
@@ -165,3 +172,19 @@ def test_any_property_strings_decode_as_the_per_record_decoder_reads_them(
     columnar = decode_to_batch(body, TOPIC, BROKER, end=1 << 62, tags=None)
     assert columnar is not None
     assert _rows(columnar) == _rows(messages_to_batch(decode_records(body), BROKER))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_short_slices_pick_out_exactly_the_bytes_of_each_slice(data: st.DataObject) -> None:
+    """In order and not overlapping, but otherwise anything: empty slices, slices that end
+    where the next begins, one at the very end of the buffer."""
+    text = data.draw(st.binary(max_size=40).filter(lambda b: b.isascii()))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=16)))
+    pairs = [(cuts[i], cuts[i + 1]) for i in range(0, len(cuts) - 1, 2)]
+    if data.draw(st.booleans()):  # adjacent slices: every cut ends one and starts the next
+        pairs = list(itertools.pairwise(cuts))
+    at = np.array([a for a, _ in pairs], dtype=np.int64)
+    lengths = np.array([b - a for a, b in pairs], dtype=np.int64)
+    got = _short_slices(np.frombuffer(text, np.uint8), at, lengths)
+    assert got.to_pylist() == [text[a:b].decode() for a, b in pairs]
