@@ -157,36 +157,45 @@ def _runs(raw: bytes, max_bytes: int) -> tuple[list[tuple[int, int]], list[int],
     step per entry: the runs of records back to back in the log, as (start, end) log offsets,
     each returned record's size, and the last one's log offset.  The records are cut where
     `max_bytes` would be passed (the first always goes).  None when an entry is a hole, which
-    the entry-by-entry loop skips instead."""
-    flat = _entries(len(raw) // ENTRY.size).unpack(raw)
-    physical, sizes = flat[0::3], list(flat[1::3])
+    the entry-by-entry loop skips instead.  Only the sizes are unpacked for every entry; the
+    log offsets are, beyond the first and last, only when the records are not one run."""
+    count = len(raw) // ENTRY.size
+    sizes = list(_fields(count, "size").unpack(raw))
     if min(sizes) <= 0:
         return None
     total = sum(sizes)
     if total > max_bytes:
         totals = list(itertools.accumulate(sizes))
         count = max(1, bisect.bisect_right(totals, max_bytes))
-        physical, sizes, total = physical[:count], sizes[:count], totals[count - 1]
-    last = physical[-1]
-    if last + sizes[-1] - physical[0] == total:  # one run (a queue's entries rise in the log)
-        return [(physical[0], last + sizes[-1])], sizes, last
+        sizes, total = sizes[:count], totals[count - 1]
+    first = _PHYSICAL.unpack_from(raw)[0]
+    last = _PHYSICAL.unpack_from(raw, (count - 1) * ENTRY.size)[0]
+    if last + sizes[-1] - first == total:  # one run (a queue's entries rise in the log)
+        return [(first, last + sizes[-1])], sizes, last
     # A run breaks before each record that does not start where the one before it ends
     # (another queue's record in between, or a segment's end marker).
+    physical = _fields(count, "physical").unpack_from(raw)
     ends = list(map(operator.add, physical, sizes))
-    breaks = itertools.compress(range(1, len(sizes)), map(operator.ne, physical[1:], ends))
+    breaks = itertools.compress(range(1, count), map(operator.ne, physical[1:], ends))
     runs: list[tuple[int, int]] = []
-    first = 0
+    start = 0
     for cut in breaks:
-        runs.append((physical[first], ends[cut - 1]))
-        first = cut
-    runs.append((physical[first], ends[-1]))
+        runs.append((physical[start], ends[cut - 1]))
+        start = cut
+    runs.append((physical[start], ends[-1]))
     return runs, sizes, last
 
 
+_PHYSICAL = struct.Struct(">q")
+# One field of every entry (the others skipped as padding): ENTRY is log offset 8 | size 4 |
+# tags code 8.
+_FIELD_FORMATS = {"physical": "q12x", "size": "8xi8x"}
+
+
 @functools.cache
-def _entries(count: int) -> struct.Struct:
-    """`count` consume-queue entries unpacked at once, flat."""
-    return struct.Struct(">" + ENTRY.format[1:] * count)
+def _fields(count: int, field: str) -> struct.Struct:
+    """One field of `count` consume-queue entries, unpacked at once."""
+    return struct.Struct(">" + _FIELD_FORMATS[field] * count)
 
 
 def _take_run(
