@@ -34,6 +34,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
@@ -199,7 +200,8 @@ def produce(namesrv: str, topic: str, rows: int) -> None:
 
 def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
     """The connector's reader without Spark: every queue read through `read_range` in this
-    process (rows/s, this process's CPU per row; the broker is the `longboat up` child), then
+    process (rows/s, this process's CPU per row and the `longboat up` child's, which serves
+    the pulls: user and system time, in 10 ms ticks), then
     the columnar decode alone over the same pull answers, grouped as `read_range` groups them;
     with `against`, alternated with that revision's decoder (`bench.revisions`)."""
     from bench.revisions import module_at
@@ -212,11 +214,18 @@ def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
     opts = parse_read_options(options, streaming=False)
     reader = BatchReader(opts)
     parts, link = reader.partitions(), reader.link
+    servers = psutil.Process().children(recursive=True)  # the `longboat up` child
+
+    def servers_cpu() -> float:
+        return sum(sum(p.cpu_times()[:2]) for p in servers)
+
     for run in range(runs):
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, s0 = time.perf_counter(), time.process_time(), servers_cpu()
         rows = sum(b.num_rows for part in parts for b in read_range(link, opts, part))
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        print(f"read_range {run + 1}: {rows / wall:,.0f} rows/s, {cpu / rows * 1e6:.2f} us CPU/row")
+        served = servers_cpu() - s0
+        print(f"read_range {run + 1}: {rows / wall:,.0f} rows/s, {cpu / rows * 1e6:.2f} us CPU/row"
+              f" (the broker's: {served / rows * 1e6:.2f})")  # fmt: skip
     grouped = []
     for part in parts:
         offset, bodies, counted = part.start, [], 0
