@@ -192,7 +192,7 @@ async def pull_as_they_did(api: ClientAPI, addr: str, theirs: Vector) -> PullRes
     """The real client's pull made through our keyword builder (which must write the same
     header, plus `expressionType` as Java clients send it)."""
     h = PullMessageRequestHeader.from_ext(java_ext(theirs.header["extFields"]))
-    flag = PullSysFlag(h.sysFlag)
+    flag = h.sysFlag
     assert flag & PullSysFlag.SUBSCRIPTION  # ours always carries the subscription
     return await api.pull(
         addr,

@@ -201,7 +201,7 @@ def test_consumer_requests() -> None:
         # pullBatchSize: the push consumer's 32, the lite pull consumer's 10.
         assert h.maxMsgNums == (10 if v.file.startswith("lite_pull") else 32)
         assert h.expressionType == "TAG"
-        assert PullSysFlag(h.sysFlag) & PullSysFlag.SUSPEND or h.suspendTimeoutMillis == 0
+        assert h.sysFlag & PullSysFlag.SUSPEND or h.suspendTimeoutMillis == 0
     beats = _headers("HEART_BEAT")
     assert beats
     for _, cmd in beats:

@@ -204,7 +204,7 @@ def test_pull_message_headers_and_sys_flag_bits() -> None:
         assert h.subscription is not None and h.subVersion > 0
         assert h.expressionType is None  # ali-ons omits it for tag subscriptions
         bits = v.decoded["sysFlag_bits"]
-        flag = PullSysFlag(h.sysFlag)
+        flag = h.sysFlag
         assert bool(flag & PullSysFlag.COMMIT_OFFSET) == bits["commitOffset"]
         assert bool(flag & PullSysFlag.SUSPEND) == bits["suspend"]
         assert bool(flag & PullSysFlag.SUBSCRIPTION) == bits["subscription"]

@@ -2,30 +2,27 @@
 
 from __future__ import annotations
 
-from enum import IntFlag
 
+class PullSysFlag:
+    """Plain ints, not an IntFlag: every pull sets these on the client and tests two or three
+    on the broker, and each operation on an IntFlag runs the enum module's Python code."""
 
-class PullSysFlag(IntFlag):
     COMMIT_OFFSET = 0x1
     SUSPEND = 0x2
     SUBSCRIPTION = 0x4
     CLASS_FILTER = 0x8
     LITE_PULL_MESSAGE = 0x10
 
-    @classmethod
+    @staticmethod
     def build(
-        cls, *, commit_offset: bool, suspend: bool, subscription: bool, lite_pull: bool = False
+        *, commit_offset: bool, suspend: bool, subscription: bool, lite_pull: bool = False
     ) -> int:
-        flag = 0
-        if commit_offset:
-            flag |= cls.COMMIT_OFFSET
-        if suspend:
-            flag |= cls.SUSPEND
-        if subscription:
-            flag |= cls.SUBSCRIPTION
-        if lite_pull:
-            flag |= cls.LITE_PULL_MESSAGE
-        return flag
+        return (
+            commit_offset * PullSysFlag.COMMIT_OFFSET
+            | suspend * PullSysFlag.SUSPEND
+            | subscription * PullSysFlag.SUBSCRIPTION
+            | lite_pull * PullSysFlag.LITE_PULL_MESSAGE
+        )
 
 
 class MessageSysFlag:
