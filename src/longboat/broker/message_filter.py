@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 from longboat.filter.sql92 import FilterError, Sql92Filter, compile_sql92
 from longboat.protocol import ResponseCode
@@ -48,11 +49,15 @@ class MessageFilter:
         return self.sql.matches(decode_record(record).properties)
 
 
+@lru_cache(maxsize=1024)
 def message_filter(
     expression_type: str | None, expression: str | None, *, property_filter_enabled: bool
 ) -> MessageFilter:
     """The filter of one subscription; raises `FilterRefused` with RocketMQ's answer when the
-    type is not served or the expression does not compile."""
+    type is not served or the expression does not compile.  Every pull asks for its
+    subscription's filter, and a group's pulls all carry the same few expressions: filters
+    are immutable, so each is built once (a tag list's hashes are a Python loop per
+    character) and shared; a refusal is not kept and is raised again."""
     kind = (expression_type or TAG).upper()
     if kind == TAG:
         tags = TagExpression.parse(expression)
