@@ -190,6 +190,7 @@ _PHYSICAL = struct.Struct(">q")
 # One field of every entry (the others skipped as padding): ENTRY is log offset 8 | size 4 |
 # tags code 8.
 _FIELD_FORMATS = {"physical": "q12x", "size": "8xi8x"}
+assert all(struct.calcsize(">" + f) == ENTRY.size for f in _FIELD_FORMATS.values())
 
 
 @functools.cache
