@@ -7,6 +7,8 @@ decoder is plain pyarrow and numpy."""
 from __future__ import annotations
 
 import itertools
+import subprocess
+import sys
 
 import numpy as np
 import pyarrow as pa
@@ -188,3 +190,21 @@ def test_short_slices_pick_out_exactly_the_bytes_of_each_slice(data: st.DataObje
     lengths = np.array([b - a for a, b in pairs], dtype=np.int64)
     got = _short_slices(np.frombuffer(text, np.uint8), at, lengths)
     assert got.to_pylist() == [text[a:b].decode() for a, b in pairs]
+
+
+def test_decoding_does_not_import_pandas() -> None:
+    """A fresh Spark worker's first decode would otherwise pay for importing pandas (pyarrow
+    goes through it for masks, Python lists and booleans to numpy); the decode needs none of
+    it, with a tag filter or with records that lack a UNIQ_KEY."""
+    script = (
+        "import sys\n"
+        "from tests.spark.test_arrow_decode import BROKER, TOPIC, _records\n"
+        "from longboat.spark.arrow import decode_to_batch\n"
+        "batch = decode_to_batch(_records(), TOPIC, BROKER, end=1 << 62, tags=None)\n"
+        "assert batch is not None and batch.num_rows and batch.column('tags').null_count\n"
+        "kept = decode_to_batch(_records(), TOPIC, BROKER, end=1 << 62, tags=frozenset({'t1'}))\n"
+        "assert kept is not None and set(kept.column('tags').to_pylist()) == {'t1'}\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "False"

@@ -80,7 +80,7 @@ def arrow_schema() -> pa.Schema:
 
 def _ms_to_timestamps(values: list[int] | np.ndarray) -> pa.Array:
     micros = np.asarray(values, dtype=np.int64) * 1000
-    return pa.array(micros, pa.timestamp("us", tz="UTC"))
+    return _numbers(micros, pa.timestamp("us", tz="UTC"))
 
 
 # ---------------------------------------------------------------------------- columnar decode
@@ -322,7 +322,45 @@ def _value_of(pairs: _Pairs, named: np.ndarray, n: int) -> pa.Array:
     hits = np.flatnonzero(named)
     where = np.full(n, -1, dtype=np.int64)
     where[pairs.rows[hits]] = hits
-    return pairs.values.take(pa.array(where, mask=where < 0))
+    validity = np.packbits(where >= 0, bitorder="little")
+    indices = pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(validity), pa.py_buffer(where)])
+    return pairs.values.take(indices)
+
+
+# The decode builds no Arrow array from a Python list or a mask and converts no booleans with
+# `to_numpy`: pyarrow does each through pandas, whose import is a slow first step for every
+# fresh Spark worker (`tests/spark/test_arrow_decode.py::test_decoding_does_not_import_pandas`).
+# Booleans cross through their bits, masks go in as validity buffers, and strings as buffers.
+
+
+def _strings(values: list[str]) -> pa.Array:
+    """Python strings as a string array, from its buffers."""
+    encoded = [v.encode() for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int32)
+    np.cumsum(np.fromiter(map(len, encoded), np.int64, len(encoded)), out=offsets[1:])
+    data = pa.py_buffer(b"".join(encoded))
+    return pa.Array.from_buffers(pa.string(), len(encoded), [None, pa.py_buffer(offsets), data])
+
+
+def _numbers(values: np.ndarray, kind: pa.DataType) -> pa.Array:
+    """A numpy array of `kind`'s width as an Arrow array without nulls, on its buffer."""
+    if values.dtype.itemsize * 8 != kind.bit_width:
+        raise TypeError(f"{values.dtype} is not {kind}")
+    data = pa.py_buffer(np.ascontiguousarray(values))
+    return pa.Array.from_buffers(kind, len(values), [None, data])
+
+
+def _bool_array(values: np.ndarray) -> pa.Array:
+    """A numpy boolean array as an Arrow one, its bits packed."""
+    bits = pa.py_buffer(np.packbits(values, bitorder="little"))
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
+
+
+def _bools(array: pa.BooleanArray) -> np.ndarray:
+    """A boolean array without nulls as numpy, unpacked from its bits."""
+    bits = np.frombuffer(array.buffers()[1], np.uint8)
+    count = array.offset + len(array)
+    return np.unpackbits(bits, count=count, bitorder="little")[array.offset :].view(bool)
 
 
 def decode_to_batch(
@@ -367,43 +405,43 @@ def decode_to_batch(
     uniq = _value_of(pairs, hidden[Prop.UNIQ_KEY], n)
     phys = fixed["phys"].astype(np.int64)
     if uniq.null_count:
-        missing = np.flatnonzero(uniq.is_null().to_numpy(zero_copy_only=False))
+        missing = np.flatnonzero(_bools(uniq.is_null()))
         ids = uniq.to_pylist()
         for i in missing:
             at = int(starts[i]) + POS_STOREHOST_V4
             host, port = body[at : at + 4], _I32.unpack_from(body, at + 4)[0]
             ids[i] = offset_msg_id_from_bytes(host, port, int(phys[i]))
-        uniq = pa.array(ids, pa.string())
+        uniq = _strings(ids)
     user = ~np.logical_or.reduce(list(hidden.values()))
     counts = np.bincount(pairs.rows[user], minlength=n)
     map_offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(counts, out=map_offsets[1:])
     properties = pa.MapArray.from_arrays(
-        pa.array(map_offsets),
+        _numbers(map_offsets, pa.int32()),
         pairs.names(user),
-        pairs.values.filter(pa.array(user)),
+        pairs.values.filter(_bool_array(user)),
         type=schema.field("properties").type,
     )
     queue_offset = fixed["queue_offset"].astype(np.int64)
     columns = [
-        pa.repeat(pa.scalar(topic, pa.string()), n),
-        pa.repeat(pa.scalar(broker, pa.string()), n),
-        pa.array(fixed["queue_id"].astype(np.int32)),
-        pa.array(queue_offset),
+        pa.repeat(_strings([topic])[0], n),
+        pa.repeat(_strings([broker])[0], n),
+        _numbers(fixed["queue_id"].astype(np.int32), pa.int32()),
+        _numbers(queue_offset, pa.int64()),
         uniq,
         keys_col,
         tag_col,
         _slices(body, buf, body_at, body_len, pa.binary()),
         _ms_to_timestamps(fixed["born_ts"].astype(np.int64)),
         _ms_to_timestamps(fixed["store_ts"].astype(np.int64)),
-        pa.array(fixed["reconsume"].astype(np.int32)),
+        _numbers(fixed["reconsume"].astype(np.int32), pa.int32()),
         properties,
     ]
     batch = pa.RecordBatch.from_arrays(columns, schema=schema)
     keep = queue_offset < end
     if tags is not None:
-        keep &= pc.is_in(tag_col, value_set=pa.array(sorted(tags))).to_numpy(zero_copy_only=False)
-    return batch if keep.all() else batch.filter(pa.array(keep))
+        keep &= _bools(pc.is_in(tag_col, value_set=_strings(sorted(tags))))
+    return batch if keep.all() else batch.filter(_bool_array(keep))
 
 
 def messages_to_batch(messages: list[MessageExt], broker: str) -> pa.RecordBatch:
