@@ -322,8 +322,7 @@ def _value_of(pairs: _Pairs, named: np.ndarray, n: int) -> pa.Array:
     hits = np.flatnonzero(named)
     where = np.full(n, -1, dtype=np.int64)
     where[pairs.rows[hits]] = hits
-    validity = np.packbits(where >= 0, bitorder="little")
-    indices = pa.Array.from_buffers(pa.int64(), n, [pa.py_buffer(validity), pa.py_buffer(where)])
+    indices = pa.Array.from_buffers(pa.int64(), n, [_bitmap(where >= 0), pa.py_buffer(where)])
     return pairs.values.take(indices)
 
 
@@ -350,10 +349,14 @@ def _numbers(values: np.ndarray, kind: pa.DataType) -> pa.Array:
     return pa.Array.from_buffers(kind, len(values), [None, data])
 
 
+def _bitmap(values: np.ndarray) -> pa.Buffer:
+    """A numpy boolean array packed into Arrow's bit layout (a validity or boolean buffer)."""
+    return pa.py_buffer(np.packbits(values, bitorder="little"))
+
+
 def _bool_array(values: np.ndarray) -> pa.Array:
-    """A numpy boolean array as an Arrow one, its bits packed."""
-    bits = pa.py_buffer(np.packbits(values, bitorder="little"))
-    return pa.Array.from_buffers(pa.bool_(), len(values), [None, bits])
+    """A numpy boolean array as an Arrow one."""
+    return pa.Array.from_buffers(pa.bool_(), len(values), [None, _bitmap(values)])
 
 
 def _bools(array: pa.BooleanArray) -> np.ndarray:
