@@ -88,3 +88,18 @@ def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     older = run(3.0, 2.0)  # recorded before a row existed: --replot still summarizes it
     del older["longboat"]["cpu_fanout"], older["rocketmq"]["cpu_fanout"]
     assert rocketmq_compare.summarize([older])["cpu_fanout"]["rocketmq"] is None
+
+
+@pytest.mark.timeout(300)
+def test_wake_path_times_every_hop_of_a_wake_up() -> None:
+    """Its probes wrap broker and client functions by name: a rename breaks it here."""
+    out = _run("bench.wake_path", "--runs", "1", "--rounds", "30", "--warmup", "2")
+    matched = re.search(r"run 1/1: (\d+) rounds matched", out)
+    assert matched is not None and int(matched.group(1)) >= 20, out
+    for hop in (
+        "stamped → send written",
+        "send handled → arrival",
+        "answer read → fetch returned",
+        "stamped → fetch returned (the wake-up)",
+    ):
+        assert re.search(rf"  {re.escape(hop)} +p50 +[\d.]+ µs", out), hop

@@ -224,6 +224,25 @@ def test_arrival_listener_is_called_on_the_appending_thread(store: MessageStore)
     assert threads == [worker]
 
 
+def test_a_listener_is_told_before_the_key_index_is_written(store: MessageStore) -> None:
+    """The wake-up does not wait for the key index (a page fault per entry while a fresh
+    index file fills); the append still returns only once the index has the keys, and the
+    store counts the records dispatched only then."""
+    during: list[tuple[int, int]] = []
+
+    def listener(*_: object) -> None:
+        found = store.query_by_key("T", "k1", 4, 0, 2**62)
+        during.append((len(found), store.dispatched_physical_offset))
+
+    store.put_message(message(KEYS="k0"))
+    before = store.max_physical_offset
+    store.add_arrival_listener(listener)
+    store.put_message(message(KEYS="k1"))
+    assert during == [(0, before)]
+    assert len(store.query_by_key("T", "k1", 4, 0, 2**62)) == 1
+    assert store.dispatched_physical_offset == store.max_physical_offset
+
+
 def test_tags_code_override_is_kept(store: MessageStore) -> None:
     delayed = message(TAGS="A")
     delayed.tags_code = 1_700_000_123_456

@@ -14,7 +14,10 @@ that read report the data as gone, never return other bytes.
 
 Dispatch is in-line: by the time `put_messages` returns, the queue entry exists and the
 arrival listeners have been told, on the appending thread (microseconds after the copy).
-There is no dispatch thread to fall behind, poll, or lose a wake-up.
+There is no dispatch thread to fall behind, poll, or lose a wake-up.  The key index is written
+after the listeners are told, not before (`_index_appended`): a parked pull is woken without
+waiting for the index entries, whose slots lie on random pages of a large file (a page fault
+each while a fresh index file fills); the append still returns only once they are written.
 
 Lifecycle (state as data):
 
@@ -101,6 +104,9 @@ class MessageStore:
         self._msg_id_prefix = offset_msg_id_prefix(self._store_host, config.store_port)
         self._last_store_ms = 0
         self._dispatched = 0
+        # Index entries of appends whose listeners are being told, in log order (see
+        # `_index_appended`): (entries, end of the append's records).
+        self._unindexed: list[tuple[list[tuple[int, int, int]], int]] = []
         self._sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
@@ -178,6 +184,7 @@ class MessageStore:
             if self._state is not _State.OPEN:
                 self._state = _State.CLOSED
                 return
+            self._index_appended()  # an append still telling its listeners: its entries
             self._state = _State.CLOSED
         self._maintenance.stop()
         self._flusher.stop()
@@ -267,11 +274,27 @@ class MessageStore:
             log.error("commit log: append failed: %s", exc)
             return PutResult(PutStatus.UNKNOWN_ERROR, error=f"append failed: {exc}")
         listeners = self._listeners
-        if listeners:
-            self._notify(listeners, topic, queue_id, new_max, properties_of, admitted)
+        try:
+            if listeners:
+                self._notify(listeners, topic, queue_id, new_max, properties_of, admitted)
+        finally:
+            with self._lock:
+                self._index_appended()
         for observer in self._append_observers:
             observer(self._log.write_offset)
         return result
+
+    def _index_appended(self) -> None:
+        """Write the index entries of the appends made so far, in log order, and count their
+        records dispatched.  Caller holds the lock.  Any appending thread may write another's:
+        entries stay in log order whoever writes them, and `_dispatched` (what a checkpoint
+        records and recovery re-indexes from) never passes an entry not yet written."""
+        unindexed = self._unindexed
+        if unindexed:
+            self._unindexed = []
+            for entries, end in unindexed:
+                self._index.add(entries, end)
+                self._dispatched = end
 
     def append_replicated(self, offset: int, data: bytes) -> int:
         """Copy a master's commit-log bytes in at `offset` (this log's end; any segment
@@ -289,6 +312,7 @@ class MessageStore:
                 log_.write_replicated(offset, data)
             except ValueError as exc:
                 raise StoreUsageError(str(exc)) from None
+            self._index_appended()
             if self._dispatched < log_.min_offset:
                 self._dispatched = log_.min_offset  # a new replica's first segment
             scan = log_.scan(self._dispatched, limit=log_.write_offset)
@@ -319,7 +343,8 @@ class MessageStore:
         return end
 
     def _append(self, admitted: Admitted) -> PutResult:
-        """Encode, copy in, dispatch.  Caller holds the lock."""
+        """Encode, copy in, write the queue entries; the index entries wait for
+        `_index_appended`.  Caller holds the lock."""
         topic, queue_id = admitted.topic, admitted.queue_id
         # A new queue is registered only once its first record is written: a refused append
         # leaves no trace, in memory or on disk.
@@ -386,15 +411,16 @@ class MessageStore:
         if entries:
             cq.append(first_queue_offset, entries)
             self._queues.dirty.add(cq)
-        self._index.add(
-            [
-                (h, phys, now)
-                for phys, hs in zip(offsets, admitted.key_hashes, strict=True)
-                for h in hs
-            ],
-            end,
+        self._unindexed.append(
+            (
+                [
+                    (h, phys, now)
+                    for phys, hs in zip(offsets, admitted.key_hashes, strict=True)
+                    for h in hs
+                ],
+                end,
+            )
         )
-        self._dispatched = end
         prefix = self._msg_id_prefix
         appended = [
             AppendedRecord(phys, qoff, rsize, now, prefix + offset_msg_id_suffix(phys))
