@@ -133,3 +133,17 @@ def test_a_subclass_decodes_with_its_own_wire_names() -> None:
     )
     assert dataclasses.astuple(v1) == dataclasses.astuple(v2)
     assert "a" in v2.to_ext() and "producerGroup" in v1.to_ext()
+
+
+@pytest.mark.parametrize(
+    ("cls", "wire"),
+    [(headers.SendMessageRequestHeader, "queueId"), (headers.SendMessageRequestHeaderV2, "e")],
+)
+def test_a_send_header_encodes_with_the_queue_it_is_sent_to(
+    cls: type[headers.SendMessageRequestHeader], wire: str
+) -> None:
+    header = cls("g", "T", "TBW102", 4, -1, 0, 1_700_000_000_000, 0, "TAGS\x01a\x02")
+    ext = header.to_ext_for_queue(3)
+    assert ext[wire] == "3"
+    assert ext == {**header.to_ext(), wire: "3"}
+    assert cls.from_ext(ext) == dataclasses.replace(header, queueId=3)

@@ -202,9 +202,10 @@ class ClientAPI:
         msg_id: str,
         timeout: float,
     ) -> SendResult:
-        """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE when `header.batch`; the stored location."""
+        """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE when `header.batch`, to `mq` (its queue id
+        is sent, whatever the header's); the stored location."""
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
-        cmd = self._command(code, header.to_ext(), body)
+        cmd = self._command(code, header.to_ext_for_queue(mq.queue_id), body)
         response = await self._call(addr, cmd, timeout, ok=SEND_STORED_CODES)
         try:
             rh = SendMessageResponseHeader.from_ext(response.ext_fields)
@@ -222,9 +223,13 @@ class ClientAPI:
             transaction_id=rh.transactionId,
         )
 
-    async def send_oneway(self, addr: str, header: SendMessageRequestHeaderV2, body: bytes) -> None:
+    async def send_oneway(
+        self, addr: str, mq: MessageQueue, header: SendMessageRequestHeaderV2, body: bytes
+    ) -> None:
+        """`send` without an answer."""
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
-        await self.invoke_oneway(addr, self._command(code, header.to_ext(), body))
+        ext = header.to_ext_for_queue(mq.queue_id)
+        await self.invoke_oneway(addr, self._command(code, ext, body))
 
     async def end_transaction(self, addr: str, header: EndTransactionRequestHeader) -> None:
         """END_TRANSACTION (37): a half's commit / rollback / unknown, one-way as Java sends

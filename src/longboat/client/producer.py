@@ -24,7 +24,6 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import replace
 from typing import Any
 
 from longboat.client.config import ClientConfig
@@ -226,7 +225,7 @@ class Producer(InstanceUser):
             else self._round_robin.select(_require_queues(route.publish_queues, msg.topic))
         )
         addr = await instance.find_master_addr(mq.broker_name, msg.topic)
-        await instance.api.send_oneway(addr, _with_queue(header, mq), body)
+        await instance.api.send_oneway(addr, mq, header, body)
 
     async def send_batch(
         self,
@@ -301,7 +300,8 @@ class Producer(InstanceUser):
             )
 
     def _prepare(self, msg: Message) -> tuple[SendMessageRequestHeaderV2, bytes, str]:
-        """The send header (queue id still unset), the wire body and the UNIQ_KEY."""
+        """The send header (its queue id is set per attempt, on the wire), the wire body and
+        the UNIQ_KEY."""
         validate_topic(msg.topic)
         _check_body(msg)
         props = msg.wire_properties()
@@ -373,7 +373,7 @@ class Producer(InstanceUser):
                     mq.broker_name, topic
                 )
                 return await instance.api.send(
-                    addr, mq, _with_queue(header, mq), body, msg_id=msg_id, timeout=remaining
+                    addr, mq, header, body, msg_id=msg_id, timeout=remaining
                 )
             except BrokerError as exc:
                 if exc.code not in PRODUCER_RETRYABLE_CODES:
@@ -434,10 +434,6 @@ def _require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[Mess
             f"topic {topic} has no writable queue on any master broker",
         )
     return queues
-
-
-def _with_queue(header: SendMessageRequestHeaderV2, mq: MessageQueue) -> SendMessageRequestHeaderV2:
-    return replace(header, queueId=mq.queue_id)
 
 
 def _fixed_chooser(

@@ -31,6 +31,13 @@ class SendMessageRequestHeader(Header):
     maxReconsumeTimes: JavaInt | None = None
     batch: bool | None = None
 
+    def to_ext_for_queue(self, queue_id: int) -> dict[str, str]:
+        """`to_ext` with `queueId` set to `queue_id`: a producer picks the queue per attempt,
+        and copying a frozen header to change one field costs more than encoding all of it."""
+        ext = self.to_ext()
+        ext[self.wire_names.get("queueId", "queueId")] = str(queue_id)
+        return ext
+
 
 @dataclass(frozen=True, slots=True)
 class SendMessageRequestHeaderV2(SendMessageRequestHeader):
