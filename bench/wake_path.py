@@ -40,7 +40,7 @@ STREAM = "WakePath"
 # (probe, process, what happened there), in the order a round passes them.
 PROBES = (
     ("stamped", "producer", "the producer role stamps the message and calls send"),
-    ("send written", "producer", "the send request is written to the socket"),
+    ("send to socket", "producer", "the send request goes to the connection to be written"),
     ("send read", "broker", "the broker's protocol receives the send's bytes"),
     ("send handled", "broker", "the send processor is handed the decoded request"),
     ("arrival", "broker", "the store tells the hold service of the arrival"),
@@ -56,25 +56,25 @@ def _note(log: Log, probe: str) -> None:
     log.append((probe, time.monotonic_ns()))
 
 
-def _on_entry(log: Log, owner: Any, name: str, probe: str) -> None:
-    original = getattr(owner, name)
-
-    def probed(*args: Any, **kwargs: Any) -> Any:
-        _note(log, probe)
-        return original(*args, **kwargs)
-
-    setattr(owner, name, probed)
-
-
-def _on_return(
+def _on_entry(
     log: Log, owner: Any, name: str, probe: str, when: Callable[..., bool] = lambda *a: True
 ) -> None:
     original = getattr(owner, name)
 
     def probed(*args: Any, **kwargs: Any) -> Any:
-        result = original(*args, **kwargs)
         if when(*args):
             _note(log, probe)
+        return original(*args, **kwargs)
+
+    setattr(owner, name, probed)
+
+
+def _on_return(log: Log, owner: Any, name: str, probe: str) -> None:
+    original = getattr(owner, name)
+
+    def probed(*args: Any, **kwargs: Any) -> Any:
+        result = original(*args, **kwargs)
+        _note(log, probe)
         return result
 
     setattr(owner, name, probed)
@@ -138,11 +138,12 @@ def _producer(namesrv: str, parked: Any, logs: Any) -> None:
     from longboat.remoting.connection import Connection
 
     log: Log = []
-    _on_return(
+    # On entry: the broker may read the request before the producer's write call returns.
+    _on_entry(
         log,
         Connection,
         "send",
-        "send written",
+        "send to socket",
         lambda _conn, cmd: cmd.code == RequestCode.SEND_MESSAGE_V2,
     )
 
