@@ -6,10 +6,12 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from longboat.protocol.message import decode_record, decode_records
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.tags import tags_code
-from longboat.store import GetStatus, MessageStore
+from longboat.store import GetStatus, MessageStore, PutStatus
 
 from .helpers import log_records, message, small_config
 
@@ -240,6 +242,29 @@ def test_a_listener_is_told_before_the_key_index_is_written(store: MessageStore)
     store.put_message(message(KEYS="k1"))
     assert during == [(0, before)]
     assert len(store.query_by_key("T", "k1", 4, 0, 2**62)) == 1
+    assert store.dispatched_physical_offset == store.max_physical_offset
+
+
+def test_an_index_that_cannot_be_written_fails_no_append(
+    store: MessageStore, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The record and its queue entry are stored and the consumers woken before the index is
+    written: a full disk under the index costs lookups by key, never the send."""
+    index = store._index
+    real_add = index.add
+
+    def full_disk(entries: list[tuple[int, int, int]], end: int) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(index, "add", full_disk)
+    result = store.put_message(message(KEYS="lost"))
+    assert result.status is PutStatus.PUT_OK
+    assert store.get_messages("T", 0, 0, 1).status is GetStatus.FOUND
+    assert "key index: 1 entries below log offset" in caplog.text
+    monkeypatch.setattr(index, "add", real_add)
+    store.put_message(message(KEYS="kept"))
+    assert store.query_by_key("T", "lost", 4, 0, 2**62) == []
+    assert len(store.query_by_key("T", "kept", 4, 0, 2**62)) == 1
     assert store.dispatched_physical_offset == store.max_physical_offset
 
 

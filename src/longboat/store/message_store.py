@@ -293,7 +293,17 @@ class MessageStore:
         if unindexed:
             self._unindexed = []
             for entries, end in unindexed:
-                self._index.add(entries, end)
+                try:
+                    self._index.add(entries, end)
+                except OSError as exc:
+                    # The records are stored and their queue entries written: the append
+                    # stands, only lookups by key miss these (as RocketMQ's index does).
+                    log.error(
+                        "key index: %d entries below log offset %d not written: %s",
+                        len(entries),
+                        end,
+                        exc,
+                    )
                 self._dispatched = end
 
     def append_replicated(self, offset: int, data: bytes) -> int:
