@@ -231,14 +231,18 @@ def hops(
 
 
 @contextmanager
-def _server(system: str, ctx: Any, logs: Any) -> Iterator[dict[str, Any]]:
-    """The system's server, started; yields the clients' endpoint."""
+def _server(system: str, ctx: Any, logs: Any, server_logs: list[Log]) -> Iterator[dict[str, Any]]:
+    """The system's server, started; yields the clients' endpoint, and once the block is
+    done adds what the server's probes noted to `server_logs`."""
     if system == "longboat":
         ready, stop = ctx.Queue(), ctx.Event()
         broker = ctx.Process(target=_broker, args=(ready, stop, logs))
         broker.start()
         try:
             yield ready.get(timeout=60)
+            stop.set()
+            # Read before the join: a child exits only once what it queued is in the pipe.
+            server_logs.append(logs.get(timeout=60)[1])
         finally:
             stop.set()
             broker.join(30)
@@ -255,7 +259,8 @@ def _server(system: str, ctx: Any, logs: Any) -> Iterator[dict[str, Any]]:
 def one_run(system: str, rounds: int, warmup: int) -> dict[str, list[float]]:
     ctx = multiprocessing.get_context("spawn")
     logs, parked = ctx.Queue(), ctx.Queue()
-    with _server(system, ctx, logs) as endpoint:
+    got: list[Log] = []
+    with _server(system, ctx, logs, got) as endpoint:
         consumer = ctx.Process(
             target=_consumer, args=(system, endpoint, warmup + rounds, parked, logs)
         )
@@ -264,11 +269,9 @@ def one_run(system: str, rounds: int, warmup: int) -> dict[str, list[float]]:
             raise RuntimeError("the consumer did not start")
         producer = ctx.Process(target=_producer, args=(system, endpoint, parked, logs))
         producer.start()
-        got = [logs.get(timeout=600)[1] for _ in range(2)]
+        got += [logs.get(timeout=600)[1] for _ in range(2)]
         for proc in (producer, consumer):
             proc.join(30)
-    if system == "longboat":
-        got.append(logs.get(timeout=60)[1])
     return hops(PROBES[system], got, warmup)
 
 
