@@ -1,5 +1,5 @@
-"""Is the Redis peer as fast as Redis? Its fan-out read with redis-py's blocking client beside
-redis.asyncio (the harness' client), in the same run.
+"""Is the Redis peer as fast as Redis? Its fan-out read and batched produce with redis-py's
+blocking client beside redis.asyncio (the harness' client), in the same run.
 
     python -m bench.peers.redis_client_check [--runs 3] [--messages 20000] [--groups 4]
 
@@ -7,10 +7,12 @@ redis.asyncio (the harness' client), in the same run.
 fresh stream of `--messages` 256-byte entries is read by `--groups` consumer groups, one
 process each, as the harness' `consume_fanout` does: XREADGROUP COUNT n BLOCK with the last
 read's XACK in the same pipeline, hiredis parsing the replies either way; the runs alternate
-between the two kinds, for reads of 32 and of 1,000.  Printed: the aggregate rate (every
-group's messages over the span from the first group's start to the last one's end) per run,
-the medians, and blocking ÷ asyncio.  A ratio above 1 means the harness' Redis rows are
-slower than Redis can be driven from Python, and Longboat's ratios against them flatter it.
+between the two kinds, for reads of 32 and of 1,000.  Then one producer process sends
+`--messages` in pipelines of 64 XADDs, each awaited, as the harness' `produce_batch` does.
+Printed: the rate (for a fan-out, every group's messages over the span from the first group's
+start to the last one's end) per run, the medians, and blocking ÷ asyncio.  A ratio above 1
+means the harness' Redis rows are slower than Redis can be driven from Python, and Longboat's
+ratios against them flatter it.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from bench.peers.redis_streams import FIELD, RedisStreams
 
 KINDS = ("blocking", "asyncio")
 BATCHES = (32, 1000)
+PRODUCE_BATCH = 64  # the harness' produce_batch
 
 
 def _read_all(pipe: Any, stream: str, group: str, batch: int, ids: list[bytes]) -> Any:
@@ -83,6 +86,73 @@ def _drain_asyncio(
     return run(drain())
 
 
+def _produce_blocking(
+    port: int, stream: str, todo: int, batch: int, go: Any
+) -> tuple[int, int, int]:
+    import redis
+
+    r = redis.Redis(port=port)
+    r.ping()
+    go.wait()
+    start = time.monotonic_ns()
+    for first in range(0, todo, batch):
+        _batch(r.pipeline(transaction=False), stream, min(batch, todo - first)).execute()
+    return start, time.monotonic_ns(), todo
+
+
+def _produce_asyncio(
+    port: int, stream: str, todo: int, batch: int, go: Any
+) -> tuple[int, int, int]:
+    import asyncio
+
+    import redis.asyncio as aioredis
+
+    from longboat.cli.runtime import run
+
+    async def produce() -> tuple[int, int, int]:
+        r = aioredis.Redis(port=port)
+        await r.ping()
+        await asyncio.to_thread(go.wait)
+        start = time.monotonic_ns()
+        for first in range(0, todo, batch):
+            await _batch(r.pipeline(transaction=False), stream, min(batch, todo - first)).execute()
+        end = time.monotonic_ns()
+        await r.aclose()
+        return start, end, todo
+
+    return run(produce())
+
+
+def _batch(pipe: Any, stream: str, count: int) -> Any:
+    """The harness' batch: a pipeline (no MULTI) of XADDs."""
+    for _ in range(count):
+        pipe.xadd(stream, {FIELD: b"x" * 256})
+    return pipe
+
+
+def _producer(kind: str, port: int, stream: str, todo: int, go: Any, out: Any) -> None:
+    produce = _produce_blocking if kind == "blocking" else _produce_asyncio
+    out.put(produce(port, stream, todo, PRODUCE_BATCH, go))
+
+
+def produce(port: int, kind: str, messages: int, name: str) -> float:
+    """One producer's batched sends to a fresh stream; msgs/s."""
+    import redis
+
+    ctx = multiprocessing.get_context("spawn")
+    go, out = ctx.Event(), ctx.Queue()
+    proc = ctx.Process(target=_producer, args=(kind, port, name, messages, go, out))
+    proc.start()
+    time.sleep(1.0)
+    go.set()
+    start, end, done = out.get(timeout=300)
+    proc.join(30)
+    r = redis.Redis(port=port)
+    r.delete(name)
+    r.close()
+    return done / ((end - start) / 1e9)
+
+
 def _group(
     kind: str, port: int, stream: str, group: str, todo: int, batch: int, go: Any, out: Any
 ) -> None:
@@ -96,10 +166,7 @@ def fan_out(port: int, kind: str, batch: int, messages: int, groups: int, name: 
 
     r = redis.Redis(port=port)
     for first in range(0, messages, 1000):
-        pipe = r.pipeline(transaction=False)
-        for _ in range(first, min(first + 1000, messages)):
-            pipe.xadd(name, {FIELD: b"x" * 256})
-        pipe.execute()
+        _batch(r.pipeline(transaction=False), name, min(1000, messages - first)).execute()
     for g in range(groups):
         r.xgroup_create(name, f"g{g}", id="0")
     ctx = multiprocessing.get_context("spawn")
@@ -151,6 +218,17 @@ def main() -> None:
                     f"reads of {batch}: medians blocking {blocking:,.0f}, asyncio {asyncio_:,.0f} "
                     f"msgs/s; blocking / asyncio {blocking / asyncio_:.2f}x"
                 )
+            rates = {kind: [] for kind in KINDS}
+            for run in range(args.runs):
+                for kind in KINDS:
+                    rate = produce(port, kind, args.messages, f"check-produce-{kind}-{run}")
+                    rates[kind].append(rate)
+                    print(f"batched produce, {kind}, run {run + 1}: {rate:,.0f} msgs/s", flush=True)
+            blocking, asyncio_ = (statistics.median(rates[k]) for k in KINDS)
+            print(
+                f"batched produce: medians blocking {blocking:,.0f}, asyncio {asyncio_:,.0f} "
+                f"msgs/s; blocking / asyncio {blocking / asyncio_:.2f}x"
+            )
         finally:
             server.stop()
 
