@@ -81,6 +81,36 @@ def test_workloads_return_sane_figures(name: str) -> None:
     assert set(doc["medians"][name]) == set(WORKLOADS)
 
 
+@pytest.mark.timeout(300)
+def test_redis_with_the_blocking_client_runs_only_the_workloads_it_can() -> None:
+    """A blocking read holds its role's event loop: the wake-up and parked workloads are not
+    run for it, the produce and fan-out ones are, with the same figures as any system's."""
+    system = load_system("redis-blocking")
+    reason = system.missing()
+    if reason and SKIP_PEERS:
+        pytest.skip(f"LONGBOAT_SKIP_PEERS=1; redis: {reason}")
+    assert reason is None, f"redis: {reason} (or set LONGBOAT_SKIP_PEERS=1 to skip)"
+    doc = run_bench(["redis-blocking"], list(WORKLOADS), TINY, runs=1, log=lambda _s: None)
+    assert doc["errors"] == [], doc["errors"]
+    assert doc["systems"]["redis-blocking"]["settings"]["client"] == "redis-py's blocking client"
+    res = {w: runs[0] for w, runs in doc["results"]["redis-blocking"].items()}
+    assert (
+        set(res)
+        == set(system.workloads or ())
+        == {
+            "produce_single",
+            "produce_batch",
+            "consume_fanout",
+            "consume_fanout_1000",
+        }
+    )
+    assert res["produce_batch"]["messages"] == TINY.produce_messages
+    assert res["produce_single"]["messages"] == TINY.single_messages
+    for workload in ("consume_fanout", "consume_fanout_1000"):
+        fo = res[workload]
+        assert fo["messages_per_group"] == [TINY.fanout_messages] * TINY.fanout_groups
+
+
 def test_a_system_without_its_adapter_is_reported_skipped_not_fatal(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -96,6 +96,8 @@ class System(ABC):
     apt_packages: ClassVar[tuple[str, ...]] = ()
     #: How to get ``binaries`` when no Debian package has them.
     install_hint: ClassVar[str] = ""
+    #: The workloads its client can run (None: every one); the others are not run for it.
+    workloads: ClassVar[frozenset[str] | None] = None
 
     def missing(self) -> str | None:
         """Why this system cannot run here, or None. The default checks ``binaries``."""

@@ -82,10 +82,77 @@ class RedisStreams(System):
             "produce": "pipeline (no MULTI) of XADD * per batch",
             "consume": "XREADGROUP COUNT n BLOCK ms >; XACK pipelined with the next read",
             "parser": _parser(),
+            "client": "redis.asyncio",
         }
 
 
-class RedisStreamsClient(Client):
+class RedisStreamsBlocking(RedisStreams):
+    """The same server, driven by redis-py's blocking client: the other common way to use
+    Redis from Python, faster than redis.asyncio for the produce and fan-out workloads (see
+    bench/README.md).  A blocking read holds its role's whole event loop, so
+    the workloads that park a read while doing something else (the wake-up, K parked reads
+    from one process) are not run for it."""
+
+    name = "redis-blocking"
+    client_path = "bench.peers.redis_streams:RedisStreamsBlockingClient"
+    workloads = frozenset(
+        {"produce_single", "produce_batch", "consume_fanout", "consume_fanout_1000"}
+    )
+
+    def settings(self) -> dict[str, str]:
+        return {**super().settings(), "client": "redis-py's blocking client"}
+
+
+class _StreamsClient(Client):
+    """What both Redis clients share: the commands of each operation, built on a pipeline
+    (no MULTI), and the ids read and not yet acknowledged."""
+
+    def _start(self) -> None:
+        # Per (stream, group): entry ids read and not yet acknowledged.
+        self._unacked: dict[tuple[str, str], list[bytes]] = {}
+
+    def _acks(self, pipe: Any) -> Any:
+        for (stream, group), ids in self._unacked.items():
+            pipe.xack(stream, group, *ids)
+        self._unacked = {}
+        return pipe
+
+    @staticmethod
+    def _groups(pipe: Any, stream: str, groups: Sequence[str]) -> Any:
+        for g in groups:
+            pipe.xgroup_create(stream, g, id="0", mkstream=True)
+        return pipe
+
+    @staticmethod
+    def _batch(pipe: Any, stream: str, bodies: Sequence[bytes]) -> Any:
+        for body in bodies:
+            pipe.xadd(stream, {FIELD: body})
+        return pipe
+
+    def _read(
+        self, pipe: Any, stream: str, group: str, consumer: str, max_messages: int, block_s: float
+    ) -> Any:
+        """The group's last XACK and its next XREADGROUP, in one pipeline."""
+        ids = self._unacked.pop((stream, group), None)
+        if ids:
+            pipe.xack(stream, group, *ids)
+        block_ms = max(1, int(block_s * 1000))
+        pipe.xreadgroup(group, consumer, {stream: ">"}, count=max_messages, block=block_ms)
+        return pipe
+
+    @staticmethod
+    def _fetched(replies: list[Any]) -> Fetched:
+        entries = _entries(replies[-1])
+        return Fetched([fields[FIELD] for _, fields in entries], [eid for eid, _ in entries])
+
+    async def ack(self, stream: str, group: str, fetched: Fetched) -> None:
+        if fetched.token:
+            self._unacked.setdefault((stream, group), []).extend(fetched.token)
+
+
+class RedisStreamsClient(_StreamsClient):
+    """redis.asyncio, as the harness drives every system."""
+
     async def connect(self) -> None:
         import redis.asyncio as aioredis
 
@@ -94,25 +161,16 @@ class RedisStreamsClient(Client):
             host=self.endpoint["host"], port=self.endpoint["port"], max_connections=MAX_CONNECTIONS
         )
         await self._r.ping()
-
-        # Per (stream, group): entry ids read and not yet acknowledged.
-        self._unacked: dict[tuple[str, str], list[bytes]] = {}
+        self._start()
 
     async def close(self) -> None:
         if self._unacked:
-            pipe = self._r.pipeline(transaction=False)
-            for (stream, group), ids in self._unacked.items():
-                pipe.xack(stream, group, *ids)
-            await pipe.execute()
+            await self._acks(self._r.pipeline(transaction=False)).execute()
         await self._r.aclose()
 
     async def create_stream(self, stream: str, groups: Sequence[str]) -> None:
-        if not groups:
-            return  # XADD creates the stream
-        pipe = self._r.pipeline(transaction=False)
-        for g in groups:
-            pipe.xgroup_create(stream, g, id="0", mkstream=True)
-        await pipe.execute()
+        if groups:  # else XADD creates the stream
+            await self._groups(self._r.pipeline(transaction=False), stream, groups).execute()
 
     async def delete_stream(self, stream: str) -> None:
         await self._r.delete(stream)
@@ -121,26 +179,54 @@ class RedisStreamsClient(Client):
         await self._r.xadd(stream, {FIELD: body})
 
     async def send_batch(self, stream: str, bodies: Sequence[bytes]) -> None:
-        pipe = self._r.pipeline(transaction=False)
-        for body in bodies:
-            pipe.xadd(stream, {FIELD: body})
-        await pipe.execute()
+        await self._batch(self._r.pipeline(transaction=False), stream, bodies).execute()
 
     async def fetch(
         self, stream: str, group: str, consumer: str, max_messages: int, block_s: float
     ) -> Fetched:
-        pipe = self._r.pipeline(transaction=False)
-        ids = self._unacked.pop((stream, group), None)
-        if ids:
-            pipe.xack(stream, group, *ids)
-        block_ms = max(1, int(block_s * 1000))
-        pipe.xreadgroup(group, consumer, {stream: ">"}, count=max_messages, block=block_ms)
-        entries = _entries((await pipe.execute())[-1])
-        return Fetched([fields[FIELD] for _, fields in entries], [eid for eid, _ in entries])
+        pipe = self._read(
+            self._r.pipeline(transaction=False), stream, group, consumer, max_messages, block_s
+        )
+        return self._fetched(await pipe.execute())
 
-    async def ack(self, stream: str, group: str, fetched: Fetched) -> None:
-        if fetched.token:
-            self._unacked.setdefault((stream, group), []).extend(fetched.token)
+
+class RedisStreamsBlockingClient(_StreamsClient):
+    """redis-py's blocking client, called straight from the role's coroutines: each call holds
+    the role's event loop until Redis answers, which the produce and fan-out roles, doing one
+    thing at a time, never notice (see `RedisStreamsBlocking`)."""
+
+    async def connect(self) -> None:
+        import redis
+
+        self._r = redis.Redis(host=self.endpoint["host"], port=self.endpoint["port"])
+        self._r.ping()
+        self._start()
+
+    async def close(self) -> None:
+        if self._unacked:
+            self._acks(self._r.pipeline(transaction=False)).execute()
+        self._r.close()
+
+    async def create_stream(self, stream: str, groups: Sequence[str]) -> None:
+        if groups:  # else XADD creates the stream
+            self._groups(self._r.pipeline(transaction=False), stream, groups).execute()
+
+    async def delete_stream(self, stream: str) -> None:
+        self._r.delete(stream)
+
+    async def send(self, stream: str, body: bytes) -> None:
+        self._r.xadd(stream, {FIELD: body})
+
+    async def send_batch(self, stream: str, bodies: Sequence[bytes]) -> None:
+        self._batch(self._r.pipeline(transaction=False), stream, bodies).execute()
+
+    async def fetch(
+        self, stream: str, group: str, consumer: str, max_messages: int, block_s: float
+    ) -> Fetched:
+        pipe = self._read(
+            self._r.pipeline(transaction=False), stream, group, consumer, max_messages, block_s
+        )
+        return self._fetched(pipe.execute())
 
 
 def _parser() -> str:

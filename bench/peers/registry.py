@@ -9,6 +9,7 @@ from bench.peers.base import System
 
 SYSTEMS: dict[str, str] = {
     "redis": "bench.peers.redis_streams:RedisStreams",
+    "redis-blocking": "bench.peers.redis_streams:RedisStreamsBlocking",
     "nats": "bench.peers.nats_jetstream:NatsJetStream",
     "longboat": "bench.peers.longboat_system:LongboatSystem",
 }

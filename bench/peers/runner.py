@@ -95,10 +95,12 @@ def run_bench(
                 continue
             started[name] = system
             doc["systems"][name] = {"version": system.version(), "settings": system.settings()}
-            doc["results"][name] = {w: [] for w in workload_names}
+            doc["results"][name] = {w: [] for w in workload_names if _runs(system, w)}
         for run in range(1, runs + 1):
             for name, system in started.items():
                 for w in workload_names:
+                    if not _runs(system, w):
+                        continue
                     log(f"run {run}/{runs} {name} {w} ...")
                     t0 = time.monotonic()
                     try:
@@ -128,6 +130,10 @@ def run_bench(
             w: median_figures(runs_) for w, runs_ in per_workload.items() if runs_
         }
     return doc
+
+
+def _runs(system: System, workload: str) -> bool:
+    return system.workloads is None or workload in system.workloads
 
 
 def _restart(system: System, fresh_dir: Path, log: Callable[[str], None]) -> None:

@@ -113,21 +113,3 @@ def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems() -> None:
         "stamped → fetch returned (the wake-up)",
     ):
         assert re.search(rf"  {re.escape(hop)} +p50 +[\d.]+ µs", out), hop
-
-
-@pytest.mark.timeout(300)
-def test_redis_client_check_compares_both_redis_clients() -> None:
-    from bench.peers.redis_streams import RedisStreams
-
-    reason = RedisStreams().missing()
-    if reason and os.environ.get("LONGBOAT_SKIP_PEERS") == "1":
-        pytest.skip(f"LONGBOAT_SKIP_PEERS=1; redis: {reason}")
-    assert reason is None, f"redis: {reason} (or set LONGBOAT_SKIP_PEERS=1 to skip)"
-    out = _run(
-        "bench.peers.redis_client_check", "--runs", "1", "--messages", "600", "--groups", "2"
-    )
-    for case in ("reads of 32", "reads of 1000", "batched produce"):
-        assert re.search(
-            rf"{case}: medians blocking [\d,]+, asyncio [\d,]+ msgs/s; blocking / asyncio [\d.]+x",
-            out,
-        ), out
