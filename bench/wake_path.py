@@ -37,6 +37,7 @@ from bench.peers.base import Client
 from bench.peers.longboat_system import LongboatClient
 from bench.peers.redis_streams import RedisStreams, RedisStreamsClient
 
+from longboat.bench.stats import percentile
 from longboat.cli.runtime import run
 from longboat.protocol import RequestCode
 
@@ -299,9 +300,10 @@ def main() -> None:
             print(f"run {r + 1}/{args.runs}, {system}: {matched} rounds matched")
             for hop, samples in got.items():
                 samples.sort()
-                medians[system].setdefault(hop, []).append(statistics.median(samples))
-                p90 = samples[int(len(samples) * 0.9)]
-                print(f"  {hop:45s} p50 {statistics.median(samples):8.1f} µs   p90 {p90:8.1f} µs")
+                p50 = statistics.median(samples)
+                medians[system].setdefault(hop, []).append(p50)
+                p90 = percentile(samples, 90)
+                print(f"  {hop:45s} p50 {p50:8.1f} µs   p90 {p90:8.1f} µs")
     for system in systems:
         print(f"{system}, median of the {args.runs} runs' medians:")
         for hop, values in medians[system].items():
