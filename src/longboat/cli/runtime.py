@@ -31,6 +31,7 @@ from longboat.client.errors import (
     MessageNotFoundError,
     TransportError,
 )
+from longboat.remoting.event_loop import new_event_loop
 
 T = TypeVar("T")
 
@@ -134,11 +135,8 @@ def configure_logging(verbose: bool, *, level: int = logging.WARNING) -> None:
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
     """Run a command's coroutine to completion on uvloop when it is installed."""
-    try:
-        import uvloop
-    except ImportError:  # pragma: no cover - uvloop is a dependency except on Windows
-        return asyncio.run(coro)
-    return uvloop.run(coro)
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(coro)
 
 
 class CommandError(click.ClickException):

@@ -49,6 +49,7 @@ from longboat.client.selector import QueueSelector
 from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
 from longboat.protocol.compression import COMPRESS_OVER
 from longboat.protocol.types import PERM_READ, PERM_WRITE
+from longboat.remoting.event_loop import new_event_loop
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -59,13 +60,14 @@ __all__ = ["Admin", "LitePullConsumer", "LoopThread", "Producer", "PushConsumer"
 
 
 class LoopThread:
-    """An event loop on a daemon thread, with calls that block the caller until done."""
+    """An event loop (uvloop's when installed) on a daemon thread, with calls that block the
+    caller until done."""
 
     _shared: LoopThread | None = None
     _shared_lock = threading.Lock()
 
     def __init__(self, name: str = "longboat-client") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         # Started blocking clients, shut down (and so committed) by `stop` if still open.
         self.open: set[_Blocking] = set()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
