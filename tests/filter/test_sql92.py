@@ -132,9 +132,9 @@ def test_bad_selector_is_refused_with_its_reason(expression: str, reason: str) -
 
 
 def test_lark_is_imported_only_when_a_selector_is_compiled() -> None:
-    """Importing lark and building the parser costs every process ~100 ms and ~8 MiB; the
-    broker, name server and clients (all of the CLI) load without it, and the first selector
-    compiled brings it in."""
+    """Importing lark and building the parser costs every process start-up time and memory;
+    the broker, name server and clients (all of the CLI) load without it, and the first
+    selector compiled brings it in."""
     script = (
         "import sys\n"
         "import longboat.cli.main, longboat.client.sync, longboat.broker.message_filter\n"

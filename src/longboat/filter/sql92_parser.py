@@ -4,7 +4,7 @@ compiled nodes.
 Parser: lark (LALR), a maintained pure-Python parser generator with a declarative grammar and
 no compiled extension: the grammar below reads like the .jj, lark reports a bad expression
 with its line and column, and an LALR parse of a selector costs microseconds.  Importing lark
-and building the parser tables costs ~100 ms and ~8 MiB in every process, so only
+and building the parser tables costs start-up time and memory in every process, so only
 `compile_sql92` imports this module, on the first selector it compiles: a broker or client
 that never sees one never pays for it.
 """
