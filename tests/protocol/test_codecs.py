@@ -41,7 +41,13 @@ from longboat.protocol.bodies import (
     encode_topic_list,
 )
 from longboat.protocol.compression import COMPRESS_OVER, decompress_body, maybe_compress
-from longboat.protocol.ids import UniqKeyGenerator, decode_offset_msg_id, offset_msg_id
+from longboat.protocol.ids import (
+    UniqKeyGenerator,
+    decode_offset_msg_id,
+    joined_offset_msg_ids,
+    offset_msg_id,
+    offset_msg_id_prefix,
+)
 from longboat.protocol.message import (
     MAGIC_V2,
     MessageExt,
@@ -431,6 +437,21 @@ def test_offset_message_ids_round_trip(host: bytes, port: int, offset: int) -> N
     assert len(msg_id) == (32 if len(host) == 4 else 56)
     assert msg_id == msg_id.upper()
     assert decode_offset_msg_id(msg_id) == (text, port, offset)
+
+
+@given(
+    host=_IPV4 | _IPV6,
+    port=_INT32,
+    offsets=st.lists(st.integers(0, 2**63 - 1), min_size=1, max_size=70),
+)
+def test_a_batchs_offset_ids_join_as_each_offset_id_would(
+    host: bytes, port: int, offsets: list[int]
+) -> None:
+    """A batch's send answer carries its ids comma-joined; built in one pass, they are the ids
+    of each offset on its own."""
+    text = str(ipaddress.ip_address(host))
+    expected = ",".join(offset_msg_id(text, port, offset) for offset in offsets)
+    assert joined_offset_msg_ids(offset_msg_id_prefix(host, port), offsets) == expected
 
 
 def test_offset_message_id_example_and_bad_ids() -> None:

@@ -269,9 +269,9 @@ class BrokerController:
                 return result
             finally:
                 self._pending_durable -= 1
-        if self.waits_for_slaves and result.records:
+        if self.waits_for_slaves and result.appended is not None:
             assert self.ha_master is not None
-            end = max(r.commit_log_offset + r.size for r in result.records)
+            end = result.appended.end
             if not self.ha_master.slave_ok(end):
                 result.status = PutStatus.SLAVE_NOT_AVAILABLE
             elif not await self.ha_master.wait_replicated(end, timeout):

@@ -145,12 +145,12 @@ class SendProcessor:
         code = _PUT_CODES[result.status]
         if code not in _STORED_CODES:
             return self._answer(cmd, code, f"{result.status.value}: {result.error or ''}")
-        records = result.records
-        first = records[0]
+        appended = result.appended
+        assert appended is not None  # a stored code
         ext = SendMessageResponseHeader(
-            msgId=",".join([r.msg_id for r in records]) if len(records) > 1 else first.msg_id,
+            msgId=appended.joined_msg_ids(),
             queueId=queue_id,
-            queueOffset=first.queue_offset,
+            queueOffset=appended.queue_offsets[0],
             **self._extra,
         ).to_ext()
         return cmd.make_response(code, _STORED_CODES[code], ext_fields=ext)

@@ -37,7 +37,7 @@ from enum import Enum
 from itertools import accumulate
 from pathlib import Path
 
-from longboat.protocol.ids import host_bytes, offset_msg_id_prefix, offset_msg_id_suffix
+from longboat.protocol.ids import host_bytes, offset_msg_id_prefix
 from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, encode_record_batch
 from longboat.protocol.properties import Prop, RawProperties
 from longboat.store import key_query
@@ -56,7 +56,7 @@ from longboat.store.queue_read import read_queue
 from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
 from longboat.store.redispatch import Redispatch
-from longboat.store.results import AppendedRecord, GetResult, PutResult, PutStatus
+from longboat.store.results import Appended, GetResult, PutResult, PutStatus
 from longboat.store.retention import RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
 
@@ -431,11 +431,7 @@ class MessageStore:
                 end,
             )
         )
-        prefix = self._msg_id_prefix
-        appended = [
-            AppendedRecord(phys, qoff, rsize, now, prefix + offset_msg_id_suffix(phys))
-            for phys, qoff, rsize in zip(offsets, queue_offsets, sizes, strict=True)
-        ]
+        appended = Appended(offsets, queue_offsets, sizes, now, self._msg_id_prefix)
         durable = self._flusher.request(end) if self._sync else None
         return PutResult(PutStatus.PUT_OK, appended, durable=durable)
 

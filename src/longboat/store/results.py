@@ -6,6 +6,8 @@ import concurrent.futures
 from dataclasses import dataclass, field
 from enum import Enum
 
+from longboat.protocol.ids import joined_offset_msg_ids, offset_msg_id_suffix
+
 
 class PutStatus(Enum):
     PUT_OK = "PUT_OK"
@@ -31,14 +33,48 @@ class AppendedRecord:
     msg_id: str  # the offset message id
 
 
+@dataclass(slots=True, frozen=True)
+class Appended:
+    """Where one append's messages landed, as the columns the store computes: a broker's
+    answer to a batch needs only the first queue offset and the ids joined, so a record per
+    message (`PutResult.records`) is built only for the callers that ask for one."""
+
+    commit_log_offsets: list[int]
+    queue_offsets: list[int]
+    sizes: list[int]
+    store_timestamp: int
+    msg_id_prefix: str  # the store's host and port part of an offset id
+
+    @property
+    def end(self) -> int:
+        """The log offset just past the last record (the records are in log order)."""
+        return self.commit_log_offsets[-1] + self.sizes[-1]
+
+    def joined_msg_ids(self) -> str:
+        """The offset ids, comma-separated, as a send answer's msgId carries them."""
+        return joined_offset_msg_ids(self.msg_id_prefix, self.commit_log_offsets)
+
+
 @dataclass(slots=True)
 class PutResult:
     status: PutStatus
-    records: list[AppendedRecord] = field(default_factory=list)
+    appended: Appended | None = None  # set when the messages were stored
     error: str | None = None
     # Under SYNC_FLUSH: resolved (True) once an fsync covers the records; the caller waits on
     # it (asyncio.wrap_future in the broker) and reports FLUSH_DISK_TIMEOUT if it is late.
     durable: concurrent.futures.Future[bool] | None = None
+
+    @property
+    def records(self) -> list[AppendedRecord]:
+        """Where each message landed, in order; empty when none was stored."""
+        a = self.appended
+        if a is None:
+            return []
+        prefix, now = a.msg_id_prefix, a.store_timestamp
+        return [
+            AppendedRecord(phys, qoff, size, now, prefix + offset_msg_id_suffix(phys))
+            for phys, qoff, size in zip(a.commit_log_offsets, a.queue_offsets, a.sizes, strict=True)
+        ]
 
     @property
     def ok(self) -> bool:
