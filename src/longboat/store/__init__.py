@@ -10,6 +10,7 @@ from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.message_store import MessageStore
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.results import (
+    Appended,
     AppendedRecord,
     GetResult,
     GetStatus,
@@ -19,6 +20,7 @@ from longboat.store.results import (
 from longboat.store.topics import TopicConfigTable
 
 __all__ = [
+    "Appended",
     "AppendedRecord",
     "ConsumerOffsetTable",
     "EncodedBatch",
