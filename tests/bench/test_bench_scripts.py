@@ -113,3 +113,12 @@ def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems() -> None:
         "stamped → fetch returned (the wake-up)",
     ):
         assert re.search(rf"  {re.escape(hop)} +p50 +[\d.]+ µs", out), hop
+
+
+@pytest.mark.timeout(300)
+def test_blocking_client_bench_prints_the_hand_off_and_the_sends() -> None:
+    out = _run("bench.blocking_client", "--runs", "1", "--calls", "200", "--sends", "50")
+    assert re.search(r"hand-off, LoopThread.run: [\d.]+ / [\d.]+", out)
+    handoff = r"LoopThread.run / run_coroutine_threadsafe, CPU \(runs' median\): [\d.]+x"
+    assert re.search(handoff, out)
+    assert re.search(r"blocking / async, CPU per send \(runs' median\): [\d.]+x", out)

@@ -98,14 +98,43 @@ class LoopThread:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run `coro` on the loop and return its result (or raise its exception)."""
+        """Run `coro` on the loop and return its result (or raise its exception); after
+        `timeout` seconds the coroutine is cancelled and `concurrent.futures.TimeoutError`
+        raised.
+
+        Every blocking call comes through here, so the hand-off is lean: the loop starts the
+        task and its completion releases a lock the caller waits on, where `submit`'s
+        `run_coroutine_threadsafe` chains a second future to the task both ways."""
         self._check_thread()
-        future = self.submit(coro)
+        if not asyncio.iscoroutine(coro):
+            raise TypeError(f"a coroutine was expected, got {coro!r}")
+        loop = self.loop
+        finished = threading.Lock()
+        finished.acquire()
+        started: list[asyncio.Task[T]] = []
+        failed: list[BaseException] = []
+
+        def start() -> None:
+            try:
+                task = loop.create_task(coro)
+            except BaseException as exc:  # e.g. the loop is closing: the caller hears it
+                failed.append(exc)
+                finished.release()
+                return
+            started.append(task)
+            task.add_done_callback(lambda _: finished.release())
+
+        loop.call_soon_threadsafe(start)
+        if not finished.acquire(timeout=-1 if timeout is None else timeout):
+            # Callbacks run in order: the task exists by the time this one runs.
+            loop.call_soon_threadsafe(lambda: started and started[0].cancel())
+            raise concurrent.futures.TimeoutError
+        if failed:
+            raise failed[0]
         try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
+            return started[0].result()
+        except asyncio.CancelledError:  # cancelled on the loop (its shutdown): as `submit`'s
+            raise concurrent.futures.CancelledError from None
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """Run a plain function on the loop thread (to touch loop-owned objects)."""
