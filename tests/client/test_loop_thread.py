@@ -59,6 +59,14 @@ def test_a_timeout_cancels_the_coroutine_on_the_loop(loop_thread: LoopThread) ->
     with pytest.raises(concurrent.futures.TimeoutError):
         loop_thread.run(forever(), timeout=0.05)
     assert cancelled.wait(10)
+    with pytest.raises(concurrent.futures.TimeoutError):  # a deadline already past
+        loop_thread.run(forever(), timeout=-1)
+
+    async def others() -> int:
+        await asyncio.sleep(0.05)
+        return len(asyncio.all_tasks()) - 1
+
+    assert loop_thread.run(others()) == 0  # neither coroutine is left running on the loop
 
 
 def test_a_coroutine_cancelled_on_the_loop_raises_as_a_cancelled_future(

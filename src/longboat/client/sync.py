@@ -125,7 +125,7 @@ class LoopThread:
             task.add_done_callback(lambda _: finished.release())
 
         loop.call_soon_threadsafe(start)
-        if not finished.acquire(timeout=-1 if timeout is None else timeout):
+        if not finished.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
             # Callbacks run in order: the task exists by the time this one runs.
             loop.call_soon_threadsafe(lambda: started and started[0].cancel())
             raise concurrent.futures.TimeoutError
