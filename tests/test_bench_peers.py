@@ -73,6 +73,7 @@ def test_workloads_return_sane_figures(name: str) -> None:
         fo = res[workload]
         assert fo["messages_per_group"] == [TINY.fanout_messages] * TINY.fanout_groups
         assert fo["aggregate_msgs_per_s"] > 0 and all(r > 0 for r in fo["per_group_msgs_per_s"])
+        assert fo["server_cpu_us_per_msg"] >= 0 and fo["client_cpu_us_per_msg"] > 0
 
     pk = res["parked"]
     assert pk["parked"] == TINY.parked and pk["returned_early"] == 0
@@ -109,6 +110,7 @@ def test_redis_with_the_blocking_client_runs_only_the_workloads_it_can() -> None
     for workload in ("consume_fanout", "consume_fanout_1000"):
         fo = res[workload]
         assert fo["messages_per_group"] == [TINY.fanout_messages] * TINY.fanout_groups
+        assert fo["server_cpu_us_per_msg"] >= 0 and fo["client_cpu_us_per_msg"] > 0
 
 
 def test_a_system_without_its_adapter_is_reported_skipped_not_fatal(

@@ -9,13 +9,20 @@ from typing import Any
 
 from bench.peers.stats import HIGHER_IS_BETTER
 
+_FANOUT = (
+    "group_median_msgs_per_s",
+    "aggregate_msgs_per_s",
+    "server_cpu_us_per_msg",
+    "client_cpu_us_per_msg",
+)
+
 #: Figures shown in the table, per workload, in order.
 SHOWN: dict[str, tuple[str, ...]] = {
     "wakeup": ("p50_us", "p99_us", "p999_us", "max_us"),
     "produce_single": ("msgs_per_s", "server_cpu_us_per_msg"),
     "produce_batch": ("msgs_per_s",),
-    "consume_fanout": ("group_median_msgs_per_s", "aggregate_msgs_per_s"),
-    "consume_fanout_1000": ("group_median_msgs_per_s", "aggregate_msgs_per_s"),
+    "consume_fanout": _FANOUT,
+    "consume_fanout_1000": _FANOUT,
     "parked": ("cpu_pct", "rss_bytes_per_poll"),
 }
 

@@ -16,6 +16,7 @@ HIGHER_IS_BETTER: dict[str, bool] = {
     "max_us": False,
     "msgs_per_s": True,
     "server_cpu_us_per_msg": False,
+    "client_cpu_us_per_msg": False,
     "group_median_msgs_per_s": True,
     "aggregate_msgs_per_s": True,
     "cpu_pct": False,
