@@ -302,12 +302,14 @@ class ClientAPI:
         )
         if decode and result.status is PullStatus.FOUND:
             min_s, max_s = str(rh.minOffset), str(rh.maxOffset)
+            keep = result.messages.append
+            every_tag = tags.matches_all
             for msg in decode_records(response.body, decompress=True):
-                if not tags.matches_tag(msg.tags):
-                    continue
-                msg.properties[Prop.MIN_OFFSET] = min_s
-                msg.properties[Prop.MAX_OFFSET] = max_s
-                result.messages.append(msg)
+                if every_tag or tags.matches_tag(msg.tags):
+                    props = msg.properties
+                    props[Prop.MIN_OFFSET] = min_s
+                    props[Prop.MAX_OFFSET] = max_s
+                    keep(msg)
         return result
 
     # ------------------------------------------------------------------ offsets
