@@ -67,7 +67,8 @@ def test_workloads_return_sane_figures(name: str) -> None:
 
     ps = res["produce_single"]
     assert ps["messages"] == TINY.single_messages and ps["msgs_per_s"] > 0
-    assert ps["server_cpu_us_per_msg"] >= 0
+    for produced in (pb, ps):
+        assert produced["server_cpu_us_per_msg"] >= 0 and produced["client_cpu_us_per_msg"] > 0
 
     for workload in ("consume_fanout", "consume_fanout_1000"):
         fo = res[workload]

@@ -19,8 +19,8 @@ _FANOUT = (
 #: Figures shown in the table, per workload, in order.
 SHOWN: dict[str, tuple[str, ...]] = {
     "wakeup": ("p50_us", "p99_us", "p999_us", "max_us"),
-    "produce_single": ("msgs_per_s", "server_cpu_us_per_msg"),
-    "produce_batch": ("msgs_per_s",),
+    "produce_single": ("msgs_per_s", "server_cpu_us_per_msg", "client_cpu_us_per_msg"),
+    "produce_batch": ("msgs_per_s", "server_cpu_us_per_msg", "client_cpu_us_per_msg"),
     "consume_fanout": _FANOUT,
     "consume_fanout_1000": _FANOUT,
     "parked": ("cpu_pct", "rss_bytes_per_poll"),

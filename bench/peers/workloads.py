@@ -15,7 +15,7 @@ from typing import Any
 
 from bench.peers.base import System
 from bench.peers.child import role_main
-from bench.peers.procs import sample
+from bench.peers.procs import Sample, sample
 from bench.peers.stats import latency_figures
 
 _ctx = mp.get_context("spawn")
@@ -122,8 +122,11 @@ def wakeup(system: System, sizes: Sizes) -> dict[str, Any]:
 
 
 def produce_batch(system: System, sizes: Sizes) -> dict[str, Any]:
-    """Batched produce throughput from one producer process."""
+    """Batched produce throughput from one producer process, and the server's and the
+    producer's CPU per message (the server sampled as in `produce_single`)."""
+    pid = system.server_pid()
     with Roles(system, sizes) as roles:
+        before = sample(pid)
         roles.start(
             "producer",
             "produce",
@@ -133,10 +136,23 @@ def produce_batch(system: System, sizes: Sizes) -> dict[str, Any]:
             body_size=sizes.body_size,
         )
         res = roles.collect(["producer"])["producer"]
+        after = sample(pid)
     return {
         "msgs_per_s": res["messages"] / res["seconds"],
+        **_cpu_per_message(before, after, res["cpu_s"], res["messages"]),
         "messages": res["messages"],
         "batch": sizes.produce_batch,
+    }
+
+
+def _cpu_per_message(
+    before: Sample, after: Sample, client_cpu_s: float, messages: int
+) -> dict[str, float]:
+    """The server's CPU between two samples and the client processes' own, per message."""
+    messages = max(1, messages)
+    return {
+        "server_cpu_us_per_msg": 1e6 * (after.cpu_s - before.cpu_s) / messages,
+        "client_cpu_us_per_msg": 1e6 * client_cpu_s / messages,
     }
 
 
@@ -160,7 +176,7 @@ def produce_single(system: System, sizes: Sizes) -> dict[str, Any]:
         after = sample(pid)
     return {
         "msgs_per_s": res["messages"] / res["seconds"],
-        "server_cpu_us_per_msg": 1e6 * (after.cpu_s - before.cpu_s) / max(1, res["messages"]),
+        **_cpu_per_message(before, after, res["cpu_s"], res["messages"]),
         "messages": res["messages"],
     }
 
@@ -229,12 +245,11 @@ def _fanout(system: System, sizes: Sizes, batch: int) -> dict[str, Any]:
     span_s = (
         max(r["end_ns"] for r in res.values()) - min(r["start_ns"] for r in res.values())
     ) / 1e9
-    delivered = max(1, sum(counts))
+    consumers_cpu_s = sum(res[g]["cpu_s"] for g in groups)
     return {
         "group_median_msgs_per_s": statistics.median(rates),
         "aggregate_msgs_per_s": sum(counts) / span_s,
-        "server_cpu_us_per_msg": 1e6 * (after.cpu_s - before.cpu_s) / delivered,
-        "client_cpu_us_per_msg": 1e6 * sum(res[g]["cpu_s"] for g in groups) / delivered,
+        **_cpu_per_message(before, after, consumers_cpu_s, sum(counts)),
         "per_group_msgs_per_s": rates,
         "messages_per_group": counts,
         "preloaded": loaded,
