@@ -1,12 +1,16 @@
 """Micro-benchmark of the sans-IO codec: frames/s and messages/s, median of several runs.
 
-    python -m bench.protocol_codec [--runs 5] [--seconds 0.3]
+    python -m bench.protocol_codec [--runs 5] [--seconds 0.3] [--against REV]
 
 Workloads are the two frames that dominate a broker's traffic: a SEND_MESSAGE_V2 request with a
 256-byte body (JSON header, as every real client sends it, and the ROCKETMQ binary header) and
-a PULL_MESSAGE response carrying 32 stored records; plus the record codec alone.  Each codec row
+a PULL_MESSAGE response carrying 32 stored records; plus the record codec alone, and a large
+pull answer (1,024 records, ~340 KB) reaching one long-lived decoder in 64 KiB reads, as a
+connection's decoder receives what Spark's and other large pulls ask for.  Each codec row
 is paired with a "floor" measured in the same run: the orjson or struct call it cannot avoid, so
-the ratio shows how much of the cost is ours and stays meaningful on a noisy machine.
+the ratio shows how much of the cost is ours and stays meaningful on a noisy machine.  With
+`--against REV` the large answer also runs through the frame decoder as it was at REV,
+imported beside this one (`bench.revisions`), interleaved with it in every run.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from longboat.protocol.properties import properties_to_string
 BODY = bytes(range(256))
 PULL_BATCH = 32
 FRAMES_PER_BUFFER = 64
+LARGE_PULL = 1024
+READ_SIZE = 64 * 1024
 
 
 def send_request(serialize_type: SerializeType) -> RemotingCommand:
@@ -78,8 +84,8 @@ def sample_message(i: int) -> MessageExt:
     )
 
 
-def pull_response() -> RemotingCommand:
-    body = b"".join(encode_message(sample_message(i)) for i in range(PULL_BATCH))
+def pull_response(records: int = PULL_BATCH) -> RemotingCommand:
+    body = b"".join(encode_message(sample_message(i)) for i in range(records))
     header = PullMessageResponseHeader(
         suggestWhichBrokerId=0, nextBeginOffset=1032, minOffset=0, maxOffset=5000
     )
@@ -108,7 +114,22 @@ def _decode_stream(frames: bytes) -> Callable[[], object]:
     return run
 
 
-def build_cases() -> list[Case]:
+def _large_answer(decoder_class: type[FrameDecoder], reads: list[bytes]) -> Callable[[], object]:
+    """One decoder for every call, as a connection keeps one: what it does to its memory
+    between frames is part of the cost."""
+    decoder = decoder_class()
+
+    def run() -> object:
+        for data in reads:
+            decoder.feed(data)
+        cmd = decoder.next_command()
+        assert cmd is not None
+        return cmd
+
+    return run
+
+
+def build_cases(against: str | None = None) -> list[Case]:
     cases: list[Case] = []
     for stype in SerializeType:
         tag = "JSON" if stype == SerializeType.JSON else "ROCKETMQ"
@@ -172,6 +193,21 @@ def build_cases() -> list[Case]:
         return decode_records(cmd.body)
 
     cases.append(Case("pull response decode + records", "msgs", PULL_BATCH, pull_decode_records))
+
+    large = encode_frame(pull_response(LARGE_PULL))
+    reads = [large[i : i + READ_SIZE] for i in range(0, len(large), READ_SIZE)]
+    join_floor = "bytes.join of the same reads"
+    large_name = f"pull answer of {LARGE_PULL:,} records in 64 KiB reads, frame decode"
+    cases.append(Case(large_name, "frames", 1, _large_answer(FrameDecoder, reads), join_floor))
+    if against is not None:
+        from bench.revisions import module_at
+
+        old_decoder = module_at(against, "src/longboat/protocol/frames.py").FrameDecoder
+        cases.append(
+            Case(f"{large_name} at {against}", "frames", 1, _large_answer(old_decoder, reads),
+                 join_floor)
+        )  # fmt: skip
+    cases.append(Case(join_floor, "frames", 1, lambda: b"".join(reads)))
 
     msgs = [sample_message(i) for i in range(PULL_BATCH)]
     raw = [(m.topic.encode(), properties_to_string(m.properties).encode(), m) for m in msgs]
@@ -256,9 +292,11 @@ def measure(fn: Callable[[], object], seconds: float) -> float:
     return loops / (time.perf_counter() - start)
 
 
-def run(runs: int, seconds: float) -> list[tuple[Case, float, float, float]]:
+def run(
+    runs: int, seconds: float, against: str | None = None
+) -> list[tuple[Case, float, float, float]]:
     """(case, median, min, max) in items per second; runs interleave the cases."""
-    cases = build_cases()
+    cases = build_cases(against)
     samples: dict[str, list[float]] = {c.name: [] for c in cases}
     for _ in range(runs):
         for case in cases:
@@ -287,9 +325,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per case (median reported)")
     parser.add_argument("--seconds", type=float, default=0.3, help="time per case per run")
+    parser.add_argument(
+        "--against", metavar="REV", help="also decode the large answer as REV's decoder did"
+    )
     args = parser.parse_args(argv)
     print(f"protocol codec, median of {args.runs} runs of ~{args.seconds}s per case")
-    print(format_table(run(args.runs, args.seconds)))
+    print(format_table(run(args.runs, args.seconds, args.against)))
 
 
 if __name__ == "__main__":
