@@ -281,3 +281,27 @@ def test_any_commands_round_trip_through_any_chunking(
         start = cut
     assert got == cmds
     assert decoder.buffered == 0
+
+
+@settings(max_examples=20, deadline=None)
+@given(reads=st.lists(st.integers(1, 300_000), min_size=1, max_size=40), data=st.data())
+def test_a_large_body_spread_over_many_reads_arrives_intact(
+    reads: list[int], data: st.DataObject
+) -> None:
+    """A pull answer of a megabyte, cut into reads of any sizes, with a small frame after it
+    in the same stream: both arrive whole, byte for byte, and nothing stays buffered."""
+    body = data.draw(st.binary(min_size=64, max_size=64)) * (1 << 14)
+    big = RemotingCommand(code=ResponseCode.SUCCESS, flag=1, opaque=5, body=body)
+    small = _worked_request(SerializeType.JSON)
+    stream = encode_frame(big) + encode_frame(small)
+    decoder = FrameDecoder()
+    got: list[RemotingCommand] = []
+    start = 0
+    for size in [*reads, len(stream)]:
+        decoder.feed(stream[start : start + size])
+        got += decoder.commands()
+        start += size
+        if start >= len(stream):
+            break
+    assert got == [big, small]
+    assert decoder.buffered == 0

@@ -43,9 +43,9 @@ class FrameDecoder:
     Received chunks are kept as they came, not copied into one growing buffer: a frame that
     lies in one chunk (most requests and answers) is read from it in place, and one spread
     over several (a large pull answer) has its body joined from views of them, one copy.  A
-    growing buffer copied every byte once more, and under large frames it was reallocated
-    into fresh pages, a page fault per 4 KiB on every frame (`bench.protocol_codec`'s large
-    frame row).
+    growing buffer copied every byte once more, and large frames could cost it far more than
+    the copies, depending on the read sizes and the allocator's state (`bench.protocol_codec`,
+    its large-answer row with `--against`).
 
     Invariants: `_chunks` hold the unconsumed bytes, from `_pos` in the first; `_size` counts
     them; a frame is parsed only when all of it is present.  A caller that drains
