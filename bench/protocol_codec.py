@@ -5,7 +5,7 @@
 Workloads are the two frames that dominate a broker's traffic: a SEND_MESSAGE_V2 request with a
 256-byte body (JSON header, as every real client sends it, and the ROCKETMQ binary header) and
 a PULL_MESSAGE response carrying 32 stored records; plus the record codec alone, and a large
-pull answer (1,024 records, ~340 KB) reaching one long-lived decoder in 64 KiB reads, as a
+pull answer (1,024 records, ~430 KB) reaching one long-lived decoder in 64 KiB reads, as a
 connection's decoder receives what Spark's and other large pulls ask for.  Each codec row
 is paired with a "floor" measured in the same run: the orjson or struct call it cannot avoid, so
 the ratio shows how much of the cost is ours and stays meaningful on a noisy machine.  With
