@@ -27,9 +27,9 @@ from collections.abc import Callable
 
 from bench.broker_bench import servers_in_child
 
+from longboat.cli.runtime import run
 from longboat.client import Message, sync
 from longboat.client.producer import Producer
-from longboat.remoting.event_loop import new_event_loop
 
 TOPIC = "BlockingBench"
 BODY = b"x" * 256
@@ -81,8 +81,7 @@ async def _async_sends(namesrv: str, sends: int) -> float:
 
 
 def async_sends(namesrv: str, sends: int) -> float:
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(_async_sends(namesrv, sends))
+    return run(_async_sends(namesrv, sends))
 
 
 def main() -> None:
