@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,8 +14,8 @@ from longboat.store import MessageStore
 from .helpers import message, small_config
 
 
-def fill(store: MessageStore, count: int) -> None:
-    for i in range(0, count, 10):
+def fill(store: MessageStore, count: int, start: int = 0) -> None:
+    for i in range(start, start + count, 10):
         batch = [message(body=b"%d" % (i + j), KEYS=f"k{(i + j) % 7} all", UNIQ_KEY=f"u{i + j}")
                  for j in range(10)]  # fmt: skip
         assert store.put_messages(batch).ok
@@ -52,3 +53,31 @@ def test_a_damaged_index_file_is_rebuilt_from_the_log(
         assert bodies(store, "k2") == [b"%d" % i for i in range(399, -1, -1) if i % 7 == 2]
     finally:
         store.close()
+
+
+def test_deferred_index_entries_are_written_later_and_seen_by_lookups_at_once(
+    store_dir: Path,
+) -> None:
+    """With `defer_indexing` an append returns before its index entries are written (the
+    broker writes them after the answer leaves), yet a lookup by key finds every append
+    that has returned, and closing writes what is still pending."""
+    cfg = small_config(store_dir, index_max_entries=100)
+    later: list[Callable[[], None]] = []
+    with MessageStore(cfg) as store:
+        store.defer_indexing(later.append)
+        fill(store, 30)
+        assert len(later) == 1  # one write scheduled for all the appends pending
+        assert store.dispatched_physical_offset < store.max_physical_offset
+        assert bodies(store, "u7") == [b"7"]  # the lookup wrote the pending entries first
+        assert store.dispatched_physical_offset == store.max_physical_offset
+        later.pop()()  # the scheduled write finds nothing left, and the next append re-arms
+        fill(store, 10, start=30)
+        assert len(later) == 1
+        later.pop()()
+        assert store.dispatched_physical_offset == store.max_physical_offset
+        fill(store, 10, start=40)
+    assert later  # never run: close wrote those entries
+    assert store.dispatched_physical_offset == store.max_physical_offset
+    with MessageStore(cfg) as store:
+        assert bodies(store, "u45") == [b"45"]
+        assert bodies(store, "k3") == [b"%d" % i for i in range(49, -1, -1) if i % 7 == 3]

@@ -342,6 +342,8 @@ class BrokerController:
             tags_code_resolver=self.delay_levels.tags_code_of,
         )
         await asyncio.to_thread(self.store.open)
+        # Every append runs on this loop; the key index follows each send's answer out.
+        self.store.defer_indexing(asyncio.get_running_loop().call_soon)
         self.offsets = self.store.offsets
         self.subscription_groups = SubscriptionGroupTable(
             cfg.store_path_root_dir / "config" / "subscriptionGroup.json", clock=self.clock

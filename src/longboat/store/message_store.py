@@ -17,7 +17,10 @@ arrival listeners have been told, on the appending thread (microseconds after th
 There is no dispatch thread to fall behind, poll, or lose a wake-up.  The key index is written
 after the listeners are told, not before (`_index_appended`): a parked pull is woken without
 waiting for the index entries, whose slots lie on random pages of a large file (a page fault
-each while a fresh index file fills); the append still returns only once they are written.
+each while a fresh index file fills).  The append returns once they are written, unless the
+owner defers them (`defer_indexing`): the broker has them written just after the append's
+answer leaves, off the producer's round trip.  Either way a lookup by key sees every append
+that has returned, since it first writes any entries still pending.
 
 Lifecycle (state as data):
 
@@ -107,6 +110,9 @@ class MessageStore:
         # Index entries of appends whose listeners are being told, in log order (see
         # `_index_appended`): (entries, end of the append's records).
         self._unindexed: list[tuple[list[tuple[int, int, int]], int]] = []
+        # Set by `defer_indexing`: how the appending thread has the entries written later.
+        self._index_later: Callable[[Callable[[], None]], object] | None = None
+        self._index_pending = False
         self._sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
@@ -278,11 +284,28 @@ class MessageStore:
             if listeners:
                 self._notify(listeners, topic, queue_id, new_max, properties_of, admitted)
         finally:
-            with self._lock:
-                self._index_appended()
+            if self._index_later is None:
+                with self._lock:
+                    self._index_appended()
+            elif not self._index_pending:
+                self._index_pending = True
+                self._index_later(self._index_deferred)
         for observer in self._append_observers:
             observer(self._log.write_offset)
         return result
+
+    def defer_indexing(self, later: Callable[[Callable[[], None]], object]) -> None:
+        """Write each append's key-index entries through `later(write)` instead of before
+        the append returns.  The broker passes its loop's `call_soon`: a send's answer is
+        written in the callback that appended, so the entries follow it out instead of
+        delaying it (one batch in flight waits for its answer before sending the next).
+        Appends must then all come from the thread `later` runs callbacks on."""
+        self._index_later = later
+
+    def _index_deferred(self) -> None:
+        with self._lock:
+            self._index_pending = False
+            self._index_appended()
 
     def _index_appended(self) -> None:
         """Write the index entries of the appends made so far, in log order, and count their
@@ -530,6 +553,9 @@ class MessageStore:
     ) -> list[bytes]:
         """Stored records of `topic` whose KEYS include `key` or whose UNIQ_KEY is `key`,
         stored within [begin_ms, end_ms], newest first, at most `max_num`."""
+        if self._index_pending:  # entries of returned appends, deferred (`defer_indexing`)
+            with self._lock:
+                self._index_appended()
         return key_query.query_by_key(self._index, self._log, topic, key, max_num, begin_ms, end_ms)
 
     def queue_ids(self, topic: str) -> list[int]:
@@ -557,8 +583,9 @@ class MessageStore:
 
     @property
     def dispatched_physical_offset(self) -> int:
-        """Equal to max_physical_offset whenever no append is in progress (dispatch is in-line);
-        exposed so a dispatch-lag metric reads the same as RocketMQ's."""
+        """Equal to max_physical_offset whenever no append is in progress (dispatch is in-line)
+        and no deferred index write is pending (`defer_indexing`); exposed so a dispatch-lag
+        metric reads the same as RocketMQ's."""
         return self._dispatched
 
     @property
