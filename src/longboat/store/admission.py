@@ -2,18 +2,17 @@
 
 Everything a message can be refused for is decided here, outside the append lock, so a
 refused message leaves no trace on disk and the lock covers only offset assignment and the
-copy.  The per-message work done here (property string, tag hash, key hashes) is also the
-work the dispatcher needs, so it is done once.
+copy.  The per-message work done here (property string, tag hash) is also the work the
+dispatcher needs, so it is done once.  Key hashes are not: only the index needs them, and it
+reads them from the stored property bytes when it is written (`store.index_keys`).
 """
 
 from __future__ import annotations
 
-import zlib
 from dataclasses import dataclass
 
 from longboat.protocol.message import MAX_PROPERTIES_BYTES, BatchRecordFields
 from longboat.protocol.properties import (
-    KEY_SEPARATOR,
     Prop,
     properties_to_string,
     property_marker,
@@ -21,7 +20,6 @@ from longboat.protocol.properties import (
 )
 from longboat.protocol.tags import tags_code
 from longboat.protocol.topic_names import validate_topic
-from longboat.store.index import key_hash, topic_seed
 from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.results import PutResult, PutStatus
 
@@ -30,8 +28,6 @@ _TRANSACTION_MASK = 0xC
 # Plain messages and committed halves of transactions go into consume queues.
 _CONSUMABLE = (0x0, 0x8)
 _TAGS_MARKER = property_marker(Prop.TAGS)
-_KEYS_MARKER = property_marker(Prop.KEYS)
-_UNIQ_KEY_MARKER = property_marker(Prop.UNIQ_KEY)
 
 
 @dataclass(slots=True)
@@ -47,8 +43,6 @@ class Admitted:
     # transaction); None when every message does, the common case.
     consumable: list[bool] | None
     tags_codes: list[int]
-    # Per message, the index hashes of its KEYS and UNIQ_KEY (often one or two).
-    key_hashes: list[tuple[int, ...]]
 
 
 class Admission:
@@ -81,9 +75,7 @@ class Admission:
         items: list[BatchRecordFields] = []
         plain_flags: list[bool] = []
         codes: list[int] = []
-        hashes: list[tuple[int, ...]] = []
         tag_cache = self._tags_codes
-        seed = topic_seed(topic)
         for m in msgs:
             if (
                 m.topic != topic
@@ -105,27 +97,17 @@ class Admission:
                 (m.body, encoded, m.flag, sys_flag, m.born_timestamp, m.born_host, m.born_port,
                  m.reconsume_times, m.prepared_transaction_offset)
             )  # fmt: skip
-            if not props:
+            if m.tags_code is not None or not props:
                 codes.append(m.tags_code or 0)
-                hashes.append(())
-                continue
-            if m.tags_code is not None:
-                codes.append(m.tags_code)
             else:
                 tags = props.get(Prop.TAGS)
                 code = tag_cache.get(tags) if tags else 0
                 codes.append(self.tags_code(tags) if code is None else code)
-            keys = props.get(Prop.KEYS)
-            uniq = props.get(Prop.UNIQ_KEY)
-            if keys is None and uniq is not None:  # the common case: a producer's unique id
-                hashes.append((key_hash(seed, uniq),))
-            else:
-                hashes.append(index_hashes(seed, props))
         consumable = None if all(plain_flags) else plain_flags
-        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes, hashes)
+        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes)
 
     def admit_encoded(self, batch: EncodedBatch) -> Admitted | PutResult:
-        """`admit` for a batch that keeps its property bytes: tag and keys are read from the
+        """`admit` for a batch that keeps its property bytes: the tag is read from the
         bytes (`raw_property`), nothing is parsed into a dict or re-encoded."""
         topic, queue_id, msgs = batch.topic, batch.queue_id, batch.messages
         if not msgs:
@@ -140,10 +122,7 @@ class Admission:
         limit = self.max_message_size
         items: list[BatchRecordFields] = []
         codes: list[int] = []
-        hashes: list[tuple[int, ...]] = []
         raw_codes = self._raw_tags_codes
-        seed = topic_seed(topic)
-        crc32 = zlib.crc32
         for body, props, flag in msgs:
             if len(body) > limit:
                 return _illegal(f"message body of {len(body)} bytes exceeds maxMessageSize {limit}")
@@ -165,29 +144,8 @@ class Admission:
                         raw_codes.clear()
                     code = raw_codes[tags] = tags_code(tags.decode())
                 codes.append(code)
-            uniq = raw_property(props, _UNIQ_KEY_MARKER)
-            if _KEYS_MARKER not in props:  # the common case: only a producer's unique id
-                hashes.append((crc32(uniq, seed),) if uniq else ())
-                continue
-            keys = raw_property(props, _KEYS_MARKER)
-            out = [crc32(k, seed) for k in keys.split(b" ") if k] if keys else []
-            if uniq:
-                out.append(crc32(uniq, seed))
-            hashes.append(tuple(out))
         consumable = None if sys_flag & _TRANSACTION_MASK in _CONSUMABLE else [False] * len(msgs)
-        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes, hashes)
-
-
-def index_hashes(seed: int, props: dict[str, str]) -> tuple[int, ...]:
-    """The key-index hashes of a message (`seed`: its topic's): each KEYS entry and its
-    UNIQ_KEY.  (Tuples: the
-    garbage collector stops tracking tuples of ints, lists it scans forever.)"""
-    keys = props.get(Prop.KEYS)
-    out = [key_hash(seed, k) for k in keys.split(KEY_SEPARATOR) if k] if keys else []
-    uniq = props.get(Prop.UNIQ_KEY)
-    if uniq:
-        out.append(key_hash(seed, uniq))
-    return tuple(out)
+        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes)
 
 
 def _bad_target(topic: str, queue_id: int) -> PutResult | None:

@@ -41,7 +41,12 @@ from itertools import accumulate
 from pathlib import Path
 
 from longboat.protocol.ids import host_bytes, offset_msg_id_prefix
-from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, encode_record_batch
+from longboat.protocol.message import (
+    POS_PHYSICALOFFSET,
+    BatchRecordFields,
+    MessageExt,
+    encode_record_batch,
+)
 from longboat.protocol.properties import Prop, RawProperties
 from longboat.store import key_query
 from longboat.store.admission import Admission, Admitted
@@ -51,7 +56,8 @@ from longboat.store.config import FlushDiskType, StoreConfig
 from longboat.store.consume_queue import ENTRY
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
-from longboat.store.index import KeyIndex
+from longboat.store.index import KeyIndex, topic_seed
+from longboat.store.index_keys import encoded_index_hashes
 from longboat.store.maintenance import StoreMaintenance
 from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.offsets import ConsumerOffsetTable
@@ -107,9 +113,10 @@ class MessageStore:
         self._msg_id_prefix = offset_msg_id_prefix(self._store_host, config.store_port)
         self._last_store_ms = 0
         self._dispatched = 0
-        # Index entries of appends whose listeners are being told, in log order (see
-        # `_index_appended`): (entries, end of the append's records).
-        self._unindexed: list[tuple[list[tuple[int, int, int]], int]] = []
+        # Appends whose index entries are not written yet, in log order (see
+        # `_index_appended`): (topic, record fields, commit-log offsets, store time, end of
+        # the append's records).
+        self._unindexed: list[tuple[str, list[BatchRecordFields], list[int], int, int]] = []
         # Set by `defer_indexing`: how the appending thread has the entries written later.
         self._index_later: Callable[[Callable[[], None]], object] | None = None
         self._index_pending = False
@@ -315,7 +322,13 @@ class MessageStore:
         unindexed = self._unindexed
         if unindexed:
             self._unindexed = []
-            for entries, end in unindexed:
+            for topic, items, offsets, stored_ms, end in unindexed:
+                seed = topic_seed(topic)
+                entries = [
+                    (h, phys, stored_ms)
+                    for phys, item in zip(offsets, items, strict=True)
+                    for h in encoded_index_hashes(seed, item[1])
+                ]
                 try:
                     self._index.add(entries, end)
                 except OSError as exc:
@@ -444,16 +457,7 @@ class MessageStore:
         if entries:
             cq.append(first_queue_offset, entries)
             self._queues.dirty.add(cq)
-        self._unindexed.append(
-            (
-                [
-                    (h, phys, now)
-                    for phys, hs in zip(offsets, admitted.key_hashes, strict=True)
-                    for h in hs
-                ],
-                end,
-            )
-        )
+        self._unindexed.append((topic, admitted.items, offsets, now, end))
         appended = Appended(offsets, queue_offsets, sizes, now, self._msg_id_prefix)
         durable = self._flusher.request(end) if self._sync else None
         return PutResult(PutStatus.PUT_OK, appended, durable=durable)
