@@ -324,6 +324,7 @@ class MessageStore:
             self._unindexed = []
             for topic, items, offsets, stored_ms, end in unindexed:
                 seed = topic_seed(topic)
+                # item[1]: the message's encoded properties, as stored.
                 entries = [
                     (h, phys, stored_ms)
                     for phys, item in zip(offsets, items, strict=True)
