@@ -102,6 +102,7 @@ class FrameDecoder:
         """The next `n` bytes (`n` <= `_size`) as pieces of the chunks, consumed."""
         pieces: list[bytes | memoryview] = []
         chunks, pos = self._chunks, self._pos
+        self._size -= n
         while n:
             chunk = chunks[0]
             left = len(chunk) - pos
@@ -115,7 +116,6 @@ class FrameDecoder:
                 pos += n
                 n = 0
         self._pos = pos
-        self._size -= sum(len(piece) for piece in pieces)
         return pieces
 
     def next_command(self) -> RemotingCommand | None:
