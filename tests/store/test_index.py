@@ -1,4 +1,5 @@
-"""The key index across file rollovers, and its rebuild when a file is damaged."""
+"""The key index across file rollovers, its chains when keys share slots, and its rebuild when a
+file is damaged."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from longboat.protocol.message import decode_record
 from longboat.store import MessageStore
+from longboat.store.index import KeyIndex
 
 from .helpers import message, small_config
 
@@ -82,3 +86,30 @@ def test_deferred_index_entries_are_written_later_and_seen_by_lookups_at_once(
     with MessageStore(cfg) as store:
         assert bodies(store, "u45") == [b"45"]
         assert bodies(store, "k3") == [b"%d" % i for i in range(49, -1, -1) if i % 7 == 3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    batches=st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=30), max_size=12),
+    slots=st.sampled_from([1, 7, 64]),
+)
+def test_every_entry_is_found_newest_first_whatever_its_slot_shares(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[int]], slots: int
+) -> None:
+    """Batches whose keys all fall in distinct slots are written in one piece, batches with
+    keys sharing a slot chain entry by entry: both must leave every chain whole."""
+    index = KeyIndex(tmp_path_factory.mktemp("index"), slots, 100)
+    index.load(0)
+    written: list[tuple[int, int]] = []
+    offset = 0
+    try:
+        for batch in batches:
+            offsets = [offset + 10 * i for i in range(len(batch))]
+            offset += 10 * len(batch)
+            index.add(batch, offsets, [1_000 + len(written)] * len(batch), offset)
+            written += zip(batch, offsets, strict=True)
+        for h in {h for batch in batches for h in batch}:
+            newest_first = [o for wh, o in reversed(written) if wh == h]
+            assert index.lookup(h, 0, 1 << 40, 10_000) == newest_first
+    finally:
+        index.close()

@@ -253,7 +253,7 @@ def test_an_index_that_cannot_be_written_fails_no_append(
     index = store._index
     real_add = index.add
 
-    def full_disk(entries: list[tuple[int, int, int]], end: int) -> None:
+    def full_disk(*columns_and_end: object) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(index, "add", full_disk)

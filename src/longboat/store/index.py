@@ -23,10 +23,13 @@ Invariants (what makes a crash at any instant harmless):
 
 from __future__ import annotations
 
+import functools
 import logging
 import struct
 import sys
 import zlib
+from collections.abc import Sequence
+from operator import itemgetter
 from pathlib import Path
 
 from longboat.store.errors import StoreError
@@ -38,8 +41,15 @@ log = logging.getLogger(__name__)
 _MAGIC = 0x4C42_4958  # "LBIX"
 _HEADER = struct.Struct(">iiiiqqqq")
 _SLOT_SIZE = 4
-_ENTRY = struct.Struct(">Iqii")
+_ENTRY_FORMAT = "Iqii"
+_ENTRY = struct.Struct(">" + _ENTRY_FORMAT)
 _MAX_DELTA_MS = 2**31 - 1
+
+
+@functools.lru_cache(maxsize=256)
+def _entries_struct(count: int) -> struct.Struct:
+    """`count` consecutive entries as one struct (batches come in few sizes)."""
+    return struct.Struct(">" + _ENTRY_FORMAT * count)
 
 
 def topic_seed(topic: str) -> int:
@@ -111,34 +121,48 @@ class IndexFile:
             return False
         return self.count == 0 or last_ts - self.begin_ts <= _MAX_DELTA_MS
 
-    def add(self, entries: list[tuple[int, int, int]], end_phys: int) -> None:
-        """Add (hash, commit-log offset, store time) entries; caller checked `room_for`."""
-        mm = self.mm
-        if self.count == 0:
-            self.begin_ts = entries[0][2] if entries else 0
-        begin_ts = self.begin_ts
-        base = self._entries_base
-        slots = self.slots
-        heads: dict[int, int] = {}
-        head_of = heads.get
-        slot_table = self._slots
-        put_entry = _ENTRY.pack_into
+    def add(
+        self, hashes: Sequence[int], offsets: Sequence[int], stamps: Sequence[int], end_phys: int
+    ) -> None:
+        """Add entries given as columns (key hash, commit-log offset, store time; not empty);
+        caller checked `room_for`.
+
+        A batch's entries go into the map in one struct call and its slots' heads are read in
+        one `itemgetter` call: per entry the interpreter only computes the slot and writes it
+        back afterwards, which keeps the per-message cost of indexing small next to the
+        append.  Keys of one batch that share a slot chain to each other in log order."""
+        k = len(hashes)
         n = self.count
-        for h, phys, ts in entries:
-            slot = h % slots
-            prev = head_of(slot)
-            if prev is None:
-                prev = slot_table[slot]
-            put_entry(mm, base + n * 20, h, phys, ts - begin_ts, prev)
-            n += 1
-            heads[slot] = n
-        self.count = n
+        if n == 0:
+            self.begin_ts = stamps[0]
+        begin_ts = self.begin_ts
+        slots = self.slots
+        slot_table = self._slots
+        slot_of = [h % slots for h in hashes]
+        if k == 1:
+            prevs: Sequence[int] = (slot_table[slot_of[0]],)
+        elif len(set(slot_of)) == k:
+            prevs = itemgetter(*slot_of)(slot_table)
+        else:
+            heads: dict[int, int] = {}
+            chained = []
+            for number, slot in enumerate(slot_of, n + 1):
+                prev = heads.get(slot)
+                chained.append(slot_table[slot] if prev is None else prev)
+                heads[slot] = number
+            prevs = chained
+        fields: list[int] = [0] * (4 * k)
+        fields[0::4] = hashes
+        fields[1::4] = offsets
+        fields[2::4] = [ts - begin_ts for ts in stamps]
+        fields[3::4] = prevs
+        _entries_struct(k).pack_into(self.mm, self._entries_base + n * _ENTRY.size, *fields)
+        self.count = n + k
         self.end_phys = end_phys
-        if entries:
-            self.end_ts = max(self.end_ts, entries[-1][2])
+        self.end_ts = max(self.end_ts, max(stamps))
         self._write_header()
-        for slot, head in heads.items():
-            slot_table[slot] = head
+        for number, slot in enumerate(slot_of, n + 1):
+            slot_table[slot] = number
 
     def lookup(self, h: int, begin_ms: int, end_ms: int, limit: int) -> list[int]:
         """Commit-log offsets of entries with hash `h` stored in [begin_ms, end_ms], newest
@@ -204,29 +228,32 @@ class KeyIndex:
             fsync_dir(self.directory)
         return rebuild_from
 
-    def add(self, entries: list[tuple[int, int, int]], end_phys: int) -> None:
-        """Index a batch of (hash, commit-log offset, store time), stored in log order;
-        `end_phys` is the log offset just past the batch's records."""
-        if len(entries) > self.max_entries:
+    def add(
+        self, hashes: Sequence[int], offsets: Sequence[int], stamps: Sequence[int], end_phys: int
+    ) -> None:
+        """Index a batch of entries given as columns (key hash, commit-log offset, store
+        time), stored in log order; `end_phys` is the log offset just past the batch's
+        records."""
+        if len(hashes) > self.max_entries:
             step = self.max_entries
-            for i in range(0, len(entries), step):
-                part = entries[i : i + step]
-                rest = entries[i + step : i + step + 1]
-                self.add(part, rest[0][1] if rest else end_phys)
+            for i in range(0, len(hashes), step):
+                j = i + step
+                part_end = offsets[j] if j < len(offsets) else end_phys
+                self.add(hashes[i:j], offsets[i:j], stamps[i:j], part_end)
             return
         current = self.files[-1] if self.files else None
-        if not entries:
+        if not hashes:
             if current is not None and end_phys > current.end_phys:
                 current.end_phys = end_phys
             return
-        if current is None or not current.room_for(len(entries), entries[-1][2]):
+        if current is None or not current.room_for(len(hashes), max(stamps)):
             # Named by its first record; re-indexing after a crash may revisit offsets an
             # older file already covers, so names only have to increase.
-            begin = entries[0][1] if current is None else max(entries[0][1], current.begin_phys + 1)
+            begin = offsets[0] if current is None else max(offsets[0], current.begin_phys + 1)
             current = IndexFile(self.directory / segment_name(begin), self.slots, self.max_entries)
             fsync_dir(self.directory)
             self.files.append(current)
-        current.add(entries, end_phys)
+        current.add(hashes, offsets, stamps, end_phys)
         self._dirty.add(current)
 
     def lookup(self, h: int, begin_ms: int, end_ms: int, limit: int) -> list[int]:

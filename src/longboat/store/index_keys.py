@@ -9,13 +9,55 @@ the same message: the last non-empty occurrence of a name wins, KEYS split on sp
 
 from __future__ import annotations
 
+import re
 import zlib
+from collections.abc import Sequence
+from itertools import repeat
 
-from longboat.protocol.properties import KEY_SEPARATOR, Prop, property_marker, raw_property
+from longboat.protocol.properties import (
+    KEY_SEPARATOR,
+    PROPERTY_SEPARATOR,
+    Prop,
+    property_marker,
+    raw_property,
+)
 from longboat.store.index import key_hash
 
 _KEYS_MARKER = property_marker(Prop.KEYS)
 _UNIQ_KEY_MARKER = property_marker(Prop.UNIQ_KEY)
+_SEPARATOR = PROPERTY_SEPARATOR.encode()
+_UNIQ_KEY_SEGMENT = _SEPARATOR + _UNIQ_KEY_MARKER
+_UNIQ_KEY_VALUE = re.compile(re.escape(_UNIQ_KEY_MARKER) + b"([^" + re.escape(_SEPARATOR) + b"]*)")
+
+
+def encoded_batch_hashes(
+    seed: int, props: Sequence[bytes], offsets: Sequence[int]
+) -> tuple[list[int], list[int]]:
+    """The index hashes of a batch's messages (encoded properties, as stored) and, beside
+    each, its record's offset: `encoded_index_hashes` for every message, in order.
+
+    A producer's batch is nearly always messages with one UNIQ_KEY each and no KEYS; that
+    case is read from the whole batch with a few C-speed calls (one join, counts, one regex
+    scan) instead of a function call per message.  Anything else (KEYS, a name repeated, an
+    empty value, a marker inside a value) takes the per-message path."""
+    k = len(props)
+    joined = _SEPARATOR.join(props)
+    if (
+        _KEYS_MARKER not in joined
+        # Exactly one UNIQ_KEY per message, each at the start of a property:
+        and list(map(bytes.count, props, repeat(_UNIQ_KEY_MARKER))).count(1) == k
+        and joined.count(_UNIQ_KEY_SEGMENT) + joined.startswith(_UNIQ_KEY_MARKER) == k
+    ):
+        values = _UNIQ_KEY_VALUE.findall(joined)
+        if b"" not in values:
+            return list(map(zlib.crc32, values, repeat(seed))), list(offsets)
+    hashes: list[int] = []
+    owners: list[int] = []
+    for p, offset in zip(props, offsets, strict=True):
+        found = encoded_index_hashes(seed, p)
+        hashes += found
+        owners += [offset] * len(found)
+    return hashes, owners
 
 
 def encoded_index_hashes(seed: int, props: bytes) -> tuple[int, ...]:

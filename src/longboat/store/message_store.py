@@ -57,7 +57,7 @@ from longboat.store.consume_queue import ENTRY
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
 from longboat.store.index import KeyIndex, topic_seed
-from longboat.store.index_keys import encoded_index_hashes
+from longboat.store.index_keys import encoded_batch_hashes
 from longboat.store.maintenance import StoreMaintenance
 from longboat.store.message_inner import EncodedBatch, MessageInner
 from longboat.store.offsets import ConsumerOffsetTable
@@ -320,28 +320,30 @@ class MessageStore:
         entries stay in log order whoever writes them, and `_dispatched` (what a checkpoint
         records and recovery re-indexes from) never passes an entry not yet written."""
         unindexed = self._unindexed
-        if unindexed:
-            self._unindexed = []
-            for topic, items, offsets, stored_ms, end in unindexed:
-                seed = topic_seed(topic)
-                # item[1]: the message's encoded properties, as stored.
-                entries = [
-                    (h, phys, stored_ms)
-                    for phys, item in zip(offsets, items, strict=True)
-                    for h in encoded_index_hashes(seed, item[1])
-                ]
-                try:
-                    self._index.add(entries, end)
-                except OSError as exc:
-                    # The records are stored and their queue entries written: the append
-                    # stands, only lookups by key miss these (as RocketMQ's index does).
-                    log.error(
-                        "key index: %d entries below log offset %d not written: %s",
-                        len(entries),
-                        end,
-                        exc,
-                    )
-                self._dispatched = end
+        if not unindexed:
+            return
+        self._unindexed = []
+        # Every append waiting is indexed in one call: under load the broker's deferred
+        # indexing finds several here, and the index writes a batch at a time.
+        hashes: list[int] = []
+        owners: list[int] = []
+        stamps: list[int] = []
+        for topic, items, offsets, stored_ms, _ in unindexed:
+            # item[1]: the message's encoded properties, as stored.
+            found, at = encoded_batch_hashes(topic_seed(topic), [i[1] for i in items], offsets)
+            hashes += found
+            owners += at
+            stamps += [stored_ms] * len(found)
+        end = unindexed[-1][4]
+        try:
+            self._index.add(hashes, owners, stamps, end)
+        except OSError as exc:
+            # The records are stored and their queue entries written: the appends stand,
+            # only lookups by key miss these (as RocketMQ's index does).
+            log.error(
+                "key index: %d entries below log offset %d not written: %s", len(hashes), end, exc
+            )
+        self._dispatched = end
 
     def append_replicated(self, offset: int, data: bytes) -> int:
         """Copy a master's commit-log bytes in at `offset` (this log's end; any segment

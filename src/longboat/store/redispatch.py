@@ -41,7 +41,10 @@ class Redispatch:
         self.tags_code_of = tags_code_of
         self.queue_from = queue_from
         self.index_from = index_from
-        self._pending: list[tuple[int, int, int]] = []
+        # Index entries not yet written, as the index takes them: hashes, offsets, times.
+        self._hashes: list[int] = []
+        self._offsets: list[int] = []
+        self._stamps: list[int] = []
         self._seeds: dict[str, int] = {}
         self._rebuilds: dict[tuple[str, int], _QueueRebuild] = {}
         self.records = 0
@@ -63,19 +66,23 @@ class Redispatch:
             seed = self._seeds.get(msg.topic)
             if seed is None:
                 seed = self._seeds[msg.topic] = topic_seed(msg.topic)
-            ts = msg.store_timestamp
-            self._pending += [(h, offset, ts) for h in index_hashes(seed, msg.properties)]
-            if len(self._pending) >= _INDEX_BATCH:
-                self.index.add(self._pending, offset + msg.store_size)
-                self._pending = []
+            hashes = index_hashes(seed, msg.properties)
+            self._hashes += hashes
+            self._offsets += [offset] * len(hashes)
+            self._stamps += [msg.store_timestamp] * len(hashes)
+            if len(self._hashes) >= _INDEX_BATCH:
+                self._write_index(offset + msg.store_size)
         self.records += 1
         return code
+
+    def _write_index(self, end: int) -> None:
+        self.index.add(self._hashes, self._offsets, self._stamps, end)
+        self._hashes, self._offsets, self._stamps = [], [], []
 
     def finish(self, end: int) -> list[ConsumeQueue]:
         """Write what is buffered; `end` is the log offset the index now covers.  Returns the
         queues that got entries."""
-        self.index.add(self._pending, end)
-        self._pending = []
+        self._write_index(end)
         for rebuild in self._rebuilds.values():
             rebuild.flush()
         touched = [r.cq for r in self._rebuilds.values()]
