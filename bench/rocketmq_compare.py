@@ -96,6 +96,10 @@ ROWS: tuple[tuple[str, str, str, tuple[str, float] | None], ...] = (
     ("py_consume", "consume, Python client (pulls of 32)", "msgs/s", None),
 )
 SYSTEMS = ("longboat", "rocketmq")
+# Rows shown side by side without a ratio: a JVM's RSS hardly moves while pulls park (its heap
+# was reserved at start), so RocketMQ's growth is a few MiB of either sign and a ratio to it
+# would be noise (it ranged over 7x-2,445x in five runs).
+NO_RATIO = frozenset({"parked_rss"})
 
 
 @dataclass
@@ -304,13 +308,14 @@ def summarize(runs: list[dict[str, dict[str, float | None]]]) -> dict[str, Any]:
     """Per row: each system's median, min and max, the median of the per-run ratios and the
     target's verdict.  A figure a run could not measure (None, or absent from runs recorded
     before the row existed) leaves that run out of the row's ratio; a row no run measured
-    for both has no ratio."""
+    for both, or one of `NO_RATIO`, has no ratio."""
     summary: dict[str, Any] = {}
     for key, _label, _unit, target in ROWS:
         ratios = [
             _ratio(ours, theirs)
             for r in runs
-            if (ours := r["longboat"].get(key)) is not None
+            if key not in NO_RATIO
+            and (ours := r["longboat"].get(key)) is not None
             and (theirs := r["rocketmq"].get(key)) is not None
         ]
         ratio = statistics.median(ratios) if ratios else None

@@ -91,6 +91,22 @@ def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     assert rocketmq_compare.summarize([older])["cpu_fanout"]["rocketmq"] is None
 
 
+def test_rocketmq_compare_shows_rss_growth_side_by_side_without_a_ratio() -> None:
+    """RocketMQ's RSS growth under parked pulls is near zero and of either sign: the row keeps
+    both figures and has no ratio, so neither the table nor the plot draws one."""
+    from bench import rocketmq_compare
+
+    keys = [key for key, *_ in rocketmq_compare.ROWS]
+    runs = [
+        {"longboat": dict.fromkeys(keys, 24.0), "rocketmq": dict.fromkeys(keys, growth)}
+        for growth in (0.5, -3.9, 3.3)
+    ]
+    row = rocketmq_compare.summarize(runs)["parked_rss"]
+    assert row["ratio"] is None and row["ratios"] == []
+    assert row["rocketmq"] == {"median": 0.5, "min": -3.9, "max": 3.3}
+    assert rocketmq_compare.ratio_label(row, 3) == "-"
+
+
 @pytest.mark.timeout(300)
 def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems() -> None:
     """Its probes wrap broker, client and redis-py functions by name: a rename breaks it here."""
