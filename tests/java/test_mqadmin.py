@@ -8,10 +8,13 @@ peer runs many commands in one)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import os
 import re
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -213,6 +216,13 @@ async def test_mqadmin_commands_print_what_longboat_holds(
         probe.queue_offset,
     )
     assert f"UNIQ_KEY={probe.msg_id}" in found["Properties"]
+    # The tool writes the body to a file of its own under /tmp/rocketmq (a fixed path): check
+    # it holds the body sent, then remove it.
+    body_file = Path(found["Message Body Path"])
+    assert body_file.read_bytes() == b"b1"
+    body_file.unlink()
+    with contextlib.suppress(OSError):
+        os.removedirs(body_file.parent)  # the tool's directories, only if now empty
     assert re.search(rf"consumerGroup={group}, trackType=CONSUMED\b", online["queryMsgById"])
 
     (hit,) = rows(online["queryMsgByKey"], "#Message ID")

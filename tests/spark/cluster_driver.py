@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from longboat.spark import register
@@ -31,7 +32,7 @@ def executor_of(rows: Iterator[Any]) -> Iterator[tuple[int, int]]:
 
 def main() -> None:
     master, namesrv, topic, result, out, checkpoint = sys.argv[1:7]
-    spark = build_session(master, cluster=True)
+    spark = build_session(master, scratch=Path(checkpoint).parent / "spark-scratch", cluster=True)
     register(spark)
 
     def source(reader: Any) -> Any:

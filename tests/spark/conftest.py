@@ -111,8 +111,8 @@ def expired_head(loopback_cluster: Callable[..., Cluster]) -> tuple[str, str, st
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
-    session = build_session("local[2]")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    session = build_session("local[2]", scratch=tmp_path_factory.mktemp("spark-scratch"))
     from longboat.spark import register
 
     register(session)

@@ -9,6 +9,7 @@ checkpoint with Trigger.AvailableNow and exits once it has caught up.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from longboat.spark import register
 from spark.spark_session import build_session
@@ -16,7 +17,7 @@ from spark.spark_session import build_session
 
 def main() -> None:
     namesrv, topic, out, checkpoint, mode = sys.argv[1:6]
-    spark = build_session("local[2]")
+    spark = build_session("local[2]", scratch=Path(checkpoint).parent / f"spark-scratch-{mode}")
     register(spark)
     df = (
         spark.readStream.format("longboat")

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 
-def build_session(master: str = "local[2]", *, cluster: bool = False) -> Any:
-    """`cluster`: a standalone master's executors, small (one core, 512 MiB each)."""
+def build_session(master: str = "local[2]", *, scratch: Path, cluster: bool = False) -> Any:
+    """`scratch`: where Spark and its JVMs put temporary files (shuffle blocks, the files it
+    ships to workers, native libraries it unpacks), instead of /tmp, so the test run's own
+    directories hold them and nothing outlives them.  `cluster`: a standalone master's
+    executors, small (one core, 512 MiB each)."""
     from pyspark.sql import SparkSession
+
+    scratch.mkdir(parents=True, exist_ok=True)
+    java_tmp = f"-Djava.io.tmpdir={scratch}"
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
@@ -31,5 +38,8 @@ def build_session(master: str = "local[2]", *, cluster: bool = False) -> Any:
         .config("spark.default.parallelism", "2")
         .config("spark.log.level", "ERROR")
         .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.local.dir", str(scratch))
+        .config("spark.driver.extraJavaOptions", java_tmp)
+        .config("spark.executor.extraJavaOptions", java_tmp)
         .getOrCreate()
     )
