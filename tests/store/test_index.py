@@ -113,3 +113,24 @@ def test_every_entry_is_found_newest_first_whatever_its_slot_shares(
             assert index.lookup(h, 0, 1 << 40, 10_000) == newest_first
     finally:
         index.close()
+
+
+def test_a_log_sparser_than_an_index_files_time_range_is_reindexed(store_dir: Path) -> None:
+    """An index file holds store times as 4-byte millisecond deltas (~24.8 days): a rebuild
+    that re-indexes records further apart in one batch splits them over files instead of
+    failing the store's open."""
+    now = [1_700_000_000.0]
+    cfg = small_config(store_dir)
+    with MessageStore(cfg, clock=lambda: now[0]) as store:
+        for key in ("early", "late", "later"):
+            assert store.put_message(message(body=key.encode(), KEYS=key)).ok
+            now[0] += 30 * 86_400
+    first = sorted((store_dir / "index").iterdir())[0]
+    with first.open("r+b") as f:
+        f.write(b"garbage!")
+    with MessageStore(cfg, clock=lambda: now[0]) as store:
+        assert [bodies(store, key) for key in ("early", "late", "later")] == [
+            [b"early"],
+            [b"late"],
+            [b"later"],
+        ]

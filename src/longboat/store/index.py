@@ -246,6 +246,14 @@ class KeyIndex:
             if current is not None and end_phys > current.end_phys:
                 current.end_phys = end_phys
             return
+        # A file keeps store times as 4-byte deltas from its first: entries more than ~24.8
+        # days apart (a sparse log re-indexed in one batch) go to files of their own.
+        latest = stamps[0] + _MAX_DELTA_MS
+        if max(stamps) > latest:
+            cut = next(i for i, ts in enumerate(stamps) if ts > latest)
+            self.add(hashes[:cut], offsets[:cut], stamps[:cut], offsets[cut])
+            self.add(hashes[cut:], offsets[cut:], stamps[cut:], end_phys)
+            return
         if current is None or not current.room_for(len(hashes), max(stamps)):
             # Named by its first record; re-indexing after a crash may revisit offsets an
             # older file already covers, so names only have to increase.
