@@ -97,7 +97,7 @@ def test_rocketmq_compare_shows_rss_growth_side_by_side_without_a_ratio() -> Non
     from bench import rocketmq_compare
 
     keys = [key for key, *_ in rocketmq_compare.ROWS]
-    runs = [
+    runs: list[dict[str, dict[str, float | None]]] = [
         {"longboat": dict.fromkeys(keys, 24.0), "rocketmq": dict.fromkeys(keys, growth)}
         for growth in (0.5, -3.9, 3.3)
     ]
