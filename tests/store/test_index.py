@@ -4,6 +4,7 @@ file is damaged."""
 from __future__ import annotations
 
 import logging
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,3 +135,23 @@ def test_a_log_sparser_than_an_index_files_time_range_is_reindexed(store_dir: Pa
             [b"late"],
             [b"later"],
         ]
+
+
+def test_a_deleted_index_is_rebuilt_from_the_log(
+    store_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    cfg = small_config(store_dir, index_max_entries=300)
+    with MessageStore(cfg) as store:
+        fill(store, 100)
+    shutil.rmtree(store_dir / "index")
+    with caplog.at_level(logging.WARNING, logger="longboat.store"):
+        store = MessageStore(cfg)
+        store.open()
+    try:
+        assert any(
+            "rebuilding it from commit-log offset 0" in r.getMessage() for r in caplog.records
+        )
+        assert bodies(store, "u42") == [b"42"]
+        assert bodies(store, "k2") == [b"%d" % i for i in range(99, -1, -1) if i % 7 == 2]
+    finally:
+        store.close()

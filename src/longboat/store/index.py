@@ -207,8 +207,13 @@ class KeyIndex:
     def load(self, log_min_offset: int) -> int | None:
         """Map the files, deleting damaged ones (and any after them: their chains may point
         into the damage).  Returns the commit-log offset to re-index from when files were
-        deleted, None when every file was sound."""
-        self.directory.mkdir(parents=True, exist_ok=True)
+        deleted or the directory was missing, None when every file was sound.
+
+        A store's first open creates the directory, so a missing one is an index somebody
+        deleted: it is rebuilt from the whole log (for a new store, an empty one)."""
+        if not self.directory.exists():
+            self.directory.mkdir(parents=True)
+            return log_min_offset
         names = sorted(p.name for p in self.directory.iterdir() if p.name.isdigit())
         rebuild_from: int | None = None
         for name in names:

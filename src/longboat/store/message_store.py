@@ -167,10 +167,12 @@ class MessageStore:
         if unclean:
             log.warning("store: the last run did not close cleanly; recovering from %d", scan_from)
         self._queues.load()
-        # The checkpoint covers the index as it covers the queues; only a damaged index file
-        # sends recovery further back.
+        # The checkpoint covers the index as it covers the queues; only a damaged or missing
+        # index sends recovery further back.
         rebuild_index_from = self._index.load(self._log.min_offset)
         index_from = scan_from if rebuild_index_from is None else min(scan_from, rebuild_index_from)
+        if index_from < scan_from:
+            log.warning("key index: rebuilding it from commit-log offset %d", index_from)
         self.last_recovery = recover(
             self._log,
             self._queues,
