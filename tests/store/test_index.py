@@ -40,20 +40,35 @@ def test_queries_span_index_files(store_dir: Path) -> None:
         assert len(bodies(store, "all", 50)) == 50
 
 
-def test_a_damaged_index_file_is_rebuilt_from_the_log(
-    store_dir: Path, caplog: pytest.LogCaptureFixture
+def damage_the_first_file(index_dir: Path) -> None:
+    with sorted(index_dir.iterdir())[0].open("r+b") as f:
+        f.write(b"garbage!")
+
+
+@pytest.mark.parametrize(
+    ("break_the_index", "warning"),
+    [
+        (damage_the_first_file, "damaged"),
+        (shutil.rmtree, "rebuilding it from commit-log offset 0"),
+    ],
+)
+def test_a_damaged_or_deleted_index_is_rebuilt_from_the_log(
+    store_dir: Path,
+    caplog: pytest.LogCaptureFixture,
+    break_the_index: Callable[[Path], None],
+    warning: str,
 ) -> None:
+    """A damaged file is rebuilt with the files after it; a deleted directory (a store's
+    first open creates it) from the whole log."""
     cfg = small_config(store_dir, index_max_entries=300)
     with MessageStore(cfg) as store:
         fill(store, 400)
-    first = sorted((store_dir / "index").iterdir())[0]
-    with first.open("r+b") as f:
-        f.write(b"garbage!")
+    break_the_index(store_dir / "index")
     with caplog.at_level(logging.WARNING, logger="longboat.store"):
         store = MessageStore(cfg)
         store.open()
     try:
-        assert any("damaged" in r.getMessage() for r in caplog.records)
+        assert any(warning in r.getMessage() for r in caplog.records)
         assert bodies(store, "u5") == [b"5"]
         assert bodies(store, "k2") == [b"%d" % i for i in range(399, -1, -1) if i % 7 == 2]
     finally:
@@ -135,23 +150,3 @@ def test_a_log_sparser_than_an_index_files_time_range_is_reindexed(store_dir: Pa
             [b"late"],
             [b"later"],
         ]
-
-
-def test_a_deleted_index_is_rebuilt_from_the_log(
-    store_dir: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    cfg = small_config(store_dir, index_max_entries=300)
-    with MessageStore(cfg) as store:
-        fill(store, 100)
-    shutil.rmtree(store_dir / "index")
-    with caplog.at_level(logging.WARNING, logger="longboat.store"):
-        store = MessageStore(cfg)
-        store.open()
-    try:
-        assert any(
-            "rebuilding it from commit-log offset 0" in r.getMessage() for r in caplog.records
-        )
-        assert bodies(store, "u42") == [b"42"]
-        assert bodies(store, "k2") == [b"%d" % i for i in range(99, -1, -1) if i % 7 == 2]
-    finally:
-        store.close()
