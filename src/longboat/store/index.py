@@ -254,12 +254,13 @@ class KeyIndex:
         # A file keeps store times as 4-byte deltas from its first: entries more than ~24.8
         # days apart (a sparse log re-indexed in one batch) go to files of their own.
         latest = stamps[0] + _MAX_DELTA_MS
-        if max(stamps) > latest:
+        newest = max(stamps)
+        if newest > latest:
             cut = next(i for i, ts in enumerate(stamps) if ts > latest)
             self.add(hashes[:cut], offsets[:cut], stamps[:cut], offsets[cut])
             self.add(hashes[cut:], offsets[cut:], stamps[cut:], end_phys)
             return
-        if current is None or not current.room_for(len(hashes), max(stamps)):
+        if current is None or not current.room_for(len(hashes), newest):
             # Named by its first record; re-indexing after a crash may revisit offsets an
             # older file already covers, so names only have to increase.
             begin = offsets[0] if current is None else max(offsets[0], current.begin_phys + 1)
