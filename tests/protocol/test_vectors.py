@@ -8,6 +8,8 @@ recording server's answers that the client accepted: one acceptable shape, check
 
 from __future__ import annotations
 
+import hashlib
+
 import orjson
 import pytest
 
@@ -82,12 +84,20 @@ def test_the_captures_cover_every_request_kind() -> None:
 
 
 def test_committed_copy_matches_the_shared_reference() -> None:
-    if not SHARED_ALI_ONS.is_dir():
-        pytest.skip(f"reference vectors not beside the clone ({SHARED_ALI_ONS} is absent)")
-    shared = sorted(p.name for p in SHARED_ALI_ONS.glob("*.jsonl"))
-    assert shared == sorted(p.name for p in VECTOR_DIR.glob("*.jsonl"))
-    for name in shared:
-        assert (VECTOR_DIR / name).read_bytes() == (SHARED_ALI_ONS / name).read_bytes(), name
+    """The copy against the reference's SHA-256 sums, recorded beside it when it was copied
+    (checked in any clone), and against the reference folder itself when it sits beside the
+    clone."""
+    lines = (VECTOR_DIR / "SHA256SUMS").read_text().splitlines()  # "<sha256>  <name>"
+    recorded = {name: digest for digest, name in (line.split() for line in lines)}
+    copied = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in VECTOR_DIR.glob("*.jsonl")
+    }
+    assert copied == recorded
+    if SHARED_ALI_ONS.is_dir():
+        shared = sorted(p.name for p in SHARED_ALI_ONS.glob("*.jsonl"))
+        assert shared == sorted(copied)
+        for name in shared:
+            assert (VECTOR_DIR / name).read_bytes() == (SHARED_ALI_ONS / name).read_bytes(), name
 
 
 @pytest.mark.parametrize("vector", C2S, ids=_ids(C2S))

@@ -1,8 +1,9 @@
 """Captured frames of real RocketMQ clients, as test data: one folder per client.
 
 `vectors/ali-ons/`: the Node.js client ali-ons 3.12.0 against a recording server. The
-repository carries its own copy so a plain clone tests itself; `SHARED_DIR` is the reference
-folder beside the clone, compared with the copy when present.
+repository carries its own copy so a plain clone tests itself, with the reference files'
+SHA-256 sums (`SHA256SUMS`); `SHARED_DIR` is the reference folder beside the clone, compared
+with the copy when present.
 `vectors/java-4.9.8/`: Apache RocketMQ's Java client 4.9.8 against Longboat, written by
 tests/peers/capture_java_vectors.py through a recording proxy.
 """
