@@ -1,7 +1,7 @@
 """Spark connector benchmark: what reading from and writing to Longboat costs a Spark job.
 
     python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024]
-                                [--reader-only [--against REV]]
+                                [--reader-only [--against REV] | --encoder-only]
 
 Run from the repository root (Spark's Python workers import this module as `bench.spark_bench`
 from the working directory).  A `longboat up` child process serves a 4-queue topic holding
@@ -19,6 +19,8 @@ through the same streaming query (`Trigger.AvailableNow`, 4 input partitions, sa
 * sink: a batch DataFrame of `--rows` 100-byte bodies (from `synthetic`) written to a topic
   with `df.write.format("longboat")` (at-least-once, published by the tasks); rows/s = rows /
   wall time of the write.  Baseline: the same DataFrame into the noop sink.
+
+`--reader-only` and `--encoder-only` time the connector's two ends without Spark (below).
 """
 
 from __future__ import annotations
@@ -254,6 +256,50 @@ def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
               f"ratio {now / then:.2f}")  # fmt: skip
 
 
+def encoder_alone(rows: int, runs: int) -> None:
+    """The sink's encode without Spark or a broker: `rows` of the sink case's rows (the
+    synthetic source's body and tags, in its batches) made into batch sends column-wise
+    (`sink_encode.encode_chunks`, what the sink does) and message by message (`Message`s cut
+    by `sink.chunks` and encoded as `Producer.send_batch` does, the sink's path for the rows
+    the column path does not take), alternately in this process; CPU per row, and the ratio
+    of the medians."""
+    from longboat.client.producer import Producer
+    from longboat.spark.arrow import rows_of
+    from longboat.spark.options import DEFAULT_SEND_BATCH_SIZE
+    from longboat.spark.sink import CHUNK_BYTES, _messages, chunks
+    from longboat.spark.sink_encode import encode_chunks
+
+    producer = Producer("spark-bench-encode", namesrv_addrs="127.0.0.1:9876")  # never started
+    batches = [_prebuilt().select(["body", "tags"])] * max(1, rows // SLICE_ROWS)
+    count = sum(b.num_rows for b in batches)
+
+    def column_wise() -> None:
+        for batch in batches:
+            encode_chunks(
+                batch,
+                TOPIC,
+                max_count=DEFAULT_SEND_BATCH_SIZE,
+                max_body_bytes=CHUNK_BYTES,
+                reserve=producer.reserve_uniq_keys,
+            )
+
+    def per_message() -> None:
+        for batch in batches:
+            for chunk in chunks(_messages(rows_of([batch], TOPIC)), DEFAULT_SEND_BATCH_SIZE):
+                producer._batch_body(chunk, TOPIC)
+
+    times: dict[str, list[float]] = {"column-wise": [], "message by message": []}
+    for run in range(runs):
+        for name, encode in (("column-wise", column_wise), ("message by message", per_message)):
+            c0 = time.process_time()
+            encode()
+            times[name].append((time.process_time() - c0) / count * 1e6)
+            print(f"encode {run + 1}, {name}: {times[name][-1]:.2f} us CPU/row", flush=True)
+    cols, msgs = (statistics.median(v) for v in times.values())
+    print(f"encode, medians of {count:,} rows: column-wise {cols:.2f}, message by message "
+          f"{msgs:.2f} us CPU/row, ratio {cols / msgs:.2f}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=200_000)
@@ -265,7 +311,13 @@ def main() -> None:
     parser.add_argument(
         "--against", metavar="REV", help="with --reader-only: alternate the decode with REV's"
     )
+    parser.add_argument(
+        "--encoder-only", action="store_true", help="time the sink's encode alone, no Spark"
+    )
     args = parser.parse_args()
+    if args.encoder_only:
+        encoder_alone(args.rows, args.runs)
+        return
     os.environ["LONGBOAT_MAX_TRANSFER_COUNT_ON_MESSAGE_IN_MEMORY"] = str(args.pull_batch)
     os.environ["LONGBOAT_MAX_TRANSFER_BYTES_ON_MESSAGE_IN_MEMORY"] = str(4 * 1024 * 1024)
     from bench import spark_bench as me  # workers import the classes by this name
@@ -290,6 +342,7 @@ def main() -> None:
         syn = {"rows": str(args.rows)}
         stream_rows_per_s(spark, "longboat", lb, "noop")  # warm-up: workers, JIT, caches
         stream_rows_per_s(spark, "synthetic", syn, "noop")
+        write_rows_per_s(spark, args.rows, "longboat", {"namesrv": namesrv, "topic": f"{TOPIC}-w"})
         for run in range(args.runs):
             for sink in ("noop", "parquet"):
                 for name, source, opts in (
@@ -315,19 +368,19 @@ def main() -> None:
     for k, v in results.items():
         print(f"{k:40} {med[k]:>14,.0f}  {', '.join(f'{x:,.0f}' for x in v):>30}")
     for sink in ("noop", "parquet"):
-        base = med[f"synthetic → {sink}"]
         for name in ("longboat", "longboat-32"):
-            ratios = [
-                a / b
-                for a, b in zip(
-                    results[f"{name} → {sink}"], results[f"synthetic → {sink}"], strict=True
-                )
-            ]
-            print(
-                f"ratio {name}/synthetic → {sink}: {med[f'{name} → {sink}'] / base:.2f} "
-                f"(per-run median {statistics.median(ratios):.2f})"
-            )
+            _print_ratio(f"{name}/synthetic → {sink}", results, f"{name} → {sink}",
+                         f"synthetic → {sink}")  # fmt: skip
+    _print_ratio("longboat sink/noop (batch write)", results, "synthetic → longboat sink",
+                 "synthetic → noop (batch write)")  # fmt: skip
     sys.stdout.flush()
+
+
+def _print_ratio(label: str, results: dict[str, list[float]], case: str, base: str) -> None:
+    """The ratio of the medians, and the median of the per-run ratios."""
+    per_run = [a / b for a, b in zip(results[case], results[base], strict=True)]
+    of_medians = statistics.median(results[case]) / statistics.median(results[base])
+    print(f"ratio {label}: {of_medians:.2f} (per-run median {statistics.median(per_run):.2f})")
 
 
 if __name__ == "__main__":

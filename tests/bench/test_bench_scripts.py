@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _run(*args: str) -> str:
+def _run(*args: str, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(
         [sys.executable, "-m", *args],
         cwd=ROOT,
@@ -22,6 +22,7 @@ def _run(*args: str) -> str:
         text=True,
         timeout=240,
         check=False,
+        env=None if env is None else {**os.environ, **env},
     )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return done.stdout
@@ -52,6 +53,31 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
     assert re.search(r"decode alone 1, this tree: [\d.]+ us CPU/row", out)
     assert re.search(r"decode alone 1, HEAD: [\d.]+ us CPU/row", out)
     assert re.search(r"decode alone, medians: .* ratio [\d.]+", out)
+
+
+def test_spark_bench_encoder_only_times_both_encodes() -> None:
+    out = _run("bench.spark_bench", "--rows", "9000", "--runs", "1", "--encoder-only")
+    assert re.search(r"encode 1, column-wise: [\d.]+ us CPU/row", out)
+    assert re.search(r"encode 1, message by message: [\d.]+ us CPU/row", out)
+    assert re.search(r"encode, medians of 8,192 rows: .* ratio [\d.]+$", out, re.MULTILINE)
+
+
+@pytest.mark.timeout(300)
+def test_spark_bench_prints_every_case_and_ratio(tmp_path: Path) -> None:
+    """The full command on a local Spark, tiny: every case measured, every ratio printed (the
+    sink's against Spark's noop batch write too).  Spark's and Python's scratch files go to
+    the test's directory."""
+    scratch = {
+        "SPARK_LOCAL_DIRS": str(tmp_path),
+        "TMPDIR": str(tmp_path),
+        "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={tmp_path}",
+    }
+    out = _run("bench.spark_bench", "--rows", "2000", "--runs", "1", env=scratch)
+    for case in ("synthetic → noop", "longboat → parquet", "synthetic → longboat sink"):
+        assert re.search(rf"^{case} +[\d,]+ ", out, re.MULTILINE), case
+    for label in ("longboat/synthetic → noop", "longboat-32/synthetic → parquet",
+                  "longboat sink/noop \\(batch write\\)"):  # fmt: skip
+        assert re.search(rf"^ratio {label}: [\d.]+ \(per-run median [\d.]+\)$", out, re.M)
 
 
 @pytest.mark.timeout(300)

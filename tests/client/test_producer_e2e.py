@@ -10,6 +10,7 @@ import pytest
 from longboat.client import Message, NoRouteError, SendStatus
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
+from longboat.protocol.batch import join_batch
 from longboat.protocol.sysflags import MessageSysFlag
 
 from .client_e2e import config_for, read_topic, unique
@@ -84,6 +85,36 @@ async def test_batch_send_lands_consecutively_in_one_queue(namesrv: str) -> None
     )
     assert [m.msg_id for m in batch] == result.msg_id.split(",")
     assert any(m.body == oneway_body for m in got)
+
+
+async def test_a_batch_encoded_by_the_caller_arrives_as_send_batch_sends_it(
+    namesrv: str,
+) -> None:
+    """`send_encoded_batch` with reserved UNIQ_KEYs: the messages arrive intact, with their
+    tags, keys and ids, consecutively in the queue asked for."""
+    topic = await make_topic(namesrv, queues=2)
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        head, first = producer.reserve_uniq_keys(3)
+        ids = [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(3)]
+        body = join_batch(
+            [
+                (f"e{i}".encode(), f"TAGS\x01TagE\x02KEYS\x01k{i}\x02UNIQ_KEY\x01{uid}".encode(), 0)
+                for i, uid in enumerate(ids)
+            ]
+        )
+        [queue] = [q for q in await producer.fetch_publish_queues(topic) if q.queue_id == 1]
+        result = await producer.send_encoded_batch(topic, body, ",".join(ids), queue=queue)
+        # The producer's own ids come after the reserved ones.
+        later = await producer.send(Message(topic, b"after"), queue=queue)
+    assert result.status is SendStatus.SEND_OK
+    assert result.msg_ids == ids
+    assert later.msg_id not in ids
+    got = sorted(await read_topic(namesrv, topic, 4), key=lambda m: m.queue_offset)
+    batch = [m for m in got if m.tags == "TagE"]
+    assert [(m.body, m.keys, m.msg_id, m.queue_id) for m in batch] == [
+        (f"e{i}".encode(), f"k{i}", ids[i], 1) for i in range(3)
+    ]
+    assert [m.queue_offset for m in batch] == [result.queue_offset + i for i in range(3)]
 
 
 async def test_compressed_body_arrives_intact(namesrv: str) -> None:

@@ -486,6 +486,16 @@ def test_uniq_key_layout_from_injected_clock_pid_and_randomness() -> None:
     assert uniq_keys(now_ms=now_ms).next_many(2) == [first, second]
 
 
+def test_reserved_ids_are_the_ids_next_many_would_give_and_the_counter_moves_past_them() -> None:
+    """`reserve` (ids written column-wise by the caller) and `next_many` draw from one
+    counter: the same inputs give the same ids either way, across the counter's wrap."""
+    a, b = uniq_keys(), uniq_keys()
+    for n in (1, 3, 70_000):
+        head, first = a.reserve(n)
+        assert [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(n)] == b.next_many(n)
+    assert a.next_many(2) == b.next_many(2)
+
+
 def test_ids_take_addresses_not_names() -> None:
     assert offset_msg_id("localhost", 1, 2) == offset_msg_id("127.0.0.1", 1, 2)
     with pytest.raises(ValueError, match="resolve"):

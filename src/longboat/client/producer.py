@@ -239,14 +239,47 @@ class Producer(InstanceUser):
     ) -> SendResult:
         """Send messages of one topic as one request; they land in one queue, in order, with
         consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules)."""
-        instance = self.instance
         if not msgs:
             raise ClientUsageError("send_batch needs at least one message")
         topic = msgs[0].topic
-        validate_topic(topic)
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            raise ClientUsageError("batches cannot be sent to retry topics")
+        _check_batch_topic(topic)
         body, uniqs = self._batch_body(msgs, topic)
+        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0])
+        return await self._send_batch_body(topic, body, ",".join(uniqs), chooser, timeout)
+
+    async def send_encoded_batch(
+        self,
+        topic: str,
+        body: bytes,
+        msg_ids: str,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        """Send a batch body the caller encoded, as `send_batch` sends the one it builds: the
+        elements of `protocol.batch.join_batch`, each property string with its UNIQ_KEY
+        (`reserve_uniq_keys`), and those keys comma-joined as `msg_ids`.
+
+        For callers that encode many messages at once, column-wise (the Spark sink); the
+        per-message rules `send_batch` checks (a body in each, no delay level) are theirs to
+        keep."""
+        _check_batch_topic(topic)
+        chooser = None if queue is None else _queue_chooser(queue, topic)
+        return await self._send_batch_body(topic, body, msg_ids, chooser, timeout)
+
+    def reserve_uniq_keys(self, n: int) -> tuple[str, int]:
+        """`n` UNIQ_KEYs for `send_encoded_batch`, as `UniqKeyGenerator.reserve` gives them
+        (the producer's own generator, so they never repeat one it sends itself)."""
+        return self._uniq.reserve(n)
+
+    async def _send_batch_body(
+        self,
+        topic: str,
+        body: bytes,
+        msg_ids: str,
+        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        timeout: float | None,
+    ) -> SendResult:
         self._check_size(len(body), "batch")
         header = SendMessageRequestHeaderV2(
             producerGroup=self.group,
@@ -262,9 +295,8 @@ class Producer(InstanceUser):
             unitMode=False,
             batch=True,
         )
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0])
         return await self._send_with_retries(
-            instance, topic, header, body, ",".join(uniqs), chooser, timeout
+            self.instance, topic, header, body, msg_ids, chooser, timeout
         )
 
     # ------------------------------------------------------------------ internals
@@ -427,6 +459,12 @@ def _check_body(msg: Message) -> None:
         raise ClientUsageError("message body is empty")
 
 
+def _check_batch_topic(topic: str) -> None:
+    validate_topic(topic)
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+        raise ClientUsageError("batches cannot be sent to retry topics")
+
+
 def _require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[MessageQueue]:
     if not queues:
         raise NoRouteError(
@@ -444,14 +482,20 @@ def _fixed_chooser(
     msg: Message,
 ) -> Callable[[Sequence[MessageQueue]], MessageQueue] | None:
     if queue is not None:
-        if queue.topic != msg.topic:
-            raise ClientUsageError(f"queue {queue} is not a queue of topic {msg.topic}")
-        return lambda _queues: queue
+        return _queue_chooser(queue, msg.topic)
     if selector is not None:
         return lambda queues: selector(queues, msg, arg)
     if sharding_key is not None:
         return lambda queues: select_by_hash(queues, msg, sharding_key)
     return None
+
+
+def _queue_chooser(
+    queue: MessageQueue, topic: str
+) -> Callable[[Sequence[MessageQueue]], MessageQueue]:
+    if queue.topic != topic:
+        raise ClientUsageError(f"queue {queue} is not a queue of topic {topic}")
+    return lambda _queues: queue
 
 
 async def _call(

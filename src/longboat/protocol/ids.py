@@ -9,7 +9,6 @@ start of the month, counter) so it reads familiarly in tools.
 from __future__ import annotations
 
 import ipaddress
-import itertools
 import random
 import struct
 import threading
@@ -79,9 +78,6 @@ def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:
     return host, port, offset
 
 
-_UNIQ_TAIL = struct.Struct(">iH")  # ms since the month began, counter
-
-
 class UniqKeyGenerator:
     """Thread-safe generator of UNIQ_KEY ids, 32 hex digits for an IPv4 client.
 
@@ -97,7 +93,7 @@ class UniqKeyGenerator:
         fixed = host_bytes(client_ip) + struct.pack(">hi", pid & 0x7FFF, rng.getrandbits(31))
         self._prefix = fixed.hex().upper()
         self._now_ms = now_ms
-        self._counter = itertools.count(rng.getrandbits(15))
+        self._counter = rng.getrandbits(15)
         self._lock = threading.Lock()
         self._month_start_ms = 0
         self._next_month_ms = 0
@@ -114,12 +110,18 @@ class UniqKeyGenerator:
 
     def next_many(self, n: int) -> list[str]:
         """`n` ids from one clock read and one lock (a batch's messages)."""
+        head, first = self.reserve(n)
+        return [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(n)]
+
+    def reserve(self, n: int) -> tuple[str, int]:
+        """`n` ids at once, for a caller that writes them itself (column-wise): their shared
+        28-digit head and the first counter value; id i is `head` then `(first + i) & 0xFFFF`
+        as 4 upper-case hex digits."""
         now_ms = self._now_ms()
         with self._lock:
             if now_ms >= self._next_month_ms:
                 self._roll_month(now_ms)
-            counts = [next(self._counter) & 0xFFFF for _ in range(n)]
+            first = self._counter
+            self._counter = (first + n) & 0xFFFF
         since_month = (now_ms - self._month_start_ms) & 0x7FFFFFFF
-        prefix = self._prefix
-        pack = _UNIQ_TAIL.pack
-        return [prefix + pack(since_month, count).hex().upper() for count in counts]
+        return f"{self._prefix}{since_month:08X}", first

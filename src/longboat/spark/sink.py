@@ -22,10 +22,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Coroutine, Iterable, Iterator, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Self
+from typing import Any, Self
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -41,6 +41,7 @@ from longboat.client.message import Message, SendResult
 from longboat.spark.arrow import SINK_COLUMNS, OutgoingRow, check_sink_schema, rows_of
 from longboat.spark.connection import BrokerLink, link
 from longboat.spark.options import WriteOptions, parse_write_options
+from longboat.spark.sink_encode import encode_chunks
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +72,16 @@ def _messages(rows: Iterable[OutgoingRow]) -> Iterator[Message]:
         )
 
 
-def chunks(messages: Iterable[Message], max_count: int) -> Iterator[list[Message]]:
-    """Consecutive runs of one topic, at most `max_count` messages and about CHUNK_BYTES."""
+def chunks(
+    messages: Iterable[Message], max_count: int, max_bytes: int = CHUNK_BYTES
+) -> Iterator[list[Message]]:
+    """Consecutive runs of one topic, at most `max_count` messages and `max_bytes` of bodies
+    (at least one message)."""
     chunk: list[Message] = []
     size = 0
     for m in messages:
         if chunk and (
-            m.topic != chunk[0].topic or len(chunk) >= max_count or size + len(m.body) > CHUNK_BYTES
+            m.topic != chunk[0].topic or len(chunk) >= max_count or size + len(m.body) > max_bytes
         ):
             yield chunk
             chunk, size = [], 0
@@ -87,16 +91,36 @@ def chunks(messages: Iterable[Message], max_count: int) -> Iterator[list[Message
         yield chunk
 
 
-def publish_at_least_once(bl: BrokerLink, opts: WriteOptions, rows: Iterable[OutgoingRow]) -> int:
-    """Send every row, a few batch sends in flight; raises on the first failed send."""
+def publish_at_least_once(
+    bl: BrokerLink, opts: WriteOptions, batches: Iterable[pa.RecordBatch]
+) -> int:
+    """Send every row, a few batch sends in flight; raises on the first failed send.  A batch
+    is encoded column-wise (`sink_encode`) unless a row needs the per-message path."""
     producer = bl.producer(opts.producer_group)
     in_flight: list[Future[SendResult]] = []
     count = 0
-    for chunk in chunks(_messages(rows), opts.send_batch_size):
-        in_flight.append(bl.submit(producer.send_batch(chunk)))
-        count += len(chunk)
-        if len(in_flight) >= SENDS_IN_FLIGHT:
-            in_flight.pop(0).result()
+    for batch in batches:
+        encoded = encode_chunks(
+            batch,
+            opts.topic,
+            max_count=opts.send_batch_size,
+            max_body_bytes=CHUNK_BYTES,
+            reserve=producer.reserve_uniq_keys,
+        )
+        if encoded is None:
+            sends: Iterator[tuple[Coroutine[Any, Any, SendResult], int]] = (
+                (producer.send_batch(chunk), len(chunk))
+                for chunk in chunks(_messages(rows_of([batch], opts.topic)), opts.send_batch_size)
+            )
+        else:
+            sends = (
+                (producer.send_encoded_batch(c.topic, c.body, c.msg_ids), c.count) for c in encoded
+            )
+        for send, sent in sends:
+            in_flight.append(bl.submit(send))
+            count += sent
+            if len(in_flight) >= SENDS_IN_FLIGHT:
+                in_flight.pop(0).result()
     for f in in_flight:
         f.result()
     return count
@@ -124,7 +148,7 @@ class _Writer:
         if self.opts.exactly_once:
             staged = [_project(b) for b in iterator if b.num_rows]
             return SinkCommit(partition, staged=staged)
-        count = publish_at_least_once(self.link, self.opts, rows_of(iterator, self.opts.topic))
+        count = publish_at_least_once(self.link, self.opts, iterator)
         return SinkCommit(partition, published=count)
 
 

@@ -1,0 +1,141 @@
+"""The sink's column-wise encoder writes the bytes the per-message path writes: the same
+batch elements, cut into the same sends, with the same UNIQ_KEYs, on rows of every shape it
+takes (tags, keys, topics from a column or the option, bodies around the byte limit); and it
+hands the rows it does not take back to that path.  No Spark session: plain pyarrow."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from longboat.client.errors import ClientUsageError
+from longboat.client.producer import Producer
+from longboat.protocol.ids import UniqKeyGenerator
+from longboat.spark.arrow import SinkSchemaError, rows_of
+from longboat.spark.sink import _messages, chunks
+from longboat.spark.sink_encode import EncodedChunk, encode_chunks
+
+MAP = pa.map_(pa.string(), pa.string())
+
+
+def _keys() -> UniqKeyGenerator:
+    # Near the counter's wrap, so both paths cross it.
+    rng = random.Random(3)
+    gen = UniqKeyGenerator("10.0.0.7", now_ms=lambda: 1_780_000_000_000, pid=42, rng=rng)
+    gen.reserve(0xFFF0)
+    return gen
+
+
+def per_message(
+    batch: pa.RecordBatch, default: str | None, max_count: int, max_bytes: int
+) -> list[EncodedChunk]:
+    """What the sink sends for `batch` through `Producer.send_batch`, message by message."""
+    producer = Producer("encode-test", namesrv_addrs="127.0.0.1:1")
+    producer._uniq = _keys()
+    out = []
+    for chunk in chunks(_messages(rows_of([batch], default)), max_count, max_bytes):
+        body, uniqs = producer._batch_body(chunk, chunk[0].topic)
+        out.append(EncodedChunk(chunk[0].topic, body, ",".join(uniqs), len(chunk)))
+    return out
+
+
+def column_wise(
+    batch: pa.RecordBatch, default: str | None, max_count: int, max_bytes: int
+) -> list[EncodedChunk] | None:
+    return encode_chunks(
+        batch, default, max_count=max_count, max_body_bytes=max_bytes, reserve=_keys().reserve
+    )
+
+
+WORDS = st.text(
+    alphabet=st.characters(exclude_characters=" \x00", exclude_categories=["Cs"]),
+    min_size=1,
+    max_size=6,
+)
+KEYS = st.one_of(st.none(), st.just(""), st.lists(WORDS, min_size=1, max_size=3).map(" ".join))
+TAGS = st.one_of(st.none(), st.just(""), WORDS)
+TOPICS = st.one_of(st.none(), st.just(""), st.sampled_from(["t-a", "t-b"]))
+
+
+@st.composite
+def sink_batches(draw: st.DrawFn) -> tuple[pa.RecordBatch, str | None]:
+    n = draw(st.integers(1, 30))
+    columns: dict[str, pa.Array] = {}
+    # Spark hands strings and binaries over as Arrow's 32-bit-offset types unless told to use
+    # the large ones; both are taken.
+    text = draw(st.sampled_from([pa.string(), pa.large_string()]))
+    body_kind = draw(st.sampled_from([pa.binary(), pa.large_binary(), text]))
+    values: st.SearchStrategy[bytes | str] = (
+        st.binary(min_size=1, max_size=40)
+        if body_kind in (pa.binary(), pa.large_binary())
+        else st.text(min_size=1, max_size=20)
+    )
+    columns["body"] = pa.array(draw(st.lists(values, min_size=n, max_size=n)), body_kind)
+    if draw(st.booleans()):
+        columns["tags"] = pa.array(draw(st.lists(TAGS, min_size=n, max_size=n)), text)
+    if draw(st.booleans()):
+        columns["keys"] = pa.array(draw(st.lists(KEYS, min_size=n, max_size=n)), text)
+    if draw(st.booleans()):
+        maps: list[list[tuple[str, str]] | None] = draw(
+            st.lists(st.sampled_from([None, []]), min_size=n, max_size=n)
+        )
+        columns["properties"] = pa.array(maps, MAP)
+    default: str | None = "t-default"
+    if draw(st.booleans()):
+        topics = draw(st.lists(TOPICS, min_size=n, max_size=n))
+        if draw(st.booleans()) and all(topics):
+            default = None
+        columns["topic"] = pa.array(topics, text)
+    return pa.RecordBatch.from_pydict(columns), default
+
+
+@settings(max_examples=300, deadline=None)
+@given(sink_batches(), st.integers(1, 7), st.integers(1, 120))
+def test_a_batch_is_sent_as_the_per_message_path_sends_it(
+    case: tuple[pa.RecordBatch, str | None], max_count: int, max_bytes: int
+) -> None:
+    batch, default = case
+    assert column_wise(batch, default, max_count, max_bytes) == per_message(
+        batch, default, max_count, max_bytes
+    )
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {"properties": pa.array([None, [("k", "v")]], MAP)},
+        {"keys": pa.array(["a  b", None])},
+        {"keys": pa.array([" a", None])},
+        {"keys": pa.array(["a ", None])},
+        {"keys": pa.array([" ", None])},
+        {"tags": pa.array(["t" * 40_000, None])},
+    ],
+    ids=["property-map", "doubled-space", "leading-space", "trailing-space", "space", "long"],
+)
+def test_rows_the_column_path_does_not_take_go_message_by_message(
+    columns: dict[str, pa.Array],
+) -> None:
+    batch = pa.RecordBatch.from_pydict({"body": pa.array([b"a", b"b"]), **columns})
+    assert column_wise(batch, "t", 10, 1000) is None
+
+
+def test_rows_without_a_body_or_a_topic_fail_as_they_do_message_by_message() -> None:
+    null_body = pa.RecordBatch.from_pydict({"body": pa.array([b"a", None])})
+    with pytest.raises(SinkSchemaError, match="row 1 of a sink batch has a null body"):
+        column_wise(null_body, "t", 10, 1000)
+    empty = pa.RecordBatch.from_pydict({"body": pa.array([b"a", b""])})
+    with pytest.raises(ClientUsageError, match="message body is empty"):
+        column_wise(empty, "t", 10, 1000)
+    no_topic = pa.RecordBatch.from_pydict(
+        {"body": pa.array([b"a", b"b"]), "topic": pa.array(["t", ""])}
+    )
+    with pytest.raises(SinkSchemaError, match="row 1 of a sink batch has no topic"):
+        column_wise(no_topic, None, 10, 1000)
+    assert (
+        column_wise(pa.RecordBatch.from_pydict({"body": pa.array([], pa.binary())}), "t", 1, 1)
+        == []
+    )
