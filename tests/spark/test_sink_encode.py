@@ -59,6 +59,30 @@ WORDS = st.text(
 KEYS = st.one_of(st.none(), st.just(""), st.lists(WORDS, min_size=1, max_size=3).map(" ".join))
 TAGS = st.one_of(st.none(), st.just(""), WORDS)
 TOPICS = st.one_of(st.none(), st.just(""), st.sampled_from(["t-a", "t-b"]))
+# Names of one map are distinct and values present (what the column path takes); now and
+# then one row gets an entry the per-message path reads otherwise (`sink_batches`).
+ENTRIES = st.lists(
+    st.tuples(st.one_of(WORDS, st.sampled_from(["n", "m"])), st.text(max_size=5)),
+    max_size=3,
+    unique_by=lambda entry: entry[0],
+)
+ODD_NAMES = {"", "TAGS", "KEYS", "UNIQ_KEY"}
+
+
+def needs_per_message(batch: pa.RecordBatch) -> bool:
+    """What the column path hands back, read row by row: keys `Message.key_list` rewrites,
+    or a property map it would not write as given."""
+    columns = batch.to_pydict()
+    for keys in columns.get("keys", []):
+        if keys and keys != " ".join(k for k in keys.split(" ") if k):
+            return True
+    for entries in columns.get("properties", []):
+        names = [name for name, _ in entries or []]
+        if len(set(names)) < len(names) or ODD_NAMES & set(names):
+            return True
+        if any(value is None for _, value in entries or []):
+            return True
+    return False
 
 
 @st.composite
@@ -80,9 +104,20 @@ def sink_batches(draw: st.DrawFn) -> tuple[pa.RecordBatch, str | None]:
     if draw(st.booleans()):
         columns["keys"] = pa.array(draw(st.lists(KEYS, min_size=n, max_size=n)), text)
     if draw(st.booleans()):
-        maps: list[list[tuple[str, str]] | None] = draw(
-            st.lists(st.sampled_from([None, []]), min_size=n, max_size=n)
+        maps: list[list[tuple[str, str | None]] | None] = draw(
+            st.lists(st.one_of(st.none(), ENTRIES), min_size=n, max_size=n)
         )
+        if draw(st.integers(0, 4)) == 0:
+            row = draw(st.integers(0, n - 1))
+            entries = maps[row] or []
+            odd: tuple[str, str | None]
+            twice = draw(st.booleans())
+            if entries and twice:
+                odd = (entries[0][0], "again")  # a name twice
+            else:
+                name = draw(st.sampled_from(["", "TAGS", "KEYS", "UNIQ_KEY", "n"]))
+                odd = (name, None if name == "n" else "v")
+            maps[row] = [*entries, odd]
         columns["properties"] = pa.array(maps, MAP)
     default: str | None = "t-default"
     if draw(st.booleans()):
@@ -98,23 +133,38 @@ def sink_batches(draw: st.DrawFn) -> tuple[pa.RecordBatch, str | None]:
 def test_a_batch_is_sent_as_the_per_message_path_sends_it(
     case: tuple[pa.RecordBatch, str | None], max_count: int, max_bytes: int
 ) -> None:
-    batch, default = case
-    assert column_wise(batch, default, max_count, max_bytes) == per_message(
-        batch, default, max_count, max_bytes
-    )
+    whole, default = case
+    for batch in (whole, whole.slice(1)):  # a slice: its columns start inside their buffers
+        encoded = column_wise(batch, default, max_count, max_bytes)
+        assert (encoded is None) == needs_per_message(batch)
+        if encoded is not None:
+            assert encoded == per_message(batch, default, max_count, max_bytes)
 
 
 @pytest.mark.parametrize(
     "columns",
     [
-        {"properties": pa.array([None, [("k", "v")]], MAP)},
+        {"properties": pa.array([None, [("k", None)]], MAP)},
+        {"properties": pa.array([None, [("", "v")]], MAP)},
+        {"properties": pa.array([None, [("TAGS", "v")]], MAP)},
+        {"properties": pa.array([[("k", "v"), ("k", "w")], None], MAP)},
         {"keys": pa.array(["a  b", None])},
         {"keys": pa.array([" a", None])},
         {"keys": pa.array(["a ", None])},
         {"keys": pa.array([" ", None])},
         {"tags": pa.array(["t" * 40_000, None])},
     ],
-    ids=["property-map", "doubled-space", "leading-space", "trailing-space", "space", "long"],
+    ids=[
+        "null-value",
+        "empty-name",
+        "a-name-the-producer-sets",
+        "a-name-twice",
+        "doubled-space",
+        "leading-space",
+        "trailing-space",
+        "space",
+        "long",
+    ],
 )
 def test_rows_the_column_path_does_not_take_go_message_by_message(
     columns: dict[str, pa.Array],

@@ -304,6 +304,22 @@ class Producer(_Blocking):
             )
         )
 
+    def send_encoded_batch(
+        self,
+        topic: str,
+        body: bytes,
+        msg_ids: str,
+        *,
+        timeout: float | None = None,
+        queue: MessageQueue | None = None,
+    ) -> SendResult:
+        return self._loop.run(
+            self._async.send_encoded_batch(topic, body, msg_ids, timeout=timeout, queue=queue)
+        )
+
+    def reserve_uniq_keys(self, n: int) -> tuple[str, int]:
+        return self._async.reserve_uniq_keys(n)
+
 
 class LitePullConsumer(_Blocking):
     """Blocking `longboat.client.lite_pull.LitePullConsumer`; same arguments, same errors."""

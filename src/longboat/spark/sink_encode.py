@@ -5,10 +5,12 @@ by one, ~5 µs of a task's CPU per row; here the batch's columns become the batc
 `protocol.batch.join_batch` in a few Arrow and numpy calls over the whole batch, the same
 bytes the per-message path writes (`tests/spark/test_sink_encode.py` holds the two to it).
 
-Only the usual rows take this path: a body, optional tags and keys, no user properties.  A
-batch with any property map entry, keys that `Message.key_list` would rewrite (leading,
-trailing or doubled spaces) or a property string over the element's 2-byte length is
-`None` here, and the sink encodes that batch message by message as before.
+Rows take this path when the per-message path would write their properties as given: a
+batch with a property map it would read otherwise (a null value or an empty name, which it
+drops; TAGS, KEYS or UNIQ_KEY, which it sets itself; a name twice), keys that
+`Message.key_list` would rewrite (leading, trailing or doubled spaces) or a property string
+over the element's 2-byte length is `None` here, and the sink encodes that batch message by
+message as before.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _HEX = np.frombuffer(b"0123456789ABCDEF", np.uint8)
 _NIBBLE_SHIFTS = np.array([12, 8, 4, 0], np.uint32)
 # Keys `Message.key_list` would not keep as they are (it splits on spaces, drops empties).
 _KEYS_TO_NORMALISE = r"^ | $|  "
+_SET_BY_THE_PRODUCER = pa.array([Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY])
 _BIN = pa.large_binary()
 _NOTHING = pa.scalar(b"", _BIN)
 
@@ -68,14 +71,18 @@ def encode_chunks(
         return []
     names = batch.schema.names
     col = {name: batch.column(names.index(name)) for name in names}
-    if "properties" in col and _any_entry(col["properties"]):
-        return None
     bodies = _bodies(col["body"])
     tags = _present(col.get("tags"))
     keys = _present(col.get("keys"))
     if keys is not None and pc.any(pc.match_substring_regex(keys, _KEYS_TO_NORMALISE)).as_py():
         return None
-    pairs = [p for p in (_pair(Prop.TAGS, tags), _pair(Prop.KEYS, keys)) if p is not None]
+    try:
+        own = None if "properties" not in col else _own_pairs(col["properties"])
+    except _PerMessage:
+        return None
+    # In the order the per-message path writes them: the row's own, then what it sets.
+    candidates = (own, _pair(Prop.TAGS, tags), _pair(Prop.KEYS, keys))
+    pairs = [p for p in candidates if p is not None]
     props_len = np.full(n, _UNIQ_PART, np.int64)
     for pair in pairs:
         props_len += _lengths(pair)
@@ -99,11 +106,44 @@ def encode_chunks(
     return list(_cut(elements, body_len, runs, uniq_ids, max_count, max_body_bytes))
 
 
-def _any_entry(properties: pa.MapArray) -> bool:
-    """Whether any row's map has an entry (a null row's too: the per-message path is the
-    safe side)."""
-    offsets = properties.offsets
-    return bool(offsets[len(offsets) - 1].as_py() - offsets[0].as_py())
+class _PerMessage(Exception):
+    """A row the per-message path would encode otherwise than as given."""
+
+
+def _own_pairs(properties: pa.MapArray) -> pa.Array | None:
+    """Each row's property map as `name` \\x01 value \\x02 ..., in the map's order (b"" for
+    rows without), or None when no row has an entry."""
+    offsets = properties.offsets.to_numpy().astype(np.int64)
+    lengths = np.diff(offsets)
+    total = int(offsets[-1] - offsets[0])
+    if total == 0:
+        return None
+    if properties.null_count and lengths[properties.is_null().to_numpy(zero_copy_only=False)].any():
+        raise _PerMessage  # a null row over entries: it has none, its entries say otherwise
+    entries = properties.values.slice(int(offsets[0]), total)
+    names, values = entries.field(0), entries.field(1)
+    if (
+        values.null_count
+        or pc.any(pc.equal(names, "")).as_py()
+        or pc.any(pc.is_in(names, value_set=_SET_BY_THE_PRODUCER)).as_py()
+    ):
+        raise _PerMessage
+    rows = np.repeat(np.arange(len(properties)), lengths)
+    if (
+        pa.table({"row": rows, "name": names}).group_by(["row", "name"]).aggregate([]).num_rows
+        < total
+    ):
+        raise _PerMessage  # a name twice in one map: the per-message path keeps one
+    text = pa.large_string()
+    pairs = pc.binary_join_element_wise(
+        names.cast(text),
+        pa.scalar(NAME_VALUE_SEPARATOR, text),
+        values.cast(text),
+        pa.scalar(PROPERTY_SEPARATOR, text),
+        pa.scalar("", text),
+    )
+    per_row = pa.LargeListArray.from_arrays(pa.array(offsets - offsets[0], pa.int64()), pairs)
+    return pc.binary_join(per_row, pa.scalar("", text)).cast(_BIN)
 
 
 def _bodies(body: pa.Array) -> pa.Array:
