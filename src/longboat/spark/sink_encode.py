@@ -1,16 +1,17 @@
 """A sink's Arrow batch encoded column-wise into SEND_BATCH_MESSAGE bodies.
 
 The sink used to turn every row into Python objects (a row, a `Message`) and encode them one
-by one, ~5 µs of a task's CPU per row; here the batch's columns become the batch elements of
-`protocol.batch.join_batch` in a few Arrow and numpy calls over the whole batch, the same
-bytes the per-message path writes (`tests/spark/test_sink_encode.py` holds the two to it).
+by one (~2.6 µs of a task's CPU per row: `bench.spark_bench --encoder-only`); here the
+batch's columns become the batch elements of `protocol.batch.join_batch` in a few Arrow and
+numpy calls over the whole batch, the same bytes the per-message path writes
+(`tests/spark/test_sink_encode.py` holds the two to it).
 
-Rows take this path when the per-message path would write their properties as given: a
-batch with a property map it would read otherwise (a null value or an empty name, which it
-drops; TAGS, KEYS or UNIQ_KEY, which it sets itself; a name twice), keys that
-`Message.key_list` would rewrite (leading, trailing or doubled spaces) or a property string
-over the element's 2-byte length is `None` here, and the sink encodes that batch message by
-message as before.
+A batch takes this path when the per-message path would write every row's properties as
+given.  Otherwise `encode_chunks` answers None and the sink encodes the batch message by
+message, as before: for a property map that path reads differently (a null value or an empty
+name, which it drops; TAGS, KEYS or UNIQ_KEY, which it sets itself; a name twice), keys that
+`Message.key_list` rewrites (leading, trailing or doubled spaces), or a property string over
+the element's 2-byte length.
 """
 
 from __future__ import annotations
@@ -129,10 +130,8 @@ def _own_pairs(properties: pa.MapArray) -> pa.Array | None:
     ):
         raise _PerMessage
     rows = np.repeat(np.arange(len(properties)), lengths)
-    if (
-        pa.table({"row": rows, "name": names}).group_by(["row", "name"]).aggregate([]).num_rows
-        < total
-    ):
+    distinct = pa.table({"row": rows, "name": names}).group_by(["row", "name"]).aggregate([])
+    if distinct.num_rows < total:
         raise _PerMessage  # a name twice in one map: the per-message path keeps one
     text = pa.large_string()
     pairs = pc.binary_join_element_wise(
