@@ -257,21 +257,31 @@ def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
 
 
 def encoder_alone(rows: int, runs: int) -> None:
-    """The sink's encode without Spark or a broker: `rows` of the sink case's rows (the
-    synthetic source's body and tags, in its batches) made into batch sends column-wise
-    (`sink_encode.encode_chunks`, what the sink does) and message by message (`Message`s cut
-    by `sink.chunks` and encoded as `Producer.send_batch` does, the sink's path for the rows
-    the column path does not take), alternately in this process; CPU per row, and the ratio
-    of the medians."""
+    """The sink's encode without Spark or a broker, over `rows` of the sink case's rows (the
+    synthetic source's body and tags, in its batches), alternately in this process; CPU per
+    row and the ratio of the medians, for both ways of publishing:
+
+    * at-least-once (the tasks' sends): column-wise (`sink_encode.encode_chunks`, what the
+      sink does) against message by message (`Message`s cut by `sink.chunks` and encoded as
+      `Producer.send_batch` does: the sink's path for rows the column path does not take);
+    * exactly-once (the driver's sends of a micro-batch, `sink.exactly_once_sends`, keys
+      derived per message): the same two ways, each send's body built as it is sent."""
     from longboat.client.producer import Producer
     from longboat.spark.arrow import rows_of
-    from longboat.spark.options import DEFAULT_SEND_BATCH_SIZE
-    from longboat.spark.sink import CHUNK_BYTES, _messages, chunks
-    from longboat.spark.sink_encode import encode_chunks
+    from longboat.spark.options import DEFAULT_SEND_BATCH_SIZE, WriteOptions
+    from longboat.spark.sink import (
+        CHUNK_BYTES,
+        _column_sends,
+        _message_sends,
+        _messages,
+        chunks,
+    )
+    from longboat.spark.sink_encode import encode_chunks, reserved_keys
 
     producer = Producer("spark-bench-encode", namesrv_addrs="127.0.0.1:9876")  # never started
     batches = [_prebuilt().select(["body", "tags"])] * max(1, rows // SLICE_ROWS)
     count = sum(b.num_rows for b in batches)
+    opts = WriteOptions("", TOPIC, "g", DEFAULT_SEND_BATCH_SIZE, True, "bench", 10.0)
 
     def column_wise() -> None:
         for batch in batches:
@@ -280,7 +290,7 @@ def encoder_alone(rows: int, runs: int) -> None:
                 TOPIC,
                 max_count=DEFAULT_SEND_BATCH_SIZE,
                 max_body_bytes=CHUNK_BYTES,
-                reserve=producer.reserve_uniq_keys,
+                keys=reserved_keys(producer.reserve_uniq_keys),
             )
 
     def per_message() -> None:
@@ -288,16 +298,29 @@ def encoder_alone(rows: int, runs: int) -> None:
             for chunk in chunks(_messages(rows_of([batch], TOPIC)), DEFAULT_SEND_BATCH_SIZE):
                 producer._batch_body(chunk, TOPIC)
 
-    times: dict[str, list[float]] = {"column-wise": [], "message by message": []}
-    for run in range(runs):
-        for name, encode in (("column-wise", column_wise), ("message by message", per_message)):
-            c0 = time.process_time()
-            encode()
-            times[name].append((time.process_time() - c0) / count * 1e6)
-            print(f"encode {run + 1}, {name}: {times[name][-1]:.2f} us CPU/row", flush=True)
-    cols, msgs = (statistics.median(v) for v in times.values())
-    print(f"encode, medians of {count:,} rows: column-wise {cols:.2f}, message by message "
-          f"{msgs:.2f} us CPU/row, ratio {cols / msgs:.2f}")  # fmt: skip
+    def exactly_once_column_wise() -> None:
+        _column_sends("bench", 1, batches, opts, CHUNK_BYTES)
+
+    def exactly_once_per_message() -> None:
+        for part in _message_sends("bench", 1, batches, opts, CHUNK_BYTES)[TOPIC]:
+            assert isinstance(part, list)
+            producer._batch_body(part, TOPIC)
+
+    cases = {
+        "at-least-once": (column_wise, per_message),
+        "exactly-once": (exactly_once_column_wise, exactly_once_per_message),
+    }
+    for mode, (cols_encode, msgs_encode) in cases.items():
+        times: dict[str, list[float]] = {"column-wise": [], "message by message": []}
+        for run in range(runs):
+            for name, encode in (("column-wise", cols_encode), ("message by message", msgs_encode)):
+                c0 = time.process_time()
+                encode()
+                times[name].append((time.process_time() - c0) / count * 1e6)
+                print(f"{mode} encode {run + 1}, {name}: {times[name][-1]:.2f} us CPU/row")
+        cols, msgs = (statistics.median(v) for v in times.values())
+        print(f"{mode} encode, medians of {count:,} rows: column-wise {cols:.2f}, message by "
+              f"message {msgs:.2f} us CPU/row, ratio {cols / msgs:.2f}", flush=True)  # fmt: skip
 
 
 def main() -> None:

@@ -57,9 +57,10 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
 
 def test_spark_bench_encoder_only_times_both_encodes() -> None:
     out = _run("bench.spark_bench", "--rows", "9000", "--runs", "1", "--encoder-only")
-    assert re.search(r"encode 1, column-wise: [\d.]+ us CPU/row", out)
-    assert re.search(r"encode 1, message by message: [\d.]+ us CPU/row", out)
-    assert re.search(r"encode, medians of 8,192 rows: .* ratio [\d.]+$", out, re.MULTILINE)
+    for mode in ("at-least-once", "exactly-once"):
+        assert re.search(rf"{mode} encode 1, column-wise: [\d.]+ us CPU/row", out)
+        assert re.search(rf"{mode} encode 1, message by message: [\d.]+ us CPU/row", out)
+        assert re.search(rf"^{mode} encode, medians of 8,192 rows: .* ratio [\d.]+$", out, re.M)
 
 
 @pytest.mark.timeout(300)

@@ -16,8 +16,9 @@ from longboat.client.errors import ClientUsageError
 from longboat.client.producer import Producer
 from longboat.protocol.ids import UniqKeyGenerator
 from longboat.spark.arrow import SinkSchemaError, rows_of
-from longboat.spark.sink import _messages, chunks
-from longboat.spark.sink_encode import EncodedChunk, encode_chunks
+from longboat.spark.options import WriteOptions
+from longboat.spark.sink import _column_sends, _message_sends, _messages, chunks
+from longboat.spark.sink_encode import EncodedChunk, encode_chunks, reserved_keys
 
 MAP = pa.map_(pa.string(), pa.string())
 
@@ -47,7 +48,11 @@ def column_wise(
     batch: pa.RecordBatch, default: str | None, max_count: int, max_bytes: int
 ) -> list[EncodedChunk] | None:
     return encode_chunks(
-        batch, default, max_count=max_count, max_body_bytes=max_bytes, reserve=_keys().reserve
+        batch,
+        default,
+        max_count=max_count,
+        max_body_bytes=max_bytes,
+        keys=reserved_keys(_keys().reserve),
     )
 
 
@@ -139,6 +144,31 @@ def test_a_batch_is_sent_as_the_per_message_path_sends_it(
         assert (encoded is None) == needs_per_message(batch)
         if encoded is not None:
             assert encoded == per_message(batch, default, max_count, max_bytes)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sink_batches(), st.integers(1, 7), st.integers(1, 120))
+def test_an_exactly_once_micro_batch_is_sent_as_the_per_message_path_sends_it(
+    case: tuple[pa.RecordBatch, str | None], max_count: int, max_bytes: int
+) -> None:
+    """The exactly-once publisher's sends of the batches staged by two tasks: per topic, the
+    same chunks with the same deterministic keys, column-wise or message by message."""
+    batch, default = case
+    opts = WriteOptions("127.0.0.1:1", default, "g", max_count, True, "sink-1", 1.0)
+    staged = [batch, batch.slice(1)]
+    column = _column_sends("sink-1", 7, staged, opts, max_bytes)
+    assert (column is None) == any(needs_per_message(b) for b in staged)
+    if column is None:
+        return
+    producer = Producer("encode-test", namesrv_addrs="127.0.0.1:1")
+    expected: dict[str, list[EncodedChunk]] = {}
+    for topic, parts in _message_sends("sink-1", 7, staged, opts, max_bytes).items():
+        expected[topic] = []
+        for part in parts:
+            assert isinstance(part, list)
+            body, uniqs = producer._batch_body(part, topic)
+            expected[topic].append(EncodedChunk(topic, body, ",".join(uniqs), len(part)))
+    assert column == expected
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import TaskContext
 from pyspark.sql.datasource import (
     DataSourceArrowWriter,
@@ -41,7 +42,14 @@ from longboat.client.message import Message, SendResult
 from longboat.spark.arrow import SINK_COLUMNS, OutgoingRow, check_sink_schema, rows_of
 from longboat.spark.connection import BrokerLink, link
 from longboat.spark.options import WriteOptions, parse_write_options
-from longboat.spark.sink_encode import encode_chunks
+from longboat.spark.sink_encode import (
+    Cut,
+    EncodedChunk,
+    encode_chunks,
+    listed_keys,
+    reserved_keys,
+    row_topics,
+)
 
 log = logging.getLogger(__name__)
 
@@ -105,7 +113,7 @@ def publish_at_least_once(
             opts.topic,
             max_count=opts.send_batch_size,
             max_body_bytes=CHUNK_BYTES,
-            reserve=producer.reserve_uniq_keys,
+            keys=reserved_keys(producer.reserve_uniq_keys),
         )
         if encoded is None:
             sends: Iterator[tuple[Coroutine[Any, Any, SendResult], int]] = (
@@ -191,6 +199,79 @@ def _by_partition(m: SinkCommit) -> int:
     return m.partition
 
 
+def unique_key(sink_id: str, batch_id: int, topic: str, chunk: int, index: int) -> str:
+    """The UNIQ_KEY of the `index`-th message of chunk `chunk` of a micro-batch's sends to
+    `topic`: the same whenever the micro-batch is published again."""
+    text = f"{sink_id}\0{batch_id}\0{topic}\0{chunk}\0{index}"
+    return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest().upper()
+
+
+# One send of an exactly-once publish: encoded column-wise, or messages with their keys set.
+Send = EncodedChunk | list[Message]
+
+
+def exactly_once_sends(
+    sink_id: str,
+    batch_id: int,
+    batches: list[pa.RecordBatch],
+    opts: WriteOptions,
+    max_bytes: int = CHUNK_BYTES,
+) -> dict[str, list[Send]]:
+    """Each topic's sends of one micro-batch, in the order published: the rows of the topic
+    by partition, then row, cut as `chunks` cuts them, each message keyed by `unique_key`.
+    Encoded column-wise when every row allows it (`sink_encode`), else message by message;
+    either way the same bytes (`tests/spark/test_sink_encode.py`)."""
+    column = _column_sends(sink_id, batch_id, batches, opts, max_bytes)
+    return column if column is not None else _message_sends(sink_id, batch_id, batches, opts,
+                                                            max_bytes)  # fmt: skip
+
+
+def _message_sends(
+    sink_id: str, batch_id: int, batches: list[pa.RecordBatch], opts: WriteOptions, max_bytes: int
+) -> dict[str, list[Send]]:
+    by_topic: dict[str, list[Message]] = {}
+    for m in _messages(rows_of(batches, opts.topic)):
+        by_topic.setdefault(m.topic, []).append(m)
+    sends: dict[str, list[Send]] = {}
+    for topic, messages in by_topic.items():
+        parts = list(chunks(messages, opts.send_batch_size, max_bytes))
+        for c, part in enumerate(parts):
+            for i, m in enumerate(part):
+                m.properties["UNIQ_KEY"] = unique_key(sink_id, batch_id, topic, c, i)
+        sends[topic] = list(parts)
+    return sends
+
+
+def _column_sends(
+    sink_id: str, batch_id: int, batches: list[pa.RecordBatch], opts: WriteOptions, max_bytes: int
+) -> dict[str, list[Send]] | None:
+    rows = [b for b in batches if b.num_rows]
+    if not rows:
+        return {}
+    (batch,) = pa.Table.from_batches(rows).combine_chunks().to_batches()
+    topics = row_topics(batch, opts.topic)
+    sends: dict[str, list[Send]] = {}
+    for topic in topics.unique().to_pylist():
+
+        def keys_of(cuts: list[Cut], topic: str = topic) -> Iterator[str]:
+            for c, cut in enumerate(cuts):
+                for i in range(cut.end - cut.start):
+                    yield unique_key(sink_id, batch_id, topic, c, i)
+
+        encoded = encode_chunks(
+            batch.filter(pc.equal(topics, topic)),
+            opts.topic,
+            max_count=opts.send_batch_size,
+            max_body_bytes=max_bytes,
+            keys=listed_keys(keys_of),
+            uniq_last=False,
+        )
+        if encoded is None:
+            return None
+        sends[topic] = list(encoded)
+    return sends
+
+
 class ExactlyOncePublisher:
     """Publishes one micro-batch from the driver so that a replay publishes nothing twice."""
 
@@ -203,27 +284,17 @@ class ExactlyOncePublisher:
         self.producer = bl.producer(f"{opts.producer_group}-{opts.sink_id}", retry_times=0)
 
     def publish(self, batch_id: int, batches: list[pa.RecordBatch]) -> None:
-        by_topic: dict[str, list[Message]] = {}
-        for m in _messages(rows_of(batches, self.opts.topic)):
-            by_topic.setdefault(m.topic, []).append(m)
-        for topic in sorted(by_topic):
-            self._publish_topic(batch_id, topic, by_topic[topic])
+        sends = exactly_once_sends(self.sink_id, batch_id, batches, self.opts)
+        for topic in sorted(sends):
+            self._publish_topic(batch_id, topic, sends[topic])
 
-    def unique_key(self, batch_id: int, topic: str, chunk: int, index: int) -> str:
-        text = f"{self.sink_id}\0{batch_id}\0{topic}\0{chunk}\0{index}"
-        return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest().upper()
-
-    def _publish_topic(self, batch_id: int, topic: str, messages: list[Message]) -> None:
+    def _publish_topic(self, batch_id: int, topic: str, parts: list[Send]) -> None:
         marker_mq = self.link.marker_queue(self.producer, topic)
         marker = self.link.group_offset(self.group, marker_mq)
         if marker is not None and marker > batch_id:
             log.info("batch %d to %s was published before; skipping it", batch_id, topic)
             return
-        parts = list(chunks(messages, self.opts.send_batch_size))
-        for c, part in enumerate(parts):
-            for i, m in enumerate(part):
-                m.properties["UNIQ_KEY"] = self.unique_key(batch_id, topic, c, i)
-        first = self._first_unpublished(batch_id, topic, parts)
+        first = self._first_unpublished(batch_id, topic, len(parts))
         if first:
             log.info("batch %d to %s: %d chunk(s) were published before", batch_id, topic, first)
         for c in range(first, len(parts)):
@@ -231,10 +302,11 @@ class ExactlyOncePublisher:
         self.link.commit_group(self.group, {marker_mq: batch_id + 1})
 
     def _stored(self, batch_id: int, topic: str, chunk: int) -> bool:
-        return self.link.has_unique_key(topic, self.unique_key(batch_id, topic, chunk, 0))
+        key = unique_key(self.sink_id, batch_id, topic, chunk, 0)
+        return self.link.has_unique_key(topic, key)
 
-    def _first_unpublished(self, batch_id: int, topic: str, parts: list[list[Message]]) -> int:
-        lo, hi = 0, len(parts)
+    def _first_unpublished(self, batch_id: int, topic: str, count: int) -> int:
+        lo, hi = 0, count
         while lo < hi:
             mid = (lo + hi) // 2
             if self._stored(batch_id, topic, mid):
@@ -243,10 +315,15 @@ class ExactlyOncePublisher:
                 hi = mid
         return lo
 
-    def _send_chunk(self, batch_id: int, topic: str, c: int, part: list[Message]) -> None:
+    def _send_chunk(self, batch_id: int, topic: str, c: int, part: Send) -> None:
         for attempt in itertools.count(1):
             try:
-                self.link.run(self.producer.send_batch(part))
+                if isinstance(part, EncodedChunk):
+                    self.link.run(
+                        self.producer.send_encoded_batch(part.topic, part.body, part.msg_ids)
+                    )
+                else:
+                    self.link.run(self.producer.send_batch(part))
                 return
             except TransportError:
                 if self._stored(batch_id, topic, c):
