@@ -47,6 +47,7 @@ import pytest
 from rich.logging import RichHandler
 
 from longboat.broker import BrokerConfig, BrokerController
+from longboat.cli.runtime import PlainLogHandler
 from longboat.namesrv import NameServer
 from peers.ali_ons import require_node_peer
 from peers.rocketmq import (
@@ -221,14 +222,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(autouse=True)
 def _cli_logging_undone() -> Iterator[None]:
-    """A CLI command run in-process configures the root logger (a Rich handler on stderr, at
+    """A CLI command run in-process configures the root logger (a handler on stderr, at
     DEBUG with --verbose); later tests on the same worker, and the libraries they drive (py4j
     logs every command at DEBUG), must not log through it."""
     root = logging.getLogger()
     before, level = set(root.handlers), root.level
     yield
     for handler in set(root.handlers) - before:
-        if isinstance(handler, RichHandler):
+        if isinstance(handler, RichHandler | PlainLogHandler):
             root.removeHandler(handler)
     root.setLevel(level)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -122,13 +123,33 @@ def fault_of(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+class PlainLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """One line per record on stderr (time, level, logger, message): the log of a service or a
+    container, where stderr is a file or a pipe.  Rich's handler pads each line to the
+    console's width, which for a pipe is unbounded here (`PIPE_WIDTH`)."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        # Whatever stderr is now (as rich's console does): a caller may have swapped it.
+        self.stream = sys.stderr
+        super().emit(record)
+
+
 def configure_logging(verbose: bool, *, level: int = logging.WARNING) -> None:
-    """Rich log lines on stderr: DEBUG with --verbose, else `level` (servers ask for INFO)."""
+    """Log lines on stderr, rich on a terminal and plain otherwise: DEBUG with --verbose, else
+    `level` (servers ask for INFO)."""
     root = logging.getLogger()
-    for handler in list(root.handlers):
-        if isinstance(handler, RichHandler):
-            root.removeHandler(handler)
-    handler = RichHandler(console=err_console, show_path=verbose, rich_tracebacks=verbose)
+    for old in list(root.handlers):
+        if isinstance(old, RichHandler | PlainLogHandler):
+            root.removeHandler(old)
+    handler: logging.Handler
+    if err_console.is_terminal:
+        handler = RichHandler(console=err_console, show_path=verbose, rich_tracebacks=verbose)
+    else:
+        handler = PlainLogHandler()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else level)
 
