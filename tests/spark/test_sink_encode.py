@@ -17,7 +17,14 @@ from longboat.client.producer import Producer
 from longboat.protocol.ids import UniqKeyGenerator
 from longboat.spark.arrow import SinkSchemaError, rows_of
 from longboat.spark.options import WriteOptions
-from longboat.spark.sink import _column_sends, _message_sends, _messages, chunks
+from longboat.spark.sink import (
+    _column_sends,
+    _message_sends,
+    _messages,
+    chunks,
+    exactly_once_sends,
+    unique_key,
+)
 from longboat.spark.sink_encode import EncodedChunk, encode_chunks, reserved_keys
 
 MAP = pa.map_(pa.string(), pa.string())
@@ -169,6 +176,22 @@ def test_an_exactly_once_micro_batch_is_sent_as_the_per_message_path_sends_it(
             body, uniqs = producer._batch_body(part, topic)
             expected[topic].append(EncodedChunk(topic, body, ",".join(uniqs), len(part)))
     assert column == expected
+
+
+def test_staged_batches_that_do_not_concatenate_go_message_by_message() -> None:
+    """Batches of two schemas (one with tags, one without) cannot be joined into one column
+    batch: the micro-batch is published message by message, with the same keys."""
+    opts = WriteOptions("127.0.0.1:1", "t", "g", 10, True, "sink-1", 1.0)
+    staged = [
+        pa.RecordBatch.from_pydict({"body": pa.array([b"a"]), "tags": pa.array(["x"])}),
+        pa.RecordBatch.from_pydict({"body": pa.array([b"b"])}),
+    ]
+    assert _column_sends("sink-1", 7, staged, opts, 1000) is None
+    [part] = exactly_once_sends("sink-1", 7, staged, opts)["t"]
+    assert isinstance(part, list)
+    assert [m.properties["UNIQ_KEY"] for m in part] == [
+        unique_key("sink-1", 7, "t", 0, i) for i in range(2)
+    ]
 
 
 @pytest.mark.parametrize(

@@ -248,7 +248,10 @@ def _column_sends(
     rows = [b for b in batches if b.num_rows]
     if not rows:
         return {}
-    (batch,) = pa.Table.from_batches(rows).combine_chunks().to_batches()
+    try:
+        (batch,) = pa.Table.from_batches(rows).combine_chunks().to_batches()
+    except pa.ArrowInvalid:
+        return None  # staged batches of different schemas, or a column over 2 GiB in one piece
     topics = row_topics(batch, opts.topic)
     sends: dict[str, list[Send]] = {}
     for topic in topics.unique().to_pylist():
