@@ -35,8 +35,7 @@ _HEAD = np.dtype([("total", ">i4"), ("magic", ">i4"), ("crc", ">i4"), ("flag", "
                   ("body_len", ">i4")])  # fmt: skip
 _ELEMENT_OVERHEAD = _HEAD.itemsize + 2
 _MAX_PROPERTIES = 0x7FFF
-_UNIQ_PREFIX = f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}".encode()
-_UNIQ_PREFIX_BYTES = np.frombuffer(_UNIQ_PREFIX, np.uint8)
+_UNIQ_PREFIX = np.frombuffer(f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}".encode(), np.uint8)
 _HEX = np.frombuffer(b"0123456789ABCDEF", np.uint8)
 _NIBBLE_SHIFTS = np.array([12, 8, 4, 0], np.uint32)
 # Keys `Message.key_list` would not keep as they are (it splits on spaces, drops empties).
@@ -103,7 +102,7 @@ def row_topics(batch: pa.RecordBatch, default: str | None) -> pa.Array:
             raise SinkSchemaError("row 0 of a sink batch has no topic")
         return pa.array([default], pa.string()).take(np.zeros(batch.num_rows, np.int64))
     column = batch.column(batch.schema.names.index("topic"))
-    topics = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+    topics = _empty_as_null(column)
     if default is not None:
         topics = pc.fill_null(topics, default)
     if topics.null_count:
@@ -148,7 +147,7 @@ def encode_chunks(
     cuts = _cuts(body_len, _topic_runs(row_topics(batch, default_topic)), max_count,
                  max_body_bytes)  # fmt: skip
     ids = keys(cuts)
-    uniq = _fixed(np.hstack([np.broadcast_to(_UNIQ_PREFIX_BYTES, (n, len(_UNIQ_PREFIX))), ids]))
+    uniq = _fixed(np.hstack([np.broadcast_to(_UNIQ_PREFIX, (n, _UNIQ_PREFIX.size)), ids]))
     pieces = [own, _pair(Prop.TAGS, tags), _pair(Prop.KEYS, key_list)]
     pieces.insert(len(pieces) if uniq_last else 1, uniq)
     props = pc.binary_join_element_wise(
@@ -217,8 +216,13 @@ def _present(column: pa.Array | None) -> pa.Array | None:
     None when no row has one."""
     if column is None or column.null_count == len(column):
         return None
-    present = pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
+    present = _empty_as_null(column)
     return None if present.null_count == len(present) else present
+
+
+def _empty_as_null(column: pa.Array) -> pa.Array:
+    """The per-message path reads an empty tags, keys or topic value as none."""
+    return pc.if_else(pc.equal(column, ""), pa.scalar(None, column.type), column)
 
 
 def _pair(name: str, values: pa.Array | None) -> pa.Array | None:
