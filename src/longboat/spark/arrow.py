@@ -112,7 +112,8 @@ def record_starts(body: bytes) -> np.ndarray:
 
 
 # The fixed part of a v4-host record, up to its body: gathered for all records with one index
-# operation and read as big-endian fields in place.
+# operation, as opaque items of its size (a copy of so many bytes each; numpy copies the
+# fields of a structured item one by one), and read as big-endian fields in place.
 _FIXED = np.dtype(
     {
         "names": ["size", "magic", "queue_id", "queue_offset", "phys", "sys_flag", "born_ts",
@@ -124,6 +125,7 @@ _FIXED = np.dtype(
         "itemsize": POS_BODY_V4,
     }
 )  # fmt: skip
+_FIXED_BYTES = np.dtype((np.void, _FIXED.itemsize))
 _VIEW_INLINE = 12  # Arrow's view layout keeps values up to 12 bytes inside the view
 _HEAD_SPAN = np.arange(_VIEW_INLINE)
 
@@ -148,17 +150,24 @@ def _slices(
 ) -> pa.Array:
     """The slices [at, at + lengths) of `body` as one binary or string array: Arrow views
     into `body` (16 bytes each, built with numpy), copied into a plain array by one cast in
-    C++ (a bytes join of the slices costs a Python call per value)."""
+    C++ (a bytes join of the slices costs a Python call per value).  A view is four int32
+    words: the length, then for a value over 12 bytes its first four bytes, buffer 0 and its
+    position; a shorter value is kept inside the view, zero-padded."""
     n = len(at)
-    views = np.zeros((n, 16), dtype=np.uint8)
-    views[:, 0:4] = lengths.astype("<i4").view(np.uint8).reshape(n, 4)
-    head = _heads(body, buf, at)
-    head[lengths[:, None] <= _HEAD_SPAN] = 0
+    views = np.zeros((n, 4), dtype="<i4")
+    views[:, 0] = lengths
     inline = lengths <= _VIEW_INLINE
-    views[inline, 4:16] = head[inline]
     long_ = ~inline
-    views[long_, 4:8] = head[long_, :4]  # the prefix; buffer index 0 stays zero
-    views[long_, 12:16] = at[long_].astype("<i4").view(np.uint8).reshape(-1, 4)
+    if long_.all():
+        views[:, 1] = _every_byte(body, "<i4")[at]
+        views[:, 3] = at
+    else:
+        views[long_, 1] = _every_byte(body, "<i4")[at[long_]]
+        views[long_, 3] = at[long_]
+        short_at, short_len = at[inline], lengths[inline]
+        head = _heads(body, buf, short_at)
+        head[short_len[:, None] <= _HEAD_SPAN] = 0
+        views[inline, 1:] = head.view("<i4")
     view_kind = pa.binary_view() if kind == pa.binary() else pa.string_view()
     views_array = pa.Array.from_buffers(
         view_kind, n, [None, pa.py_buffer(views), pa.py_buffer(body)]
@@ -377,7 +386,7 @@ def decode_to_batch(
     n = len(starts)
     if np.any(starts + POS_BODY_V4 > len(buf)):
         raise ProtocolError("a record is shorter than its fixed fields")
-    fixed = _every_byte(body, _FIXED)[starts]
+    fixed = _every_byte(body, _FIXED_BYTES)[starts].view(_FIXED)
     if np.any(fixed["sys_flag"] & _SLOW_FLAGS):
         return None
     magic = fixed["magic"]
