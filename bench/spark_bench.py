@@ -16,6 +16,10 @@ through the same streaming query (`Trigger.AvailableNow`, 4 input partitions, sa
   that yields slices of a prebuilt record batch (the engine's ceiling for this schema).
   rows/s = rows / the micro-batch's `triggerExecution` time (query start-up excluded);
   ratio = longboat / synthetic, measured in the same run.
+* `longboat replayed` → noop: the very batches the connector's reader yields for the topic
+  (decoded once, before the runs), read back from memory-mapped Arrow IPC files by a source
+  that does nothing else.  Its ratio to `synthetic` is what Spark's own handling of those
+  batches costs; the gap from it to `longboat` is the reader and the broker.
 * sink: a batch DataFrame of `--rows` 100-byte bodies (from `synthetic`) written to a topic
   with `df.write.format("longboat")` (at-least-once, published by the tasks); rows/s = rows /
   wall time of the write.  Baseline: the same DataFrame into the noop sink.
@@ -115,6 +119,66 @@ class SyntheticSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return SyntheticStream(int(self.options["rows"]))
+
+
+class ReplayedSource(DataSource):
+    """Arrow IPC files of decoded batches, one input partition each; option `paths`
+    (comma-separated)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "replayed"
+
+    def schema(self) -> StructType:
+        return SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return ReplayedStream(self.options["paths"].split(","))
+
+
+class ReplayedFile(InputPartition):
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+
+class ReplayedStream(DataSourceStreamReader):
+    def __init__(self, paths: list[str]) -> None:
+        self.paths = paths
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"files": 0}
+
+    def latestOffset(self) -> dict[str, int]:
+        return {"files": len(self.paths)}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[ReplayedFile]:
+        return [ReplayedFile(p) for p in self.paths[start["files"] : end["files"]]]
+
+    def read(self, partition: ReplayedFile) -> Any:
+        with pa.memory_map(partition.path) as source:
+            reader = pa.ipc.open_file(source)
+            for i in range(reader.num_record_batches):
+                yield reader.get_batch(i)
+
+
+def replay_files(namesrv: str, directory: Path) -> list[str]:
+    """Every queue of the topic read through the connector's reader, its batches written
+    to one Arrow IPC file per queue; their paths."""
+    from longboat.spark.options import parse_read_options
+    from longboat.spark.source import BatchReader, read_range
+
+    opts = parse_read_options(
+        {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}, streaming=False
+    )
+    reader = BatchReader(opts)
+    paths = []
+    for i, part in enumerate(reader.partitions()):
+        path = str(directory / f"replayed-{i}.arrow")
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_file(sink, arrow_schema()) as writer:
+            for batch in read_range(reader.link, opts, part):
+                writer.write_batch(batch)
+        paths.append(path)
+    return paths
 
 
 def _split(rows: int) -> list[Slice]:
@@ -356,15 +420,18 @@ def main() -> None:
         if args.reader_only:
             reader_alone(namesrv, args.runs, args.against)
             return
+        replayed = {"paths": ",".join(replay_files(namesrv, Path(tmp)))}
         spark = spark_session()
         st.callback(spark.stop)
         register(spark)
         spark.dataSource.register(me.SyntheticSource)
+        spark.dataSource.register(me.ReplayedSource)
         lb = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
         lb32 = dict(lb, pullBatchSize="32")
         syn = {"rows": str(args.rows)}
         stream_rows_per_s(spark, "longboat", lb, "noop")  # warm-up: workers, JIT, caches
         stream_rows_per_s(spark, "synthetic", syn, "noop")
+        stream_rows_per_s(spark, "replayed", replayed, "noop")
         write_rows_per_s(spark, args.rows, "longboat", {"namesrv": namesrv, "topic": f"{TOPIC}-w"})
         for run in range(args.runs):
             for sink in ("noop", "parquet"):
@@ -375,6 +442,10 @@ def main() -> None:
                 ):
                     value = stream_rows_per_s(spark, source, opts, sink)
                     results.setdefault(f"{name} → {sink}", []).append(value)
+                if sink == "noop":
+                    results.setdefault("longboat replayed → noop", []).append(
+                        stream_rows_per_s(spark, "replayed", replayed, sink)
+                    )
             sink_topic = f"{TOPIC}-sink-{run}"
             results.setdefault("synthetic → noop (batch write)", []).append(
                 write_rows_per_s(spark, args.rows, "noop", {})
@@ -390,6 +461,8 @@ def main() -> None:
     print(f"{'case':40} {'median rows/s':>14}  {'runs':>30}")
     for k, v in results.items():
         print(f"{k:40} {med[k]:>14,.0f}  {', '.join(f'{x:,.0f}' for x in v):>30}")
+    _print_ratio("longboat replayed/synthetic → noop", results, "longboat replayed → noop",
+                 "synthetic → noop")  # fmt: skip
     for sink in ("noop", "parquet"):
         for name in ("longboat", "longboat-32"):
             _print_ratio(f"{name}/synthetic → {sink}", results, f"{name} → {sink}",

@@ -74,9 +74,11 @@ def test_spark_bench_prints_every_case_and_ratio(tmp_path: Path) -> None:
         "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={tmp_path}",
     }
     out = _run("bench.spark_bench", "--rows", "2000", "--runs", "1", env=scratch)
-    for case in ("synthetic → noop", "longboat → parquet", "synthetic → longboat sink"):
+    for case in ("synthetic → noop", "longboat → parquet", "longboat replayed → noop",
+                 "synthetic → longboat sink"):  # fmt: skip
         assert re.search(rf"^{case} +[\d,]+ ", out, re.MULTILINE), case
     for label in ("longboat/synthetic → noop", "longboat-32/synthetic → parquet",
+                  "longboat replayed/synthetic → noop",
                   "longboat sink/noop \\(batch write\\)"):  # fmt: skip
         assert re.search(rf"^ratio {label}: [\d.]+ \(per-run median [\d.]+\)$", out, re.M)
 
