@@ -12,8 +12,10 @@ from itertools import pairwise
 from types import SimpleNamespace
 from typing import Any, cast
 
+import pytest
+
 from longboat.client.types import PullStatus
-from longboat.spark.source import PULLS_AHEAD, _Pulls
+from longboat.spark.source import MAX_PULLS_IN_FLIGHT, PULL_WINDOW, PULLS_AHEAD, _Pulls
 
 
 class _Broker:
@@ -23,6 +25,7 @@ class _Broker:
         self.end = end
         self.span_of = span_of
         self.asked: list[int] = []
+        self.deepest = 0
 
     def pull_async(self, mq: object, offset: int, count: int, tags: str, group: str) -> Any:
         self.asked.append(offset)
@@ -32,8 +35,9 @@ class _Broker:
         return future
 
 
-def _read(broker: _Broker, ahead: int) -> list[int]:
-    opts = SimpleNamespace(pull_batch_size=1024, tags="*", pull_group="g")
+def _read(broker: _Broker, ahead: int, pull_batch_size: int = 1024) -> list[int]:
+    """The offsets read, in order; `broker.deepest` is the most pulls in flight at once."""
+    opts = SimpleNamespace(pull_batch_size=pull_batch_size, tags="*", pull_group="g")
     part = SimpleNamespace(mq="q", start=0, end=broker.end)
     pulls = _Pulls(cast(Any, broker), cast(Any, opts), cast(Any, part), ahead)
     offset, read = 0, []
@@ -41,6 +45,7 @@ def _read(broker: _Broker, ahead: int) -> list[int]:
         answer = pulls.take(offset)
         read.append(offset)
         pulls.answered(offset, answer.next_begin_offset)
+        broker.deepest = max(broker.deepest, len(pulls._in_flight))
         offset = answer.next_begin_offset
     return read
 
@@ -55,15 +60,37 @@ def test_a_capped_broker_is_read_in_order_after_one_wrong_guess() -> None:
     assert wasted <= PULLS_AHEAD - 1
 
 
+@pytest.mark.parametrize(
+    ("cap", "pull_batch_size", "deepest"),
+    [(32, 1024, MAX_PULLS_IN_FLIGHT),  # RocketMQ's default cap: the window is deepest
+     (256, 1024, PULL_WINDOW // 256),
+     (1024, 1024, PULLS_AHEAD),  # pulls as large as asked: three in flight, as before
+     (5000, 4096, PULLS_AHEAD),  # larger pulls asked: never fewer than three
+     (32, 32, MAX_PULLS_IN_FLIGHT)],  # small pulls asked
+)  # fmt: skip
+def test_small_pulls_keep_about_a_window_of_messages_in_flight(
+    cap: int, pull_batch_size: int, deepest: int
+) -> None:
+    """The window deepens to hold about PULL_WINDOW messages once an answer shows the span,
+    bounded by MAX_PULLS_IN_FLIGHT, and every offset is still read once, in order."""
+    broker = _Broker(40_000, lambda _offset: cap)
+    read = _read(broker, PULLS_AHEAD, pull_batch_size)
+    span = min(cap, pull_batch_size)
+    assert read == list(range(0, 40_000, span))
+    assert broker.deepest == deepest
+    assert len(broker.asked) - len(read) <= PULLS_AHEAD - 1
+
+
 def test_spans_that_vary_fall_back_to_one_pull_ahead() -> None:
     """Answers cut by bytes (31, 30, 31 ...): after a second wrong guess the range goes on
-    with only the next pull in flight, so few pulls are thrown away."""
+    with only the next pull in flight, so the pulls thrown away are those of the first
+    guesses and of one window."""
     broker = _Broker(3_000, lambda offset: 30 + (offset // 30) % 2)
     read = _read(broker, PULLS_AHEAD)
     assert read == sorted(set(read)) and read[0] == 0
     assert all(b - a in (30, 31) for a, b in pairwise(read))
     wasted = len(broker.asked) - len(read)
-    assert wasted <= 2 * (PULLS_AHEAD - 1)
+    assert wasted <= (PULLS_AHEAD - 1) + (MAX_PULLS_IN_FLIGHT - 1)
 
 
 def test_one_pull_ahead_never_guesses() -> None:

@@ -58,6 +58,7 @@ from longboat.spark.arrow import SCHEMA, decode_to_batch, messages_to_batch
 from longboat.spark.connection import BrokerLink, link
 from longboat.spark.offsets import EARLIEST, LATEST, Offsets, from_offsets, to_offsets
 from longboat.spark.options import (
+    DEFAULT_PULL_BATCH_SIZE,
     OptionError,
     ReadOptions,
     check_read_names,
@@ -244,8 +245,14 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
 
 
 # Pulls of one range in flight at once when their offsets can be foreseen: the broker serves
-# one while the task waits on or decodes another.
+# some while the task waits on or decodes another.  A range keeps about PULL_WINDOW messages in
+# flight: PULLS_AHEAD pulls of the default size, or as many smaller pulls as hold that many (up
+# to MAX_PULLS_IN_FLIGHT) when pulls are small, asked so or capped by the broker (RocketMQ's
+# default cap is 32): one round trip per 32 messages would leave the task waiting, and pulls
+# that arrive together are read and answered together, by the broker and by the client.
 PULLS_AHEAD = 3
+PULL_WINDOW = PULLS_AHEAD * DEFAULT_PULL_BATCH_SIZE
+MAX_PULLS_IN_FLIGHT = 32
 
 
 class _Pulls:
@@ -255,13 +262,17 @@ class _Pulls:
     the guesses are dropped (their answers are ignored) and pulling resumes where it ended.
     The first miss is expected (the broker's cap is not known before an answer shows it); a
     second means spans vary (answers cut by bytes, say), and the range goes on one pull ahead,
-    so the broker never serves many pulls that are thrown away."""
+    so the broker serves at most two windows' worth of pulls that are thrown away (about
+    PULL_WINDOW messages each).  `ahead` is PULLS_AHEAD, or 1 when spans cannot be foreseen
+    at all (a tag filter skips entries); the window deepens only once an answer has shown the
+    span."""
 
     def __init__(self, bl: BrokerLink, opts: ReadOptions, part: QueueRange, ahead: int) -> None:
         self._bl, self._opts, self._part, self._ahead = bl, opts, part, ahead
         self._in_flight: deque[tuple[int, Any]] = deque()
         self._next = part.start
         self._span = opts.pull_batch_size
+        self._span_seen = False
         self._misses = 0
 
     def take(self, offset: int) -> Any:
@@ -275,6 +286,7 @@ class _Pulls:
         """The pull at `offset` covered up to `next_offset`: learn its span, keep the pulls in
         flight only if the next one starts there, and top the window up."""
         self._span = next_offset - offset
+        self._span_seen = True
         if not self._in_flight or self._in_flight[0][0] != next_offset:
             if self._in_flight:  # a guess was wrong
                 self._misses += 1
@@ -287,13 +299,23 @@ class _Pulls:
         self._in_flight.clear()
         self._next = offset
 
+    def depth(self) -> int:
+        """How many pulls to keep in flight: `ahead` until an answer has shown the span
+        (and one once spans vary), then enough to hold PULL_WINDOW messages at the last span,
+        at least `ahead` and at most MAX_PULLS_IN_FLIGHT."""
+        if self._ahead == 1 or not self._span_seen:
+            return self._ahead
+        span = min(self._span, self._opts.pull_batch_size)
+        return min(MAX_PULLS_IN_FLIGHT, max(self._ahead, -(-PULL_WINDOW // span)))
+
     def _fill(self) -> None:
-        end = self._part.end
-        while len(self._in_flight) < self._ahead and self._next < end:
+        end, depth = self._part.end, self.depth()
+        step = min(self._span, self._opts.pull_batch_size)
+        while len(self._in_flight) < depth and self._next < end:
             self._in_flight.append(
                 (self._next, _pull(self._bl, self._opts, self._part, self._next))
             )
-            self._next += min(self._span, self._opts.pull_batch_size)
+            self._next += step
 
 
 def _pull(bl: BrokerLink, opts: ReadOptions, part: QueueRange, offset: int) -> Any:
