@@ -249,7 +249,7 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
 # flight: PULLS_AHEAD pulls of the default size, or as many smaller pulls as hold that many (up
 # to MAX_PULLS_IN_FLIGHT) when pulls are small, asked so or capped by the broker (RocketMQ's
 # default cap is 32): one round trip per 32 messages would leave the task waiting, and pulls
-# that arrive together are read and answered together, by the broker and by the client.
+# that reach a Longboat broker in one read are answered in one write.
 PULLS_AHEAD = 3
 PULL_WINDOW = PULLS_AHEAD * DEFAULT_PULL_BATCH_SIZE
 MAX_PULLS_IN_FLIGHT = 32
