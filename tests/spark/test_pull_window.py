@@ -1,8 +1,7 @@
 """The pulls a Spark task keeps in flight for one queue range: every offset is read once and in
 order whatever the broker's cap per pull, and guesses that turn out wrong are few.  A stand-in
-for the broker answers at once (no Spark, no sockets): what is checked is the window's
-bookkeeping, which the end-to-end reads in test_read_batch/test_stream exercise against real
-brokers."""
+for the broker answers at once (no Spark, no sockets) for the window's bookkeeping; the last
+test reads a range through a real broker with the deepest window."""
 
 from __future__ import annotations
 
@@ -14,8 +13,20 @@ from typing import Any, cast
 
 import pytest
 
+from conftest import Cluster
+from longboat.client.message import Message
+from longboat.client.sync import Producer
 from longboat.client.types import PullStatus
-from longboat.spark.source import MAX_PULLS_IN_FLIGHT, PULL_WINDOW, PULLS_AHEAD, _Pulls
+from longboat.spark.options import parse_read_options
+from longboat.spark.source import (
+    MAX_PULLS_IN_FLIGHT,
+    PULL_WINDOW,
+    PULLS_AHEAD,
+    BatchReader,
+    _Pulls,
+    read_range,
+)
+from spark.conftest import SparkCluster
 
 
 class _Broker:
@@ -97,3 +108,40 @@ def test_one_pull_ahead_never_guesses() -> None:
     broker = _Broker(1_000, lambda offset: 7 if offset % 2 else 9)
     read = _read(broker, 1)
     assert len(broker.asked) == len(read)
+
+
+def test_a_range_read_through_a_capped_broker_arrives_whole_and_in_order(
+    loopback_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker with the default cap of 32 messages per pull and a range of 5,000 messages:
+    the reader keeps MAX_PULLS_IN_FLIGHT pulls in flight, and every message arrives once, in
+    queue order, with its body."""
+    sc = SparkCluster.__new__(SparkCluster)
+    sc.cluster = loopback_cluster()
+    assert sc.cluster.config.max_transfer_count_on_message_in_memory == 32
+    topic = sc.new_topic(queues=1)
+    with Producer(config=sc.client_config()) as producer:
+        for start in range(0, 5_000, 250):
+            producer.send_batch(
+                [Message(topic, f"m{i}".encode()) for i in range(start, start + 250)]
+            )
+    opts = parse_read_options(
+        {"namesrv": sc.namesrv, "topic": topic, "startingOffsets": "earliest"}, streaming=False
+    )
+    deepest = 0
+    fill = _Pulls._fill
+
+    def fill_noting_depth(pulls: _Pulls) -> None:
+        nonlocal deepest
+        fill(pulls)
+        deepest = max(deepest, len(pulls._in_flight))
+
+    monkeypatch.setattr(_Pulls, "_fill", fill_noting_depth)
+    reader = BatchReader(opts)
+    (part,) = reader.partitions()
+    batches = list(read_range(reader.link, opts, part))
+    assert deepest == MAX_PULLS_IN_FLIGHT
+    offsets = [o for b in batches for o in b.column("queue_offset").to_pylist()]
+    bodies = [v for b in batches for v in b.column("body").to_pylist()]
+    assert offsets == list(range(5_000))
+    assert bodies == [f"m{i}".encode() for i in range(5_000)]
