@@ -30,18 +30,22 @@ from spark.conftest import SparkCluster
 
 
 class _Broker:
-    """Answers a pull at `offset` with the span `span_of(offset)` gives (capped at the range)."""
+    """Answers a pull at `offset` with the span `span_of(offset)` gives (capped at the range,
+    and at the count asked unless `filtered`: a tag filter's answer spans the entries it
+    scanned, however many it returns)."""
 
-    def __init__(self, end: int, span_of: Callable[[int], int]) -> None:
+    def __init__(self, end: int, span_of: Callable[[int], int], *, filtered: bool = False) -> None:
         self.end = end
         self.span_of = span_of
+        self.filtered = filtered
         self.asked: list[int] = []
         self.deepest = 0
 
     def pull_async(self, mq: object, offset: int, count: int, tags: str, group: str) -> Any:
         self.asked.append(offset)
         future: Future[Any] = Future()
-        next_offset = min(self.end, offset + min(count, self.span_of(offset)))
+        span = self.span_of(offset) if self.filtered else min(count, self.span_of(offset))
+        next_offset = min(self.end, offset + span)
         future.set_result(SimpleNamespace(status=PullStatus.FOUND, next_begin_offset=next_offset))
         return future
 
@@ -92,6 +96,16 @@ def test_small_pulls_keep_about_a_window_of_messages_in_flight(
     assert len(broker.asked) - len(read) <= PULLS_AHEAD - 1
 
 
+def test_a_tag_filter_that_matches_evenly_keeps_the_window() -> None:
+    """Every other entry matches: each answer of 32 messages spans 64 entries, more than the
+    pull's size, and the guesses follow the span."""
+    broker = _Broker(40_000, lambda _offset: 64, filtered=True)
+    read = _read(broker, PULLS_AHEAD, pull_batch_size=32)
+    assert read == list(range(0, 40_000, 64))
+    assert broker.deepest == MAX_PULLS_IN_FLIGHT
+    assert len(broker.asked) - len(read) <= PULLS_AHEAD - 1
+
+
 def test_spans_that_vary_fall_back_to_one_pull_ahead() -> None:
     """Answers cut by bytes (31, 30, 31 ...): after a second wrong guess the range goes on
     with only the next pull in flight, so the pulls thrown away are those of the first
@@ -110,12 +124,13 @@ def test_one_pull_ahead_never_guesses() -> None:
     assert len(broker.asked) == len(read)
 
 
+@pytest.mark.parametrize("tags", ["*", "even"])
 def test_a_range_read_through_a_capped_broker_arrives_whole_and_in_order(
-    loopback_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch
+    loopback_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch, tags: str
 ) -> None:
-    """A broker with the default cap of 32 messages per pull and a range of 5,000 messages:
-    the reader keeps MAX_PULLS_IN_FLIGHT pulls in flight, and every message arrives once, in
-    queue order, with its body."""
+    """A broker with the default cap of 32 messages per pull and a range of 5,000 messages
+    (tagged even and odd in turn): the reader keeps MAX_PULLS_IN_FLIGHT pulls in flight, and
+    every message asked for arrives once, in queue order, with its body."""
     sc = SparkCluster.__new__(SparkCluster)
     sc.cluster = loopback_cluster()
     assert sc.cluster.config.max_transfer_count_on_message_in_memory == 32
@@ -123,10 +138,14 @@ def test_a_range_read_through_a_capped_broker_arrives_whole_and_in_order(
     with Producer(config=sc.client_config()) as producer:
         for start in range(0, 5_000, 250):
             producer.send_batch(
-                [Message(topic, f"m{i}".encode()) for i in range(start, start + 250)]
+                [
+                    Message(topic, f"m{i}".encode(), tags="odd" if i % 2 else "even")
+                    for i in range(start, start + 250)
+                ]
             )
     opts = parse_read_options(
-        {"namesrv": sc.namesrv, "topic": topic, "startingOffsets": "earliest"}, streaming=False
+        {"namesrv": sc.namesrv, "topic": topic, "startingOffsets": "earliest", "tags": tags},
+        streaming=False,
     )
     deepest = 0
     fill = _Pulls._fill
@@ -143,5 +162,6 @@ def test_a_range_read_through_a_capped_broker_arrives_whole_and_in_order(
     assert deepest == MAX_PULLS_IN_FLIGHT
     offsets = [o for b in batches for o in b.column("queue_offset").to_pylist()]
     bodies = [v for b in batches for v in b.column("body").to_pylist()]
-    assert offsets == list(range(5_000))
-    assert bodies == [f"m{i}".encode() for i in range(5_000)]
+    wanted = range(5_000) if tags == "*" else range(0, 5_000, 2)
+    assert offsets == list(wanted)
+    assert bodies == [f"m{i}".encode() for i in wanted]

@@ -209,9 +209,10 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
     mq = part.mq
     expression = TagExpression.parse(opts.tags)
     exact = None if expression.matches_all else expression.tags
-    # A tag filter makes an answer's span unpredictable (skipped entries): then only the next
-    # pull, whose offset the last answer gives, runs ahead.
-    pulls = _Pulls(bl, opts, part, PULLS_AHEAD if expression.matches_all else 1)
+    # With a tag filter an answer spans the entries it scanned, matched or not: as even as
+    # without one where the filter takes every entry, or every other, or none (the broker's
+    # scan limit); where spans vary, the window falls back to one pull ahead by itself.
+    pulls = _Pulls(bl, opts, part, PULLS_AHEAD)
     offset = part.start
     # Pull answers are decoded together, ARROW_BATCH_ROWS at a time: the columnar decoder's
     # cost is mostly per call, not per record.
@@ -245,11 +246,12 @@ def read_range(bl: BrokerLink, opts: ReadOptions, part: QueueRange) -> Iterator[
 
 
 # Pulls of one range in flight at once when their offsets can be foreseen: the broker serves
-# some while the task waits on or decodes another.  A range keeps about PULL_WINDOW messages in
-# flight: PULLS_AHEAD pulls of the default size, or as many smaller pulls as hold that many (up
-# to MAX_PULLS_IN_FLIGHT) when pulls are small, asked so or capped by the broker (RocketMQ's
-# default cap is 32): one round trip per 32 messages would leave the task waiting, and pulls
-# that reach a Longboat broker in one read are answered in one write.
+# some while the task waits on or decodes another.  A range keeps about PULL_WINDOW queue
+# entries in flight (messages, without a tag filter): PULLS_AHEAD pulls of the default size, or
+# as many smaller pulls as span that many (up to MAX_PULLS_IN_FLIGHT) when pulls are small,
+# asked so or capped by the broker (RocketMQ's default cap is 32): one round trip per 32
+# messages would leave the task waiting, and pulls that reach a Longboat broker in one read are
+# answered in one write.
 PULLS_AHEAD = 3
 PULL_WINDOW = PULLS_AHEAD * DEFAULT_PULL_BATCH_SIZE
 MAX_PULLS_IN_FLIGHT = 32
@@ -261,11 +263,11 @@ class _Pulls:
     (the broker's cap per pull, once one answer showed it); when an answer ends elsewhere,
     the guesses are dropped (their answers are ignored) and pulling resumes where it ended.
     The first miss is expected (the broker's cap is not known before an answer shows it); a
-    second means spans vary (answers cut by bytes, say), and the range goes on one pull ahead,
-    so the broker serves at most two windows' worth of pulls that are thrown away (about
-    PULL_WINDOW messages each).  `ahead` is PULLS_AHEAD, or 1 when spans cannot be foreseen
-    at all (a tag filter skips entries); the window deepens only once an answer has shown the
-    span."""
+    second means spans vary (answers cut by bytes, or a tag filter matching unevenly), and the
+    range goes on one pull ahead, so the broker serves at most two windows' worth of pulls
+    that are thrown away (about PULL_WINDOW entries each).  `ahead` is PULLS_AHEAD (1 only
+    in tests of that last state); the window deepens only once an answer has shown the span.
+    A span counts queue entries: with a tag filter it can exceed the pull's size."""
 
     def __init__(self, bl: BrokerLink, opts: ReadOptions, part: QueueRange, ahead: int) -> None:
         self._bl, self._opts, self._part, self._ahead = bl, opts, part, ahead
@@ -301,16 +303,14 @@ class _Pulls:
 
     def depth(self) -> int:
         """How many pulls to keep in flight: `ahead` until an answer has shown the span
-        (and one once spans vary), then enough to hold PULL_WINDOW messages at the last span,
+        (and one once spans vary), then enough to span PULL_WINDOW entries at the last span,
         at least `ahead` and at most MAX_PULLS_IN_FLIGHT."""
         if self._ahead == 1 or not self._span_seen:
             return self._ahead
-        span = min(self._span, self._opts.pull_batch_size)
-        return min(MAX_PULLS_IN_FLIGHT, max(self._ahead, -(-PULL_WINDOW // span)))
+        return min(MAX_PULLS_IN_FLIGHT, max(self._ahead, -(-PULL_WINDOW // self._span)))
 
     def _fill(self) -> None:
-        end, depth = self._part.end, self.depth()
-        step = min(self._span, self._opts.pull_batch_size)
+        end, depth, step = self._part.end, self.depth(), self._span
         while len(self._in_flight) < depth and self._next < end:
             self._in_flight.append(
                 (self._next, _pull(self._bl, self._opts, self._part, self._next))
