@@ -1,7 +1,7 @@
 """Spark connector benchmark: what reading from and writing to Longboat costs a Spark job.
 
     python -m bench.spark_bench [--rows 200000] [--runs 3] [--pull-batch 1024]
-                                [--reader-only [--against REV] | --encoder-only]
+                                [--reader-only [--against REV] [--tags EXPR] | --encoder-only]
 
 Run from the repository root (Spark's Python workers import this module as `bench.spark_bench`
 from the working directory).  A `longboat up` child process serves a 4-queue topic holding
@@ -264,12 +264,12 @@ def produce(namesrv: str, topic: str, rows: int) -> None:
             )
 
 
-def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
+def reader_alone(namesrv: str, runs: int, against: str | None, tags: str | None) -> None:
     """The connector's reader without Spark: every queue read through `read_range` in this
     process (rows/s, this process's CPU per row and the `longboat up` child's, which serves
-    the pulls: user and system time, in 10 ms ticks), then
-    the columnar decode alone over the same pull answers, grouped as `read_range` groups them;
-    with `against`, alternated with that revision's decoder (`bench.revisions`)."""
+    the pulls: user and system time, in 10 ms ticks), with the tag filter `tags` when given,
+    then the columnar decode alone over the same pull answers, grouped as `read_range` groups
+    them; with `against`, alternated with that revision's decoder (`bench.revisions`)."""
     from bench.revisions import module_at
 
     from longboat.spark.arrow import decode_to_batch
@@ -277,6 +277,8 @@ def reader_alone(namesrv: str, runs: int, against: str | None) -> None:
     from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, read_range
 
     options = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
+    if tags is not None:
+        options["tags"] = tags
     opts = parse_read_options(options, streaming=False)
     reader = BatchReader(opts)
     parts, link = reader.partitions(), reader.link
@@ -399,6 +401,9 @@ def main() -> None:
         "--against", metavar="REV", help="with --reader-only: alternate the decode with REV's"
     )
     parser.add_argument(
+        "--tags", metavar="EXPR", help="with --reader-only: read with this tag filter"
+    )
+    parser.add_argument(
         "--encoder-only", action="store_true", help="time the sink's encode alone, no Spark"
     )
     args = parser.parse_args()
@@ -418,7 +423,7 @@ def main() -> None:
         produce(namesrv, TOPIC, args.rows)
         print(f"produced {args.rows} messages in {time.perf_counter() - t0:.1f}s", flush=True)
         if args.reader_only:
-            reader_alone(namesrv, args.runs, args.against)
+            reader_alone(namesrv, args.runs, args.against, args.tags)
             return
         replayed = {"paths": ",".join(replay_files(namesrv, Path(tmp)))}
         spark = spark_session()

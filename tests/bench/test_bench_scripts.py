@@ -55,6 +55,15 @@ def test_spark_bench_reader_only_reads_every_row() -> None:
     assert re.search(r"decode alone, medians: .* ratio [\d.]+", out)
 
 
+@pytest.mark.timeout(300)
+def test_spark_bench_reader_only_reads_with_a_tag_filter() -> None:
+    out = _run(
+        "bench.spark_bench", "--rows", "3000", "--runs", "1", "--reader-only",
+        "--pull-batch", "32", "--tags", "t",
+    )  # fmt: skip
+    assert re.search(r"read_range 1: [\d,]+ rows/s, [\d.]+ us CPU/row", out)
+
+
 def test_spark_bench_encoder_only_times_both_encodes() -> None:
     out = _run("bench.spark_bench", "--rows", "9000", "--runs", "1", "--encoder-only")
     for mode in ("at-least-once", "exactly-once"):
