@@ -222,8 +222,9 @@ def exactly_once_sends(
     Encoded column-wise when every row allows it (`sink_encode`), else message by message;
     either way the same bytes (`tests/spark/test_sink_encode.py`)."""
     column = _column_sends(sink_id, batch_id, batches, opts, max_bytes)
-    return column if column is not None else _message_sends(sink_id, batch_id, batches, opts,
-                                                            max_bytes)  # fmt: skip
+    if column is not None:
+        return column
+    return _message_sends(sink_id, batch_id, batches, opts, max_bytes)
 
 
 def _message_sends(
