@@ -161,15 +161,19 @@ class ReplayedStream(DataSourceStreamReader):
                 yield reader.get_batch(i)
 
 
+def longboat_options(namesrv: str) -> dict[str, str]:
+    """The options of every read of the topic here (Spark's, the replayed batches', the
+    reader's alone): all of it, from the first message."""
+    return {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
+
+
 def replay_files(namesrv: str, directory: Path) -> list[str]:
     """Every queue of the topic read through the connector's reader, its batches written
     to one Arrow IPC file per queue; their paths."""
     from longboat.spark.options import parse_read_options
     from longboat.spark.source import BatchReader, read_range
 
-    opts = parse_read_options(
-        {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}, streaming=False
-    )
+    opts = parse_read_options(longboat_options(namesrv), streaming=False)
     reader = BatchReader(opts)
     paths = []
     for i, part in enumerate(reader.partitions()):
@@ -276,7 +280,7 @@ def reader_alone(namesrv: str, runs: int, against: str | None, tags: str | None)
     from longboat.spark.options import parse_read_options
     from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, read_range
 
-    options = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
+    options = longboat_options(namesrv)
     if tags is not None:
         options["tags"] = tags
     opts = parse_read_options(options, streaming=False)
@@ -431,7 +435,7 @@ def main() -> None:
         register(spark)
         spark.dataSource.register(me.SyntheticSource)
         spark.dataSource.register(me.ReplayedSource)
-        lb = {"namesrv": namesrv, "topic": TOPIC, "startingOffsets": "earliest"}
+        lb = longboat_options(namesrv)
         lb32 = dict(lb, pullBatchSize="32")
         syn = {"rows": str(args.rows)}
         stream_rows_per_s(spark, "longboat", lb, "noop")  # warm-up: workers, JIT, caches
