@@ -1,6 +1,8 @@
 """The key index: message key (KEYS, space separated) and UNIQ_KEY → commit-log offsets.
 
-An on-disk hash table per file, as RocketMQ's IndexFile, mapped whole:
+An on-disk hash table per file, as RocketMQ's IndexFile; header and entries are written
+through a shared map, the slot table through a private one that each sync copies into the
+file (`slot_table` says why):
 
     HEADER 48: MAGIC 4 | SLOTS 4 | MAX ENTRIES 4 | COUNT 4 |
                BEGIN PHYS 8 | END PHYS 8 | BEGIN TIME 8 | END TIME 8
@@ -13,9 +15,10 @@ ours alone).  A file is full after MAX ENTRIES entries, or when a store time no 
 the 4-byte delta; the next file begins at the next record.
 
 Invariants (what makes a crash at any instant harmless):
-  * a batch writes its entries, then COUNT and END PHYS, then the slots: an entry a slot
-    points at is always counted; a counted entry no slot reaches is merely invisible, and
-    recovery re-indexes from the checkpoint anyway;
+  * a batch writes its entries, then COUNT and END PHYS, then the slots, which reach the
+    file later still, at the next sync: an entry a slot points at is always counted; a
+    counted entry no slot reaches is merely invisible, and recovery re-indexes from the
+    checkpoint anyway (a checkpoint is recorded only after the slots below it are synced);
   * PREV numbers strictly decrease along a chain, so a walk ends even in a damaged file;
   * answers are candidates: the store re-reads each record and keeps it only if its topic
     and keys really match, so collisions and stale entries never reach a caller.
@@ -35,12 +38,12 @@ from pathlib import Path
 from longboat.store.errors import StoreError
 from longboat.store.json_file import fsync_dir
 from longboat.store.segments import MappedSegment, segment_name
+from longboat.store.slot_table import SLOT_SIZE, SlotTable, Written
 
 log = logging.getLogger(__name__)
 
 _MAGIC = 0x4C42_4958  # "LBIX"
 _HEADER = struct.Struct(">iiiiqqqq")
-_SLOT_SIZE = 4
 _ENTRY_FORMAT = "Iqii"
 _ENTRY = struct.Struct(">" + _ENTRY_FORMAT)
 _MAX_DELTA_MS = 2**31 - 1
@@ -72,14 +75,13 @@ class IndexFile:
         self.max_entries = max_entries
         if sys.byteorder != "little":
             raise StoreError("the key index's slot table is little-endian; this host is not")
-        self.size = _HEADER.size + slots * _SLOT_SIZE + max_entries * _ENTRY.size
-        self._entries_base = _HEADER.size + slots * _SLOT_SIZE
+        self.size = _HEADER.size + slots * SLOT_SIZE + max_entries * _ENTRY.size
+        self._entries_base = _HEADER.size + slots * SLOT_SIZE
         fresh = not path.exists()
         self.file = MappedSegment(path, int(path.name), self.size, preallocate=False)
-        self.mm = self.file.mm
-        # The slot table as native ints: a slot read or write is an index operation, several
-        # times cheaper than a struct call.  Released before the map closes.
-        self._slots = memoryview(self.mm)[_HEADER.size : self._entries_base].cast("I")
+        self.mm = self.file.mm  # header and entries
+        self._table = SlotTable(path, _HEADER.size, slots)
+        self._slots = self._table.heads
         self.begin_phys = int(path.name)
         self.count = 0
         self.end_phys = self.begin_phys
@@ -163,6 +165,7 @@ class IndexFile:
         self._write_header()
         for number, slot in enumerate(slot_of, n + 1):
             slot_table[slot] = number
+        self._table.written(slot_of)
 
     def lookup(self, h: int, begin_ms: int, end_ms: int, limit: int) -> list[int]:
         """Commit-log offsets of entries with hash `h` stored in [begin_ms, end_ms], newest
@@ -182,15 +185,21 @@ class IndexFile:
             n = prev
         return out
 
-    def sync(self) -> None:
+    def take_written(self) -> Written:
+        """The slot writes not yet in the file, for `sync` (under the store's lock)."""
+        return self._table.take_written()
+
+    def sync(self, written: Written) -> None:
+        """Write the slots `written` into the file, then make the file durable."""
+        self._table.write_back(written)
         self.file.sync()
 
     def close(self) -> None:
-        self._slots.release()
+        self._table.close()
         self.file.close()
 
     def delete(self) -> None:
-        self._slots.release()
+        self._table.drop()
         self.file.delete()
 
 
@@ -288,10 +297,16 @@ class KeyIndex:
             dropped += 1
         return dropped
 
-    def sync(self) -> None:
+    def take_dirty(self) -> list[tuple[IndexFile, Written]]:
+        """The files added to since the last call, each with its slot writes not yet in the
+        file, for `sync`.  Called under the store's lock: every slot written before the
+        checkpoint reads how far dispatch reached is then among them."""
         dirty, self._dirty = self._dirty, set()
-        for f in dirty:
-            f.sync()
+        return [(f, f.take_written()) for f in dirty]
+
+    def sync(self, dirty: list[tuple[IndexFile, Written]]) -> None:
+        for f, written in dirty:
+            f.sync(written)
 
     def close(self) -> None:
         for f in self.files:

@@ -77,9 +77,10 @@ class StoreMaintenance:
         with self._lock:
             dispatched = self._dispatched()
             dirty = self._queues.take_dirty()
+            index_dirty = self._index.take_dirty()
         for cq in dirty:
             cq.sync()
-        self._index.sync()
+        self._index.sync(index_dirty)
         save_checkpoint(
             self.config.root_dir,
             Checkpoint(
