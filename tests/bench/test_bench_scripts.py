@@ -99,6 +99,14 @@ def test_read_ab_compares_against_a_revision_in_one_process() -> None:
     assert out.count(" µs | ") == 2 * 3  # two figures per shape
 
 
+@pytest.mark.timeout(300)
+def test_index_ab_compares_against_a_revision_in_one_process() -> None:
+    out = _run("bench.index_ab", "--against", "HEAD", "--runs", "1", "--entries", "2000",
+               "--per-sync", "512")  # fmt: skip
+    assert re.search(r"^\| CPU per entry \| \d+ ns \| \d+ ns \| [\d.]+ \|$", out, re.M)
+    assert re.search(r"^\| minor faults per entry \| [\d.]+ \| [\d.]+ \| \|$", out, re.M)
+
+
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     """A derived figure a run could not measure (None, or absent from an older run) is left
     out of the ratio, which then says how many runs it rests on, and a row with no run
