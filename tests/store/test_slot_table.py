@@ -118,3 +118,17 @@ def test_past_a_few_slots_a_page_the_whole_table_is_written_back(tmp_path: Path)
     finally:
         table.drop()
     assert {i: v for i, v in enumerate(file_slots(path)) if v} == values
+
+
+def test_a_write_back_after_the_table_was_dropped_does_nothing(tmp_path: Path) -> None:
+    """Retention may delete an index file while a checkpoint holds its pending slot writes
+    (the checkpoint writes back outside the store's lock): the write-back then has nothing
+    to keep, and neither fails nor writes."""
+    path = table_file(tmp_path)
+    table = SlotTable(path, HEADER, SLOTS)
+    write(table, {7: 1})
+    pending = table.take_written()
+    table.drop()
+    path.unlink()
+    table.write_back(pending)
+    assert not path.exists()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,10 @@ class SlotTable:
         pages = (self._end - 1) // _PAGE - begin // _PAGE + 1
         self._whole_at = WHOLE_TABLE_AT * pages
         self._pending = Written()
+        # A checkpoint writes back outside the store's lock; retention may delete the file
+        # meanwhile (`delete_expired` is public): the map is never unmapped under a write-back.
+        self._mapped = threading.Lock()
+        self._dropped = False
 
     def written(self, slots: list[int]) -> None:
         """Note slots written (a list the caller no longer changes); the pages they lie on
@@ -90,13 +95,16 @@ class SlotTable:
             ]
         if not runs:
             return
-        fd = os.open(self.path, os.O_WRONLY)
-        try:
-            with memoryview(self._map) as view:
-                for lo, hi in runs:
-                    os.pwrite(fd, view[lo:hi], lo)
-        finally:
-            os.close(fd)
+        with self._mapped:
+            if self._dropped:
+                return  # the file was deleted meanwhile: nothing is left to keep
+            fd = os.open(self.path, os.O_WRONLY)
+            try:
+                with memoryview(self._map) as view:
+                    for lo, hi in runs:
+                        os.pwrite(fd, view[lo:hi], lo)
+            finally:
+                os.close(fd)
 
     def close(self) -> None:
         """Write back what is still noted, then unmap."""
@@ -104,9 +112,12 @@ class SlotTable:
         self.drop()
 
     def drop(self) -> None:
-        """Unmap without writing back (the file is being deleted)."""
-        self.heads.release()
-        self._map.close()
+        """Unmap without writing back (the file is being deleted); a write-back in progress
+        finishes first, and later ones do nothing."""
+        with self._mapped:
+            self._dropped = True
+            self.heads.release()
+            self._map.close()
 
 
 def _runs(pages: list[int]) -> Iterator[tuple[int, int]]:
