@@ -26,8 +26,11 @@ from spark.spark_session import build_session
 
 @dataclass
 class SparkCluster:
+    """The brokers Spark tests read from: the session's two, or one test's own (`second`
+    None)."""
+
     cluster: Cluster
-    second: BrokerController
+    second: BrokerController | None = None
 
     @property
     def namesrv(self) -> str:
@@ -35,6 +38,7 @@ class SparkCluster:
 
     @property
     def broker_names(self) -> list[str]:
+        assert self.second is not None, "a cluster of one broker"
         return sorted([self.cluster.config.broker_name, self.second.config.broker_name])
 
     def client_config(self) -> ClientConfig:
@@ -96,8 +100,7 @@ def expired_head(loopback_cluster: Callable[..., Cluster]) -> tuple[str, str, st
     """A one-queue topic of 60 messages whose first ones retention has deleted: (name
     server, topic, startingOffsets JSON asking for offset 0)."""
     cluster = loopback_cluster(mapped_file_size_commit_log=4096, file_reserved_time=0.0)
-    sc = SparkCluster.__new__(SparkCluster)
-    sc.cluster = cluster
+    sc = SparkCluster(cluster)
     topic = sc.new_topic(queues=1)
     sc.produce(topic, 60, body=lambda i: b"x" * 200)
 

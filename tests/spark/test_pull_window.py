@@ -131,8 +131,7 @@ def test_a_range_read_through_a_capped_broker_arrives_whole_and_in_order(
     """A broker with the default cap of 32 messages per pull and a range of 5,000 messages
     (tagged even and odd in turn): the reader keeps MAX_PULLS_IN_FLIGHT pulls in flight, and
     every message asked for arrives once, in queue order, with its body."""
-    sc = SparkCluster.__new__(SparkCluster)
-    sc.cluster = loopback_cluster()
+    sc = SparkCluster(loopback_cluster())
     assert sc.cluster.config.max_transfer_count_on_message_in_memory == 32
     topic = sc.new_topic(queues=1)
     with Producer(config=sc.client_config()) as producer:
