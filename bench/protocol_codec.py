@@ -9,13 +9,15 @@ pull answer (1,024 records, ~430 KB) reaching one long-lived decoder in 64 KiB r
 connection's decoder receives what Spark's and other large pulls ask for.  Each codec row
 is paired with a "floor" measured in the same run: the orjson or struct call it cannot avoid, so
 the ratio shows how much of the cost is ours and stays meaningful on a noisy machine.  With
-`--against REV` the large answer also runs through the frame decoder as it was at REV,
-imported beside this one (`bench.revisions`), interleaved with it in every run.
+`--against REV` the large answer also runs through the frame decoder as it was at REV, and
+the store's batch of records through REV's batch encoder, each imported beside this one
+(`bench.revisions`) and interleaved with it in every run.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import statistics
 import struct
 import time
@@ -23,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import orjson
+from bench.revisions import module_at
 
 from longboat.protocol import (
     FrameDecoder,
@@ -35,7 +38,12 @@ from longboat.protocol import (
 )
 from longboat.protocol.header_codec import encode_json_header
 from longboat.protocol.headers import PullMessageResponseHeader, SendMessageRequestHeaderV2
-from longboat.protocol.message import MessageExt, decode_records, encode_message, encode_record
+from longboat.protocol.message import (
+    MessageExt,
+    decode_records,
+    encode_message,
+    encode_record_batch,
+)
 from longboat.protocol.properties import properties_to_string
 
 BODY = bytes(range(256))
@@ -129,6 +137,29 @@ def _large_answer(decoder_class: type[FrameDecoder], reads: list[bytes]) -> Call
     return run
 
 
+def _store_batch_encode(
+    encode: Callable[..., tuple[bytes, list[int]]], msgs: list[MessageExt]
+) -> Callable[[], object]:
+    """One call of the store's batch encoder over `msgs`, all from one sender, with what the
+    store hands it (`store.admission.Admitted`).  Revisions before `senders` took a 9-field
+    tuple per message, which admission built per batch: built here per call too."""
+    messages = [(m.body, properties_to_string(m.properties).encode(), 0) for m in msgs]
+    first = msgs[0]
+    sender = (0, first.born_timestamp, first.born_host, first.born_port, 0, 0)
+    common = {
+        "topic": first.topic.encode(),
+        "queue_id": first.queue_id,
+        "commit_log_offset": first.commit_log_offset,
+        "store_timestamp": first.store_timestamp,
+        "store_host": first.store_host,
+        "store_port": first.store_port,
+        "queue_offsets": [m.queue_offset for m in msgs],
+    }
+    if "senders" in inspect.signature(encode).parameters:
+        return lambda: encode(messages=messages, senders=sender, **common)
+    return lambda: encode(items=[(*parts, *sender) for parts in messages], **common)
+
+
 def build_cases(against: str | None = None) -> list[Case]:
     cases: list[Case] = []
     for stype in SerializeType:
@@ -200,8 +231,6 @@ def build_cases(against: str | None = None) -> list[Case]:
     large_name = f"pull answer of {LARGE_PULL:,} records in 64 KiB reads, frame decode"
     cases.append(Case(large_name, "frames", 1, _large_answer(FrameDecoder, reads), join_floor))
     if against is not None:
-        from bench.revisions import module_at
-
         old_decoder = module_at(against, "src/longboat/protocol/frames.py").FrameDecoder
         cases.append(
             Case(f"{large_name} at {against}", "frames", 1, _large_answer(old_decoder, reads),
@@ -210,31 +239,20 @@ def build_cases(against: str | None = None) -> list[Case]:
     cases.append(Case(join_floor, "frames", 1, lambda: b"".join(reads)))
 
     msgs = [sample_message(i) for i in range(PULL_BATCH)]
-    raw = [(m.topic.encode(), properties_to_string(m.properties).encode(), m) for m in msgs]
 
     def encode_messages() -> object:
         return [encode_message(m) for m in msgs]
 
-    def encode_raw_records() -> object:
-        return [
-            encode_record(
-                topic=t,
-                body=m.body,
-                properties=p,
-                queue_id=m.queue_id,
-                flag=0,
-                queue_offset=m.queue_offset,
-                commit_log_offset=m.commit_log_offset,
-                sys_flag=0,
-                born_timestamp=m.born_timestamp,
-                born_host=m.born_host,
-                born_port=m.born_port,
-                store_timestamp=m.store_timestamp,
-                store_host=m.store_host,
-                store_port=m.store_port,
-            )
-            for t, p, m in raw
-        ]
+    walk_floor = "struct: walk 32 record heads"
+    store_path = "record encode (a batch as the store appends it)"
+    encoders = [(store_path, encode_record_batch)]
+    if against is not None:
+        old = module_at(against, "src/longboat/protocol/message.py").encode_record_batch
+        encoders.append((f"{store_path} at {against}", old))
+    cases += [
+        Case(name, "msgs", PULL_BATCH, _store_batch_encode(encode, msgs), walk_floor)
+        for name, encode in encoders
+    ]
 
     records = b"".join(encode_message(m) for m in msgs)
     head = struct.Struct(">iiiiiqqiq")
@@ -252,23 +270,16 @@ def build_cases(against: str | None = None) -> list[Case]:
             "msgs",
             PULL_BATCH,
             encode_messages,
-            "struct: walk 32 record heads",
-        ),
-        Case(
-            "record encode (raw fields, store path)",
-            "msgs",
-            PULL_BATCH,
-            encode_raw_records,
-            "struct: walk 32 record heads",
+            walk_floor,
         ),
         Case(
             "record decode",
             "msgs",
             PULL_BATCH,
             lambda: decode_records(records),
-            "struct: walk 32 record heads",
+            walk_floor,
         ),
-        Case("struct: walk 32 record heads", "msgs", PULL_BATCH, struct_floor),
+        Case(walk_floor, "msgs", PULL_BATCH, struct_floor),
     ]
     return cases
 
@@ -326,7 +337,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per case (median reported)")
     parser.add_argument("--seconds", type=float, default=0.3, help="time per case per run")
     parser.add_argument(
-        "--against", metavar="REV", help="also decode the large answer as REV's decoder did"
+        "--against",
+        metavar="REV",
+        help="also decode the large answer and encode the store's batch as REV did",
     )
     args = parser.parse_args(argv)
     print(f"protocol codec, median of {args.runs} runs of ~{args.seconds}s per case")

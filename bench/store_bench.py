@@ -155,11 +155,8 @@ def append_sync(msgs: list[MessageInner], writers: int) -> Callable[[MessageStor
 
 
 def encoded_records(msgs: list[MessageInner]) -> bytes:
-    items = [
-        (m.body, properties_to_string(m.properties).encode(), 0, 0, m.born_timestamp, HOST,
-         m.born_port, 0, 0)
-        for m in msgs
-    ]  # fmt: skip
+    messages = [(m.body, properties_to_string(m.properties).encode(), 0) for m in msgs]
+    senders = [(0, m.born_timestamp, HOST, m.born_port, 0, 0) for m in msgs]
     data, _ = encode_record_batch(
         topic=b"BenchTopic",
         queue_id=0,
@@ -167,8 +164,9 @@ def encoded_records(msgs: list[MessageInner]) -> bytes:
         store_timestamp=1,
         store_host=HOST,
         store_port=10911,
-        items=items,
-        queue_offsets=list(range(len(items))),
+        messages=messages,
+        senders=senders,
+        queue_offsets=list(range(len(messages))),
     )
     return data
 

@@ -20,5 +20,6 @@ def test_codec_benchmark_runs_and_prints_its_table() -> None:
     ).stdout
     assert "| send request decode (JSON) |" in out
     assert "| record decode |" in out
+    assert "| record encode (a batch as the store appends it) |" in out
     assert "| pull answer of 1,024 records in 64 KiB reads, frame decode |" in out
     assert "msgs/s" in out and "frames/s" in out

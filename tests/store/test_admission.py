@@ -41,7 +41,7 @@ def test_each_message_gets_the_tag_hash_its_parsed_properties_give(texts: list[s
         admitted = admission.admit_encoded(batch([t.encode() for t in texts]))
         assert type(admitted) is Admitted
         assert admitted.tags_codes == [code or 0 for code in expected]
-        assert [item[1] for item in admitted.items] == [t.encode() for t in texts]
+        assert [m[1] for m in admitted.messages] == [t.encode() for t in texts]
 
 
 def test_a_refused_batch_is_refused_for_its_first_bad_message(tmp_path: Path) -> None:

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longboat.protocol.message import decode_records, encode_record, encode_record_batch
+from longboat.protocol.message import (
+    RecordSender,
+    decode_records,
+    encode_record,
+    encode_record_batch,
+)
 
-# The order of BatchRecordFields, named as encode_record names them.
-ITEM_FIELDS = (
-    "body",
-    "properties",
-    "flag",
+hosts = st.sampled_from([b"\x7f\x00\x00\x01", b"\x0a\x01\x02\x03", bytes(range(16))])
+ints = st.integers(min_value=0, max_value=2**31 - 1)
+longs = st.integers(min_value=0, max_value=2**62)
+# RecordParts: body, properties, flag.
+parts = st.tuples(st.binary(max_size=300), st.text(max_size=100).map(str.encode), ints)
+# RecordSender, named as encode_record names its fields.
+SENDER_FIELDS = (
     "sys_flag",
     "born_timestamp",
     "born_host",
@@ -19,13 +27,7 @@ ITEM_FIELDS = (
     "reconsume_times",
     "prepared_transaction_offset",
 )
-hosts = st.sampled_from([b"\x7f\x00\x00\x01", b"\x0a\x01\x02\x03", bytes(range(16))])
-ints = st.integers(min_value=0, max_value=2**31 - 1)
-longs = st.integers(min_value=0, max_value=2**62)
-items = st.tuples(
-    st.binary(max_size=300),
-    st.text(max_size=100).map(str.encode),
-    ints,
+senders = st.tuples(
     st.integers(min_value=0, max_value=0x7FF),
     longs,
     hosts,
@@ -43,7 +45,9 @@ items = st.tuples(
     store_ts=longs,
     store_host=hosts,
     store_port=st.integers(min_value=0, max_value=65535),
-    batch=st.lists(items, min_size=1, max_size=6),
+    messages=st.lists(parts, min_size=1, max_size=6),
+    sender_list=st.lists(senders, min_size=6, max_size=6),
+    shared=st.booleans(),
 )
 def test_batch_encoding_equals_record_encoding(
     topic: bytes,
@@ -52,8 +56,14 @@ def test_batch_encoding_equals_record_encoding(
     store_ts: int,
     store_host: bytes,
     store_port: int,
-    batch: list,
+    messages: list,
+    sender_list: list,
+    shared: bool,
 ) -> None:
+    """With one sender for the batch or one per message, any mix of IPv4 and IPv6 hosts."""
+    per_message = sender_list[: len(messages)]
+    if shared:
+        per_message = [sender_list[0]] * len(messages)
     data, sizes = encode_record_batch(
         topic=topic,
         queue_id=queue_id,
@@ -61,12 +71,15 @@ def test_batch_encoding_equals_record_encoding(
         store_timestamp=store_ts,
         store_host=store_host,
         store_port=store_port,
-        items=batch,
-        queue_offsets=list(range(7, 7 + len(batch))),
+        messages=messages,
+        senders=sender_list[0] if shared else per_message,
+        queue_offsets=list(range(7, 7 + len(messages))),
     )
     expected = []
     phys = start
-    for qoff, item in enumerate(batch, start=7):
+    for qoff, ((body, props, flag), sender) in enumerate(
+        zip(messages, per_message, strict=True), start=7
+    ):
         record = encode_record(
             topic=topic,
             queue_id=queue_id,
@@ -75,7 +88,10 @@ def test_batch_encoding_equals_record_encoding(
             store_host=store_host,
             store_port=store_port,
             queue_offset=qoff,
-            **dict(zip(ITEM_FIELDS, item, strict=True)),
+            body=body,
+            properties=props,
+            flag=flag,
+            **dict(zip(SENDER_FIELDS, sender, strict=True)),
         )
         expected.append(record)
         phys += len(record)
@@ -84,3 +100,26 @@ def test_batch_encoding_equals_record_encoding(
     assert [m.commit_log_offset for m in decode_records(data)] == [
         start + sum(sizes[:i]) for i in range(len(sizes))
     ]
+
+
+def test_counts_that_disagree_are_refused() -> None:
+    sender = (0, 1, b"\x7f\x00\x00\x01", 1, 0, 0)
+    one = [(b"body", b"", 0)]
+
+    def encode(senders: RecordSender | list[RecordSender], queue_offsets: list[int]) -> None:
+        encode_record_batch(
+            topic=b"T",
+            queue_id=0,
+            commit_log_offset=0,
+            store_timestamp=1,
+            store_host=b"\x7f\x00\x00\x01",
+            store_port=1,
+            messages=one,
+            senders=senders,
+            queue_offsets=queue_offsets,
+        )
+
+    with pytest.raises(ValueError, match="queue offsets"):
+        encode(sender, [0, 1])
+    with pytest.raises(ValueError, match="senders"):
+        encode([sender] * 2, [0])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from longboat.protocol.message import MAX_PROPERTIES_BYTES, BatchRecordFields
+from longboat.protocol.message import MAX_PROPERTIES_BYTES, RecordParts, RecordSender
 from longboat.protocol.properties import (
     Prop,
     properties_to_string,
@@ -37,8 +37,10 @@ class Admitted:
     topic: str
     topic_bytes: bytes
     queue_id: int
-    # Per message, the record fields `encode_record_batch` takes (properties encoded).
-    items: list[BatchRecordFields]
+    # Per message, body, properties (encoded) and flag, as `encode_record_batch` takes them.
+    messages: list[RecordParts]
+    # What the records say of their sender: one for the whole batch, or one per message.
+    senders: RecordSender | list[RecordSender]
     # Per message, whether it gets a queue entry (not the prepared or rolled-back half of a
     # transaction); None when every message does, the common case.
     consumable: list[bool] | None
@@ -72,7 +74,8 @@ class Admission:
         if refused is not None:
             return refused
         limit = self.max_message_size
-        items: list[BatchRecordFields] = []
+        parts: list[RecordParts] = []
+        senders: list[RecordSender] = []
         plain_flags: list[bool] = []
         codes: list[int] = []
         tag_cache = self._tags_codes
@@ -93,9 +96,10 @@ class Admission:
                     PutStatus.PROPERTIES_SIZE_EXCEEDED,
                     error=f"properties of {len(encoded)} bytes exceed {MAX_PROPERTIES_BYTES}",
                 )
-            items.append(
-                (m.body, encoded, m.flag, sys_flag, m.born_timestamp, m.born_host, m.born_port,
-                 m.reconsume_times, m.prepared_transaction_offset)
+            parts.append((m.body, encoded, m.flag))
+            senders.append(
+                (sys_flag, m.born_timestamp, m.born_host, m.born_port, m.reconsume_times,
+                 m.prepared_transaction_offset)
             )  # fmt: skip
             if m.tags_code is not None or not props:
                 codes.append(m.tags_code or 0)
@@ -104,7 +108,7 @@ class Admission:
                 code = tag_cache.get(tags) if tags else 0
                 codes.append(self.tags_code(tags) if code is None else code)
         consumable = None if all(plain_flags) else plain_flags
-        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes)
+        return Admitted(topic, topic.encode(), queue_id, parts, senders, consumable, codes)
 
     def admit_encoded(self, batch: EncodedBatch) -> Admitted | PutResult:
         """`admit` for a batch that keeps its property bytes: the tag is read from the
@@ -118,12 +122,10 @@ class Admission:
         sys_flag, born_host = batch.sys_flag, batch.born_host
         if len(born_host) not in (4, 16):
             return _illegal(f"born host of {len(born_host)} bytes is not IPv4 or IPv6")
-        shared = (sys_flag, batch.born_timestamp, born_host, batch.born_port, 0, 0)
         limit = self.max_message_size
-        items: list[BatchRecordFields] = []
         codes: list[int] = []
         raw_codes = self._raw_tags_codes
-        for body, props, flag in msgs:
+        for body, props, _flag in msgs:
             if len(body) > limit:
                 return _illegal(f"message body of {len(body)} bytes exceeds maxMessageSize {limit}")
             if len(props) > MAX_PROPERTIES_BYTES:
@@ -133,7 +135,6 @@ class Admission:
                 )
             if not props.isascii() and not _is_utf8(props):
                 return _illegal("message properties are not UTF-8")
-            items.append((body, props, flag, *shared))
             tags = raw_property(props, _TAGS_MARKER)
             if tags is None:
                 codes.append(0)
@@ -145,7 +146,8 @@ class Admission:
                     code = raw_codes[tags] = tags_code(tags.decode())
                 codes.append(code)
         consumable = None if sys_flag & _TRANSACTION_MASK in _CONSUMABLE else [False] * len(msgs)
-        return Admitted(topic, topic.encode(), queue_id, items, consumable, codes)
+        sender = (sys_flag, batch.born_timestamp, born_host, batch.born_port, 0, 0)
+        return Admitted(topic, topic.encode(), queue_id, msgs, sender, consumable, codes)
 
 
 def _bad_target(topic: str, queue_id: int) -> PutResult | None:

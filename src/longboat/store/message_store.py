@@ -43,8 +43,8 @@ from pathlib import Path
 from longboat.protocol.ids import host_bytes, offset_msg_id_prefix
 from longboat.protocol.message import (
     POS_PHYSICALOFFSET,
-    BatchRecordFields,
     MessageExt,
+    RecordParts,
     encode_record_batch,
 )
 from longboat.protocol.properties import Prop, RawProperties
@@ -116,7 +116,7 @@ class MessageStore:
         # Appends whose index entries are not written yet, in log order (see
         # `_index_appended`): (topic, record fields, commit-log offsets, store time, end of
         # the append's records).
-        self._unindexed: list[tuple[str, list[BatchRecordFields], list[int], int, int]] = []
+        self._unindexed: list[tuple[str, list[RecordParts], list[int], int, int]] = []
         # Set by `defer_indexing`: how the appending thread has the entries written later.
         self._index_later: Callable[[Callable[[], None]], object] | None = None
         self._index_pending = False
@@ -262,8 +262,8 @@ class MessageStore:
         if type(admitted) is PutResult:
             return admitted
         assert type(admitted) is Admitted
-        items = admitted.items
-        return self._put(admitted, lambda i: RawProperties(items[i][1]))
+        messages = admitted.messages
+        return self._put(admitted, lambda i: RawProperties(messages[i][1]))
 
     def _put(
         self, admitted: Admitted, properties_of: Callable[[int], Mapping[str, str]]
@@ -330,9 +330,9 @@ class MessageStore:
         hashes: list[int] = []
         owners: list[int] = []
         stamps: list[int] = []
-        for topic, items, offsets, stored_ms, _ in unindexed:
-            # item[1]: the message's encoded properties, as stored.
-            found, at = encoded_batch_hashes(topic_seed(topic), [i[1] for i in items], offsets)
+        for topic, messages, offsets, stored_ms, _ in unindexed:
+            # m[1]: the message's encoded properties, as stored.
+            found, at = encoded_batch_hashes(topic_seed(topic), [m[1] for m in messages], offsets)
             hashes += found
             owners += at
             stamps += [stored_ms] * len(found)
@@ -410,7 +410,7 @@ class MessageStore:
         consumable = admitted.consumable
         if consumable is None:
             queue_offsets: list[int] = list(
-                range(first_queue_offset, first_queue_offset + len(admitted.items))
+                range(first_queue_offset, first_queue_offset + len(admitted.messages))
             )
         else:
             # Prepared and rolled-back halves of transactions get no queue entry (offset 0).
@@ -427,7 +427,8 @@ class MessageStore:
             store_timestamp=now,
             store_host=host,
             store_port=port,
-            items=admitted.items,
+            messages=admitted.messages,
+            senders=admitted.senders,
             queue_offsets=queue_offsets,
         )
         size = len(data)
@@ -462,7 +463,7 @@ class MessageStore:
         if entries:
             cq.append(first_queue_offset, entries)
             self._queues.dirty.add(cq)
-        self._unindexed.append((topic, admitted.items, offsets, now, end))
+        self._unindexed.append((topic, admitted.messages, offsets, now, end))
         appended = Appended(offsets, queue_offsets, sizes, now, self._msg_id_prefix)
         durable = self._flusher.request(end) if self._sync else None
         return PutResult(PutStatus.PUT_OK, appended, durable=durable)
