@@ -15,6 +15,7 @@ import pytest
 from longboat.client import ClientConfig, ClientUsageError, Message, MessageTooLargeError
 from longboat.client.producer import Producer, validate_topic
 from longboat.client.selector import RoundRobin, select_by_hash, sharding_hash
+from longboat.protocol.batch import decode_batch
 from longboat.protocol.properties import Prop, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.types import MessageQueue
@@ -101,3 +102,37 @@ def test_sharding_key_hash_matches_java() -> None:
     msg = Message("T", b"x")
     assert select_by_hash(queues, msg, "TagA") == queues[2598919 % 8]
     assert select_by_hash(queues, msg, "order-42") == select_by_hash(queues, msg, "order-42")
+
+
+def test_a_batch_body_carries_each_message_with_its_own_uniq_key(producer: Producer) -> None:
+    """The properties written without a dict (tag only, or nothing) are the bytes the dict
+    path gives; a message's own UNIQ_KEY is kept."""
+    msgs = [
+        Message("T", b"a"),
+        Message("T", b"b", tags="TagA"),
+        Message("T", b"c", keys="k", properties={Prop.UNIQ_KEY: "OWN"}, flag=7),
+    ]
+    body, uniqs = producer._batch_body(msgs, "T")
+    items = decode_batch(body)
+    assert [i.body for i in items] == [b"a", b"b", b"c"] and items[2].flag == 7
+    assert [i.properties for i in items] == [
+        {Prop.UNIQ_KEY: uniqs[0]},
+        {Prop.TAGS: "TagA", Prop.UNIQ_KEY: uniqs[1]},
+        {Prop.KEYS: "k", Prop.UNIQ_KEY: "OWN"},
+    ]
+    assert uniqs[2] == "OWN" and len(set(uniqs)) == 3
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (Message("U", b"x"), "one topic"),
+        (Message("T", b"x", delay_level=2), "delay level"),
+        (Message("T", b""), "body is empty"),
+    ],
+)
+def test_a_batch_refuses_what_it_cannot_hold(
+    producer: Producer, bad: Message, message: str
+) -> None:
+    with pytest.raises(ClientUsageError, match=message):
+        producer._batch_body([Message("T", b"ok"), bad], "T")

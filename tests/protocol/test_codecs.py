@@ -494,6 +494,7 @@ def test_reserved_ids_are_the_ids_next_many_would_give_and_the_counter_moves_pas
         head, first = a.reserve(n)
         assert [f"{head}{(first + i) & 0xFFFF:04X}" for i in range(n)] == b.next_many(n)
     assert a.next_many(2) == b.next_many(2)
+    assert [a.next() for _ in range(3)] == b.next_many(3)
 
 
 def test_ids_take_addresses_not_names() -> None:

@@ -24,7 +24,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
@@ -308,11 +308,9 @@ class Producer(InstanceUser):
         elements: list[tuple[bytes, bytes, int]] = []
         uniqs = self._uniq.next_many(len(msgs))
         for i, m in enumerate(msgs):
-            if m.topic != topic:
-                raise ClientUsageError(f"a batch must have one topic: {topic!r} and {m.topic!r}")
-            if m.delay_level > 0:
-                raise ClientUsageError("batched messages cannot have a delay level")
-            _check_body(m)
+            body = m.body
+            if m.topic != topic or m.delay_level > 0 or not body:
+                _refuse_in_batch(m, topic)
             if m.properties or m.keys:
                 props = m.wire_properties()
                 uniqs[i] = props.setdefault(Prop.UNIQ_KEY, uniqs[i])
@@ -320,8 +318,8 @@ class Producer(InstanceUser):
             elif m.tags:
                 text = f"{_TAGS_PREFIX}{m.tags}{_UNIQ_KEY_INFIX}{uniqs[i]}"
             else:
-                text = f"{_UNIQ_KEY_PREFIX}{uniqs[i]}"
-            elements.append((m.body, text.encode(), m.flag))
+                text = _UNIQ_KEY_PREFIX + uniqs[i]
+            elements.append((body, text.encode(), m.flag))
         return join_batch(elements), uniqs
 
     def _check_size(self, size: int, what: str) -> None:
@@ -457,6 +455,15 @@ class Producer(InstanceUser):
 def _check_body(msg: Message) -> None:
     if not msg.body:
         raise ClientUsageError("message body is empty")
+
+
+def _refuse_in_batch(msg: Message, topic: str) -> NoReturn:
+    """ClientUsageError for a message a batch to `topic` cannot hold (called only for one)."""
+    if msg.topic != topic:
+        raise ClientUsageError(f"a batch must have one topic: {topic!r} and {msg.topic!r}")
+    if msg.delay_level > 0:
+        raise ClientUsageError("batched messages cannot have a delay level")
+    raise ClientUsageError("message body is empty")
 
 
 def _check_batch_topic(topic: str) -> None:
