@@ -114,8 +114,8 @@ class MessageStore:
         self._last_store_ms = 0
         self._dispatched = 0
         # Appends whose index entries are not written yet, in log order (see
-        # `_index_appended`): (topic, record fields, commit-log offsets, store time, end of
-        # the append's records).
+        # `_index_appended`): (topic, messages (body, properties, flag), commit-log offsets,
+        # store time, end of the append's records).
         self._unindexed: list[tuple[str, list[RecordParts], list[int], int, int]] = []
         # Set by `defer_indexing`: how the appending thread has the entries written later.
         self._index_later: Callable[[Callable[[], None]], object] | None = None
