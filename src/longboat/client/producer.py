@@ -24,7 +24,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
@@ -457,13 +457,13 @@ def _check_body(msg: Message) -> None:
         raise ClientUsageError("message body is empty")
 
 
-def _refuse_in_batch(msg: Message, topic: str) -> NoReturn:
+def _refuse_in_batch(msg: Message, topic: str) -> None:
     """ClientUsageError for a message a batch to `topic` cannot hold (called only for one)."""
     if msg.topic != topic:
         raise ClientUsageError(f"a batch must have one topic: {topic!r} and {msg.topic!r}")
     if msg.delay_level > 0:
         raise ClientUsageError("batched messages cannot have a delay level")
-    raise ClientUsageError("message body is empty")
+    _check_body(msg)
 
 
 def _check_batch_topic(topic: str) -> None:

@@ -110,8 +110,7 @@ class UniqKeyGenerator:
         self._next_month_ms = int(nxt.timestamp() * 1000)
 
     def next(self) -> str:
-        head, counter = self.reserve(1)
-        return head + _HEX_BYTES[counter >> 8] + _HEX_BYTES[counter & 0xFF]
+        return self.next_many(1)[0]
 
     def next_many(self, n: int) -> list[str]:
         """`n` ids from one clock read and one lock (a batch's messages)."""
