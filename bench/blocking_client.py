@@ -26,10 +26,9 @@ import time
 from collections.abc import Callable
 
 from bench.broker_bench import servers_in_child
-
-from longboat.cli.runtime import run
 from longboat.client import Message, sync
 from longboat.client.producer import Producer
+from longboat.remoting.event_loop import run
 
 TOPIC = "BlockingBench"
 BODY = b"x" * 256

@@ -47,19 +47,17 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bench.wire import bare_pull, bare_send
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
 from longboat.bench.usage import sample
-from longboat.cli.runtime import run
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.headers import (
-    PullMessageRequestHeader,
     QueueRequestHeader,
-    SendMessageRequestHeaderV2,
 )
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 BODY = 256
 BATCH = 64
@@ -168,16 +166,6 @@ async def echo_round_trips(port: int, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
-def bare_send(topic: str, queue_id: int, body: bytes, *, batch: bool) -> RemotingCommand:
-    """A send request built once and re-sent (the remoting layer sets a fresh opaque)."""
-    header = SendMessageRequestHeaderV2(
-        "bench_pg", topic, "TBW102", 8, queue_id, 0, int(time.time() * 1000), 0, "TAGS\x01TagA\x02",
-        batch=batch or None,
-    )  # fmt: skip
-    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-    return RemotingCommand.request(code, header.to_ext(), body)
-
-
 async def bare_produce(broker: str, messages: int) -> dict[str, float]:
     """Batches of 64 pre-encoded once, 4 in flight over one connection: what the broker can
     take when the client costs next to nothing."""
@@ -207,11 +195,9 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     topic = loadgen.unique("BenchBareWake")
     send = bare_send(topic, 0, b"x" * BODY, batch=False)
     await producer.request(broker, replace(send), 10)
-    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
     samples: list[float] = []
     for offset in range(1, rounds + WARMUP + 1):
-        header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 5000, 0, "*")
-        pull = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
+        pull = bare_pull("bench", topic, 0, offset, max_msgs=1, suspend_ms=5000)
         parked = asyncio.ensure_future(consumer.request(broker, pull, 10))
         await asyncio.sleep(PARK_S)
         t0 = time.perf_counter()
@@ -226,12 +212,6 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
-def _pull_at(topic: str, offset: int) -> RemotingCommand:
-    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
-    header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 20_000, 0, "*")
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
-
-
 async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
     """The parked consumers, in their own process (their 1,000 answers would otherwise be
     decoded by the loop that times the send): per offset received, park `parked` pulls there,
@@ -242,9 +222,9 @@ async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
         RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext()
     )
     while (offset := await loop.run_in_executor(None, pipe.recv)) is not None:
+        pull = bare_pull("bench", topic, 0, offset, max_msgs=1, suspend_ms=20_000)
         pulls = [
-            asyncio.ensure_future(client.request(broker, _pull_at(topic, offset), 30))
-            for _ in range(parked)
+            asyncio.ensure_future(client.request(broker, replace(pull), 30)) for _ in range(parked)
         ]
         # Let every pull task write its request (a loop turn each), then the barrier: one
         # connection's requests are handled in order, so once it is answered every pull

@@ -31,7 +31,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from bench.broker_bench import servers_in_child
-
 from longboat.client import ClientConfig, Message, PullStatus
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer

@@ -28,31 +28,28 @@ import time
 from typing import Any
 
 import grpc
+from google.protobuf.duration_pb2 import Duration
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as svc
+from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
+
 from bench.broker_bench import (
     BATCH,
     BODY,
     PARK_S,
     WARMUP,
     Case,
-    bare_send,
     bare_wakeup,
     echo_round_trips,
     run_cases,
     servers_in_child,
 )
-from google.protobuf.duration_pb2 import Duration
-from rocketmq.grpc_protocol import definition_pb2 as pb
-from rocketmq.grpc_protocol import service_pb2 as svc
-from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
-
+from bench.wire import bare_pull, bare_send
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
-from longboat.cli.runtime import run
-from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.batch import BatchItem, encode_batch
-from longboat.protocol.headers import PullMessageRequestHeader
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 QUEUES = 4
 RECEIVE_BATCH = 32
@@ -178,15 +175,11 @@ async def remoting_pull_commit(broker: str, messages: int) -> dict[str, float]:
         offset = 0
         end = total // QUEUES
         while offset < end:
-            flag = int(
-                PullSysFlag.build(commit_offset=offset > 0, suspend=False, subscription=True)
-            )
-            header = PullMessageRequestHeader(
-                "bench-pull", topic, queue_id, offset, RECEIVE_BATCH, flag, offset, 0, 0, "*"
-            )
-            response = await client.request(
-                broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 10
-            )
+            pull = bare_pull(
+                "bench-pull", topic, queue_id, offset, max_msgs=RECEIVE_BATCH,
+                commit_offset=offset if offset > 0 else None,
+            )  # fmt: skip
+            response = await client.request(broker, pull, 10)
             assert response.code == 0, response.remark
             next_offset = int(response.ext_fields["nextBeginOffset"])
             done += next_offset - offset

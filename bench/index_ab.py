@@ -24,7 +24,6 @@ from types import ModuleType
 from typing import Any
 
 from bench.revisions import module_at
-
 from longboat.store import index as this_index
 from longboat.store.config import StoreConfig
 

@@ -23,10 +23,11 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
-from bench.revisions import module_at
 
+from bench.revisions import module_at
 from longboat.protocol import (
     FrameDecoder,
     RemotingCommand,
@@ -171,7 +172,7 @@ def build_cases(against: str | None = None) -> list[Case]:
                 f"send request encode ({tag})",
                 "frames",
                 1,
-                lambda c=cmd: encode_parts(c),
+                partial(encode_parts, cmd),
                 "orjson.dumps(header)" if tag == "JSON" else None,
             ),
             Case(

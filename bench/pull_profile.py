@@ -30,24 +30,22 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
+from functools import partial
 
 import orjson
-from bench.broker_bench import bare_send, start_servers
-from bench.send_profile import cpu_per_request
 
-from longboat.cli.runtime import run
-from longboat.protocol import RemotingCommand, RequestCode
+from bench.broker_bench import start_servers
+from bench.send_profile import cpu_per_request
+from bench.wire import bare_pull, bare_send
 from longboat.protocol.batch import BatchItem, encode_batch
-from longboat.protocol.headers import PullMessageRequestHeader
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 TOPIC = "ProfilePull"
 QUEUES = 4
 GROUPS = 4
 PULL = 32
 BATCH = 64
-FLAGS = PullSysFlag.build(commit_offset=True, suspend=True, subscription=True)
 
 
 async def _pull_everything(addr: str, per_queue: int, run_id: str) -> None:
@@ -57,11 +55,10 @@ async def _pull_everything(addr: str, per_queue: int, run_id: str) -> None:
     async def reader(group: int, queue_id: int) -> None:
         offset = 0
         while offset < per_queue:
-            header = PullMessageRequestHeader(
-                f"profile-{run_id}-{group}", TOPIC, queue_id, offset, PULL, FLAGS, offset,
-                15_000, 0, "*", "TAG",
+            request = bare_pull(
+                f"profile-{run_id}-{group}", TOPIC, queue_id, offset, max_msgs=PULL,
+                suspend_ms=15_000, commit_offset=offset,
             )  # fmt: skip
-            request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
             response = await clients[group].request(addr, request, 10)
             assert response.code == 0, response.remark
             offset = int(response.ext_fields["nextBeginOffset"])
@@ -129,10 +126,7 @@ async def _fill(addr: str, per_queue: int) -> bytes:
         for _ in range(per_queue // BATCH):
             response = await client.request(addr, replace(request), 10)
             assert response.code == 0, response.remark
-    header = PullMessageRequestHeader("profile-fill", TOPIC, 0, 0, PULL, FLAGS, 0, 0, 0, "*", "TAG")
-    pulled = await client.request(
-        addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 10
-    )
+    pulled = await client.request(addr, bare_pull("profile-fill", TOPIC, 0, 0, max_msgs=PULL), 10)
     await client.close()
     return pulled.body
 
@@ -152,11 +146,11 @@ async def profile(per_queue: int, runs: int, top: int) -> None:
             rows = []
             for i in range(runs):
                 floor_cpu = await cpu_per_request(
-                    lambda i=i: _run_puller(floor_addr, per_queue, f"floor{i}"), pulls
+                    partial(_run_puller, floor_addr, per_queue, f"floor{i}"), pulls
                 )
                 t0 = time.perf_counter()
                 broker_cpu = await cpu_per_request(
-                    lambda i=i: _run_puller(addr, per_queue, f"run{i}"), pulls
+                    partial(_run_puller, addr, per_queue, f"run{i}"), pulls
                 )
                 rows.append((pulls * PULL / (time.perf_counter() - t0), *broker_cpu, *floor_cpu))
             floor.close()

@@ -22,7 +22,6 @@ from pathlib import Path
 
 from bench.revisions import module_at
 from bench.store_bench import READ_SHAPES, drain, make_messages, read_config
-
 from longboat.store import MessageStore, message_store
 
 MODULE = "src/longboat/store/queue_read.py"

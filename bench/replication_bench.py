@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from longboat.bench import loadgen
-from longboat.cli.runtime import run
 from longboat.client import ClientConfig
 from longboat.client.queue_reader import QueueReader
 from longboat.protocol.types import MessageQueue
+from longboat.remoting.event_loop import run
 
 GROUP_NAME = "bench-ha"
 QUEUES = 4

@@ -53,7 +53,7 @@ if str(TESTS) not in sys.path:
 
 from longboat.bench import loadgen  # noqa: E402
 from longboat.bench.usage import sample  # noqa: E402
-from longboat.cli.runtime import run as run_async  # noqa: E402
+from longboat.remoting.event_loop import run as run_async  # noqa: E402
 from peers.process import PeerProcess, run_peer  # noqa: E402
 from peers.rocketmq import (  # noqa: E402
     CLIENT_DIR,

@@ -34,11 +34,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 
 import orjson
-from bench.broker_bench import bare_send, start_servers
 
+from bench.broker_bench import start_servers
+from bench.wire import bare_send
 from longboat.bench.usage import sample
-from longboat.cli.runtime import run
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 BODY = b"x" * 256
 

@@ -148,13 +148,16 @@ class ReplayedStream(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"files": 0}
 
-    def latestOffset(self) -> dict[str, int]:
+    # Spark still accepts the zero-argument form (no admission control): every file is one
+    # offset, all of them in the first micro-batch, as the synthetic stream does.
+    def latestOffset(self) -> dict[str, int]:  # type: ignore[override]
         return {"files": len(self.paths)}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[ReplayedFile]:
         return [ReplayedFile(p) for p in self.paths[start["files"] : end["files"]]]
 
-    def read(self, partition: ReplayedFile) -> Any:
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, ReplayedFile)
         with pa.memory_map(partition.path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
@@ -197,7 +200,8 @@ class SyntheticBatch(DataSourceReader):
     def partitions(self) -> list[Slice]:
         return _split(self.rows)
 
-    def read(self, partition: Slice) -> Any:
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, Slice)
         return _slices(partition.rows)
 
 
@@ -208,13 +212,15 @@ class SyntheticStream(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"rows": 0}
 
-    def latestOffset(self) -> dict[str, int]:
+    # The zero-argument form, as ReplayedStream's.
+    def latestOffset(self) -> dict[str, int]:  # type: ignore[override]
         return {"rows": self.rows}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Slice]:
         return _split(end["rows"] - start["rows"])
 
-    def read(self, partition: Slice) -> Any:
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, Slice)
         return _slices(partition.rows)
 
 
@@ -275,7 +281,6 @@ def reader_alone(namesrv: str, runs: int, against: str | None, tags: str | None)
     then the columnar decode alone over the same pull answers, grouped as `read_range` groups
     them; with `against`, alternated with that revision's decoder (`bench.revisions`)."""
     from bench.revisions import module_at
-
     from longboat.spark.arrow import decode_to_batch
     from longboat.spark.options import parse_read_options
     from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, read_range
@@ -317,7 +322,9 @@ def reader_alone(namesrv: str, runs: int, against: str | None, tags: str | None)
         for name, decode in decoders.items():
             c0, rows = time.process_time(), 0
             for part, body in grouped:
-                rows += decode(body, part.topic, part.broker, part.end, None).num_rows
+                batch = decode(body, part.topic, part.broker, part.end, None)
+                assert batch is not None  # every body here holds rows
+                rows += batch.num_rows
             times[name].append((time.process_time() - c0) / rows * 1e6)
             print(f"decode alone {run + 1}, {name}: {times[name][-1]:.2f} us CPU/row")
     if against is not None:

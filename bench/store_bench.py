@@ -28,6 +28,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from longboat.protocol.message import encode_record_batch
@@ -425,7 +426,7 @@ def appends_and_syncs(args: argparse.Namespace, base: Path) -> None:
             ),
         ):
             fig, spread = median_runs(
-                runs, lambda w=work: timed_store_run(base, FlushDiskType.ASYNC_FLUSH, w)
+                runs, partial(timed_store_run, base, FlushDiskType.ASYNC_FLUSH, work)
             )
             print(
                 f"| ASYNC_FLUSH append {body_size} B, {label} | {fig.msgs_per_s:,.0f} | "
@@ -441,8 +442,8 @@ def appends_and_syncs(args: argparse.Namespace, base: Path) -> None:
         for writers in (1, SYNC_WRITERS):
             fig, spread = median_runs(
                 runs,
-                lambda w=writers, m=sync_msgs: timed_store_run(
-                    base, FlushDiskType.SYNC_FLUSH, append_sync(m, w)
+                partial(
+                    timed_store_run, base, FlushDiskType.SYNC_FLUSH, append_sync(sync_msgs, writers)
                 ),
             )
             print(

@@ -36,10 +36,9 @@ from bench.broker_bench import start_servers
 from bench.peers.base import Client
 from bench.peers.longboat_system import LongboatClient
 from bench.peers.redis_streams import RedisStreams, RedisStreamsClient
-
 from longboat.bench.stats import percentile
-from longboat.cli.runtime import run
 from longboat.protocol import RequestCode
+from longboat.remoting.event_loop import run
 
 SETTLE_S = 0.002  # as bench.peers' wakeup: time the parked read gets to reach the server
 STREAM = "WakePath"
