@@ -3,6 +3,7 @@ assertion about speed: the point is that the committed commands still work)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -35,13 +36,21 @@ def _run(*args: str, env: dict[str, str] | None = None) -> str:
      ("bench.pull_profile", "pull", ("--messages", "640"))],
 )  # fmt: skip
 def test_request_profiles_print_cpu_per_request_and_calls(
-    script: str, kind: str, sizes: tuple[str, ...]
+    script: str, kind: str, sizes: tuple[str, ...], tmp_path: Path
 ) -> None:
-    out = _run(script, *sizes, "--runs", "2", "--top", "5")
+    recorded = tmp_path / "result.json"
+    record = ("--json", str(recorded)) if kind == "send" else ()
+    out = _run(script, *sizes, "--runs", "2", "--top", "5", *record)
     assert re.search(rf"broker CPU per {kind}: [\d.]+ us user \+ [\d.]+ us system", out)
     assert re.search(r"Python floor CPU per request: [\d.]+ us user \+ [\d.]+ us system", out)
     assert re.search(r"broker / floor, CPU per request \(runs' median\): [\d.]+x", out)
     assert re.search(rf"under cProfile: \d+ Python calls per {kind}", out)
+    if record:
+        result = json.loads(recorded.read_text())
+        assert result["benchmark"] == "send_profile" and len(result["runs"]) == 2
+        assert set(result["environment"]) >= {"commit", "host", "cpu_model", "date"}
+        (target,) = result["page"]["targets"]
+        assert target["met"] == (result["summary"]["broker_over_floor"] <= 2.0)
 
 
 @pytest.mark.timeout(300)
@@ -110,31 +119,43 @@ def test_index_ab_compares_against_a_revision_in_one_process() -> None:
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     """A derived figure a run could not measure (None, or absent from an older run) is left
     out of the ratio, which then says how many runs it rests on, and a row with no run
-    measured for both systems has neither ratio nor verdict."""
+    measured for both systems has neither ratio nor verdict; each peer has its own ratio."""
     from bench import rocketmq_compare
 
     keys = [key for key, *_ in rocketmq_compare.ROWS]
+    systems = ["longboat", "rocketmq-4.9.7", "rocketmq-5.3.3"]
 
     def run(longboat: float | None, rocketmq: float | None) -> dict[str, dict[str, float | None]]:
         ours: dict[str, float | None] = dict.fromkeys(keys, 2.0)
         theirs: dict[str, float | None] = dict.fromkeys(keys, 4.0)
-        ours["cpu_consume"], theirs["cpu_consume"] = longboat, rocketmq
+        ours["cpu_drain"], theirs["cpu_drain"] = longboat, rocketmq
         ours["drain"], theirs["drain"] = longboat, rocketmq
-        return {"longboat": ours, "rocketmq": theirs}
+        return {"longboat": ours, "rocketmq-4.9.7": theirs, "rocketmq-5.3.3": dict(theirs)}
 
-    summary = rocketmq_compare.summarize([run(8.0, None), run(6.0, None), run(3.0, 2.0)])
-    assert summary["cpu_consume"]["rocketmq"] == {"median": 2.0, "min": 2.0, "max": 2.0}
-    assert summary["cpu_consume"]["ratios"] == [1.5]
-    assert rocketmq_compare.ratio_label(summary["cpu_consume"], 3) == "1.50x (1 of 3 runs)"
-    assert rocketmq_compare.ratio_label(summary["batch"], 3) == "0.50x"
-    assert summary["batch"]["ratio"] == 0.5 and summary["batch"]["met"] is False
-    none = rocketmq_compare.summarize([run(8.0, None)])
-    assert none["cpu_consume"]["rocketmq"] is None
-    assert none["drain"]["ratio"] is None and none["drain"]["met"] is None
-    rocketmq_compare.report({"settings": {}, "runs": [], "summary": none})  # prints
+    summary = rocketmq_compare.summarize([run(8.0, None), run(6.0, None), run(3.0, 2.0)], systems)
+    row = summary["cpu_drain"]
+    assert row["figures"]["rocketmq-4.9.7"] == {"median": 2.0, "min": 2.0, "max": 2.0}
+    assert set(row["against"]) == {"rocketmq-4.9.7", "rocketmq-5.3.3"}
+    assert row["against"]["rocketmq-5.3.3"]["ratios"] == [1.5]
+    assert rocketmq_compare.ratio_label(row["against"]["rocketmq-4.9.7"], 3) == (
+        "1.50x (1 of 3 runs)"
+    )
+    batch = summary["batch"]["against"]["rocketmq-4.9.7"]
+    assert rocketmq_compare.ratio_label(batch, 3) == "0.50x"
+    assert batch["ratio"] == 0.5 and batch["met"] is False
+    none = rocketmq_compare.summarize([run(8.0, None)], systems)
+    assert none["cpu_drain"]["figures"]["rocketmq-4.9.7"] is None
+    drain = none["drain"]["against"]["rocketmq-4.9.7"]
+    assert drain["ratio"] is None and drain["met"] is None
+    rocketmq_compare.report(
+        {"settings": dict.fromkeys(systems, ""), "runs": [], "summary": none}
+    )  # prints
     older = run(3.0, 2.0)  # recorded before a row existed: --replot still summarizes it
-    del older["longboat"]["cpu_fanout"], older["rocketmq"]["cpu_fanout"]
-    assert rocketmq_compare.summarize([older])["cpu_fanout"]["rocketmq"] is None
+    del older["longboat"]["cpu_fanout"], older["rocketmq-4.9.7"]["cpu_fanout"]
+    assert (
+        rocketmq_compare.summarize([older], systems)["cpu_fanout"]["figures"]["rocketmq-4.9.7"]
+        is None
+    )
 
 
 def test_rocketmq_compare_shows_rss_growth_side_by_side_without_a_ratio() -> None:
@@ -144,13 +165,14 @@ def test_rocketmq_compare_shows_rss_growth_side_by_side_without_a_ratio() -> Non
 
     keys = [key for key, *_ in rocketmq_compare.ROWS]
     runs: list[dict[str, dict[str, float | None]]] = [
-        {"longboat": dict.fromkeys(keys, 24.0), "rocketmq": dict.fromkeys(keys, growth)}
+        {"longboat": dict.fromkeys(keys, 24.0), "rocketmq-4.9.7": dict.fromkeys(keys, growth)}
         for growth in (0.5, -3.9, 3.3)
     ]
-    row = rocketmq_compare.summarize(runs)["parked_rss"]
-    assert row["ratio"] is None and row["ratios"] == []
-    assert row["rocketmq"] == {"median": 0.5, "min": -3.9, "max": 3.3}
-    assert rocketmq_compare.ratio_label(row, 3) == "-"
+    row = rocketmq_compare.summarize(runs, ["longboat", "rocketmq-4.9.7"])["parked_rss"]
+    against = row["against"]["rocketmq-4.9.7"]
+    assert against["ratio"] is None and against["ratios"] == []
+    assert row["figures"]["rocketmq-4.9.7"] == {"median": 0.5, "min": -3.9, "max": 3.3}
+    assert rocketmq_compare.ratio_label(against, 3) == "-"
 
 
 @pytest.mark.timeout(300)
