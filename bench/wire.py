@@ -3,7 +3,8 @@
 The broker benchmarks send frames through `RemotingClient` directly, so a figure holds the
 broker's cost and not a client's (routes, retries, decoding).  Their requests are built here,
 once, through the protocol's typed headers by field name: a new header field then fails here,
-loudly, instead of shifting the meaning of a positional argument in five scripts.
+loudly, instead of shifting the meaning of a positional argument in five scripts; a pull's
+flags come from `PullMessageRequestHeader.pulling`, as the client's.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ import time
 
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.headers import PullMessageRequestHeader, SendMessageRequestHeaderV2
-from longboat.protocol.sysflags import PullSysFlag
 
 
 def bare_send(topic: str, queue_id: int, body: bytes, *, batch: bool) -> RemotingCommand:
@@ -44,24 +44,14 @@ def bare_pull(
     commit_offset: int | None = None,
 ) -> RemotingCommand:
     """PULL_MESSAGE of up to `max_msgs` from `offset`, subscribed to every tag; `suspend_ms`
-    > 0 lets the broker park it; `commit_offset` stores the group's offset with it (the flags
-    RocketMQ's consumers set, as `ClientAPI.pull` sets them)."""
-    header = PullMessageRequestHeader(
-        consumerGroup=group,
+    > 0 lets the broker park it; `commit_offset` stores the group's offset with it."""
+    header = PullMessageRequestHeader.pulling(
+        group=group,
         topic=topic,
-        queueId=queue_id,
-        queueOffset=offset,
-        maxMsgNums=max_msgs,
-        sysFlag=int(
-            PullSysFlag.build(
-                commit_offset=commit_offset is not None,
-                suspend=suspend_ms > 0,
-                subscription=True,
-            )
-        ),
-        commitOffset=commit_offset or 0,
-        suspendTimeoutMillis=suspend_ms,
-        subscription="*",
-        expressionType="TAG",
+        queue_id=queue_id,
+        offset=offset,
+        max_msgs=max_msgs,
+        suspend_ms=suspend_ms,
+        commit_offset=commit_offset,
     )
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
