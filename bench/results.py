@@ -105,3 +105,34 @@ def add_json_option(parser: ArgumentParser, benchmark: str) -> None:
     parser.add_argument(
         "--json", type=Path, default=None, help=f"write the result here [results/{benchmark}.json]"
     )
+
+
+class Page:
+    """The tables a benchmark prints, kept as its result's `page` as they are printed: each
+    table's header and each row go to stdout as Markdown and into the page, so the printed
+    figures and the recorded ones are the same strings."""
+
+    def __init__(self) -> None:
+        self.tables: list[dict[str, Any]] = []
+        self.targets: list[dict[str, Any]] = []
+
+    def table(self, title: str, columns: Sequence[str], align: Sequence[str] = ()) -> None:
+        """Start a table; `align` is each column's Markdown rule (default `---`)."""
+        self.tables.append({"title": title, "columns": list(columns), "rows": []})
+        rules = list(align) + ["---"] * (len(columns) - len(align))
+        print()
+        print(title)
+        print()
+        print("| " + " | ".join(columns) + " |")
+        print("|" + "|".join(rules) + "|")
+
+    def row(self, *cells: object) -> None:
+        text = [str(c) for c in cells]
+        self.tables[-1]["rows"].append(text)
+        print("| " + " | ".join(text) + " |")
+
+    def target(self, figure: str, target: str, value: str, met: bool | None) -> None:
+        self.targets.append({"figure": figure, "target": target, "value": value, "met": met})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"targets": self.targets, "tables": self.tables}
