@@ -91,7 +91,10 @@ def test_spark_bench_prints_every_case_and_ratio(tmp_path: Path) -> None:
         "TMPDIR": str(tmp_path),
         "JAVA_TOOL_OPTIONS": f"-Djava.io.tmpdir={tmp_path}",
     }
-    out = _run("bench.spark_bench", "--rows", "2000", "--runs", "1", env=scratch)
+    recorded = tmp_path / "spark_bench.json"
+    out = _run(
+        "bench.spark_bench", "--rows", "2000", "--runs", "1", "--json", str(recorded), env=scratch
+    )
     for case in ("synthetic → noop", "longboat → parquet", "longboat replayed → noop",
                  "synthetic → longboat sink"):  # fmt: skip
         assert re.search(rf"^{case} +[\d,]+ ", out, re.MULTILINE), case
@@ -99,6 +102,11 @@ def test_spark_bench_prints_every_case_and_ratio(tmp_path: Path) -> None:
                   "longboat replayed/synthetic → noop",
                   "longboat sink/noop \\(batch write\\)"):  # fmt: skip
         assert re.search(rf"^ratio {label}: [\d.]+ \(per-run median [\d.]+\)$", out, re.M)
+    result = json.loads(recorded.read_text())
+    assert result["benchmark"] == "spark_bench" and len(result["runs"]) == 1
+    assert "synthetic → noop" in result["runs"][0]
+    (target,) = result["page"]["targets"]
+    assert target["met"] == (float(target["value"]) >= 0.7)
 
 
 @pytest.mark.timeout(300)
