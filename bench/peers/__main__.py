@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per workload and system")
     ap.add_argument("--parked", type=int, default=d.parked, help="K parked polls")
     ap.add_argument("--idle-window", type=float, default=d.idle_window_s, help="seconds")
-    ap.add_argument("--single-messages", type=int, default=d.single_messages)
-    ap.add_argument("--produce-messages", type=int, default=d.produce_messages)
+    ap.add_argument("--warmup", type=float, default=d.warmup_s, help="produce warm-up, seconds")
+    ap.add_argument("--duration", type=float, default=d.duration_s, help="produce window, s")
     ap.add_argument("--produce-batch", type=int, default=d.produce_batch)
     ap.add_argument("--fanout-messages", type=int, default=d.fanout_messages)
     ap.add_argument("--time-limit", type=float, default=d.time_limit_s, help="per role, seconds")
@@ -51,8 +51,8 @@ def main(argv: list[str] | None = None) -> int:
         rounds=args.rounds,
         parked=args.parked,
         idle_window_s=args.idle_window,
-        single_messages=args.single_messages,
-        produce_messages=args.produce_messages,
+        warmup_s=args.warmup,
+        duration_s=args.duration,
         produce_batch=args.produce_batch,
         fanout_messages=args.fanout_messages,
         time_limit_s=args.time_limit,
