@@ -47,6 +47,7 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bench import results
 from bench.wire import bare_pull, bare_send
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
@@ -383,21 +384,52 @@ def report(name: str, figures: dict[str, float]) -> None:
     print(f"  {name:<46} {shown}", flush=True)
 
 
-async def run_cases(table: dict[str, Case], runs: int) -> dict[str, dict[str, float]]:
-    """Run every case `runs` times in turn, printing each run's figures, then the medians;
-    returns the medians by case."""
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
+class CaseResults(NamedTuple):
+    """Every run's figures by case, their medians, and the comparisons printed after them."""
+
+    per_run: dict[str, list[dict[str, Any]]]
+    medians: dict[str, dict[str, float]]
+    ratios: list[str]
+
+    def say(self, line: str) -> None:
+        """Print a comparison of the medians and keep it for the result."""
+        print(line, flush=True)
+        self.ratios.append(line)
+
+    def record(self, benchmark: str, args: argparse.Namespace) -> dict[str, Any]:
+        """The result document (`bench.results`): the medians table and the comparisons."""
+        shown = [k for k in SHOWN if any(k in f for f in self.medians.values())]
+        rows = [
+            [name, *(f"{figures[k]:,.1f}" if k in figures else "" for k in shown)]
+            for name, figures in self.medians.items()
+        ]
+        runs = len(next(iter(self.per_run.values()), []))
+        page = {
+            "targets": [],
+            "tables": [
+                {"title": f"medians of {runs} runs", "columns": ["case", *shown], "rows": rows},
+                {"title": "comparisons", "columns": ["of the medians"],
+                 "rows": [[line] for line in self.ratios]},
+            ],
+        }  # fmt: skip
+        sizes = {k: v for k, v in vars(args).items() if k != "json"}
+        return results.record(benchmark, sizes=sizes, runs=[self.per_run], page=page)
+
+
+async def run_cases(table: dict[str, Case], runs: int) -> CaseResults:
+    """Run every case `runs` times in turn, printing each run's figures, then the medians."""
+    per_run: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
     for r in range(runs):
         print(f"run {r + 1}/{runs}", flush=True)
         for name, case in table.items():
             figures = await case()
-            results[name].append(figures)
+            per_run[name].append(figures)
             report(name, medians([figures]))
     print(f"\nmedians of {runs} runs", flush=True)
-    summary = {name: medians(figures) for name, figures in results.items()}
+    summary = {name: medians(figures) for name, figures in per_run.items()}
     for name, figures in summary.items():
         report(name, figures)
-    return summary
+    return CaseResults(per_run, summary, [])
 
 
 async def bench(
@@ -406,24 +438,24 @@ async def bench(
     table = cases(args, namesrv, broker, echo_port, pid)
     if args.only:
         table = {name: case for name, case in table.items() if args.only in name}
-    summary = await run_cases(table, args.runs)
+    measured = await run_cases(table, args.runs)
+    summary = measured.medians
     for name in (WAKEUP, BARE_WAKEUP):
         if name not in summary or ECHO not in summary:
             continue
         wake, echo = summary[name], summary[ECHO]
-        print(
+        measured.say(
             f"{name} / echo round trip: p50 {wake['p50_us'] / echo['p50_us']:.2f}x, "
-            f"p99 {wake['p99_us'] / echo['p99_us']:.2f}x",
-            flush=True,
+            f"p99 {wake['p99_us'] / echo['p99_us']:.2f}x"
         )
-    if SEND_ALONE not in summary or SEND_PARKED not in summary:
-        return
-    alone, beside = summary[SEND_ALONE], summary[SEND_PARKED]
-    print(
-        f"send with {PARKED} parked / with none: p50 {beside['p50_us'] / alone['p50_us']:.2f}x, "
-        f"p99 {beside['p99_us'] / alone['p99_us']:.2f}x",
-        flush=True,
-    )
+    if SEND_ALONE in summary and SEND_PARKED in summary:
+        alone, beside = summary[SEND_ALONE], summary[SEND_PARKED]
+        measured.say(
+            f"send with {PARKED} parked / with none: p50 "
+            f"{beside['p50_us'] / alone['p50_us']:.2f}x, p99 "
+            f"{beside['p99_us'] / alone['p99_us']:.2f}x"
+        )
+    print(f"result: {results.save(measured.record('broker_bench', args), args.json)}")
 
 
 def main() -> None:
@@ -439,6 +471,7 @@ def main() -> None:
         action="store_true",
         help="send-beside-parked cases: this process on CPU 0, broker and parker on CPU 1",
     )
+    results.add_json_option(parser, "broker_bench")
     args = parser.parse_args()
 
     with servers_in_child() as (namesrv, broker_addr, echo_port, pid, _):

@@ -33,6 +33,7 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as svc
 from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
 
+from bench import results
 from bench.broker_bench import (
     BATCH,
     BODY,
@@ -206,20 +207,20 @@ async def bench(args: argparse.Namespace, broker: str, endpoint: str, echo_port:
         GRPC_CONSUME: lambda: grpc_receive_ack(broker, endpoint, args.messages),
         REMOTING_CONSUME: lambda: remoting_pull_commit(broker, args.messages),
     }
-    summary = await run_cases(table, args.runs)
+    measured = await run_cases(table, args.runs)
+    summary = measured.medians
     grpc_wake, remoting_wake = summary[GRPC_WAKEUP], summary[REMOTING_WAKEUP]
     echo = summary[ECHO]
-    print(
+    measured.say(
         f"gRPC wake-up / remoting wake-up: p50 {grpc_wake['p50_us'] / remoting_wake['p50_us']:.2f}x"
         f", p99 {grpc_wake['p99_us'] / remoting_wake['p99_us']:.2f}x; "
-        f"gRPC wake-up / echo: p50 {grpc_wake['p50_us'] / echo['p50_us']:.2f}x",
-        flush=True,
+        f"gRPC wake-up / echo: p50 {grpc_wake['p50_us'] / echo['p50_us']:.2f}x"
     )
-    print(
+    measured.say(
         "gRPC receive+ack / remoting pull+commit throughput: "
-        f"{summary[GRPC_CONSUME]['tps'] / summary[REMOTING_CONSUME]['tps']:.2f}x",
-        flush=True,
+        f"{summary[GRPC_CONSUME]['tps'] / summary[REMOTING_CONSUME]['tps']:.2f}x"
     )
+    print(f"result: {results.save(measured.record('grpc_bench', args), args.json)}")
 
 
 def main() -> None:
@@ -227,6 +228,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=500, help="wake-up rounds per run")
     parser.add_argument("--messages", type=int, default=20_000, help="receive+ack, pull+commit")
+    results.add_json_option(parser, "grpc_bench")
     args = parser.parse_args()
     with servers_in_child(grpc=True) as servers:
         endpoint = f"127.0.0.1:{servers.grpc_port}"

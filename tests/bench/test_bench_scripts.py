@@ -54,6 +54,27 @@ def test_request_profiles_print_cpu_per_request_and_calls(
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    ("script", "sizes"),
+    [("bench.broker_bench", ("--rounds", "30", "--holds", "50", "--window", "0.3",
+                             "--messages", "1280")),
+     ("bench.grpc_bench", ("--rounds", "30", "--messages", "1280"))],
+)  # fmt: skip
+def test_broker_benches_record_every_case_and_comparison(
+    script: str, sizes: tuple[str, ...], tmp_path: Path
+) -> None:
+    recorded = tmp_path / "result.json"
+    out = _run(script, "--runs", "1", *sizes, "--json", str(recorded))
+    result = json.loads(recorded.read_text())
+    assert result["benchmark"] == script.removeprefix("bench.")
+    (per_case,) = result["runs"]
+    medians, comparisons = result["page"]["tables"]
+    assert [row[0] for row in medians["rows"]] == list(per_case)
+    assert all(len(figures) == 1 for figures in per_case.values())  # one run each
+    assert comparisons["rows"] and all(line in out for (line,) in comparisons["rows"])
+
+
+@pytest.mark.timeout(300)
 def test_spark_bench_reader_only_reads_every_row() -> None:
     out = _run(
         "bench.spark_bench", "--rows", "3000", "--runs", "1", "--reader-only", "--against", "HEAD"
