@@ -31,11 +31,13 @@ import tempfile
 import time
 from dataclasses import replace
 from functools import partial
+from pathlib import Path
 
 import orjson
 
+from bench import results
 from bench.broker_bench import start_servers
-from bench.send_profile import cpu_per_request
+from bench.send_profile import cpu_per_request, profile_result
 from bench.wire import bare_pull, bare_send
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.remoting import RemotingClient
@@ -131,7 +133,7 @@ async def _fill(addr: str, per_queue: int) -> bytes:
     return pulled.body
 
 
-async def profile(per_queue: int, runs: int, top: int) -> None:
+async def profile(per_queue: int, runs: int, top: int, json_path: Path | None) -> None:
     per_queue -= per_queue % BATCH
     pulls = GROUPS * QUEUES * per_queue // PULL
     with tempfile.TemporaryDirectory(prefix="pull-profile-") as data:
@@ -170,6 +172,9 @@ async def profile(per_queue: int, runs: int, top: int) -> None:
     print(f"broker CPU per pull: {user:.1f} us user + {system:.1f} us system")
     print(f"Python floor CPU per request: {floor_user:.1f} us user + {floor_system:.1f} us system")
     print(f"broker / floor, CPU per request (runs' median): {statistics.median(ratios):.2f}x")
+    sizes = {"messages_per_queue": per_queue, "pull": PULL, "groups": GROUPS, "queues": QUEUES}
+    result = profile_result("pull_profile", "pull", "msgs", sizes, rows)
+    print(f"result: {results.save(result, json_path)}")
     stats = pstats.Stats(profiler)
     print(f"\nunder cProfile: {stats.total_calls / pulls:.0f} Python calls per pull")  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(top)
@@ -182,11 +187,12 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
     parser.add_argument("--puller", help=argparse.SUPPRESS)
     parser.add_argument("--run-id", help=argparse.SUPPRESS)
+    results.add_json_option(parser, "pull_profile")
     args = parser.parse_args()
     if args.puller:
         run(_pull_everything(args.puller, args.messages, args.run_id))
     else:
-        run(profile(args.messages, args.runs, args.top))
+        run(profile(args.messages, args.runs, args.top, args.json))
 
 
 if __name__ == "__main__":
