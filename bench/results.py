@@ -123,16 +123,21 @@ class Page:
         print()
         print(title)
         print()
-        print("| " + " | ".join(columns) + " |")
+        print(markdown_row(columns))
         print("|" + "|".join(rules) + "|")
 
     def row(self, *cells: object) -> None:
         text = [str(c) for c in cells]
         self.tables[-1]["rows"].append(text)
-        print("| " + " | ".join(text) + " |")
+        print(markdown_row(text))
 
     def target(self, figure: str, target: str, value: str, met: bool | None) -> None:
         self.targets.append({"figure": figure, "target": target, "value": value, "met": met})
 
     def as_dict(self) -> dict[str, Any]:
         return {"targets": self.targets, "tables": self.tables}
+
+
+def markdown_row(cells: Sequence[str]) -> str:
+    """`| a | b |`, an empty cell as `| |`."""
+    return "|" + "|".join(f" {c} " if c else " " for c in cells) + "|"

@@ -131,16 +131,21 @@ def test_spark_bench_prints_every_case_and_ratio(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(300)
-def test_read_ab_compares_against_a_revision_in_one_process() -> None:
-    out = _run("bench.read_ab", "--against", "HEAD", "--runs", "1", "--messages", "800")
+def test_read_ab_compares_against_a_revision_in_one_process(tmp_path: Path) -> None:
+    recorded = tmp_path / "read_ab.json"
+    out = _run("bench.read_ab", "--against", "HEAD", "--runs", "1", "--messages", "800",
+               "--json", str(recorded))  # fmt: skip
+    assert len(json.loads(recorded.read_text())["runs"]) == 3  # one per shape
     assert "| single appends, queues in turn, pulls of 32 | " in out
     assert out.count(" µs | ") == 2 * 3  # two figures per shape
 
 
 @pytest.mark.timeout(300)
-def test_index_ab_compares_against_a_revision_in_one_process() -> None:
+def test_index_ab_compares_against_a_revision_in_one_process(tmp_path: Path) -> None:
+    recorded = tmp_path / "index_ab.json"
     out = _run("bench.index_ab", "--against", "HEAD", "--runs", "1", "--entries", "2000",
-               "--per-sync", "512")  # fmt: skip
+               "--per-sync", "512", "--json", str(recorded))  # fmt: skip
+    assert [r["code"] for r in json.loads(recorded.read_text())["runs"]] == ["HEAD", "this tree"]
     assert re.search(r"^\| CPU per entry \| \d+ ns \| \d+ ns \| [\d.]+ \|$", out, re.M)
     assert re.search(r"^\| minor faults per entry \| [\d.]+ \| [\d.]+ \| \|$", out, re.M)
 
