@@ -56,6 +56,24 @@ def test_request_profiles_print_cpu_per_request_and_calls(
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize(
     ("script", "sizes"),
+    [("bench.client_bench", ("--runs", "1", "--messages", "500")),
+     ("bench.replication_bench", ("--runs", "1", "--duration", "0.5"))],
+)  # fmt: skip
+def test_client_and_replication_benches_record_their_runs(
+    script: str, sizes: tuple[str, ...], tmp_path: Path
+) -> None:
+    recorded = tmp_path / "result.json"
+    out = _run(script, *sizes, "--json", str(recorded))
+    result = json.loads(recorded.read_text())
+    assert result["benchmark"] == script.removeprefix("bench.") and len(result["runs"]) == 1
+    for table in result["page"]["tables"]:
+        assert table["rows"] and all(len(row) == len(table["columns"]) for row in table["rows"])
+    assert "result: " in out
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize(
+    ("script", "sizes"),
     [("bench.broker_bench", ("--rounds", "30", "--holds", "50", "--window", "0.3",
                              "--messages", "1280")),
      ("bench.grpc_bench", ("--rounds", "30", "--messages", "1280"))],
@@ -210,7 +228,7 @@ def test_rocketmq_compare_shows_rss_growth_side_by_side_without_a_ratio() -> Non
 
 
 @pytest.mark.timeout(300)
-def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems() -> None:
+def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems(tmp_path: Path) -> None:
     """Its probes wrap broker, client and redis-py functions by name: a rename breaks it here."""
     from bench.peers.redis_streams import RedisStreams
 
@@ -220,7 +238,10 @@ def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems() -> None:
         systems.remove("redis")  # as the peer tests do
     else:
         assert reason is None, f"redis: {reason} (or set LONGBOAT_SKIP_PEERS=1 to skip)"
-    out = _run("bench.wake_path", "--systems", ",".join(systems), "--runs", "1", "--rounds", "30")
+    recorded = tmp_path / "wake_path.json"
+    out = _run("bench.wake_path", "--systems", ",".join(systems), "--runs", "1", "--rounds", "30",
+               "--json", str(recorded))  # fmt: skip
+    assert len(json.loads(recorded.read_text())["page"]["tables"]) == len(systems)
     for system in systems:
         matched = re.search(rf"run 1/1, {system}: (\d+) rounds matched", out)
         assert matched is not None and int(matched.group(1)) >= 27, out
@@ -234,8 +255,11 @@ def test_wake_path_times_every_hop_of_a_wake_up_on_both_systems() -> None:
 
 
 @pytest.mark.timeout(300)
-def test_blocking_client_bench_prints_the_hand_off_and_the_sends() -> None:
-    out = _run("bench.blocking_client", "--runs", "1", "--calls", "200", "--sends", "50")
+def test_blocking_client_bench_prints_the_hand_off_and_the_sends(tmp_path: Path) -> None:
+    recorded = tmp_path / "blocking_client.json"
+    out = _run("bench.blocking_client", "--runs", "1", "--calls", "200", "--sends", "50",
+               "--json", str(recorded))  # fmt: skip
+    assert len(json.loads(recorded.read_text())["runs"]) == 1
     assert re.search(r"hand-off, LoopThread.run: [\d.]+ / [\d.]+", out)
     handoff = r"LoopThread.run / run_coroutine_threadsafe, CPU \(runs' median\): [\d.]+x"
     assert re.search(handoff, out)
