@@ -5,9 +5,9 @@
                                      [--json PATH] [--plot PATH] [--replot JSON]
 
 Each run starts every system in turn on loopback (the order rotating between runs), each with a
-fresh store and one system up at a time (`bench.compare_systems`: `longboat up`; Apache
-RocketMQ's name server and broker from Maven Central's jars, ASYNC_FLUSH, 1 GiB commit-log
-files), and measures on each:
+fresh store and one system up at a time, each as its users run it (`bench.compare_systems`:
+`longboat up` with its defaults; Apache RocketMQ's name server and broker from Maven Central's
+jars with theirs, ASYNC_FLUSH, 1 GiB commit-log files, 512 MiB heaps), and measures on each:
 
 * cold start, apart from the steady state: from spawning the servers to the first send they
   accept, seen by a Java producer already running and retrying every 20 ms; then the servers'
