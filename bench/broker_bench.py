@@ -55,6 +55,7 @@ from longboat.bench.usage import sample
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.headers import (
+    PullMessageRequestHeader,
     QueueRequestHeader,
 )
 from longboat.remoting import RemotingClient
@@ -198,7 +199,7 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     await producer.request(broker, replace(send), 10)
     samples: list[float] = []
     for offset in range(1, rounds + WARMUP + 1):
-        pull = bare_pull("bench", topic, 0, offset, max_msgs=1, suspend_ms=5000)
+        pull = bare_pull(pull_at(topic, offset, suspend_ms=5000))
         parked = asyncio.ensure_future(consumer.request(broker, pull, 10))
         await asyncio.sleep(PARK_S)
         t0 = time.perf_counter()
@@ -213,6 +214,13 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
+def pull_at(topic: str, offset: int, *, suspend_ms: int) -> PullMessageRequestHeader:
+    """One message of queue 0 at `offset`, parked up to `suspend_ms` until it is there."""
+    return PullMessageRequestHeader.pulling(
+        group="bench", topic=topic, queue_id=0, offset=offset, max_msgs=1, suspend_ms=suspend_ms
+    )
+
+
 async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
     """The parked consumers, in their own process (their 1,000 answers would otherwise be
     decoded by the loop that times the send): per offset received, park `parked` pulls there,
@@ -223,7 +231,7 @@ async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
         RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext()
     )
     while (offset := await loop.run_in_executor(None, pipe.recv)) is not None:
-        pull = bare_pull("bench", topic, 0, offset, max_msgs=1, suspend_ms=20_000)
+        pull = bare_pull(pull_at(topic, offset, suspend_ms=20_000))
         pulls = [
             asyncio.ensure_future(client.request(broker, replace(pull), 30)) for _ in range(parked)
         ]

@@ -49,6 +49,7 @@ from bench.wire import bare_pull, bare_send
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
 from longboat.protocol.batch import BatchItem, encode_batch
+from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.remoting import RemotingClient
 from longboat.remoting.event_loop import run
 
@@ -177,8 +178,10 @@ async def remoting_pull_commit(broker: str, messages: int) -> dict[str, float]:
         end = total // QUEUES
         while offset < end:
             pull = bare_pull(
-                "bench-pull", topic, queue_id, offset, max_msgs=RECEIVE_BATCH,
-                commit_offset=offset if offset > 0 else None,
+                PullMessageRequestHeader.pulling(
+                    group="bench-pull", topic=topic, queue_id=queue_id, offset=offset,
+                    max_msgs=RECEIVE_BATCH, commit_offset=offset if offset > 0 else None,
+                )
             )  # fmt: skip
             response = await client.request(broker, pull, 10)
             assert response.code == 0, response.remark

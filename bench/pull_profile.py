@@ -40,6 +40,7 @@ from bench.broker_bench import start_servers
 from bench.send_profile import cpu_per_request, profile_result
 from bench.wire import bare_pull, bare_send
 from longboat.protocol.batch import BatchItem, encode_batch
+from longboat.protocol.headers import PullMessageRequestHeader
 from longboat.remoting import RemotingClient
 from longboat.remoting.event_loop import run
 
@@ -58,8 +59,10 @@ async def _pull_everything(addr: str, per_queue: int, run_id: str) -> None:
         offset = 0
         while offset < per_queue:
             request = bare_pull(
-                f"profile-{run_id}-{group}", TOPIC, queue_id, offset, max_msgs=PULL,
-                suspend_ms=15_000, commit_offset=offset,
+                PullMessageRequestHeader.pulling(
+                    group=f"profile-{run_id}-{group}", topic=TOPIC, queue_id=queue_id,
+                    offset=offset, max_msgs=PULL, suspend_ms=15_000, commit_offset=offset,
+                )
             )  # fmt: skip
             response = await clients[group].request(addr, request, 10)
             assert response.code == 0, response.remark
@@ -128,7 +131,10 @@ async def _fill(addr: str, per_queue: int) -> bytes:
         for _ in range(per_queue // BATCH):
             response = await client.request(addr, replace(request), 10)
             assert response.code == 0, response.remark
-    pulled = await client.request(addr, bare_pull("profile-fill", TOPIC, 0, 0, max_msgs=PULL), 10)
+    fill = PullMessageRequestHeader.pulling(
+        group="profile-fill", topic=TOPIC, queue_id=0, offset=0, max_msgs=PULL
+    )
+    pulled = await client.request(addr, bare_pull(fill), 10)
     await client.close()
     return pulled.body
 

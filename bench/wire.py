@@ -3,8 +3,8 @@
 The broker benchmarks send frames through `RemotingClient` directly, so a figure holds the
 broker's cost and not a client's (routes, retries, decoding).  Their requests are built here,
 once, through the protocol's typed headers by field name: a new header field then fails here,
-loudly, instead of shifting the meaning of a positional argument in five scripts; a pull's
-flags come from `PullMessageRequestHeader.pulling`, as the client's.
+loudly, instead of shifting the meaning of a positional argument in five scripts; a pull and
+its flags come from `PullMessageRequestHeader.pulling`, as the client's do.
 """
 
 from __future__ import annotations
@@ -33,25 +33,6 @@ def bare_send(topic: str, queue_id: int, body: bytes, *, batch: bool) -> Remotin
     return RemotingCommand.request(code, header.to_ext(), body)
 
 
-def bare_pull(
-    group: str,
-    topic: str,
-    queue_id: int,
-    offset: int,
-    *,
-    max_msgs: int,
-    suspend_ms: int = 0,
-    commit_offset: int | None = None,
-) -> RemotingCommand:
-    """PULL_MESSAGE of up to `max_msgs` from `offset`, subscribed to every tag; `suspend_ms`
-    > 0 lets the broker park it; `commit_offset` stores the group's offset with it."""
-    header = PullMessageRequestHeader.pulling(
-        group=group,
-        topic=topic,
-        queue_id=queue_id,
-        offset=offset,
-        max_msgs=max_msgs,
-        suspend_ms=suspend_ms,
-        commit_offset=commit_offset,
-    )
+def bare_pull(header: PullMessageRequestHeader) -> RemotingCommand:
+    """The PULL_MESSAGE request of `header` (built with `PullMessageRequestHeader.pulling`)."""
     return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
