@@ -74,7 +74,7 @@ def test_bad_client_ip_is_a_usage_error() -> None:
 async def test_the_address_used_is_logged_at_start(
     namesrv: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="longboat.client.instance"):
+    with caplog.at_level(logging.INFO, logger="longboat.client._internal.instance"):
         async with Admin(config=config_for(namesrv)) as admin:
             await admin.topics()
     assert f"name server(s) {namesrv} (argument)" in caplog.text

@@ -11,7 +11,7 @@ from longboat.cli.render import format_option, print_json
 from longboat.cli.runtime import console, run, say
 from longboat.client import NoRouteError
 from longboat.client.admin import Admin, QueueStatus
-from longboat.client.admin_json import perm_text, route_json, topic_json
+from longboat.dashboard.admin_json import perm_text, route_json, topic_json
 from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE

@@ -27,6 +27,7 @@ from longboat.client import admin as _admin
 from longboat.client import lite_pull as _lite_pull
 from longboat.client import producer as _producer
 from longboat.client.config import ClientConfig
+from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.consumer_settings import (
     LitePullOptions,
     LitePullSettings,
@@ -44,7 +45,6 @@ from longboat.client.push.listener import (
     ListenerKindError,
     OrderlyListener,
 )
-from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.selector import QueueSelector
 from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
 from longboat.protocol.compression import COMPRESS_OVER
