@@ -96,7 +96,7 @@ def test_a_config_is_fixed_once_built_and_a_replaced_one_is_checked_again(
     config = ClientConfig(["ns1:9000"], client_ip="127.0.0.1")
     with pytest.raises(dataclasses.FrozenInstanceError):
         config.request_timeout = 1.0  # type: ignore[misc]
-    quicker = dataclasses.replace(config, request_timeout=1.0, namesrv_addrs="ns2")
+    quicker = dataclasses.replace(config, request_timeout=1.0, namesrv_addrs=["ns2"])
     assert (quicker.request_timeout, quicker.namesrv_addrs) == (1.0, ["ns2:9876"])
     assert (config.request_timeout, config.namesrv_addrs) == (3.0, ["ns1:9000"])
     with pytest.raises(ClientUsageError, match="client_ip"):
