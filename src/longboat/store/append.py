@@ -25,7 +25,7 @@ from longboat.protocol.properties import RawProperties
 from longboat.store.admission import Admission, Admitted
 from longboat.store.arrivals import Arrivals
 from longboat.store.commit_log import CommitLog
-from longboat.store.config import FlushDiskType, StoreConfig
+from longboat.store.config import StoreConfig
 from longboat.store.consume_queue import ENTRY
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
@@ -71,7 +71,7 @@ class Appender:
         self._indexer = indexer
         self._arrivals = arrivals
         self._flusher = flusher
-        self._sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
+        self._sync = config.sync_flush
         self._admission = admission
         self._maintenance = maintenance
         self._clock = clock

@@ -52,6 +52,11 @@ class StoreConfig:
     max_transfer_count: int = 32
 
     @property
+    def sync_flush(self) -> bool:
+        """Whether an append waits for a sync of the log (its result's `durable` future)."""
+        return self.flush_disk_type == FlushDiskType.SYNC_FLUSH
+
+    @property
     def commit_log_dir(self) -> Path:
         return self.root_dir / "commitlog"
 

@@ -30,7 +30,7 @@ from longboat.store.append import Appender
 from longboat.store.arrivals import ArrivalListener, Arrivals
 from longboat.store.checkpoint import create_abort_marker, load_checkpoint, remove_abort_marker
 from longboat.store.commit_log import CommitLog
-from longboat.store.config import FlushDiskType, StoreConfig
+from longboat.store.config import StoreConfig
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
 from longboat.store.index import query
@@ -77,7 +77,7 @@ class MessageStore:
         self._indexer = IndexWriter(self._index, self._lock)
         self._arrivals = Arrivals()
         self._admission = Admission(config.max_message_size)
-        self._sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH
+        self._sync = config.sync_flush
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )
