@@ -6,6 +6,7 @@ serves the store, the broker and the client.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
@@ -32,17 +33,22 @@ def check_delay_level(level: int) -> int:
 
 
 def delay_level_for(delay: timedelta) -> int:
-    """The default delay level nearest to `delay` (0 for none; the shorter one on a tie);
-    ClientUsageError for a negative delay or one longer than the last level (2 hours)."""
+    """The delay level sent for `delay`: the shortest default level at least as long (0 for
+    none), so a message is never delivered before its delay — 3 s waits 5 s, 45 s waits 1 m,
+    90 min waits 2 h.  ClientUsageError for a negative delay or one longer than the last
+    level (2 hours): rounding it down would deliver early.
+
+    The one place a duration becomes what travels: exact timers (RocketMQ 5's
+    `TIMER_DELAY_MS`) replace the level here, for brokers that have them."""
     ms = delay.total_seconds() * 1000
     if ms < 0 or ms > DEFAULT_DELAYS_MS[-1]:
         raise ClientUsageError(
-            f"no delay level matches {delay}: the levels go from 1 s to 2 h "
-            f"({DEFAULT_MESSAGE_DELAY_LEVEL})"
+            f"no delay level is at least {delay}: the levels go from 1 s to 2 h "
+            f"({DEFAULT_MESSAGE_DELAY_LEVEL}), and a message is never sent to arrive early"
         )
     if ms == 0:
         return 0
-    return min(range(len(DEFAULT_DELAYS_MS)), key=lambda i: abs(DEFAULT_DELAYS_MS[i] - ms)) + 1
+    return bisect_left(DEFAULT_DELAYS_MS, ms) + 1
 
 
 @dataclass(slots=True)
@@ -58,7 +64,7 @@ class Message:
     delay_level: int = 0
     # The user flag stored with the message (Java `Message.flag`).
     flag: int = 0
-    # Instead of `delay_level`: a duration, mapped to the nearest of the default levels.
+    # Instead of `delay_level`: a duration, rounded up to a default level (`delay_level_for`).
     delay: timedelta | None = None
 
     def __post_init__(self) -> None:
