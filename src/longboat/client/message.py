@@ -10,8 +10,10 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
+from typing import Any
 
 from longboat.client.errors import ClientUsageError
+from longboat.client.payloads import CONTENT_TYPE, encode
 from longboat.protocol.codes import ResponseCode
 from longboat.protocol.delay_ladder import DEFAULT_DELAYS_MS, DEFAULT_MESSAGE_DELAY_LEVEL
 from longboat.protocol.message import MessageExt
@@ -76,6 +78,19 @@ class Message:
             self.delay_level = delay_level_for(self.delay)
         elif self.delay_level:  # 0 (most messages) needs no check: a batch builds many
             check_delay_level(self.delay_level)
+
+    @classmethod
+    def of(cls, topic: str, payload: object, **fields: Any) -> Message:
+        """A message whose body is `payload` encoded as JSON by its type's codec (see
+        `longboat.client.payloads`), with property CONTENT_TYPE saying so; bytes are sent as
+        they are, without it.  `fields` are the other fields (`tags`, `keys`, `delay`, ...).
+        Raises ClientUsageError for a payload no codec can encode."""
+        if isinstance(payload, bytes):
+            return cls(topic, payload, **fields)
+        body, content_type = encode(payload)
+        msg = cls(topic, body, **fields)
+        msg.properties = {**msg.properties, CONTENT_TYPE: content_type}
+        return msg
 
     @property
     def key_list(self) -> list[str]:
