@@ -4,6 +4,7 @@ annotated with the type, and a body that does not decode through retries to the 
 from __future__ import annotations
 
 import asyncio
+import threading
 from typing import Any
 
 from longboat.client import Message
@@ -137,12 +138,14 @@ async def test_a_body_that_does_not_decode_is_retried_then_dead_lettered_with_it
 
 async def test_the_blocking_facade_sends_and_receives_payloads(namesrv: str) -> None:
     topic = await create_topic(namesrv, 1)
-    received = Received()
+    got: list[OrderDC] = []
+    arrived = threading.Event()
 
     def on_order(order: OrderDC) -> None:
-        received.add(order)
+        got.append(order)
+        arrived.set()
 
-    def run_blocking() -> BlockingPushConsumer:
+    def blocking_round_trip() -> bool:
         with BlockingProducer(unique("pg"), config=config_for(namesrv)) as producer:
             assert producer.send(topic, OrderDC(7, "jam")).ok
         consumer = BlockingPushConsumer(
@@ -150,11 +153,29 @@ async def test_the_blocking_facade_sends_and_receives_payloads(namesrv: str) -> 
         )
         consumer.subscribe(topic)
         consumer.register_listener(on_order)
-        consumer.start()
-        return consumer
+        with consumer:
+            return arrived.wait(30)
 
-    blocking = await asyncio.to_thread(run_blocking)
-    try:
-        assert await received.wait_for(1) == [OrderDC(7, "jam")]
-    finally:
-        await asyncio.to_thread(blocking.shutdown)
+    assert await asyncio.to_thread(blocking_round_trip)
+    assert got == [OrderDC(7, "jam")]
+
+
+async def test_an_orderly_body_that_does_not_decode_is_dead_lettered_with_its_reason(
+    namesrv: str,
+) -> None:
+    topic = await create_topic(namesrv, 1, order=True)
+    received = Received()
+    c = consumer(namesrv, topic, max_reconsume_times=1, suspend_current_queue_time=0.1)
+
+    def on_order(order: OrderModel) -> None:
+        received.add(order)
+
+    c.register_orderly(on_order)
+    async with c, Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        await producer.send(Message(topic, b"[]"))
+        await producer.send(topic, OrderModel(id=2, item="milk"))
+        # In order: the good one only after the bad one was given up.
+        assert await received.wait_for(1) == [OrderModel(id=2, item="milk")]
+        [dead] = await read_topic(namesrv, f"%DLQ%{c.group}", 1, timeout=60)
+    assert dead.body == b"[]"
+    assert dead.properties[FAILURE_REASON].startswith("cannot decode as OrderModel")

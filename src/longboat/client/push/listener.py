@@ -25,6 +25,10 @@ stops pulling and consuming (`PushConsumer.listener_error` holds it) and the mes
 uncommitted, so the corrected consumer gets them again.  `register_concurrent` /
 `register_orderly` (or `register_listener`'s overloads) let a type checker catch it sooner, and
 a listener whose return annotation names the other enum is refused at registration.
+
+A listener of one annotated payload (`def on_order(order: Order)`) is wrapped at
+registration into a message listener of its kind (`push.typed`); what it records on the
+context (`FailureReasons`) travels with the retry copies of the messages that failed.
 """
 
 from __future__ import annotations
