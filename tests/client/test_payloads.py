@@ -3,11 +3,9 @@ listeners are payload listeners (the annotation decides, at registration)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import pydantic
 import pytest
 
 from longboat.client import ClientUsageError, Message, PayloadError
@@ -17,22 +15,7 @@ from longboat.client.push.typed import as_message_listener, payload_type
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 
-
-@dataclass
-class OrderDC:
-    id: int
-    item: str
-
-
-class OrderStruct(msgspec.Struct):
-    id: int
-    item: str
-
-
-class OrderModel(pydantic.BaseModel):
-    id: int
-    item: str
-
+from .payload_types import OrderDC, OrderModel, OrderStruct
 
 ORDERS: list[Any] = [
     OrderDC(1, "tea"),
@@ -68,6 +51,14 @@ def test_a_body_that_is_not_the_type_is_a_payload_error(type_: Any, body: bytes)
         return  # a JSON object is a dict: nothing to refuse
     with pytest.raises(PayloadError, match=f"cannot decode as {type_.__qualname__}"):
         decode(body, type_)
+
+
+def test_json_types_are_checked_as_json_has_them() -> None:
+    assert decode(b"2", float) == 2.0  # one kind of number in JSON
+    assert decode(b'"2"', str) == "2"
+    for body, type_ in ((b"true", int), (b"2.5", int), (b"{}", list), (b"[]", dict)):
+        with pytest.raises(PayloadError, match="expected"):
+            decode(body, type_)
 
 
 def test_a_content_type_other_than_json_is_refused_and_none_is_read_as_json() -> None:

@@ -17,8 +17,8 @@ from longboat.client.sync import PushConsumer as BlockingPushConsumer
 from longboat.protocol.message import MessageExt
 
 from .client_e2e import config_for, read_topic, unique
+from .payload_types import OrderDC, OrderModel, OrderStruct
 from .push_support import create_topic
-from .test_payloads import OrderDC, OrderModel, OrderStruct
 
 
 class Received:

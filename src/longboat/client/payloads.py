@@ -68,6 +68,8 @@ class JsonCodec:
                 raise TypeError(f"expected a JSON object, got {type(data).__name__}")
             return type_(**data)
         expected = get_origin(type_) or type_
+        if expected is float and type(data) is int:  # JSON has one kind of number
+            data = float(data)
         if not isinstance(data, expected) or (expected is int and isinstance(data, bool)):
             raise TypeError(f"expected {expected.__name__}, got {type(data).__name__}")
         return data  # type: ignore[no-any-return]
