@@ -9,6 +9,8 @@ Three kinds of fault, told apart by type so callers can react without parsing me
   another broker, or later) can help;
 * the network failed (`TransportError`, `SendTimeoutError`): always retriable; the request
   may or may not have been carried out;
+* a message body is not the payload its reader expects (`PayloadError`): the sender's
+  fault, or the two sides disagree on the type;
 * an admin request found the cluster in a state that refuses it (`GroupOnlineError`,
   `MessageNotFoundError`): the text says what to change.
 
@@ -62,6 +64,10 @@ class GroupOnlineError(ClientError):
 
 class MessageNotFoundError(ClientError):
     """No broker holds a message matching the lookup; the text says what was searched."""
+
+
+class PayloadError(ClientError):
+    """A message body does not decode as the type its reader expects (see `payloads`)."""
 
 
 class TransportError(ClientError):

@@ -59,6 +59,7 @@ from longboat.client.push.listener import (
     ListenerKindError,
     OrderlyListener,
     OrderlyResult,
+    PayloadListener,
     check_annotation,
 )
 from longboat.client.push.orderly import OrderlyConsumeService
@@ -67,6 +68,7 @@ from longboat.client.push.redelivery import (
     restore_retry_topic,
     retry_topic,
 )
+from longboat.client.push.typed import as_message_listener
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
@@ -154,34 +156,43 @@ class PushConsumer(InstanceUser):
             self._instance.request_heartbeat()
             self._request_rebalance()
 
-    def register_concurrent(self, listener: ConcurrentListener) -> None:
+    def register_concurrent(self, listener: ConcurrentListener | PayloadListener) -> None:
         """Set a concurrent listener (before `start`): it returns `ConsumeResult` or None."""
         self.register_listener(listener)
 
-    def register_orderly(self, listener: OrderlyListener) -> None:
+    def register_orderly(self, listener: OrderlyListener | PayloadListener) -> None:
         """Set an orderly listener (before `start`): it returns `OrderlyResult` or None."""
         self.register_listener(listener, orderly=True)
 
     @overload
     def register_listener(
-        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
+        self, listener: ConcurrentListener | PayloadListener, *, orderly: Literal[False] = False
     ) -> None: ...
 
     @overload
-    def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
+    def register_listener(
+        self, listener: OrderlyListener | PayloadListener, *, orderly: Literal[True]
+    ) -> None: ...
 
     @overload
-    def register_listener(self, listener: EitherKindListener, *, orderly: bool) -> None: ...
+    def register_listener(
+        self, listener: EitherKindListener | PayloadListener, *, orderly: bool
+    ) -> None: ...
 
     def register_listener(
-        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
+        self,
+        listener: ConcurrentListener | OrderlyListener | PayloadListener,
+        *,
+        orderly: bool = False,
     ) -> None:
         """Set the listener (before `start`): concurrent by default, or orderly.  A listener
-        annotated to return the other kind's result is refused (`ListenerKindError`)."""
+        annotated to return the other kind's result is refused (`ListenerKindError`).  A
+        listener of one annotated payload (`def on_order(order: Order)`) gets each message
+        decoded (`push.typed`); ClientUsageError when no codec serves its type."""
         if self._instance is not None:
             raise ClientUsageError("register the listener before start()")
         check_annotation(listener, OrderlyResult if orderly else ConsumeResult)
-        self._listener = listener
+        self._listener = as_message_listener(listener, orderly=orderly)
         self._orderly = orderly
 
     # ------------------------------------------------------------------ lifecycle
