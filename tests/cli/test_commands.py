@@ -150,6 +150,34 @@ def test_topics(longboat) -> None:
     assert "TOPIC_NOT_EXIST" in unknown.stderr and unknown.stderr.count("\n") == 1
 
 
+def test_fewer_read_queues_holding_unconsumed_messages_need_shrink(longboat, cluster) -> None:
+    broker = cluster.config.broker_name
+    longboat("topic", "create", "-t", "CliShrink", "--queues", "4")
+    longboat("produce", "-t", "CliShrink", "-n", "8")
+    with admin(cluster) as a:
+        per_queue = {s.mq.queue_id: s.messages for s in a.topic_status("CliShrink")}
+    assert sum(per_queue.values()) == 8
+    hidden = per_queue[2] + per_queue[3]
+    # Only the permission: the queues stay as they are.
+    longboat("topic", "update", "-t", "CliShrink", "--perm", "rw")
+    refused = longboat("topic", "update", "-t", "CliShrink", "--queues", "2", code=1)
+    assert refused.stderr == (
+        f"error (refused): topic CliShrink: {hidden} unconsumed message(s) in {broker} queue 2, "
+        f"{broker} queue 3, which no consumer would read with fewer read queues; consume them "
+        "first or confirm the shrink (--shrink)\n"
+    )
+    with admin(cluster) as a:
+        assert len(a.topic_status("CliShrink")) == 4
+    # Once a group has consumed them, nothing is hidden: no confirmation is asked.
+    longboat("consume", "-t", "CliShrink", "-g", "cli-shrink", "--from", "earliest", "-n", "8")
+    longboat("topic", "update", "-t", "CliShrink", "--queues", "3")
+    longboat("produce", "-t", "CliShrink", "-n", "3")
+    longboat("topic", "update", "-t", "CliShrink", "--queues", "2", code=1)
+    longboat("topic", "update", "-t", "CliShrink", "--queues", "2", "--shrink")
+    with admin(cluster) as a:
+        assert len(a.topic_status("CliShrink")) == 2
+
+
 def test_a_long_topic_name_is_printed_whole_to_a_pipe(longboat, monkeypatch) -> None:
     monkeypatch.delenv("COLUMNS")  # as in `longboat topic list | grep ...`: no width is known
     name = "CliTrialOrders" + "X" * 90

@@ -28,6 +28,7 @@ from longboat.client.producer import Producer
 from longboat.client.push.consumer import PushConsumer
 from longboat.dashboard.server import DashboardServer
 from longboat.protocol.properties import Prop
+from longboat.protocol.types import PERM_READ
 
 pytestmark = pytest.mark.browser
 T = TypeVar("T")
@@ -259,6 +260,55 @@ def test_a_topic_created_sent_to_and_deleted_through_the_page(site: Site) -> Non
     page.get_by_role("button", name="Delete topic").click()
     page.wait_for_selector("#status :text('deleted DashScratch')", timeout=WAIT_MS)
     assert "DashScratch" not in site.admin(lambda a: a.topics())
+
+
+def test_the_change_form_starts_from_the_topic_and_asks_before_hiding_messages(
+    site: Site,
+) -> None:
+    async def sixteen_queues_of_two() -> None:
+        async with Admin(config=site.config) as admin:
+            await admin.create_topic("DashWide", queue_nums=16)
+        async with Producer("dash-wide", config=site.config) as producer:
+            for i in range(32):
+                await producer.send(Message("DashWide", b"wide %d" % i))
+
+    def read_queues() -> list[int]:
+        route = site.admin(lambda a: a.route("DashWide"))
+        return [q.read_queue_nums for q in route.queue_datas]
+
+    site.run(sixteen_queues_of_two())
+    page = site.open("/topic/DashWide")
+    form = page.get_by_role("form", name="Change topic")
+    assert form.get_by_label("Queues").input_value() == "16"
+    assert form.get_by_label("Permission").input_value() == "rw"
+
+    # Only the permission: the 16 queues stay.
+    form.get_by_label("Permission").select_option("r")
+    form.get_by_role("button", name="Update").click()
+    page.wait_for_selector("#status :text('updated DashWide')", timeout=WAIT_MS)
+    route = site.admin(lambda a: a.route("DashWide"))
+    assert [(q.read_queue_nums, q.perm) for q in route.queue_datas] == [(16, PERM_READ)]
+
+    # Fewer queues would hide 16 unread messages: the page asks, and "no" changes nothing...
+    dialogs: list[str] = []
+
+    def answer(accept: bool) -> Callable[[Any], None]:
+        def on_dialog(dialog: Any) -> None:
+            dialogs.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+
+        return on_dialog
+
+    form.get_by_label("Queues").fill("8")
+    page.once("dialog", answer(False))
+    form.get_by_role("button", name="Update").click()
+    page.wait_for_selector("#status :text('not changed')", timeout=WAIT_MS)
+    assert "16 unconsumed message(s)" in dialogs[0] and read_queues() == [16]
+    # ...and "yes" shrinks.
+    page.once("dialog", answer(True))
+    form.get_by_role("button", name="Update").click()
+    page.wait_for_selector("#status :text('updated DashWide')", timeout=WAIT_MS)
+    assert len(dialogs) == 2 and read_queues() == [8]
 
 
 def lag_series(page: Any) -> list[int]:

@@ -8,10 +8,11 @@ from rich.table import Table
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_option, print_json
-from longboat.cli.runtime import console, run, say
+from longboat.cli.runtime import console, fail, run, say
 from longboat.client import NoRouteError
 from longboat.client.admin import Admin, QueueStatus
 from longboat.client.admin_json import perm_text, route_json, topic_json
+from longboat.client.errors import QueuesHoldMessagesError
 from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE
@@ -85,6 +86,12 @@ def create(
 @click.option("--queues", type=click.IntRange(1, 1024), help="Read and write queues.")
 @queue_options
 @click.option("--order/--no-order", default=None, help="Ordered or not [default: unchanged].")
+@click.option(
+    "--shrink",
+    is_flag=True,
+    help="Confirm fewer read queues although they hold unconsumed messages (no consumer "
+    "reads them then).",
+)
 @namesrv_option
 def update(
     name: str,
@@ -93,6 +100,7 @@ def update(
     write_queues: int | None,
     perm: str | None,
     order: bool | None,
+    shrink: bool,
     namesrv: str,
 ) -> None:
     """Change an existing topic on the brokers that serve it; what is not given stays."""
@@ -105,10 +113,15 @@ def update(
                 write_queue_nums=write_queues or queues,
                 perm=None if perm is None else PERMS[perm],
                 order=order,
+                shrink=shrink,
             )
             return await admin.route(name)
 
-    console.print(route_table(name, run(go())))
+    try:
+        route = run(go())
+    except QueuesHoldMessagesError as exc:
+        fail(f"{exc} (--shrink)", "refused")
+    console.print(route_table(name, route))
 
 
 @topic.command(name="list")

@@ -28,6 +28,7 @@ from longboat.client.errors import (
     ClientUsageError,
     GroupOnlineError,
     MessageNotFoundError,
+    QueuesHoldMessagesError,
     TransportError,
 )
 from longboat.client.lifecycle import InstanceUser
@@ -205,12 +206,24 @@ class Admin(InstanceUser):
         write_queue_nums: int | None = None,
         perm: int | None = None,
         order: bool | None = None,
+        shrink: bool = False,
         timeout: float = 10.0,
     ) -> list[str]:
         """Change settings of an existing topic on the brokers that serve it, keeping what is
-        not given (per broker); NoRouteError when no broker serves it.  Returns broker names."""
+        not given (per broker); NoRouteError when no broker serves it.  Returns broker names.
+
+        Fewer read queues hide the queues past the new count from every consumer: when they
+        hold messages a group has not consumed, QueuesHoldMessagesError, unless `shrink`."""
         route = await self.route(topic)
         current = {q.broker_name: q for q in route.queue_datas}
+        if read_queue_nums is not None and not shrink:
+            hidden = [
+                MessageQueue(topic, name, queue_id)
+                for name, queue in current.items()
+                for queue_id in range(read_queue_nums, queue.read_queue_nums)
+            ]
+            if unconsumed := await self.unconsumed(hidden):
+                raise QueuesHoldMessagesError(topic, unconsumed)
         for name, queue in sorted(current.items()):
             config = TopicConfig(
                 topic_name=topic,
@@ -224,6 +237,31 @@ class Admin(InstanceUser):
             await self.instance.api.create_topic(addr, config)
             await self._wait_for_route(topic, {name}, config, timeout)
         return sorted(current)
+
+    async def unconsumed(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+        """Of `queues` (of one topic), those holding messages some group has yet to consume,
+        with how many: from the lowest offset a group stored there, or from the queue's
+        oldest message when no group stored one."""
+        if not queues:
+            return {}
+        topic = queues[0].topic
+        status = {s.mq: s for s in await self.topic_status(topic)}
+        progress = await asyncio.gather(
+            *(self.group_progress(g, topic, with_lag_time=False) for g in await self.groups())
+        )
+        lowest: dict[MessageQueue, int] = {}
+        for rows in progress:
+            for p in rows:
+                if p.consumer_offset is not None:
+                    lowest[p.mq] = min(lowest.get(p.mq, p.consumer_offset), p.consumer_offset)
+        out: dict[MessageQueue, int] = {}
+        for mq in queues:
+            if (s := status.get(mq)) is None:
+                continue
+            left = s.max_offset - max(s.min_offset, lowest.get(mq, s.min_offset))
+            if left > 0:
+                out[mq] = left
+        return out
 
     async def delete_topic(self, topic: str) -> list[str]:
         """Delete `topic` from every master that serves it, then from the name servers (as

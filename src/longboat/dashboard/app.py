@@ -6,7 +6,8 @@ library.  The page is static HTML, CSS and JavaScript shipped in the package (no
 runs offline) and polls the API every few seconds for live figures.
 
 Errors come back as `{"error": text}`: 400 for bad input, 404 when nothing was found, 409 when
-a reset is refused because the group has live members (as the CLI refuses it).
+a reset is refused because the group has live members (as the CLI refuses it), or when fewer
+read queues would hide unconsumed messages and the change did not say `shrink`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from longboat.client.admin import (
     MessageNotFoundError,
     ResetTarget,
 )
-from longboat.client.errors import BrokerError, ClientError, ClientUsageError, NoRouteError
+from longboat.client.errors import (
+    BrokerError,
+    ClientError,
+    ClientUsageError,
+    NoRouteError,
+    QueuesHoldMessagesError,
+)
 from longboat.client.message import Message
 from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
@@ -59,6 +66,9 @@ async def client_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return web.json_response({"error": str(exc), "signIn": True}, status=401)
     except GroupOnlineError as exc:
         return error(409, str(exc))
+    except QueuesHoldMessagesError as exc:
+        # The page asks the user, and sends the change again with "shrink": true.
+        return web.json_response({"error": str(exc), "confirmShrink": True}, status=409)
     except (MessageNotFoundError, NoRouteError) as exc:
         return error(404, str(exc))
     except (ClientUsageError, ValueError, KeyError) as exc:
@@ -161,7 +171,7 @@ async def get_topic(request: web.Request) -> web.Response:
 
 
 async def post_topic(request: web.Request) -> web.Response:
-    """Create a topic, or change one that exists: {name, queues, perm: rw|r|w, order}."""
+    """Create a topic, or change one that exists: {name, queues, perm: rw|r|w, order, shrink}."""
     data = await body_of(request)
     name, queues = str(data["name"]), int(data.get("queues", 8))
     perm = PERMS.get(str(data.get("perm", "rw")))
@@ -176,6 +186,7 @@ async def post_topic(request: web.Request) -> web.Response:
             write_queue_nums=queues,
             perm=perm,
             order=bool(data.get("order")),
+            shrink=bool(data.get("shrink")),
         )
     else:
         brokers = await admin.create_topic(

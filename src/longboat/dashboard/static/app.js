@@ -26,7 +26,7 @@ async function api(path, body, method = "POST") {
   const res = await fetch(path, init);
   const data = await res.json();
   if (res.status === 401 && data.signIn) showSignIn(data.error);
-  if (!res.ok) throw new Error(data.error || res.statusText);
+  if (!res.ok) throw Object.assign(new Error(data.error || res.statusText), {data});
   return data;
 }
 
@@ -140,7 +140,8 @@ const pages = {
         say(`sent ${r.msgId} (${r.status}) to ${r.broker} queue ${r.queue} at offset ${r.queueOffset}`);
       } catch (err) { say(err.message, false); }
     }}, field("Body", body), field("Tag", tags), field("Keys", keys), h("button", {type: "submit"}, "Send")));
-    view.append(h("h3", {}, "Change"), topicForm(name));
+    const change = topicForm(name);
+    view.append(h("h3", {}, "Change"), change);
     view.append(h("h3", {}, "Delete"), h("form", {"aria-label": "Delete topic", onsubmit: async e => {
       e.preventDefault();
       if (!confirm(`Delete topic ${name} from every broker and name server? Its messages are left to retention.`)) return;
@@ -150,8 +151,10 @@ const pages = {
         location.hash = "#/topics";
       } catch (err) { say(err.message, false); }
     }}, h("button", {type: "submit"}, "Delete topic")));
+    let filled = false;
     return async () => {
       const t = await api(`/api/topics/${enc(name)}`);
+      if (!filled) { change.fill(t.route); filled = true; }
       box.replaceChildren(
         table("queues", [["broker"], ["queue", 1], ["min offset", 1], ["max offset", 1], ["messages", 1]],
           t.queues.map(q => [q.broker, q.queue, q.min, q.max, q.messages])),
@@ -241,21 +244,37 @@ const pages = {
   },
 };
 
+// The form creating a topic, or (with `name`) changing it: `form.fill(route)` sets it to the
+// topic's current queues and permission, so changing one setting keeps the others.
 function topicForm(name) {
   const topic = h("input", {id: name ? "topic-name-edit" : "topic-name", required: true, value: name || "",
     readonly: name ? true : null});
   const queues = h("input", {id: name ? "topic-queues-edit" : "topic-queues", type: "number", min: 1, value: 8, size: 4});
   const perm = h("select", {id: name ? "topic-perm-edit" : "topic-perm"},
     ["rw", "r", "w"].map(p => h("option", {value: p}, p)));
-  return h("form", {"aria-label": name ? "Change topic" : "Create topic", onsubmit: async e => {
+  const submit = async shrink => {
+    const r = await api("/api/topics", {name: topic.value, queues: +queues.value, perm: perm.value, shrink});
+    say(`${r.updated ? "updated" : "created"} ${r.topic} on ${r.brokers.join(", ")}`);
+    if (refresher) await refresher();
+  };
+  const form = h("form", {"aria-label": name ? "Change topic" : "Create topic", onsubmit: async e => {
     e.preventDefault();
     try {
-      const r = await api("/api/topics", {name: topic.value, queues: +queues.value, perm: perm.value});
-      say(`${r.updated ? "updated" : "created"} ${r.topic} on ${r.brokers.join(", ")}`);
-      if (refresher) await refresher();
+      try { await submit(false); } catch (err) {
+        // Fewer read queues would hide unconsumed messages: only on the user's word.
+        if (!err.data?.confirmShrink) throw err;
+        if (!confirm(`${err.message}.\n\nShrink anyway?`)) { say("not changed", false); return; }
+        await submit(true);
+      }
     } catch (err) { say(err.message, false); }
   }}, field("Topic", topic), field("Queues", queues), field("Permission", perm),
     h("button", {type: "submit"}, name ? "Update" : "Create"));
+  form.fill = route => {
+    queues.value = Math.max(...route.queues.map(q => q.read));
+    const current = route.queues[0]?.perm.replaceAll("-", "");
+    if (["rw", "r", "w"].includes(current)) perm.value = current;
+  };
+  return form;
 }
 
 function resetForm(name) {
