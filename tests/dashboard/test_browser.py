@@ -179,6 +179,16 @@ def test_every_page_shows_the_cluster(site: Site) -> None:
     page.get_by_label("Search topics").fill("dashord")
     page.wait_for_selector(f"a:text-is('{TOPIC}')", timeout=WAIT_MS)
     assert "TBW102" not in cell_texts(page, "td")
+    # As `longboat topic list`: brokers, write and read queues, permission.
+    row = page.locator("tr", has=page.get_by_role("link", name=TOPIC))
+    assert cell_texts(row, "td") == [
+        TOPIC,
+        "normal",
+        site.cluster.config.broker_name,
+        "4",
+        "4",
+        "rw",
+    ]
     site.shot("topics")
     page.get_by_role("link", name=TOPIC).click()
     page.wait_for_selector("#page-topic[data-loaded=true]", timeout=WAIT_MS)
@@ -309,6 +319,59 @@ def test_the_change_form_starts_from_the_topic_and_asks_before_hiding_messages(
     form.get_by_role("button", name="Update").click()
     page.wait_for_selector("#status :text('updated DashWide')", timeout=WAIT_MS)
     assert len(dialogs) == 2 and read_queues() == [8]
+
+
+def test_delivery_lists_the_groups_that_read_the_queue_and_members_show_versions(
+    site: Site,
+) -> None:
+    # A second group, live, reading another topic: it has no say in TOPIC's deliveries.
+    site.admin(lambda a: a.create_topic("DashElsewhere", queue_nums=1))
+    consumer = PushConsumer("dash-elsewhere", config=site.config)
+    consumer.subscribe("DashElsewhere", "*")
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> None:
+        pass
+
+    consumer.register_listener(listener)
+    site.run(consumer.start())
+    try:
+        page = site.open("/groups")
+        page.get_by_role("link", name="dash-elsewhere").wait_for(timeout=WAIT_MS)
+        page = site.open("/group/dash-elsewhere")
+        members = page.locator("table:has(caption:text-is('members')) tbody tr")
+        members.first.wait_for(timeout=WAIT_MS)
+        assert cell_texts(members.first, "td")[2:] == ["PYTHON", "V4_9_8"]
+    finally:
+        site.run(consumer.shutdown(), timeout=60)
+
+    [msg] = site.admin(lambda a: a.messages_by_key(TOPIC, "order-5"))
+    page = site.open(f"/messages?id={msg.offset_msg_id}")
+    delivery = page.locator("table:has(caption:text-is('delivery per group')) tbody tr")
+    delivery.first.wait_for(timeout=WAIT_MS)
+    groups = [cell_texts(delivery.nth(i), "td")[0] for i in range(delivery.count())]
+    assert GROUP in groups and "dash-elsewhere" not in groups
+
+
+def test_the_chart_has_a_colour_key_and_the_site_an_icon(site: Site) -> None:
+    page = site.open(f"/group/{GROUP}")
+    page.wait_for_selector("#lag-chart svg path.lag", state="attached", timeout=WAIT_MS)
+
+    def colour(selector: str, prop: str) -> str:
+        return str(page.eval_on_selector(selector, f"e => getComputedStyle(e)['{prop}']"))
+
+    legend = page.locator("#lag-chart figcaption")
+    assert legend.inner_text().split("\n") == [
+        "lag, messages (left axis)",
+        "consume rate, msg/s (right axis)",
+    ]
+    for key in ("lag", "rate"):
+        line = page.eval_on_selector(
+            f"#lag-chart .key.{key}", "e => getComputedStyle(e, '::before').borderTopColor"
+        )
+        assert line == colour(f"#lag-chart path.{key}", "stroke")
+    icon = page.request.get(f"{site.dashboard.url}favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.body().startswith(b"<svg")
 
 
 def lag_series(page: Any) -> list[int]:

@@ -28,6 +28,7 @@ from longboat.client.errors import (
     ClientUsageError,
     GroupOnlineError,
     MessageNotFoundError,
+    NoRouteError,
     QueuesHoldMessagesError,
     TransportError,
 )
@@ -96,6 +97,15 @@ def total_lag(progress: Iterable[QueueProgress]) -> int:
     return sum(p.lag or 0 for p in progress if not is_retry_queue(p.mq))
 
 
+def known_lag(progress: Iterable[QueueProgress]) -> int | None:
+    """`total_lag`, or None when the group stored no offset on any queue of a topic it reads:
+    then nothing says how far behind it is, and 0 would claim it caught up."""
+    rows = [p for p in progress if not is_retry_queue(p.mq)]
+    if all(p.consumer_offset is None for p in rows):
+        return None
+    return total_lag(rows)
+
+
 async def stored_offset(
     api: ClientAPI, addr: str, group: str, mq: MessageQueue, reported: int
 ) -> int | None:
@@ -143,6 +153,14 @@ class Admin(InstanceUser):
         data = await self.instance.api.get_route(topic)
         self.instance.learn_route(topic, data)
         return data
+
+    async def route_or_none(self, topic: str) -> TopicRouteData | None:
+        """The topic's route, None when no broker serves it (a listing read a moment ago may
+        name a topic deleted since)."""
+        try:
+            return await self.route(topic)
+        except NoRouteError:
+            return None
 
     async def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
         """Broker name → master address, of one cluster or of all."""
@@ -333,13 +351,13 @@ class Admin(InstanceUser):
         prefix = RETRY_GROUP_TOPIC_PREFIX
         return sorted(t[len(prefix) :] for t in await self.topics() if t.startswith(prefix))
 
-    async def group_summary(self, group: str) -> tuple[int, int]:
+    async def group_summary(self, group: str) -> tuple[int, int | None]:
         """Live members of `group` and its total lag on the topics it consumes (its own
-        retry topic left out)."""
+        retry topic left out); the lag is None while the group has stored no offset."""
         members, progress = await asyncio.gather(
             self.consumer_ids(group), self.group_progress(group, with_lag_time=False)
         )
-        return len(members), total_lag(progress)
+        return len(members), known_lag(progress)
 
     async def consumed_topics(self, group: str) -> list[str]:
         """The topics `group` has offsets on, without its own retry topic."""

@@ -510,7 +510,7 @@ class Admin(_Blocking):
     def group_connections(self, group: str, topic: str | None = None) -> ConsumerConnection:
         return self._loop.run(self._async.group_connections(group, topic))
 
-    def group_summary(self, group: str) -> tuple[int, int]:
+    def group_summary(self, group: str) -> tuple[int, int | None]:
         return self._loop.run(self._async.group_summary(group))
 
     def consumed_topics(self, group: str) -> list[str]:

@@ -83,6 +83,7 @@ def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.A
     app[SESSIONS] = sessions
     app[SAMPLER] = sampler
     app.router.add_get("/", index)
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_static("/static", STATIC)
     api = [
         web.get("/api/cluster", get_cluster),
@@ -146,6 +147,11 @@ async def delete_session(request: web.Request) -> web.Response:
 
 async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html")
+
+
+async def favicon(request: web.Request) -> web.FileResponse:
+    """Browsers ask for /favicon.ico whatever the page links: an SVG, which they all take."""
+    return web.FileResponse(STATIC / "favicon.svg", headers={"Content-Type": "image/svg+xml"})
 
 
 async def body_of(request: web.Request) -> dict[str, Any]:

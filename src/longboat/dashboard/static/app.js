@@ -118,8 +118,11 @@ const pages = {
       const q = search.value.trim().toLowerCase();
       const rows = last.topics.filter(t => (system.checked || t.kind === "normal") &&
         t.name.toLowerCase().includes(q));
-      box.replaceChildren(table(`${rows.length} topic(s)`, [["topic"], ["kind"]],
-        rows.map(t => [link(`#/topic/${enc(t.name)}`, t.name), t.kind])));
+      box.replaceChildren(table(`${rows.length} topic(s)`,
+        [["topic"], ["kind"], ["brokers"], ["write queues", 1], ["read queues", 1], ["perm"]],
+        rows.map(t => [link(`#/topic/${enc(t.name)}`, t.name), t.kind,
+          ...(t.route ? [t.route.brokers.join(", "), t.route.writeQueues, t.route.readQueues, t.route.perm] :
+            ["-", "-", "-", "-"])])));
     };
     search.addEventListener("input", draw);
     system.addEventListener("change", draw);
@@ -173,7 +176,7 @@ const pages = {
       box.replaceChildren(table(`${data.groups.length} group(s)`,
         [["group"], ["state"], ["members", 1], ["lag", 1]],
         data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
-          h("span", {class: `state-${g.state}`}, g.state), g.members, g.lag])));
+          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-"])));
     };
   },
 
@@ -197,7 +200,7 @@ const pages = {
     return async () => {
       const [g] = await Promise.all([api(`/api/groups/${enc(name)}`), loadDlq()]);
       summary.replaceChildren(`${g.members.length} live member(s), ${g.messageModel.toLowerCase()}, total lag `,
-        h("strong", {id: "group-lag"}, String(g.lag)), `; subscribes ${g.subscriptions.map(s => `${s.topic} (${s.expression})`).join(", ") || "nothing"}`);
+        h("strong", {id: "group-lag"}, g.lag === null ? "unknown (no offset stored)" : String(g.lag)), `; subscribes ${g.subscriptions.map(s => `${s.topic} (${s.expression})`).join(", ") || "nothing"}`);
       chartBox.replaceChildren(lagChart(g.history));
       box.replaceChildren(
         table("members", [["client id"], ["address"], ["language"], ["version", 1]],
@@ -380,8 +383,9 @@ function lagChart(history) {
   svg.append(s("path", {class: "rate", d: path("rate", maxRate)}));
   svg.append(s("text", {x: L, y: H - 6}, new Date(t0 * 1000).toLocaleTimeString()));
   svg.append(s("text", {x: W - R - 60, y: H - 6}, new Date(t1 * 1000).toLocaleTimeString()));
-  svg.append(s("text", {x: L + 120, y: H - 6}, "— lag (left axis)   - - consume rate, msg/s (right axis)"));
-  return svg;
+  return h("figure", {class: "chart"}, svg, h("figcaption", {class: "legend"},
+    h("span", {class: "key lag"}, "lag, messages (left axis)"),
+    h("span", {class: "key rate"}, "consume rate, msg/s (right axis)")));
 }
 
 // ------------------------------------------------------------------ router and polling
