@@ -16,6 +16,7 @@ from longboat.cli.main import cli
 from longboat.client import ClientConfig
 from longboat.client.admin import QueueOffset
 from longboat.client.sync import Admin, LitePullConsumer
+from longboat.dashboard.server import DashboardServer
 
 from .processes import ServerProcess
 
@@ -209,6 +210,13 @@ def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -
         assert "127.0.0.1@" in live and "PYTHON" in live
         refused = longboat("group", "reset", "-g", "cli-group", "--to", "latest", code=1)
         assert refused.stderr.startswith("error (refused): group cli-group has 1 live member")
+        assert "or pass --force" in refused.stderr and "force=True" not in refused.stderr
+        # `consume --from` moves the offsets too, and says what it offers instead.
+        consume = longboat(
+            "consume", "-t", "CliGroup", "-g", "cli-group", "--from", "latest", code=1
+        )
+        assert consume.stderr.startswith("error (refused): group cli-group has 1 live member")
+        assert "or consume without --from" in consume.stderr and "force" not in consume.stderr
         forced = longboat(
             "group", "reset", "-g", "cli-group", "--to", "latest", "--force", "--queue", "0"
         )
@@ -367,6 +375,40 @@ def test_unreachable_name_server_is_one_line(longboat) -> None:
     result = longboat("topic", "list", "--namesrv", "127.0.0.1:1", code=1)
     assert result.stderr.startswith("error (network): no name server reachable")
     assert result.stderr.count("\n") == 1
+
+
+def test_the_name_server_from_namesrv_addr_as_rocketmq_tools_read_it(
+    longboat, cluster, monkeypatch
+) -> None:
+    monkeypatch.delenv("LONGBOAT_NAMESRV")
+    monkeypatch.setenv("NAMESRV_ADDR", cluster.namesrv_addr)
+    assert cluster.broker_addr in longboat("cluster").stdout
+
+
+def test_addresses_that_are_not_a_name_server_say_what_they_are(longboat, cluster) -> None:
+    broker = longboat("topic", "list", "--namesrv", cluster.broker_addr, code=1)
+    assert broker.stderr.startswith("error (usage): ")
+    assert "looks like a broker, not a name server" in broker.stderr
+    assert "namesrv_addrs" not in broker.stderr
+
+    # The dashboard's port, as a user who mixed up the two would give it.
+    web = DashboardServer(ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1"), port=0)
+    cluster.runner.run(web.start())
+    try:
+        http = longboat("topic", "list", "--namesrv", f"127.0.0.1:{web.port}", code=1)
+    finally:
+        cluster.runner.run(web.stop())
+    assert "the peer answered in HTTP: this looks like a web port" in http.stderr
+    assert http.stderr.count("\n") == 1 and "frame of" not in http.stderr
+
+
+def test_a_producer_id_without_a_topic_is_searched_in_every_topic(longboat) -> None:
+    sent = longboat("produce", "-t", "CliEveryTopic", "--show-ids", input="anywhere\n")
+    [msg_id] = re.findall(r"^([0-9A-F]{32}) CliEveryTopic@", sent.stdout, re.M)
+    assert "anywhere" in longboat("message", "get", msg_id).stdout
+    missing = longboat("message", "get", "not-an-id", code=1)
+    assert missing.stderr.startswith("error (not found): not-an-id is not an offset id, and no ")
+    assert "pass the topic" not in missing.stderr
 
 
 def test_usage_errors(longboat) -> None:

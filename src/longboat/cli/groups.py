@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
-from longboat.cli.consume import reset_target
+from longboat.cli.consume import members_refusal, reset_target
 from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import (
     format_duration,
@@ -193,12 +193,7 @@ def reset(
                 for t in topics:
                     moved |= await admin.reset_offsets(name, t, target, force=force, queue_id=queue)
             except GroupOnlineError as exc:
-                fail(
-                    f"group {name} has {len(exc.client_ids)} live member(s) "
-                    f"({', '.join(exc.client_ids)}): stop them first, or pass --force (a running "
-                    "consumer overwrites the reset with the offsets it holds)",
-                    "refused",
-                )
+                fail(members_refusal(exc, "or pass --force"), "refused")
             return moved
 
     moved = sorted(run(go()).items())

@@ -507,11 +507,11 @@ class Admin(InstanceUser):
         try:
             host, port, offset = decode_offset_msg_id(msg_id)
         except ProtocolError:
-            raise MessageNotFoundError(
-                f"no message with UNIQ_KEY {msg_id} in topic {topic}"
-                if topic
-                else f"{msg_id} is not an offset message id; pass the topic to search by UNIQ_KEY"
-            ) from None
+            if topic is not None:
+                raise MessageNotFoundError(
+                    f"no message with UNIQ_KEY {msg_id} in topic {topic}"
+                ) from None
+            return await self._search_unique_key(msg_id)
         # A UNIQ_KEY is as long as an offset id; its bytes seldom make a port and an offset.
         if not 0 < port <= 0xFFFF or offset < 0:
             if topic is not None:
