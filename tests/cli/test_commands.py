@@ -295,6 +295,15 @@ def test_a_groups_total_lag_leaves_out_its_retry_queue(longboat, cluster) -> Non
     assert {g["group"]: g["lag"] for g in listed}["cli-retried"] == 2
 
 
+def test_the_readme_session(longboat) -> None:
+    # README.md's first commands, as written: `{i}` counts from 0.
+    longboat("produce", "-t", "Greetings", "--keys", "greet-{i}", input="hello\nworld\n")
+    got = longboat("consume", "-t", "Greetings", "-g", "readme", "--from", "earliest", "-n", "2")
+    assert sorted(got.stdout.splitlines()) == ["hello", "world"]
+    assert "hello" in longboat("message", "find", "--key", "greet-0").stdout
+    assert "world" in longboat("message", "find", "--key", "greet-1").stdout
+
+
 def test_json_carries_bodies_and_names_as_they_are(longboat) -> None:
     # What rich would turn into an emoji or read as markup (a stray closing tag is an error).
     body = "pay :moneybag: [bold]9.99[/bold] :smile: [/]"
@@ -359,6 +368,11 @@ def test_every_listing_has_a_json_format(longboat, cluster) -> None:
         "retry",
     }
     assert sum(q["consumerOffset"] for q in group["progress"]) == 4
+    # The queue that got nothing has consumed nothing: no time, not the epoch.
+    assert sorted(q["lastTimestamp"] is None for q in group["progress"]) == [False, True]
+    longboat("produce", "-t", "CliJson", "-n", "2")
+    waiting = [q["lagTime"] for q in as_json("group", "describe", "cli-json")["progress"]]
+    assert all(isinstance(t, float) and round(t, 3) == t for t in waiting), waiting
     [broker] = as_json("cluster")
     assert broker.keys() == {"cluster", "broker", "id", "role", "addr", "topics", "lag"}
     assert (broker["addr"], broker["role"], broker["id"]) == (cluster.broker_addr, "master", 0)

@@ -88,7 +88,8 @@ def connection_json(connection: ConsumerConnection) -> Json:
 
 def progress_json(p: QueueProgress) -> Json:
     """One queue's progress; `consumerOffset` and `lag` are null where the group stored no
-    offset."""
+    offset, `lastTimestamp` where it consumed nothing (or the message is gone), `lagTime`
+    where nothing waits."""
     return {
         "topic": p.mq.topic,
         "broker": p.mq.broker_name,
@@ -96,8 +97,9 @@ def progress_json(p: QueueProgress) -> Json:
         "brokerOffset": p.broker_offset,
         "consumerOffset": p.consumer_offset,
         "lag": p.lag,
-        "lagTime": p.lag_time,
-        "lastTimestamp": p.last_timestamp,
+        # Milliseconds are all the broker's timestamps hold.
+        "lagTime": None if p.lag_time is None else round(p.lag_time, 3),
+        "lastTimestamp": p.last_timestamp or None,
         "retry": is_retry_queue(p.mq),
     }
 
