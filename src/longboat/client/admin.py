@@ -240,7 +240,7 @@ class Admin(InstanceUser):
                 for name, queue in current.items()
                 for queue_id in range(read_queue_nums, queue.read_queue_nums)
             ]
-            if unconsumed := await self.unconsumed(hidden):
+            if unconsumed := await self._unconsumed(hidden):
                 raise QueuesHoldMessagesError(topic, unconsumed)
         for name, queue in sorted(current.items()):
             config = TopicConfig(
@@ -256,7 +256,7 @@ class Admin(InstanceUser):
             await self._wait_for_route(topic, {name}, config, timeout)
         return sorted(current)
 
-    async def unconsumed(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+    async def _unconsumed(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
         """Of `queues` (of one topic), those holding messages some group has yet to consume,
         with how many: from the lowest offset a group stored there, or from the queue's
         oldest message when no group stored one."""

@@ -438,6 +438,9 @@ class Admin(_Blocking):
     def route(self, topic: str) -> TopicRouteData:
         return self._loop.run(self._async.route(topic))
 
+    def route_or_none(self, topic: str) -> TopicRouteData | None:
+        return self._loop.run(self._async.route_or_none(topic))
+
     def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
         return self._loop.run(self._async.master_brokers(cluster))
 
@@ -476,6 +479,7 @@ class Admin(_Blocking):
         write_queue_nums: int | None = None,
         perm: int | None = None,
         order: bool | None = None,
+        shrink: bool = False,
         timeout: float = 10.0,
     ) -> list[str]:
         return self._loop.run(
@@ -485,6 +489,7 @@ class Admin(_Blocking):
                 write_queue_nums=write_queue_nums,
                 perm=perm,
                 order=order,
+                shrink=shrink,
                 timeout=timeout,
             )
         )

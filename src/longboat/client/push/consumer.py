@@ -68,7 +68,11 @@ from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_topic
+from longboat.protocol.topic_names import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    validate_consumer_group,
+    validate_topic,
+)
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -100,8 +104,8 @@ class PushConsumer(InstanceUser):
         """`settings`, or its fields as keyword arguments (`options` replace fields of
         `settings` when both are given); raises ClientUsageError for a bad value."""
         super().__init__(config, namesrv_addrs)
-        if problem := validate_topic(retry_topic(group)):
-            raise ClientUsageError(f"invalid consumer group {group!r}: {problem}")
+        if problem := validate_consumer_group(group):
+            raise ClientUsageError(f"invalid consumer group: {problem}")
         self.group = group
         self.settings = settings_with(settings or PushConsumerSettings(), dict(options))
         self.pull_settings = self.settings.pull_settings()
@@ -232,6 +236,8 @@ class PushConsumer(InstanceUser):
                         exc.addr,
                     ) from exc
                 log.warning("%s starts without a name server: %s", self, exc)
+            except ClientUsageError:
+                raise  # e.g. the address is a broker's: no later try would do better
             except ClientError as exc:
                 log.warning("%s subscribes to %s, which has no route yet: %s", self, topic, exc)
         await instance.heartbeat_all()
