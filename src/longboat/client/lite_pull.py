@@ -56,7 +56,7 @@ from longboat.client.consume_from import (
 from longboat.client.consumer_settings import LitePullOptions, LitePullSettings, settings_with
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
 from longboat.client.instance import ClientInstance
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
 from longboat.client.push.process_queue import FlowLimits, ProcessQueue
 from longboat.client.push.pull_loop import PullLoop, Subscription
 from longboat.client.rebalance.locks import (
@@ -94,6 +94,8 @@ class _Queue:
 
 class LitePullConsumer(InstanceUser):
     """Pull-style consumer of one group: `poll()` for messages, `commit()` to record progress."""
+
+    left_open_consequence = LEFT_OPEN_UNCOMMITTED
 
     def __init__(
         self,

@@ -42,7 +42,7 @@ from longboat.client.consumer_settings import (
 )
 from longboat.client.errors import ClientError, ClientUsageError, TransportError
 from longboat.client.instance import ClientInstance
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
 from longboat.client.producer import Producer
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -91,6 +91,8 @@ ConsumeService = ConcurrentConsumeService | OrderlyConsumeService
 
 class PushConsumer(InstanceUser):
     """Consumes subscribed topics for one group and hands messages to a listener."""
+
+    left_open_consequence = LEFT_OPEN_UNCOMMITTED
 
     def __init__(
         self,
@@ -210,6 +212,7 @@ class PushConsumer(InstanceUser):
         if not self.broadcasting:
             inner_group = _inner_producer_group(self.group, instance)
             self._producer = Producer(inner_group, config=self.config)
+            self._producer.owner = self
             await self._producer.start()
             redelivery = Redelivery(instance, self.group, self._producer)
         self._service = self._make_service(instance, redelivery)
