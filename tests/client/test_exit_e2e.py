@@ -41,13 +41,19 @@ def test_async_client_left_open_is_reported_once(namesrv: str) -> None:
     assert "Producer(forgotten)" in done.stderr
 
 
-async def test_blocking_consumer_left_open_commits_at_exit(namesrv: str) -> None:
-    topic, group = unique("Exit"), unique("exit_group")
+async def one_queue_holding(namesrv: str, prefix: str, count: int) -> str:
+    """A new topic of one queue holding `count` messages."""
+    topic = unique(prefix)
     async with Admin(namesrv_addrs=namesrv) as admin:
         await admin.create_topic(topic, queue_nums=1)
     async with Producer(unique("pg"), namesrv_addrs=namesrv) as producer:
-        for i in range(20):
+        for i in range(count):
             await producer.send(Message(topic, f"m{i}".encode()))
+    return topic
+
+
+async def test_blocking_consumer_left_open_commits_at_exit(namesrv: str) -> None:
+    topic, group = await one_queue_holding(namesrv, "Exit", 20), unique("exit_group")
     done = run_script(f"""
         from longboat.client import sync
         from longboat.client.consume_from import ConsumeFrom
@@ -71,12 +77,7 @@ async def test_blocking_consumer_left_open_commits_at_exit(namesrv: str) -> None
 
 
 async def test_async_consumer_left_open_says_what_is_lost_and_shows_no_lag(namesrv: str) -> None:
-    topic, group = unique("ExitAsync"), unique("exit_async")
-    async with Admin(namesrv_addrs=namesrv) as admin:
-        await admin.create_topic(topic, queue_nums=1)
-    async with Producer(unique("pg"), namesrv_addrs=namesrv) as producer:
-        for i in range(10):
-            await producer.send(Message(topic, f"m{i}".encode()))
+    topic, group = await one_queue_holding(namesrv, "ExitAsync", 10), unique("exit_async")
     done = run_script(f"""
         import asyncio
         from longboat.client import ClientConfig
