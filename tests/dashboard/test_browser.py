@@ -352,6 +352,26 @@ def test_delivery_lists_the_groups_that_read_the_queue_and_members_show_versions
     assert GROUP in groups and "dash-elsewhere" not in groups
 
 
+def test_a_group_that_stored_no_offset_claims_no_lag(site: Site) -> None:
+    # A member of a group whose topic does not exist yet: the group is known (its heartbeat
+    # made its retry topic) but stored no offset anywhere it reads.
+    consumer = PushConsumer("dash-nothing", config=site.config)
+    consumer.subscribe("DashNotYet", "*")
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> None:
+        pass
+
+    consumer.register_listener(listener)
+    site.run(consumer.start())
+    site.run(consumer.shutdown(), timeout=60)
+    page = site.open("/groups")
+    row = page.locator("tr", has=page.get_by_role("link", name="dash-nothing"))
+    row.wait_for(timeout=WAIT_MS)
+    assert cell_texts(row, "td") == ["dash-nothing", "no offsets", "0", "-"]
+    row.get_by_role("link", name="dash-nothing").click()
+    page.wait_for_selector("#group-lag:text-is('unknown (no offset stored)')", timeout=WAIT_MS)
+
+
 def test_the_chart_has_a_colour_key_and_the_site_an_icon(site: Site) -> None:
     page = site.open(f"/group/{GROUP}")
     page.wait_for_selector("#lag-chart svg path.lag", state="attached", timeout=WAIT_MS)
