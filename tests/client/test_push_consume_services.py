@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import pytest
 
+from longboat.client.consume.process_queue import FlowLimits, ProcessQueue
 from longboat.client.push import orderly
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -21,7 +22,6 @@ from longboat.client.push.listener import (
     OrderlyResult,
 )
 from longboat.client.push.orderly import OrderlyConsumeService
-from longboat.client.push.process_queue import FlowLimits, ProcessQueue
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 

@@ -62,8 +62,12 @@ class ConfigError(ValueError):
     """A setting is wrong (the operator's to fix): the message names the key and its source."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BrokerConfig:
+    """Every setting, fixed once built and validated when built (a bad combination raises
+    ConfigError naming the key).  A change is a new object (`updated`), handed to whoever
+    needs it: nothing sees a setting change under it."""
+
     broker_cluster_name: str = "DefaultCluster"
     # RocketMQ defaults to the host name; a fixed name keeps routes stable across hosts.
     broker_name: str = "broker-a"
@@ -268,7 +272,13 @@ class BrokerConfig:
     ) -> BrokerConfig:
         """Defaults, then the broker.conf at `path`, then `env` (os.environ when None), then
         `overrides` ((key, value) pairs; keys in either spelling, values strings or typed)."""
-        config = cls()
+        values: dict[str, Any] = {}
+
+        def take(key: str, value: Any, source: str) -> None:
+            parsed = _parse_setting(key, value, source)
+            if parsed is not None:
+                values[parsed[0]] = parsed[1]
+
         if path is not None:
             try:
                 text = Path(path).read_text(encoding="utf-8")
@@ -279,44 +289,33 @@ class BrokerConfig:
             except ValueError as exc:
                 raise ConfigError(f"{path}: {exc}") from None
             for lineno, key, value in entries:
-                config.set(key, value, source=f"{path}:{lineno}")
+                take(key, value, f"{path}:{lineno}")
         environ = os.environ if env is None else env
         if environ.get("NAMESRV_ADDR"):
-            config.set("namesrvAddr", environ["NAMESRV_ADDR"], source="$NAMESRV_ADDR")
+            take("namesrvAddr", environ["NAMESRV_ADDR"], "$NAMESRV_ADDR")
         for name, value in sorted(environ.items()):
             if name.startswith(ENV_PREFIX) and name != "LONGBOAT_HOME":
                 attr = name[len(ENV_PREFIX) :].lower()
                 if attr in _FIELDS:
-                    config.set(attr, value, source=f"${name}")
+                    take(attr, value, f"${name}")
         for key, value in overrides:
-            config.set(key, value, source="the command line")
-        config.validate()
-        return config
-
-    def set(self, key: str, value: Any, *, source: str = "an override") -> bool:
-        """Set one setting by either spelling; False (and a warning) for an unknown key."""
-        attr = attribute_name(key)
-        spec = _FIELDS.get(attr)
-        if spec is None:
-            log.warning("ignoring unknown broker setting %r (from %s)", key, source)
-            return False
-        try:
-            parsed = value if _is_typed(value, spec.type) else spec.parse(str(value).strip())
-        except (ValueError, TypeError) as exc:
-            raise ConfigError(
-                f"{java_key(attr)} = {value!r} (from {source}) is not valid: {exc}"
-            ) from None
-        setattr(self, attr, parsed)
-        return True
+            take(key, value, "the command line")
+        return cls(**values)
 
     def updated(self, **values: Any) -> BrokerConfig:
-        """A copy with some settings changed (keys in either spelling), validated."""
-        copy = dataclasses.replace(self)
+        """A new config with some settings changed (keys in either spelling, values strings
+        or typed), validated; this one is left as it is.  Raises ConfigError for an unknown
+        key or a bad value."""
+        changes: dict[str, Any] = {}
         for key, value in values.items():
-            if not copy.set(key, value, source="the caller"):
+            parsed = _parse_setting(key, value, "the caller")
+            if parsed is None:
                 raise ConfigError(f"unknown broker setting {key!r}")
-        copy.validate()
-        return copy
+            changes[parsed[0]] = parsed[1]
+        return dataclasses.replace(self, **changes)
+
+    def __post_init__(self) -> None:
+        self.validate()
 
     def validate(self) -> None:
         """Refuse combinations and ranges that cannot work, naming the key."""
@@ -426,6 +425,24 @@ def java_key(attr: str) -> str:
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _parse_setting(key: str, value: Any, source: str) -> tuple[str, Any] | None:
+    """(attribute, typed value) for one setting in either spelling; None (and a warning) for
+    an unknown key.  Raises ConfigError naming the key and `source` for a value that does
+    not parse."""
+    attr = attribute_name(key)
+    spec = _FIELDS.get(attr)
+    if spec is None:
+        log.warning("ignoring unknown broker setting %r (from %s)", key, source)
+        return None
+    try:
+        parsed = value if _is_typed(value, spec.type) else spec.parse(str(value).strip())
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"{java_key(attr)} = {value!r} (from {source}) is not valid: {exc}"
+        ) from None
+    return attr, parsed
 
 
 def _spell(value: Any) -> str:

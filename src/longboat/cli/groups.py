@@ -24,9 +24,9 @@ from longboat.client.admin import (
     ResetTarget,
     known_lag,
 )
-from longboat.client.admin_json import group_json
 from longboat.client.errors import GroupOnlineError
 from longboat.client.message import MessageQueue
+from longboat.dashboard.admin_json import group_json
 from longboat.protocol.bodies import ConsumerConnection
 from longboat.protocol.codes import version_name
 

@@ -10,8 +10,8 @@ from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_option, print_json
 from longboat.cli.runtime import console, fail, run, say
 from longboat.client.admin import QueueStatus
-from longboat.client.admin_json import perm_text, route_json, route_totals_json, topic_json
 from longboat.client.errors import QueuesHoldMessagesError
+from longboat.dashboard.admin_json import perm_text, route_json, route_totals_json, topic_json
 from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE

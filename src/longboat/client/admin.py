@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from longboat.client.api import ClientAPI
+from longboat.client._internal.api import ClientAPI
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerError,

@@ -20,9 +20,9 @@ import warnings
 import weakref
 from typing import Self
 
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.config import ClientConfig, parse_namesrv_addrs
 from longboat.client.errors import ClientClosedError
-from longboat.client.instance import ClientInstance
 
 log = logging.getLogger(__name__)
 

@@ -46,7 +46,10 @@ from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Unpack
 
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.config import ClientConfig
+from longboat.client.consume.process_queue import FlowLimits, ProcessQueue
+from longboat.client.consume.pull_loop import PullLoop, Subscription
 from longboat.client.consume_from import (
     ConsumeFrom,
     committed_offset,
@@ -55,10 +58,7 @@ from longboat.client.consume_from import (
 )
 from longboat.client.consumer_settings import LitePullOptions, LitePullSettings, settings_with
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
-from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
-from longboat.client.push.process_queue import FlowLimits, ProcessQueue
-from longboat.client.push.pull_loop import PullLoop, Subscription
 from longboat.client.rebalance.locks import (
     RENEW_INTERVAL_S,
     RETRY_S,

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from longboat.client._internal.instance import ClientInstance
+from longboat.client._internal.route import TopicRoute
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerBusyError,
@@ -37,10 +39,8 @@ from longboat.client.errors import (
     SendTimeoutError,
     TransportError,
 )
-from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
-from longboat.client.route import TopicRoute
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.protocol.batch import join_batch
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode

@@ -10,10 +10,10 @@ import asyncio
 import base64
 
 from longboat.client.admin import Admin, is_retry_queue, known_lag
-from longboat.client.admin_json import Json, group_json, route_totals_json, topic_json
 from longboat.client.errors import ClientError
 from longboat.client.message import MessageExt, MessageQueue
 from longboat.client.resend import original_topic
+from longboat.dashboard.admin_json import Json, group_json, route_totals_json, topic_json
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, topic_kind
 from longboat.protocol.types import MASTER_ID
 

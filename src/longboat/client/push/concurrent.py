@@ -29,6 +29,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
     ConcurrentContext,
@@ -40,7 +41,6 @@ from longboat.client.push.listener import (
     is_async,
     stop_workers,
 )
-from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.redelivery import Redelivery
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue

@@ -32,7 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Unpack, overload
 
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
+from longboat.client.consume.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteOffsetStore,
+)
+from longboat.client.consume.process_queue import FlowLimits, ProcessQueue
+from longboat.client.consume.pull_loop import PullLoop, Subscription
 from longboat.client.consume_from import offset_for
 from longboat.client.consumer_settings import (
     MessageModel,
@@ -41,7 +49,6 @@ from longboat.client.consumer_settings import (
     settings_with,
 )
 from longboat.client.errors import ClientError, ClientUsageError, TransportError
-from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
 from longboat.client.producer import Producer
 from longboat.client.push.concurrent import ConcurrentConsumeService
@@ -54,10 +61,7 @@ from longboat.client.push.listener import (
     OrderlyResult,
     check_annotation,
 )
-from longboat.client.push.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from longboat.client.push.orderly import OrderlyConsumeService
-from longboat.client.push.process_queue import FlowLimits, ProcessQueue
-from longboat.client.push.pull_loop import PullLoop, Subscription
 from longboat.client.push.redelivery import (
     Redelivery,
     restore_retry_topic,

@@ -37,7 +37,8 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from longboat.client.instance import ClientInstance
+from longboat.client._internal.instance import ClientInstance
+from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.push.concurrent import Consumed
 from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
@@ -50,7 +51,6 @@ from longboat.client.push.listener import (
     is_async,
     stop_workers,
 )
-from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.push.redelivery import DEAD_LETTER, Redelivery
 from longboat.client.rebalance.locks import RENEW_INTERVAL_S, RETRY_S, lock_queues, unlock_queues
 from longboat.protocol.message import MessageExt

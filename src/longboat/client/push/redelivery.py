@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import logging
 
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.errors import ClientError
-from longboat.client.instance import ClientInstance
 from longboat.client.message import Message
 from longboat.client.producer import Producer
 from longboat.protocol.message import MessageExt
