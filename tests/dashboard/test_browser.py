@@ -162,6 +162,19 @@ async def consume_all(config: ClientConfig, expected: int) -> list[MessageExt]:
         await consumer.shutdown()
 
 
+async def member(config: ClientConfig, group: str, topic: str) -> PushConsumer:
+    """A started member of `group` on `topic` that consumes nothing of note."""
+    consumer = PushConsumer(group, config=config)
+    consumer.subscribe(topic, "*")
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> None:
+        pass
+
+    consumer.register_listener(listener)
+    await consumer.start()
+    return consumer
+
+
 def cell_texts(page: Any, selector: str) -> list[str]:
     return [t.strip() for t in page.locator(selector).all_inner_texts()]
 
@@ -326,14 +339,7 @@ def test_delivery_lists_the_groups_that_read_the_queue_and_members_show_versions
 ) -> None:
     # A second group, live, reading another topic: it has no say in TOPIC's deliveries.
     site.admin(lambda a: a.create_topic("DashElsewhere", queue_nums=1))
-    consumer = PushConsumer("dash-elsewhere", config=site.config)
-    consumer.subscribe("DashElsewhere", "*")
-
-    async def listener(msgs: list[MessageExt], ctx: object) -> None:
-        pass
-
-    consumer.register_listener(listener)
-    site.run(consumer.start())
+    consumer = site.run(member(site.config, "dash-elsewhere", "DashElsewhere"))
     try:
         page = site.open("/groups")
         page.get_by_role("link", name="dash-elsewhere").wait_for(timeout=WAIT_MS)
@@ -355,14 +361,7 @@ def test_delivery_lists_the_groups_that_read_the_queue_and_members_show_versions
 def test_a_group_that_stored_no_offset_claims_no_lag(site: Site) -> None:
     # A member of a group whose topic does not exist yet: the group is known (its heartbeat
     # made its retry topic) but stored no offset anywhere it reads.
-    consumer = PushConsumer("dash-nothing", config=site.config)
-    consumer.subscribe("DashNotYet", "*")
-
-    async def listener(msgs: list[MessageExt], ctx: object) -> None:
-        pass
-
-    consumer.register_listener(listener)
-    site.run(consumer.start())
+    consumer = site.run(member(site.config, "dash-nothing", "DashNotYet"))
     site.run(consumer.shutdown(), timeout=60)
     page = site.open("/groups")
     row = page.locator("tr", has=page.get_by_role("link", name="dash-nothing"))
@@ -403,14 +402,7 @@ def test_reset_refused_while_members_run_then_taken_and_chart_moves(site: Site) 
     page = site.open(f"/group/{GROUP}")
 
     # A live member (on the cluster's loop, while this thread drives the page).
-    consumer = PushConsumer(GROUP, config=site.config)
-    consumer.subscribe(TOPIC, "*")
-
-    async def listener(msgs: list[MessageExt], ctx: object) -> None:
-        pass
-
-    consumer.register_listener(listener)
-    site.run(consumer.start())
+    consumer = site.run(member(site.config, GROUP, TOPIC))
     try:
         reset_through_page(page, "earliest", expect="refused")
     finally:
