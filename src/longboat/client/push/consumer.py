@@ -49,7 +49,7 @@ from longboat.client.consumer_settings import (
     settings_with,
 )
 from longboat.client.errors import ClientError, ClientUsageError, TransportError
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
 from longboat.client.producer import Producer
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -74,7 +74,11 @@ from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_topic
+from longboat.protocol.topic_names import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    validate_consumer_group,
+    validate_topic,
+)
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -94,6 +98,8 @@ ConsumeService = ConcurrentConsumeService | OrderlyConsumeService
 class PushConsumer(InstanceUser):
     """Consumes subscribed topics for one group and hands messages to a listener."""
 
+    left_open_consequence = LEFT_OPEN_UNCOMMITTED
+
     def __init__(
         self,
         group: str,
@@ -106,8 +112,8 @@ class PushConsumer(InstanceUser):
         """`settings`, or its fields as keyword arguments (`options` replace fields of
         `settings` when both are given); raises ClientUsageError for a bad value."""
         super().__init__(config, namesrv_addrs)
-        if problem := validate_topic(retry_topic(group)):
-            raise ClientUsageError(f"invalid consumer group {group!r}: {problem}")
+        if problem := validate_consumer_group(group):
+            raise ClientUsageError(f"invalid consumer group: {problem}")
         self.group = group
         self.settings = settings_with(settings or PushConsumerSettings(), dict(options))
         self.pull_settings = self.settings.pull_settings()
@@ -221,6 +227,7 @@ class PushConsumer(InstanceUser):
         if not self.broadcasting:
             inner_group = _inner_producer_group(self.group, instance)
             self._producer = Producer(inner_group, config=self.config)
+            self._producer.owner = self
             await self._producer.start()
             redelivery = Redelivery(instance, self.group, self._producer)
         self._service = self._make_service(instance, redelivery)
@@ -247,6 +254,8 @@ class PushConsumer(InstanceUser):
                         exc.addr,
                     ) from exc
                 log.warning("%s starts without a name server: %s", self, exc)
+            except ClientUsageError:
+                raise  # e.g. the address is a broker's: no later try would do better
             except ClientError as exc:
                 log.warning("%s subscribes to %s, which has no route yet: %s", self, topic, exc)
         await instance.heartbeat_all()
