@@ -2,9 +2,9 @@
 
     python -m bench.index_ab --against REV [--runs 5] [--entries 400000]
 
-`store/index.py` as it was at REV is loaded beside the current one (`bench.revisions`).  Each
-run writes the same entries (random key hashes, 64 to a batch, as the broker indexes a
-batched send) into a fresh index of the store's default size, syncing it every
+`store/index/key_index.py` as it was at REV is loaded beside the current one
+(`bench.revisions`).  Each run writes the same entries (random key hashes, 64 to a batch, as
+the broker indexes a batched send) into a fresh index of the store's default size, syncing it every
 `--per-sync` entries as the store's checkpoint does (65,536 by default: about one
 checkpoint's worth at the broker's batched produce rate).  Printed: the median CPU and minor
 page faults per entry of each, and their ratio.
@@ -25,10 +25,10 @@ from typing import Any
 
 from bench import results
 from bench.revisions import module_at
-from longboat.store import index as this_index
 from longboat.store.config import StoreConfig
+from longboat.store.index import key_index as this_index
 
-MODULE = "src/longboat/store/index.py"
+MODULE = "src/longboat/store/index/key_index.py"
 BATCH = 64
 
 

@@ -4,6 +4,7 @@ key and where it came from."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -89,3 +90,19 @@ def test_bad_environment_and_command_line_values_say_where_they_came_from() -> N
         BrokerConfig.load(env={}, overrides=[("maxMessageSize", "big")])
     with pytest.raises(ConfigError, match="cannot read"):
         BrokerConfig.load(Path("/nonexistent/broker.conf"), env={})
+
+
+def test_a_config_cannot_change_under_its_users_a_change_is_a_new_validated_config() -> None:
+    config = BrokerConfig.load(env={})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.listen_port = 10999  # type: ignore[misc]
+    faster = config.updated(transactionCheckInterval="1000", listen_port=10999)
+    assert (faster.transaction_check_interval, faster.listen_port) == (1000, 10999)
+    assert (config.transaction_check_interval, config.listen_port) == (60_000, 10911)
+    with pytest.raises(ConfigError, match="listenPort"):
+        config.updated(listenPort="70000")
+    with pytest.raises(ConfigError, match="unknown broker setting 'noSuchKey'"):
+        config.updated(noSuchKey="1")
+    # Built directly, it is checked as when loaded.
+    with pytest.raises(ConfigError, match="deleteWhen"):
+        BrokerConfig(delete_when="25")

@@ -301,7 +301,8 @@ async def test_a_lost_wake_up_is_recovered_by_the_periodic_recheck(
     w = Wire(cluster.broker_addr)
     await created(w, queues=1)
     store = cluster.broker.store
-    store._listeners = [f for f in store._listeners if f != cluster.broker.hold.on_arrival]
+    arrivals = store._arrivals
+    arrivals.listeners = [f for f in arrivals.listeners if f != cluster.broker.hold.on_arrival]
     pull = asyncio.ensure_future(w.pull(TOPIC, 0, 1, suspend_ms=LONG_MS, timeout=LONG_MS))
     await eventually(lambda: cluster.broker.hold.held_count == 1, "the pull to be held")
     started = time.monotonic()

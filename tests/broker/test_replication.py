@@ -14,9 +14,8 @@ import pytest
 
 from conftest import broker_config
 from longboat.broker import BrokerController
-from longboat.client import BrokerError, ClientConfig, Message, SendStatus
+from longboat.client import BrokerError, ClientConfig, Message, PullStatus, SendStatus
 from longboat.client.admin import Admin
-from longboat.client.api import PullStatus
 from longboat.client.producer import Producer
 from longboat.client.queue_reader import QueueReader
 from longboat.namesrv import NameServer

@@ -17,9 +17,8 @@ import pytest
 
 from cli.processes import ServerProcess
 from conftest import LoopThread
-from longboat.client import ClientConfig, ClientError, Message, SendStatus
+from longboat.client import ClientConfig, ClientError, Message, PullStatus, SendStatus
 from longboat.client.admin import Admin
-from longboat.client.api import PullStatus
 from longboat.client.producer import Producer
 from longboat.client.queue_reader import QueueReader
 from longboat.namesrv.server import NameServer

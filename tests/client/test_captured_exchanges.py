@@ -25,7 +25,7 @@ from dataclasses import replace
 import pytest
 
 from longboat.client import ClientConfig, Message, NoRouteError, PullResult, PullStatus
-from longboat.client.api import ClientAPI
+from longboat.client._internal.api import ClientAPI
 from longboat.client.producer import Producer
 from longboat.protocol import FrameDecoder, RemotingCommand
 from longboat.protocol.bodies import HeartbeatData

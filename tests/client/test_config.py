@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 
@@ -74,7 +75,7 @@ def test_bad_client_ip_is_a_usage_error() -> None:
 async def test_the_address_used_is_logged_at_start(
     namesrv: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level(logging.INFO, logger="longboat.client.instance"):
+    with caplog.at_level(logging.INFO, logger="longboat.client._internal.instance"):
         async with Admin(config=config_for(namesrv)) as admin:
             await admin.topics()
     assert f"name server(s) {namesrv} (argument)" in caplog.text
@@ -87,3 +88,16 @@ async def test_a_broker_address_given_as_name_server_is_named_so(
     async with Admin(config=config_for(cluster.broker_addr)) as admin:
         with pytest.raises(ClientUsageError, match="looks like a broker, not a name server"):
             await admin.topics()
+
+
+def test_a_config_is_fixed_once_built_and_a_replaced_one_is_checked_again(
+    no_env: pytest.MonkeyPatch,
+) -> None:
+    config = ClientConfig(["ns1:9000"], client_ip="127.0.0.1")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        config.request_timeout = 1.0  # type: ignore[misc]
+    quicker = dataclasses.replace(config, request_timeout=1.0, namesrv_addrs=["ns2"])
+    assert (quicker.request_timeout, quicker.namesrv_addrs) == (1.0, ["ns2:9876"])
+    assert (config.request_timeout, config.namesrv_addrs) == (3.0, ["ns1:9000"])
+    with pytest.raises(ClientUsageError, match="client_ip"):
+        dataclasses.replace(config, client_ip="not-an-ip")

@@ -1,10 +1,10 @@
-"""Which broker of a group a queue is pulled from (`client/pull_target.py`), driven by hand
-with a fake clock: suggestions, groups whose master left the routes, unreachable addresses."""
+"""Which broker of a group a queue is pulled from (`client/_internal/pull_target.py`), driven by
+hand with a fake clock: suggestions, groups whose master left the routes, unreachable addresses."""
 
 from __future__ import annotations
 
 from broker.fakes import FakeClock
-from longboat.client.pull_target import AVOID_S, PullTargets
+from longboat.client._internal.pull_target import AVOID_S, PullTargets
 from longboat.protocol.types import MessageQueue
 
 MQ = MessageQueue("T", "group-a", 0)

@@ -12,6 +12,7 @@ from collections import defaultdict
 
 import pytest
 
+from longboat.client.consume.process_queue import FlowLimits, ProcessQueue
 from longboat.client.push import orderly
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -21,7 +22,6 @@ from longboat.client.push.listener import (
     OrderlyResult,
 )
 from longboat.client.push.orderly import OrderlyConsumeService
-from longboat.client.push.process_queue import FlowLimits, ProcessQueue
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 
@@ -59,7 +59,15 @@ class FakeRedelivery:
         self.accept = accept
         self.handed: list[tuple[int, int]] = []
 
-    async def redeliver(self, mq: MessageQueue, msg: MessageExt, delay: int, limit: int) -> bool:
+    async def redeliver(
+        self,
+        mq: MessageQueue,
+        msg: MessageExt,
+        delay: int,
+        limit: int,
+        *,
+        reason: str | None = None,
+    ) -> bool:
         self.handed.append((msg.queue_offset, msg.reconsume_times))
         return self.accept
 

@@ -15,6 +15,7 @@ import pytest
 from conftest import Cluster
 from longboat.client import ClientUsageError
 from longboat.client.admin import Admin
+from longboat.client.consume import pull_loop
 from longboat.client.consumer_settings import PushConsumerSettings
 from longboat.client.push import (
     ConcurrentContext,
@@ -23,7 +24,6 @@ from longboat.client.push import (
     MessageModel,
     OrderlyContext,
     PushConsumer,
-    pull_loop,
 )
 from longboat.client.push.orderly import OrderlyConsumeService
 from longboat.protocol.message import MessageExt

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 
 from longboat.client import ClientConfig, Message
-from longboat.client.instance import ClientInstance
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (

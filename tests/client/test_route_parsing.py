@@ -8,7 +8,7 @@ subscribing, sorted), because rebalancing clients must agree on the queue order.
 
 from __future__ import annotations
 
-from longboat.client.route import TopicRoute
+from longboat.client._internal.route import TopicRoute
 from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.types import MessageQueue
 

@@ -9,7 +9,7 @@ from dataclasses import fields
 
 import pytest
 
-from longboat.client import admin, lite_pull, producer, sync
+from longboat.client import ClientUsageError, Message, admin, lite_pull, producer, sync
 from longboat.client.consumer_settings import (
     LitePullOptions,
     LitePullSettings,
@@ -62,6 +62,20 @@ def test_blocking_class_mirrors_async_signatures(blocking: type, async_cls: type
             assert ours_sig.parameters["loop_thread"].kind is inspect.Parameter.KEYWORD_ONLY
         elif inspect.iscoroutinefunction(theirs):
             assert ours_sig.return_annotation == theirs_sig.return_annotation, name
+
+
+def test_type_checkers_see_the_async_parameters_on_the_blocking_classes() -> None:
+    # This module is checked with warn_unused_ignores (pyproject.toml): each `type: ignore`
+    # below is mypy refusing the call from the async class's signature, carried over to the
+    # blocking class; were the facade untyped, the ignore would be unused and mypy would fail.
+    with pytest.raises(ClientUsageError, match="pull_batch_sizee"):
+        sync.PushConsumer("g", pull_batch_sizee=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timeout_s"):
+        sync.Producer().send(Message("t", b"x"), timeout_s=1.0)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="positional"):
+        sync.Admin().create_topic("t", 8)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        sync.LitePullConsumer("g").poll(timeout_ms=5)  # type: ignore[call-arg]
 
 
 @pytest.mark.parametrize(

@@ -15,9 +15,8 @@ import pytest
 from client.client_e2e import config_for, unique
 from conftest import Cluster, LoopThread, broker_config
 from longboat.broker.controller import BrokerController
-from longboat.client import BrokerError, Message
+from longboat.client import BrokerError, Message, PullStatus
 from longboat.client.admin import Admin
-from longboat.client.api import PullStatus
 from longboat.client.producer import Producer
 from longboat.client.queue_reader import QueueReader
 from longboat.namesrv.server import NameServer

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from longboat.protocol.message import MessageExt, body_crc, decode_record
@@ -18,9 +19,7 @@ def small_config(root: Path, **overrides: object) -> StoreConfig:
         index_max_entries=4096,
         checkpoint_interval_ms=50,
     )
-    for name, value in overrides.items():
-        setattr(cfg, name, value)
-    return cfg
+    return dataclasses.replace(cfg, **overrides)  # type: ignore[arg-type]
 
 
 def message(topic: str = "T", queue_id: int = 0, body: bytes = b"x", **props: str) -> MessageInner:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from longboat.protocol.message import decode_record
 from longboat.store import MessageStore
-from longboat.store.index import KeyIndex
+from longboat.store.index.key_index import KeyIndex
 
 from .helpers import message, small_config
 

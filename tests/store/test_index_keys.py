@@ -7,8 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from longboat.protocol.properties import string_to_properties
-from longboat.store.index import key_hash, topic_seed
-from longboat.store.index_keys import encoded_batch_hashes, encoded_index_hashes, index_hashes
+from longboat.store.index.keys import (
+    encoded_batch_hashes,
+    encoded_index_hashes,
+    index_hashes,
+    key_hash,
+    topic_seed,
+)
 
 # Property strings around the two names the index reads: look-alike names, repeated and empty
 # values, keys with runs of spaces, stray separators.

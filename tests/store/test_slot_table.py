@@ -9,7 +9,7 @@ import resource
 import struct
 from pathlib import Path
 
-from longboat.store.slot_table import SlotTable, Written
+from longboat.store.index.slot_table import SlotTable, Written
 
 HEADER = 48
 SLOTS = 64 * 1024  # 256 KiB of slots: 64 pages

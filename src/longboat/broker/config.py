@@ -62,8 +62,12 @@ class ConfigError(ValueError):
     """A setting is wrong (the operator's to fix): the message names the key and its source."""
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class BrokerConfig:
+    """Every setting, fixed once built and validated when built (a bad combination raises
+    ConfigError naming the key).  A change is a new object (`updated`), handed to whoever
+    needs it: nothing sees a setting change under it."""
+
     broker_cluster_name: str = "DefaultCluster"
     # RocketMQ defaults to the host name; a fixed name keeps routes stable across hosts.
     broker_name: str = "broker-a"
@@ -134,9 +138,11 @@ class BrokerConfig:
     tls_enable: bool = False
     # Ours: the Prometheus endpoint's port on listen_host (0 = no endpoint).
     metrics_port: int = 0
-    # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host: RocketMQ's proxy port;
-    # 0 = any free port, -1 = no endpoint.
-    grpc_listen_port: int = 8081
+    # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host; 0 = any free port,
+    # -1 = no endpoint.  Off unless asked: a RocketMQ broker serves no gRPC (its proxy does, on
+    # 8081), so two brokers from RocketMQ's broker.conf files start side by side on one host.
+    # `longboat up` turns it on, on the proxy's 8081.
+    grpc_listen_port: int = -1
     # The invisible durations a gRPC receive may ask for (RocketMQ proxy's bounds).
     grpc_min_invisible_time_mills: int = 10_000
     grpc_max_invisible_time_mills: int = 12 * 3600 * 1000
@@ -266,7 +272,13 @@ class BrokerConfig:
     ) -> BrokerConfig:
         """Defaults, then the broker.conf at `path`, then `env` (os.environ when None), then
         `overrides` ((key, value) pairs; keys in either spelling, values strings or typed)."""
-        config = cls()
+        values: dict[str, Any] = {}
+
+        def take(key: str, value: Any, source: str) -> None:
+            parsed = _parse_setting(key, value, source)
+            if parsed is not None:
+                values[parsed[0]] = parsed[1]
+
         if path is not None:
             try:
                 text = Path(path).read_text(encoding="utf-8")
@@ -277,44 +289,33 @@ class BrokerConfig:
             except ValueError as exc:
                 raise ConfigError(f"{path}: {exc}") from None
             for lineno, key, value in entries:
-                config.set(key, value, source=f"{path}:{lineno}")
+                take(key, value, f"{path}:{lineno}")
         environ = os.environ if env is None else env
         if environ.get("NAMESRV_ADDR"):
-            config.set("namesrvAddr", environ["NAMESRV_ADDR"], source="$NAMESRV_ADDR")
+            take("namesrvAddr", environ["NAMESRV_ADDR"], "$NAMESRV_ADDR")
         for name, value in sorted(environ.items()):
             if name.startswith(ENV_PREFIX) and name != "LONGBOAT_HOME":
                 attr = name[len(ENV_PREFIX) :].lower()
                 if attr in _FIELDS:
-                    config.set(attr, value, source=f"${name}")
+                    take(attr, value, f"${name}")
         for key, value in overrides:
-            config.set(key, value, source="the command line")
-        config.validate()
-        return config
-
-    def set(self, key: str, value: Any, *, source: str = "an override") -> bool:
-        """Set one setting by either spelling; False (and a warning) for an unknown key."""
-        attr = attribute_name(key)
-        spec = _FIELDS.get(attr)
-        if spec is None:
-            log.warning("ignoring unknown broker setting %r (from %s)", key, source)
-            return False
-        try:
-            parsed = value if _is_typed(value, spec.type) else spec.parse(str(value).strip())
-        except (ValueError, TypeError) as exc:
-            raise ConfigError(
-                f"{java_key(attr)} = {value!r} (from {source}) is not valid: {exc}"
-            ) from None
-        setattr(self, attr, parsed)
-        return True
+            take(key, value, "the command line")
+        return cls(**values)
 
     def updated(self, **values: Any) -> BrokerConfig:
-        """A copy with some settings changed (keys in either spelling), validated."""
-        copy = dataclasses.replace(self)
+        """A new config with some settings changed (keys in either spelling, values strings
+        or typed), validated; this one is left as it is.  Raises ConfigError for an unknown
+        key or a bad value."""
+        changes: dict[str, Any] = {}
         for key, value in values.items():
-            if not copy.set(key, value, source="the caller"):
+            parsed = _parse_setting(key, value, "the caller")
+            if parsed is None:
                 raise ConfigError(f"unknown broker setting {key!r}")
-        copy.validate()
-        return copy
+            changes[parsed[0]] = parsed[1]
+        return dataclasses.replace(self, **changes)
+
+    def __post_init__(self) -> None:
+        self.validate()
 
     def validate(self) -> None:
         """Refuse combinations and ranges that cannot work, naming the key."""
@@ -424,6 +425,24 @@ def java_key(attr: str) -> str:
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _parse_setting(key: str, value: Any, source: str) -> tuple[str, Any] | None:
+    """(attribute, typed value) for one setting in either spelling; None (and a warning) for
+    an unknown key.  Raises ConfigError naming the key and `source` for a value that does
+    not parse."""
+    attr = attribute_name(key)
+    spec = _FIELDS.get(attr)
+    if spec is None:
+        log.warning("ignoring unknown broker setting %r (from %s)", key, source)
+        return None
+    try:
+        parsed = value if _is_typed(value, spec.type) else spec.parse(str(value).strip())
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(
+            f"{java_key(attr)} = {value!r} (from {source}) is not valid: {exc}"
+        ) from None
+    return attr, parsed
 
 
 def _spell(value: Any) -> str:

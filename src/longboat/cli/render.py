@@ -37,7 +37,7 @@ def message_record(msg: MessageExt) -> dict[str, object]:
 
 def format_option(fn: click.decorators.FC) -> click.decorators.FC:
     """`--format table|json`: a table for people, JSON for scripts (the dashboard API's shapes,
-    `longboat.client.admin_json`)."""
+    `longboat.dashboard.admin_json`)."""
     return click.option(
         "--format",
         "output",

@@ -104,10 +104,13 @@ def resolve_namesrv_addrs(given: str | list[str] | tuple[str, ...] | None) -> tu
     return [DEFAULT_NAMESRV], "default"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ClientConfig:
+    """Fixed once built (and checked when built: ClientUsageError for a bad value); clients
+    sharing an instance share it, so a change is a new config (`dataclasses.replace`)."""
+
     # Empty: from the environment, else the default (see the module docstring).
-    namesrv_addrs: list[str] = field(default_factory=list)
+    namesrv_addrs: list[str] = field(default_factory=list, hash=False)
     client_ip: str = field(default_factory=local_ip)
     # "DEFAULT": the process id, with `#n` added where a group needs a distinct member id.
     instance_name: str = DEFAULT_INSTANCE_NAME
@@ -133,8 +136,9 @@ class ClientConfig:
     def __post_init__(self) -> None:
         if (self.access_key is None) != (self.secret_key is None):
             raise ClientUsageError("access_key and secret_key go together: give both or neither")
-        self.namesrv_addrs, source = resolve_namesrv_addrs(self.namesrv_addrs)
-        self.namesrv_source = self.namesrv_source or source
+        addrs, source = resolve_namesrv_addrs(self.namesrv_addrs)
+        object.__setattr__(self, "namesrv_addrs", addrs)
+        object.__setattr__(self, "namesrv_source", self.namesrv_source or source)
         try:
             ipaddress.ip_address(self.client_ip)
         except ValueError:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from longboat.client.api import ClientAPI
+from longboat.client._internal.api import ClientAPI
 from longboat.client.errors import ClientError, ClientUsageError
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 from longboat.protocol.types import MessageQueue

@@ -26,6 +26,8 @@ import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
+from longboat.client._internal.instance import ClientInstance
+from longboat.client._internal.route import TopicRoute
 from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerBusyError,
@@ -37,10 +39,8 @@ from longboat.client.errors import (
     SendTimeoutError,
     TransportError,
 )
-from longboat.client.instance import ClientInstance
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
-from longboat.client.route import TopicRoute
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.protocol.batch import join_batch
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
@@ -149,7 +149,8 @@ class Producer(InstanceUser):
 
     async def send(
         self,
-        msg: Message,
+        msg: Message | str,
+        payload: object = None,
         *,
         timeout: float | None = None,
         queue: MessageQueue | None = None,
@@ -157,13 +158,15 @@ class Producer(InstanceUser):
         arg: Any = None,
         sharding_key: Any = None,
     ) -> SendResult:
-        """Send and wait until the broker stored it.
+        """Send and wait until the broker stored it: a `Message`, or a topic and a payload
+        (`send("Orders", order)`, encoded as `Message.of` encodes it).
 
         Queue choice: `queue` if given, else `selector(queues, msg, arg)`, else the hash of
         `sharding_key` (ordered messages), else round robin.  Raises MessageTooLargeError /
         ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
         and remark), BrokerBusyError, or SendTimeoutError."""
         instance = self.instance
+        msg = _message_of(msg, payload)
         header, body, uniq = self._prepare(msg)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
         return await self._send_with_retries(
@@ -207,7 +210,8 @@ class Producer(InstanceUser):
 
     async def send_oneway(
         self,
-        msg: Message,
+        msg: Message | str,
+        payload: object = None,
         *,
         queue: MessageQueue | None = None,
         selector: QueueSelector | None = None,
@@ -216,6 +220,7 @@ class Producer(InstanceUser):
     ) -> None:
         """Send without waiting for the broker: once written to the socket, it is done."""
         instance = self.instance
+        msg = _message_of(msg, payload)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
@@ -450,6 +455,17 @@ class Producer(InstanceUser):
                 log.info("route of %s not refreshed, retrying on the known one: %s", topic, exc)
                 return known
         return await instance.route(topic, allow_default=True)
+
+
+def _message_of(msg: Message | str, payload: object) -> Message:
+    """What `send(msg)` or `send(topic, payload)` sends (ClientUsageError for a mix-up)."""
+    if isinstance(msg, Message):
+        if payload is not None:
+            raise ClientUsageError("send a Message, or a topic and a payload, not both")
+        return msg
+    if payload is None:
+        raise ClientUsageError(f"send({msg!r}, payload): the payload is missing")
+    return Message.of(msg, payload)
 
 
 def _check_body(msg: Message) -> None:

@@ -9,8 +9,18 @@ thread, concurrently.
 Callbacks given to `Producer.send_async` run on the loop thread: keep them short and never
 call a blocking method of this module from inside one (it would wait for its own thread).
 
-A new blocking client (e.g. a push consumer) follows the same pattern: build the async object
-with `LoopThread.shared().call(...)`, and wrap each coroutine method with `.run(...)`.
+No signature is written twice.  A blocking method is the async class's own method passed
+through one of four wrappers, which say how it reaches the loop (`_waits_for` a coroutine,
+`_on_loop` for a plain method touching loop-owned state, `_submits` for one that returns a
+future, `_in_caller_thread` for a thread-safe one); a constructor is `_constructor_of` the
+async class.  Each wrapper carries the signature over twice: for type checkers through a
+`ParamSpec` (`Callable[Concatenate[A, P], Coroutine[..., R]]` becomes a method taking `P` and
+returning `R`, so mypy checks user code against the async class's parameters), and at run
+time through `functools.wraps` / `__signature__` (so `inspect`, `help()` and editors show
+them; compared with the async class by tests/client/test_sync_signatures.py).  A new method
+of an async class is one line here.  The constructors also take `loop_thread` (another
+`LoopThread` than the shared one); a `ParamSpec` cannot add a keyword, so type checkers do not
+see that one.
 """
 
 from __future__ import annotations
@@ -18,40 +28,29 @@ from __future__ import annotations
 import asyncio
 import atexit
 import concurrent.futures
+import functools
+import inspect
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Sequence
-from typing import Any, Literal, Self, TypeVar, Unpack, overload
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import Any, Concatenate, Generic, ParamSpec, Self, TypeVar
 
 from longboat.client import admin as _admin
 from longboat.client import lite_pull as _lite_pull
 from longboat.client import producer as _producer
-from longboat.client.config import ClientConfig
-from longboat.client.consumer_settings import (
-    LitePullOptions,
-    LitePullSettings,
-    PushConsumerOptions,
-    PushConsumerSettings,
-)
+from longboat.client.consumer_settings import LitePullSettings, PushConsumerSettings
 from longboat.client.errors import ClientUsageError
-from longboat.client.lifecycle import warn_not_shut_down
-from longboat.client.message import Message, MessageExt, MessageQueue, SendResult
-from longboat.client.producer import DEFAULT_PRODUCER_GROUP, MAX_MESSAGE_SIZE, SendCallback
+from longboat.client.lifecycle import InstanceUser, warn_not_shut_down
+from longboat.client.message import MessageExt
 from longboat.client.push import consumer as _push
-from longboat.client.push.listener import (
-    ConcurrentListener,
-    EitherKindListener,
-    ListenerKindError,
-    OrderlyListener,
-)
-from longboat.client.push.process_queue import ProcessQueue
-from longboat.client.selector import QueueSelector
-from longboat.protocol.bodies import ClusterInfo, ConsumerConnection, TopicConfig, TopicRouteData
-from longboat.protocol.compression import COMPRESS_OVER
-from longboat.protocol.types import PERM_READ, PERM_WRITE
+from longboat.client.push.listener import ListenerKindError
 from longboat.remoting.event_loop import new_event_loop
 
 T = TypeVar("T")
+R = TypeVar("R")
+P = ParamSpec("P")
+# The async client class a blocking class wraps.
+A = TypeVar("A", bound=InstanceUser)
 log = logging.getLogger(__name__)
 # How long each client left open may take to shut down at interpreter exit.
 EXIT_SHUTDOWN_TIMEOUT = 10.0
@@ -69,7 +68,7 @@ class LoopThread:
     def __init__(self, name: str = "longboat-client") -> None:
         self.loop = new_event_loop()
         # Started blocking clients, shut down (and so committed) by `stop` if still open.
-        self.open: set[_Blocking] = set()
+        self.open: set[_Blocking[Any]] = set()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -158,13 +157,19 @@ class LoopThread:
                 self._thread.join(timeout=5)
 
 
-class _Blocking:
-    """Start/shutdown and context management around one async client object."""
+class _Blocking(Generic[A]):
+    """Start/shutdown and context management around one async client object, built on (and
+    only ever touched from) the loop thread."""
 
-    _async: Any
-
-    def __init__(self, loop_thread: LoopThread | None) -> None:
+    def __init__(
+        self,
+        async_cls: Callable[..., A],
+        loop_thread: LoopThread | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+    ) -> None:
         self._loop = loop_thread or LoopThread.shared()
+        self._async: A = self._loop.call(async_cls, *args, **kwargs)
 
     def start(self) -> None:
         self._loop.run(self._async.start())
@@ -186,190 +191,136 @@ class _Blocking:
         self.shutdown()
 
 
-# Each blocking class has the async class's constructor and methods with the same signatures
-# (plus `loop_thread`), checked by tests/client/test_sync_signatures.py.
+def _constructor_of(
+    async_cls: Callable[P, A],
+) -> Callable[[Callable[..., None]], Callable[Concatenate[Any, P], None]]:
+    """Give a blocking class's `__init__` the parameters of `async_cls`'s, plus `loop_thread`
+    (keyword-only) at run time."""
+    theirs = inspect.signature(async_cls.__init__, eval_str=True)  # type: ignore[misc]
+    params = list(theirs.parameters.values())
+    # `loop_thread` goes after the keyword-only parameters, before a `**options`.
+    at = len(params) - (params[-1].kind is inspect.Parameter.VAR_KEYWORD)
+    loop_thread = inspect.Parameter(
+        "loop_thread", inspect.Parameter.KEYWORD_ONLY, default=None, annotation=LoopThread | None
+    )
+    signature = theirs.replace(parameters=[*params[:at], loop_thread, *params[at:]])
+
+    def decorate(init: Callable[..., None]) -> Callable[Concatenate[Any, P], None]:
+        init.__signature__ = signature  # type: ignore[attr-defined]
+        return init
+
+    return decorate
 
 
-class Producer(_Blocking):
+def _waits_for(
+    fn: Callable[Concatenate[A, P], Coroutine[Any, Any, R]],
+) -> Callable[Concatenate[_Blocking[A], P], R]:
+    """A coroutine method as a blocking one: run on the loop; the caller waits for its result."""
+    if not inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{fn.__qualname__} is not a coroutine function: use _on_loop")
+
+    @functools.wraps(fn)
+    def method(self: _Blocking[A], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._loop.run(fn(self._async, *args, **kwargs))
+
+    return method
+
+
+def _on_loop(fn: Callable[Concatenate[A, P], R]) -> Callable[Concatenate[_Blocking[A], P], R]:
+    """A plain method that touches loop-owned state, called on the loop thread."""
+    if inspect.iscoroutinefunction(fn):
+        raise TypeError(f"{fn.__qualname__} is a coroutine function: use _waits_for")
+
+    @functools.wraps(fn)
+    def method(self: _Blocking[A], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return self._loop.call(fn, self._async, *args, **kwargs)
+
+    return method
+
+
+def _submits(
+    fn: Callable[Concatenate[A, P], Awaitable[R]],
+) -> Callable[Concatenate[_Blocking[A], P], concurrent.futures.Future[R]]:
+    """A method that starts work on the loop and returns an awaitable: the caller gets a
+    `concurrent.futures.Future` of its result instead and does not wait."""
+    theirs = inspect.signature(fn, eval_str=True)
+
+    @functools.wraps(fn)
+    def method(
+        self: _Blocking[A], /, *args: P.args, **kwargs: P.kwargs
+    ) -> concurrent.futures.Future[R]:
+        async def started() -> R:
+            return await fn(self._async, *args, **kwargs)
+
+        return self._loop.submit(started())
+
+    method.__signature__ = theirs.replace(  # type: ignore[attr-defined]
+        return_annotation=concurrent.futures.Future
+    )
+    method.__doc__ = (
+        f"{fn.__doc__}\n\nHere the result comes as a `concurrent.futures.Future`; callbacks run "
+        "on the loop thread."
+    )
+    return method
+
+
+def _in_caller_thread(
+    fn: Callable[Concatenate[A, P], R],
+) -> Callable[Concatenate[_Blocking[A], P], R]:
+    """A thread-safe plain method, called directly in the caller's thread (no hand-off)."""
+
+    @functools.wraps(fn)
+    def method(self: _Blocking[A], /, *args: P.args, **kwargs: P.kwargs) -> R:
+        return fn(self._async, *args, **kwargs)
+
+    return method
+
+
+class Producer(_Blocking[_producer.Producer]):
     """Blocking `longboat.client.producer.Producer`; same arguments, same errors."""
 
-    def __init__(
-        self,
-        group: str = DEFAULT_PRODUCER_GROUP,
-        *,
-        config: ClientConfig | None = None,
-        namesrv_addrs: str | list[str] | None = None,
-        send_timeout: float = 3.0,
-        retry_times: int | None = None,
-        compress_over: int = COMPRESS_OVER,
-        max_message_size: int = MAX_MESSAGE_SIZE,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        super().__init__(loop_thread)
-        self._async: _producer.Producer = self._loop.call(
-            _producer.Producer,
-            group,
-            config=config,
-            namesrv_addrs=namesrv_addrs,
-            send_timeout=send_timeout,
-            retry_times=retry_times,
-            compress_over=compress_over,
-            max_message_size=max_message_size,
-        )
+    @_constructor_of(_producer.Producer)
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(_producer.Producer, loop_thread, args, kwargs)
 
-    def send(
-        self,
-        msg: Message,
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
-    ) -> SendResult:
-        return self._loop.run(
-            self._async.send(
-                msg,
-                timeout=timeout,
-                queue=queue,
-                selector=selector,
-                arg=arg,
-                sharding_key=sharding_key,
-            )
-        )
-
-    def send_async(
-        self,
-        msg: Message,
-        callback: SendCallback | None = None,
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
-    ) -> concurrent.futures.Future[SendResult]:
-        """Start a send; the future completes when the broker answers.  `callback(result,
-        error)` runs on the loop thread."""
-
-        async def go() -> SendResult:
-            return await self._async.send_async(
-                msg,
-                callback,
-                timeout=timeout,
-                queue=queue,
-                selector=selector,
-                arg=arg,
-                sharding_key=sharding_key,
-            )
-
-        return self._loop.submit(go())
-
-    def send_oneway(
-        self,
-        msg: Message,
-        *,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
-    ) -> None:
-        self._loop.run(
-            self._async.send_oneway(
-                msg, queue=queue, selector=selector, arg=arg, sharding_key=sharding_key
-            )
-        )
-
-    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
-        return self._loop.run(self._async.fetch_publish_queues(topic))
-
-    def send_batch(
-        self,
-        msgs: Sequence[Message],
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
-    ) -> SendResult:
-        return self._loop.run(
-            self._async.send_batch(
-                msgs,
-                timeout=timeout,
-                queue=queue,
-                selector=selector,
-                arg=arg,
-                sharding_key=sharding_key,
-            )
-        )
-
-    def send_encoded_batch(
-        self,
-        topic: str,
-        body: bytes,
-        msg_ids: str,
-        *,
-        timeout: float | None = None,
-        queue: MessageQueue | None = None,
-    ) -> SendResult:
-        return self._loop.run(
-            self._async.send_encoded_batch(topic, body, msg_ids, timeout=timeout, queue=queue)
-        )
-
-    def reserve_uniq_keys(self, n: int) -> tuple[str, int]:
-        return self._async.reserve_uniq_keys(n)
+    send = _waits_for(_producer.Producer.send)
+    send_async = _submits(_producer.Producer.send_async)
+    send_oneway = _waits_for(_producer.Producer.send_oneway)
+    send_batch = _waits_for(_producer.Producer.send_batch)
+    send_encoded_batch = _waits_for(_producer.Producer.send_encoded_batch)
+    fetch_publish_queues = _waits_for(_producer.Producer.fetch_publish_queues)
+    reserve_uniq_keys = _in_caller_thread(_producer.Producer.reserve_uniq_keys)
 
 
-class LitePullConsumer(_Blocking):
+class LitePullConsumer(_Blocking[_lite_pull.LitePullConsumer]):
     """Blocking `longboat.client.lite_pull.LitePullConsumer`; same arguments, same errors."""
 
-    def __init__(
-        self,
-        group: str,
-        settings: LitePullSettings | None = None,
-        *,
-        config: ClientConfig | None = None,
-        namesrv_addrs: str | list[str] | None = None,
-        loop_thread: LoopThread | None = None,
-        **options: Unpack[LitePullOptions],
-    ) -> None:
-        super().__init__(loop_thread)
-        self._async: _lite_pull.LitePullConsumer = self._loop.call(
-            _lite_pull.LitePullConsumer,
-            group,
-            settings,
-            config=config,
-            namesrv_addrs=namesrv_addrs,
-            **options,
-        )
+    @_constructor_of(_lite_pull.LitePullConsumer)
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(_lite_pull.LitePullConsumer, loop_thread, args, kwargs)
 
     @property
     def settings(self) -> LitePullSettings:
         return self._async.settings
 
-    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
-        self._loop.call(self._async.subscribe, topic, expression, sql=sql)
-
-    def unsubscribe(self, topic: str) -> None:
-        self._loop.call(self._async.unsubscribe, topic)
-
-    def assign(self, queues: Iterable[MessageQueue]) -> None:
-        self._loop.call(self._async.assign, list(queues))
-
-    def assignment(self) -> set[MessageQueue]:
-        return self._loop.call(self._async.assignment)
-
-    def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
-        return self._loop.run(self._async.fetch_message_queues(topic))
-
-    def poll(self, timeout: float = 5.0) -> list[MessageExt]:
-        return self._loop.run(self._async.poll(timeout))
-
-    def getmany(
-        self, timeout: float = 5.0, max_records: int | None = None
-    ) -> dict[MessageQueue, list[MessageExt]]:
-        return self._loop.run(self._async.getmany(timeout, max_records))
+    subscribe = _on_loop(_lite_pull.LitePullConsumer.subscribe)
+    unsubscribe = _on_loop(_lite_pull.LitePullConsumer.unsubscribe)
+    assign = _on_loop(_lite_pull.LitePullConsumer.assign)
+    assignment = _on_loop(_lite_pull.LitePullConsumer.assignment)
+    fetch_message_queues = _waits_for(_lite_pull.LitePullConsumer.fetch_message_queues)
+    poll = _waits_for(_lite_pull.LitePullConsumer.poll)
+    getmany = _waits_for(_lite_pull.LitePullConsumer.getmany)
+    seek = _waits_for(_lite_pull.LitePullConsumer.seek)
+    seek_to_begin = _waits_for(_lite_pull.LitePullConsumer.seek_to_begin)
+    seek_to_end = _waits_for(_lite_pull.LitePullConsumer.seek_to_end)
+    seek_to_timestamp = _waits_for(_lite_pull.LitePullConsumer.seek_to_timestamp)
+    commit = _waits_for(_lite_pull.LitePullConsumer.commit)
+    committed = _waits_for(_lite_pull.LitePullConsumer.committed)
+    position = _on_loop(_lite_pull.LitePullConsumer.position)
+    process_queues = _on_loop(_lite_pull.LitePullConsumer.process_queues)
+    pause = _on_loop(_lite_pull.LitePullConsumer.pause)
+    resume = _on_loop(_lite_pull.LitePullConsumer.resume)
+    rebalance = _waits_for(_lite_pull.LitePullConsumer.rebalance)
 
     def __iter__(self) -> Iterator[MessageExt]:
         """`for msg in consumer`: messages one by one until `shutdown()` (from another
@@ -380,207 +331,46 @@ class LitePullConsumer(_Blocking):
             except StopAsyncIteration:
                 return
 
-    def seek(self, mq: MessageQueue, offset: int) -> None:
-        self._loop.run(self._async.seek(mq, offset))
 
-    def seek_to_begin(self, mq: MessageQueue) -> None:
-        self._loop.run(self._async.seek_to_begin(mq))
-
-    def seek_to_end(self, mq: MessageQueue) -> None:
-        self._loop.run(self._async.seek_to_end(mq))
-
-    def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
-        self._loop.run(self._async.seek_to_timestamp(mq, timestamp_ms))
-
-    def commit(self, offsets: dict[MessageQueue, int] | None = None) -> None:
-        self._loop.run(self._async.commit(offsets))
-
-    def committed(self, mq: MessageQueue) -> int | None:
-        return self._loop.run(self._async.committed(mq))
-
-    def position(self, mq: MessageQueue) -> int | None:
-        return self._loop.call(self._async.position, mq)
-
-    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
-        return self._loop.call(self._async.process_queues)
-
-    def pause(self, queues: Iterable[MessageQueue]) -> None:
-        self._loop.call(self._async.pause, list(queues))
-
-    def resume(self, queues: Iterable[MessageQueue]) -> None:
-        self._loop.call(self._async.resume, list(queues))
-
-    def rebalance(self) -> None:
-        self._loop.run(self._async.rebalance())
-
-
-class Admin(_Blocking):
+class Admin(_Blocking[_admin.Admin]):
     """Blocking `longboat.client.admin.Admin`; same arguments, same errors."""
 
-    def __init__(
-        self,
-        *,
-        config: ClientConfig | None = None,
-        namesrv_addrs: str | list[str] | None = None,
-        loop_thread: LoopThread | None = None,
-    ) -> None:
-        super().__init__(loop_thread)
-        self._async: _admin.Admin = self._loop.call(
-            _admin.Admin, config=config, namesrv_addrs=namesrv_addrs
-        )
+    @_constructor_of(_admin.Admin)
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(_admin.Admin, loop_thread, args, kwargs)
 
-    def cluster_info(self) -> ClusterInfo:
-        return self._loop.run(self._async.cluster_info())
-
-    def topics(self) -> list[str]:
-        return self._loop.run(self._async.topics())
-
-    def route(self, topic: str) -> TopicRouteData:
-        return self._loop.run(self._async.route(topic))
-
-    def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
-        return self._loop.run(self._async.master_brokers(cluster))
-
-    def create_topic(
-        self,
-        topic: str,
-        *,
-        queue_nums: int = 8,
-        read_queue_nums: int | None = None,
-        write_queue_nums: int | None = None,
-        perm: int = PERM_READ | PERM_WRITE,
-        order: bool = False,
-        cluster: str | None = None,
-        wait: bool = True,
-        timeout: float = 10.0,
-    ) -> list[str]:
-        return self._loop.run(
-            self._async.create_topic(
-                topic,
-                queue_nums=queue_nums,
-                read_queue_nums=read_queue_nums,
-                write_queue_nums=write_queue_nums,
-                perm=perm,
-                order=order,
-                cluster=cluster,
-                wait=wait,
-                timeout=timeout,
-            )
-        )
-
-    def update_topic(
-        self,
-        topic: str,
-        *,
-        read_queue_nums: int | None = None,
-        write_queue_nums: int | None = None,
-        perm: int | None = None,
-        order: bool | None = None,
-        timeout: float = 10.0,
-    ) -> list[str]:
-        return self._loop.run(
-            self._async.update_topic(
-                topic,
-                read_queue_nums=read_queue_nums,
-                write_queue_nums=write_queue_nums,
-                perm=perm,
-                order=order,
-                timeout=timeout,
-            )
-        )
-
-    def user_topics(self) -> list[str]:
-        return self._loop.run(self._async.user_topics())
-
-    def delete_topic(self, topic: str) -> list[str]:
-        return self._loop.run(self._async.delete_topic(topic))
-
-    def broker_runtime(self, addr: str) -> dict[str, str]:
-        return self._loop.run(self._async.broker_runtime(addr))
-
-    def topic_status(self, topic: str) -> list[_admin.QueueStatus]:
-        return self._loop.run(self._async.topic_status(topic))
-
-    def broker_topics(self, addr: str) -> dict[str, TopicConfig]:
-        return self._loop.run(self._async.broker_topics(addr))
-
-    def groups(self) -> list[str]:
-        return self._loop.run(self._async.groups())
-
-    def group_connections(self, group: str, topic: str | None = None) -> ConsumerConnection:
-        return self._loop.run(self._async.group_connections(group, topic))
-
-    def group_summary(self, group: str) -> tuple[int, int]:
-        return self._loop.run(self._async.group_summary(group))
-
-    def consumed_topics(self, group: str) -> list[str]:
-        return self._loop.run(self._async.consumed_topics(group))
-
-    def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
-        return self._loop.run(self._async.consumer_ids(group, topic))
-
-    def group_progress(
-        self, group: str, topic: str | None = None, *, with_lag_time: bool = True
-    ) -> list[_admin.QueueProgress]:
-        return self._loop.run(self._async.group_progress(group, topic, with_lag_time=with_lag_time))
-
-    def reset_offsets(
-        self,
-        group: str,
-        topic: str,
-        to: _admin.ResetTarget,
-        *,
-        force: bool = False,
-        queue_id: int | None = None,
-    ) -> dict[MessageQueue, int]:
-        return self._loop.run(
-            self._async.reset_offsets(group, topic, to, force=force, queue_id=queue_id)
-        )
-
-    def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageExt:
-        return self._loop.run(self._async.message_by_id(msg_id, topic))
-
-    def messages_by_key(
-        self,
-        topic: str,
-        key: str,
-        *,
-        begin_ms: int = 0,
-        end_ms: int | None = None,
-        max_num: int = 64,
-    ) -> list[MessageExt]:
-        return self._loop.run(
-            self._async.messages_by_key(
-                topic, key, begin_ms=begin_ms, end_ms=end_ms, max_num=max_num
-            )
-        )
+    cluster_info = _waits_for(_admin.Admin.cluster_info)
+    topics = _waits_for(_admin.Admin.topics)
+    user_topics = _waits_for(_admin.Admin.user_topics)
+    route = _waits_for(_admin.Admin.route)
+    route_or_none = _waits_for(_admin.Admin.route_or_none)
+    master_brokers = _waits_for(_admin.Admin.master_brokers)
+    create_topic = _waits_for(_admin.Admin.create_topic)
+    update_topic = _waits_for(_admin.Admin.update_topic)
+    delete_topic = _waits_for(_admin.Admin.delete_topic)
+    broker_runtime = _waits_for(_admin.Admin.broker_runtime)
+    topic_status = _waits_for(_admin.Admin.topic_status)
+    broker_topics = _waits_for(_admin.Admin.broker_topics)
+    groups = _waits_for(_admin.Admin.groups)
+    group_connections = _waits_for(_admin.Admin.group_connections)
+    group_summary = _waits_for(_admin.Admin.group_summary)
+    consumed_topics = _waits_for(_admin.Admin.consumed_topics)
+    consumer_ids = _waits_for(_admin.Admin.consumer_ids)
+    group_progress = _waits_for(_admin.Admin.group_progress)
+    reset_offsets = _waits_for(_admin.Admin.reset_offsets)
+    message_by_id = _waits_for(_admin.Admin.message_by_id)
+    messages_by_key = _waits_for(_admin.Admin.messages_by_key)
 
 
-class PushConsumer(_Blocking):
+class PushConsumer(_Blocking[_push.PushConsumer]):
     """Blocking `longboat.client.push.PushConsumer`; same arguments, same errors.
 
     Plain-function listeners run on the consumer's own worker threads (never on the caller's
     thread); async listeners run on the facade's loop thread."""
 
-    def __init__(
-        self,
-        group: str,
-        settings: PushConsumerSettings | None = None,
-        *,
-        config: ClientConfig | None = None,
-        namesrv_addrs: str | list[str] | None = None,
-        loop_thread: LoopThread | None = None,
-        **options: Unpack[PushConsumerOptions],
-    ) -> None:
-        super().__init__(loop_thread)
-        self._async: _push.PushConsumer = self._loop.call(
-            _push.PushConsumer,
-            group,
-            settings,
-            config=config,
-            namesrv_addrs=namesrv_addrs,
-            **options,
-        )
+    @_constructor_of(_push.PushConsumer)
+    def __init__(self, *args: Any, loop_thread: LoopThread | None = None, **kwargs: Any) -> None:
+        super().__init__(_push.PushConsumer, loop_thread, args, kwargs)
 
     @property
     def settings(self) -> PushConsumerSettings:
@@ -590,46 +380,16 @@ class PushConsumer(_Blocking):
     def broadcasting(self) -> bool:
         return self._async.broadcasting
 
-    def subscribe(self, topic: str, expression: str = "*", *, sql: str | None = None) -> None:
-        self._loop.call(self._async.subscribe, topic, expression, sql=sql)
-
-    def unsubscribe(self, topic: str) -> None:
-        self._loop.call(self._async.unsubscribe, topic)
-
     @property
     def listener_error(self) -> ListenerKindError | None:
         return self._async.listener_error
 
-    def register_concurrent(self, listener: ConcurrentListener) -> None:
-        self._loop.call(self._async.register_concurrent, listener)
-
-    def register_orderly(self, listener: OrderlyListener) -> None:
-        self._loop.call(self._async.register_orderly, listener)
-
-    @overload
-    def register_listener(
-        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
-    ) -> None: ...
-
-    @overload
-    def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
-
-    @overload
-    def register_listener(self, listener: EitherKindListener, *, orderly: bool) -> None: ...
-
-    def register_listener(
-        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
-    ) -> None:
-        self._loop.call(self._async.register_listener, listener, orderly=orderly)
-
-    def suspend(self) -> None:
-        self._loop.call(self._async.suspend)
-
-    def resume(self) -> None:
-        self._loop.call(self._async.resume)
-
-    def process_queues(self) -> dict[MessageQueue, ProcessQueue]:
-        return self._loop.call(self._async.process_queues)
-
-    def rebalance(self) -> None:
-        self._loop.run(self._async.rebalance())
+    subscribe = _on_loop(_push.PushConsumer.subscribe)
+    unsubscribe = _on_loop(_push.PushConsumer.unsubscribe)
+    register_concurrent = _on_loop(_push.PushConsumer.register_concurrent)
+    register_orderly = _on_loop(_push.PushConsumer.register_orderly)
+    register_listener = _on_loop(_push.PushConsumer.register_listener)
+    suspend = _on_loop(_push.PushConsumer.suspend)
+    resume = _on_loop(_push.PushConsumer.resume)
+    process_queues = _on_loop(_push.PushConsumer.process_queues)
+    rebalance = _waits_for(_push.PushConsumer.rebalance)

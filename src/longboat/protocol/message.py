@@ -57,7 +57,6 @@ POS_BODYLEN_V4 = 84
 POS_BODY_V4 = 88
 
 _HEAD = struct.Struct(">iiiiiqqiq")  # size .. borntimestamp (48 bytes)
-_I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _I16 = struct.Struct(">h")
 _HOST4 = struct.Struct(">4si")
@@ -426,11 +425,6 @@ def _unpack_fixed_any_host(buf: bytes | memoryview, pos: int) -> tuple[Any, ...]
     return (size, magic, crc, queue_id, flag, qoff, phys, sys_flag, born_ts, born_host,
             born_port, store_ts, store_host, store_port, reconsume, prepared, body_len,
             p)  # fmt: skip
-
-
-def record_size_at(data: bytes | memoryview, pos: int) -> int:
-    (size,) = _I32.unpack_from(data, pos)
-    return size
 
 
 def decode_records(

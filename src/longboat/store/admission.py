@@ -4,7 +4,7 @@ Everything a message can be refused for is decided here, outside the append lock
 refused message leaves no trace on disk and the lock covers only offset assignment and the
 copy.  The per-message work done here (property string, tag hash) is also the work the
 dispatcher needs, so it is done once.  Key hashes are not: only the index needs them, and it
-reads them from the stored property bytes when it is written (`store.index_keys`).
+reads them from the stored property bytes when it is written (`store.index.keys`).
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@ class FlushDiskType(StrEnum):
     SYNC_FLUSH = "SYNC_FLUSH"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class StoreConfig:
+    """Fixed once built: the store sizes its files and threads from these at open, so a
+    change means a new config (`dataclasses.replace`) for a new store."""
+
     root_dir: Path
     # Commit-log segment size; RocketMQ's default is 1 GiB.  Tests use KiBs.
     commit_log_segment_size: int = 1024 * 1024 * 1024
@@ -47,6 +50,11 @@ class StoreConfig:
     # Pull transfer limits per reply.
     max_transfer_bytes: int = 256 * 1024
     max_transfer_count: int = 32
+
+    @property
+    def sync_flush(self) -> bool:
+        """Whether an append waits for a sync of the log (its result's `durable` future)."""
+        return self.flush_disk_type == FlushDiskType.SYNC_FLUSH
 
     @property
     def commit_log_dir(self) -> Path:

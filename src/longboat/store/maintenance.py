@@ -22,7 +22,7 @@ from collections.abc import Callable
 from longboat.store.checkpoint import Checkpoint, save_checkpoint
 from longboat.store.commit_log import CommitLog
 from longboat.store.config import StoreConfig
-from longboat.store.index import KeyIndex
+from longboat.store.index.key_index import KeyIndex
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_table import QueueTable
 from longboat.store.retention import RetentionPolicy

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from longboat.protocol.message import MessageExt
 from longboat.store.commit_log import CommitLog
-from longboat.store.index import KeyIndex
+from longboat.store.index.key_index import KeyIndex
 from longboat.store.queue_table import QueueTable
 from longboat.store.redispatch import Redispatch
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.store.consume_queue import ENTRY, ConsumeQueue
-from longboat.store.index import KeyIndex, topic_seed
-from longboat.store.index_keys import index_hashes
+from longboat.store.index.key_index import KeyIndex
+from longboat.store.index.keys import index_hashes, topic_seed
 from longboat.store.queue_table import QueueTable
 
 log = logging.getLogger(__name__)

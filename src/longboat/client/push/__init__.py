@@ -6,6 +6,7 @@ services, offset stores) work together.
 
 from __future__ import annotations
 
+from longboat.client.consume.process_queue import FlowControl, ProcessQueue
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.consumer_settings import MessageModel, PushConsumerSettings
 from longboat.client.push.consumer import PushConsumer
@@ -16,7 +17,6 @@ from longboat.client.push.listener import (
     OrderlyContext,
     OrderlyResult,
 )
-from longboat.client.push.process_queue import FlowControl, ProcessQueue
 
 __all__ = [
     "ConcurrentContext",

@@ -40,9 +40,6 @@ class InFlight:
         if not self._count:
             self._all_idle.set()
 
-    def busy(self, mq: MessageQueue) -> bool:
-        return mq in self._count
-
     async def wait_idle(self, mq: MessageQueue, timeout: float | None = None) -> bool:
         """Wait until no listener of `mq` runs; False if `timeout` passed first."""
         if mq not in self._count:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import logging
 
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.errors import ClientError
-from longboat.client.instance import ClientInstance
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)

@@ -29,10 +29,10 @@ import random
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from longboat.client._internal.instance import ClientInstance
+from longboat.client._internal.route import TopicRoute
 from longboat.client.errors import ClientError
-from longboat.client.instance import ClientInstance
 from longboat.client.rebalance.allocate import AllocateStrategy
-from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
 from longboat.protocol.types import MessageQueue
 

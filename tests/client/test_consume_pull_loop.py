@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from longboat.client import ClientConfig
-from longboat.client.instance import ClientInstance
-from longboat.client.push.process_queue import ProcessQueue
-from longboat.client.push.pull_loop import PullLoop, PullSettings, Subscription
+from longboat.client._internal.instance import ClientInstance
+from longboat.client.consume.process_queue import ProcessQueue
+from longboat.client.consume.pull_loop import PullLoop, PullSettings, Subscription
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import BrokerData, QueueData, TopicRouteData
 from longboat.protocol.headers import PullMessageRequestHeader, PullMessageResponseHeader

@@ -12,7 +12,8 @@ from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import decode_record
 from longboat.protocol.properties import KEY_SEPARATOR, Prop
 from longboat.store.commit_log import CommitLog
-from longboat.store.index import KeyIndex, key_hash, topic_seed
+from longboat.store.index.key_index import KeyIndex
+from longboat.store.index.keys import key_hash, topic_seed
 
 
 def query_by_key(

@@ -39,10 +39,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from longboat.client._internal.instance import ClientInstance
+from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.consumer_settings import PullSettings
 from longboat.client.errors import BrokerBusyError, ClientError, ClientUsageError, TransportError
-from longboat.client.instance import ClientInstance
-from longboat.client.push.process_queue import ProcessQueue
 from longboat.client.tasks import ended
 from longboat.client.types import PullStatus
 from longboat.filter.sql92 import FilterError, compile_sql92

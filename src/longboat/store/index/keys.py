@@ -1,8 +1,8 @@
 """What the key index is keyed by: each of a message's KEYS and its UNIQ_KEY, hashed with its
-topic (`index.topic_seed`, `index.key_hash`).
+topic (`topic_seed`, `key_hash`).
 
 Two readers of the same properties: appends hash them from the property bytes as stored, when
-the index is written (`MessageStore._index_appended`), after the send has been answered;
+the index is written (`writer.IndexWriter.write`), after the send has been answered;
 recovery and replication from records decoded back into dicts.  Both give the same hashes for
 the same message: the last non-empty occurrence of a name wins, KEYS split on spaces.
 """
@@ -21,13 +21,23 @@ from longboat.protocol.properties import (
     property_marker,
     raw_property,
 )
-from longboat.store.index import key_hash
 
 _KEYS_MARKER = property_marker(Prop.KEYS)
 _UNIQ_KEY_MARKER = property_marker(Prop.UNIQ_KEY)
 _SEPARATOR = PROPERTY_SEPARATOR.encode()
 _UNIQ_KEY_SEGMENT = _SEPARATOR + _UNIQ_KEY_MARKER
 _UNIQ_KEY_VALUE = re.compile(re.escape(_UNIQ_KEY_MARKER) + b"([^" + re.escape(_SEPARATOR) + b"]*)")
+
+
+def topic_seed(topic: str) -> int:
+    """The CRC32 state after "topic#", from which each key's hash continues (computed once
+    per batch, not once per key)."""
+    return zlib.crc32(f"{topic}#".encode())
+
+
+def key_hash(seed: int, key: str) -> int:
+    """CRC32 of "topic#key", given the topic's seed."""
+    return zlib.crc32(key.encode(), seed)
 
 
 def encoded_batch_hashes(

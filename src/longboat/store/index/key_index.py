@@ -10,7 +10,7 @@ file (`slot_table` says why):
                (little-endian, read through a native int view)
     ENTRIES x 20: KEY HASH 4 | COMMIT-LOG OFFSET 8 | STORE TIME - BEGIN TIME (ms) 4 | PREV 4
 
-The hash is CRC32 of "topic#key" (C speed; RocketMQ uses Java's hashCode, but the file is
+The hash is CRC32 of "topic#key" (`keys`; C speed; RocketMQ uses Java's hashCode, but the file is
 ours alone).  A file is full after MAX ENTRIES entries, or when a store time no longer fits
 the 4-byte delta; the next file begins at the next record.
 
@@ -30,15 +30,14 @@ import functools
 import logging
 import struct
 import sys
-import zlib
 from collections.abc import Sequence
 from operator import itemgetter
 from pathlib import Path
 
 from longboat.store.errors import StoreError
+from longboat.store.index.slot_table import SLOT_SIZE, SlotTable, Written
 from longboat.store.json_file import fsync_dir
 from longboat.store.segments import MappedSegment, segment_name
-from longboat.store.slot_table import SLOT_SIZE, SlotTable, Written
 
 log = logging.getLogger(__name__)
 
@@ -53,17 +52,6 @@ _MAX_DELTA_MS = 2**31 - 1
 def _entries_struct(count: int) -> struct.Struct:
     """`count` consecutive entries as one struct (batches come in few sizes)."""
     return struct.Struct(">" + _ENTRY_FORMAT * count)
-
-
-def topic_seed(topic: str) -> int:
-    """The CRC32 state after "topic#", from which each key's hash continues (computed once
-    per batch, not once per key)."""
-    return zlib.crc32(f"{topic}#".encode())
-
-
-def key_hash(seed: int, key: str) -> int:
-    """CRC32 of "topic#key", given the topic's seed."""
-    return zlib.crc32(key.encode(), seed)
 
 
 class IndexFile:

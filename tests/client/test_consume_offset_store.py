@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from longboat.client.consume.offset_store import LocalFileOffsetStore
 from longboat.client.errors import ClientUsageError
-from longboat.client.push.offset_store import LocalFileOffsetStore
 from longboat.protocol.types import MessageQueue
 
 Q0 = MessageQueue("T", "b", 0)

@@ -46,7 +46,6 @@ from longboat.protocol.headers import (
     ConsumerGroupHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
-    EarliestMsgStoreTimeResponseHeader,
     EndTransactionRequestHeader,
     GetConsumeStatsRequestHeader,
     GetRouteInfoRequestHeader,
@@ -151,7 +150,7 @@ class ClientAPI:
                 raise ClientUsageError(
                     f"{addrs[index]} does not serve name-server request {cmd.code}: it looks "
                     "like a broker, not a name server; give the name server's address "
-                    "(port 9876 by default) in namesrv_addrs"
+                    "(port 9876 by default)"
                 )
             if response.code not in ok:
                 raise broker_error(
@@ -386,15 +385,6 @@ class ClientAPI:
             timeout=self.config.request_timeout,
         )
         return result.messages
-
-    async def get_earliest_store_time(self, addr: str, mq: MessageQueue) -> int:
-        """Store time (ms) of the oldest message kept in the queue, -1 if none."""
-        cmd = self._command(
-            RequestCode.GET_EARLIEST_MSG_STORETIME,
-            QueueRequestHeader(mq.topic, mq.queue_id).to_ext(),
-        )
-        response = await self._call(addr, cmd)
-        return EarliestMsgStoreTimeResponseHeader.from_ext(response.ext_fields).timestamp
 
     # ------------------------------------------------------------------ client registration
 

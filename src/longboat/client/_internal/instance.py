@@ -18,7 +18,7 @@ Lifecycle and invariants:
   topic share one name-server request.  The broker address table is rebuilt from the cached
   routes after each change, so a broker that left every route is forgotten.
 * Pulls go to the broker of a queue's group that the last answer suggested, or another of the
-  group when that one is unknown or unreachable (`pull_target`, `client/pull_target.py`);
+  group when that one is unknown or unreachable (`pull_target`, `client/_internal/pull_target.py`);
   everything else of a group (sends, offsets, locks, admin) goes to its master.
 * Heartbeats go to every known broker every `heartbeat_broker_interval`, and at once after a
   subscription change (`heartbeat_all`, awaited by consumers that must be registered before
@@ -33,11 +33,11 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from longboat.client.api import ClientAPI
+from longboat.client._internal.api import ClientAPI
+from longboat.client._internal.pull_target import PullTargets
+from longboat.client._internal.route import TopicRoute
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
-from longboat.client.pull_target import PullTargets
-from longboat.client.route import TopicRoute
 from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.bodies import (

@@ -35,9 +35,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, Protocol
 
+from longboat.client._internal.instance import ClientInstance
 from longboat.client.consume_from import committed_offset
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError, TransportError
-from longboat.client.instance import ClientInstance
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from longboat.protocol.bodies import BrokerData, QueueData, TopicRouteData
+from longboat.protocol.bodies import BrokerData, TopicRouteData
 from longboat.protocol.topic_names import auto_created_queue_nums
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
@@ -60,9 +60,6 @@ class TopicRoute:
     @property
     def brokers(self) -> list[BrokerData]:
         return self.data.broker_datas
-
-    def queue_data(self, broker_name: str) -> QueueData | None:
-        return next((q for q in self.data.queue_datas if q.broker_name == broker_name), None)
 
     def master_addr(self, broker_name: str) -> str | None:
         for b in self.data.broker_datas:

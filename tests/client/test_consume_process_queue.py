@@ -7,7 +7,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longboat.client.push.process_queue import FlowControl, FlowLimits, ProcessQueue
+from longboat.client.consume.process_queue import FlowControl, FlowLimits, ProcessQueue
 from longboat.protocol.message import MessageExt
 
 
