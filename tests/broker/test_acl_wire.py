@@ -5,6 +5,7 @@ and the name server's route-changing commands protected too."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -149,7 +150,9 @@ def test_admin_codes_need_an_admin_account(cluster: Cluster) -> None:
     cluster.runner.run(create("adminuser", "admin-secret"))
 
 
-def test_the_file_is_reloaded_when_it_changes(cluster: Cluster, acl_file: Path) -> None:
+def test_the_file_is_reloaded_when_it_changes(
+    cluster: Cluster, acl_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     refused(cluster, send(cluster, "Other", "producer1", "producer-secret"))
     acl_file.write_text(
         ACL.replace("      - Orders=PUB\n", "      - Orders=PUB\n      - Other=PUB\n", 1)
@@ -162,9 +165,14 @@ def test_the_file_is_reloaded_when_it_changes(cluster: Cluster, acl_file: Path) 
         except BrokerError:
             assert time.monotonic() < deadline, "the changed file was not picked up"
             time.sleep(0.3)
-    # A broken file keeps the rules in force.
+    # A broken file keeps the rules in force: every send passes until the broker logged that
+    # it read the file and could not use it, and after.
     acl_file.write_text("accounts: [oops")
-    time.sleep(1.0)
+    deadline = time.monotonic() + 10
+    with caplog.at_level(logging.ERROR, logger="longboat.acl.access_control"):
+        while "cannot be used" not in caplog.text:
+            assert time.monotonic() < deadline, "the broken file was not read"
+            cluster.runner.run(send(cluster, "Other", "producer1", "producer-secret"))
     cluster.runner.run(send(cluster, "Other", "producer1", "producer-secret"))
 
 
