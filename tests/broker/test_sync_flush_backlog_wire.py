@@ -21,7 +21,11 @@ def test_sends_past_the_pending_sync_flushes_are_refused_busy(
     cluster = loopback_cluster(flush_disk_type="SYNC_FLUSH", max_pending_sync_flushes=2)
     broker = cluster.broker
     disk = threading.Event()
-    broker.store.observe_flushes(lambda seconds: disk.wait(30))  # a slow disk
+
+    def slow_disk(seconds: float) -> None:
+        disk.wait(30)  # each sync's result waits for the test to release it
+
+    broker.store.observe_flushes(slow_disk)
 
     async def scenario() -> None:
         wires = [Wire(cluster.broker_addr) for _ in range(3)]
