@@ -83,3 +83,14 @@ def test_under_async_flush_only_a_groups_first_offset_on_a_queue_waits(tmp_path:
     other_queue = table.commit("G", "T", 1, 1)
     assert other_queue is not None and other_queue.result(timeout=10)
     table.close()
+
+
+def test_an_unchanged_offset_writes_nothing(tmp_path: Path) -> None:
+    table = loaded(tmp_path / "consumerOffset.json")
+    first = table.commit("G", "T", 0, 7)
+    assert first is not None and first.result(timeout=10)
+    (journal,) = tmp_path.glob("consumerOffset.journal.*")
+    size = journal.stat().st_size
+    assert table.commit("G", "T", 0, 7) is None  # what idle pulls carry, again and again
+    assert journal.stat().st_size == size
+    table.close()

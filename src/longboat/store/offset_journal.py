@@ -100,6 +100,11 @@ class OffsetJournal:
         self._synced = written
         return written
 
+    @property
+    def synced(self) -> int:
+        """The sequence number every record up to is durable."""
+        return self._synced
+
     def drop_below(self, generation: int) -> None:
         """Delete the files a durable snapshot covers."""
         for old in self.generations():

@@ -41,6 +41,9 @@ class ConsumerOffsetTable:
         self._sync_every_commit = sync_every_commit
         self._journal = OffsetJournal(path)
         self._flusher = FlushService(self._journal.sync, flush_interval_s)
+        # (group, topic, queue) → the journal record of its first offset, until a sync covers it
+        # (every update of the queue waits for that sync before it is answered).
+        self._first_unsynced: dict[tuple[str, str, int], int] = {}
         self._open = False
 
     def load(self) -> None:
@@ -79,13 +82,25 @@ class ConsumerOffsetTable:
         """Set the group's offset; returns a future resolved once the change is durable
         against a machine crash when the caller must wait for that before answering (under
         SYNC_FLUSH, and for the group's first offset on the queue in every mode), else None."""
+        key = (group, topic, queue_id)
         with self._lock:
             queues = self._table.setdefault(group, {}).setdefault(topic, {})
-            first = queue_id not in queues
-            seq = self._record(["c", topic, group, queue_id, offset])
-            queues[queue_id] = offset
-        if self._sync_every_commit or first:
+            previous = queues.get(queue_id)
+            if previous == offset and not self._sync_every_commit:
+                seq = 0  # idle pulls carry the same offset again and again: no write
+            else:
+                seq = self._record(["c", topic, group, queue_id, offset])
+                queues[queue_id] = offset
+            if previous is None:
+                self._first_unsynced[key] = seq
+            first_seq = self._first_unsynced.get(key)
+            if first_seq is not None and self._journal.synced >= first_seq:
+                del self._first_unsynced[key]
+                first_seq = None
+        if self._sync_every_commit:
             return self._flusher.request(seq)
+        if first_seq is not None:  # the queue's first offset is not on disk yet: wait for it
+            return self._flusher.request(max(seq, first_seq))
         return None
 
     def _record(self, record: list[Any]) -> int:
