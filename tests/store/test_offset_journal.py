@@ -94,3 +94,15 @@ def test_an_unchanged_offset_writes_nothing(tmp_path: Path) -> None:
     assert table.commit("G", "T", 0, 7) is None  # what idle pulls carry, again and again
     assert journal.stat().st_size == size
     table.close()
+
+
+def test_an_offset_a_pull_carries_is_journaled_without_a_wait(tmp_path: Path) -> None:
+    path = tmp_path / "consumerOffset.json"
+    table = loaded(path, sync_every_commit=True)
+    assert table.commit("G", "T", 0, 4, answered=False) is None  # the pull answers messages
+    # An answered update of that queue waits until its first offset is on disk.
+    durable = table.commit("G", "T", 0, 5)
+    assert durable is not None and durable.result(timeout=10)
+    assert table.commit("G", "T", 0, 5) is None  # unchanged, and already on disk
+    assert loaded(path).snapshot() == {"G": {"T": {0: 5}}}
+    table.close()

@@ -101,6 +101,11 @@ class OffsetJournal:
         return written
 
     @property
+    def written(self) -> int:
+        """The sequence number of the last record written."""
+        return self._written
+
+    @property
     def synced(self) -> int:
         """The sequence number every record up to is durable."""
         return self._synced

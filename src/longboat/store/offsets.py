@@ -78,27 +78,34 @@ class ConsumerOffsetTable:
         self._flusher.stop()
         self._journal.close()
 
-    def commit(self, group: str, topic: str, queue_id: int, offset: int) -> Durable | None:
-        """Set the group's offset; returns a future resolved once the change is durable
-        against a machine crash when the caller must wait for that before answering (under
-        SYNC_FLUSH, and for the group's first offset on the queue in every mode), else None."""
+    def commit(
+        self, group: str, topic: str, queue_id: int, offset: int, *, answered: bool = True
+    ) -> Durable | None:
+        """Set the group's offset.  `answered`: the caller's answer acknowledges the offset
+        (UPDATE_CONSUMER_OFFSET); a pull carrying one answers with messages instead and does
+        not wait.  Returns, for an answered change, a future resolved once it is durable
+        against a machine crash when the caller must wait for that (under SYNC_FLUSH, and
+        until the queue's first offset is on disk in every mode), else None."""
         key = (group, topic, queue_id)
         with self._lock:
             queues = self._table.setdefault(group, {}).setdefault(topic, {})
             previous = queues.get(queue_id)
-            if previous == offset and not self._sync_every_commit:
-                seq = 0  # idle pulls carry the same offset again and again: no write
-            else:
+            if previous != offset:
                 seq = self._record(["c", topic, group, queue_id, offset])
                 queues[queue_id] = offset
+            else:  # idle pulls carry the same offset again and again: nothing to write
+                seq = self._journal.written
             if previous is None:
                 self._first_unsynced[key] = seq
+            synced = self._journal.synced
             first_seq = self._first_unsynced.get(key)
-            if first_seq is not None and self._journal.synced >= first_seq:
+            if first_seq is not None and synced >= first_seq:
                 del self._first_unsynced[key]
                 first_seq = None
+        if not answered:
+            return None
         if self._sync_every_commit:
-            return self._flusher.request(seq)
+            return None if synced >= seq else self._flusher.request(seq)
         if first_seq is not None:  # the queue's first offset is not on disk yet: wait for it
             return self._flusher.request(max(seq, first_seq))
         return None
