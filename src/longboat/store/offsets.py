@@ -40,7 +40,9 @@ class ConsumerOffsetTable:
         self._dirty = False
         self._sync_every_commit = sync_every_commit
         self._journal = OffsetJournal(path)
-        self._flusher = FlushService(self._journal.sync, flush_interval_s)
+        self._flusher = FlushService(
+            self._journal.sync, flush_interval_s, name="longboat-offsets-flush"
+        )
         # (group, topic, queue) → the journal record of its first offset, until a sync covers it
         # (every update of the queue waits for that sync before it is answered).
         self._first_unsynced: dict[tuple[str, str, int], int] = {}
