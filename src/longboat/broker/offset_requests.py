@@ -17,7 +17,12 @@ Rules for a group with no committed offset on a queue (QUERY_CONSUMER_OFFSET):
 The first row is what 4.x brokers do and 4.x clients expect: a new group on a young queue starts
 at 0 even with CONSUME_FROM_LAST_OFFSET (tests written against RocketMQ rely on it).  RocketMQ 5
 clients send setZeroIfNotFound=false to apply their own consume-from setting instead.  Unlike
-RocketMQ we never consult page-cache residency: the rule is deterministic (RocketMQ #334).
+RocketMQ 4.9 (ConsumerManageProcessor: 0 when the minimum offset is <= 0 and offset 0 is not
+swapped out of memory, `checkInDiskByConsumeOffset`) we never consult page-cache residency: the
+rule is deterministic (RocketMQ #334).  Our own clients send setZeroIfNotFound=false, so they
+rely on the store never losing a group's offsets: a group's first offset on a queue is on disk
+before its update is answered (see store/offsets), and after a crash the group is never taken
+for a new one.
 
 An update with a negative offset (ali-ons sends -1 for queues it has not consumed) never
 overwrites anything: it is acknowledged and ignored.
