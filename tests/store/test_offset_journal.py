@@ -106,3 +106,14 @@ def test_an_offset_a_pull_carries_is_journaled_without_a_wait(tmp_path: Path) ->
     assert table.commit("G", "T", 0, 5) is None  # unchanged, and already on disk
     assert loaded(path).snapshot() == {"G": {"T": {0: 5}}}
     table.close()
+
+
+def test_crashes_without_changes_leave_one_journal_file(tmp_path: Path) -> None:
+    path = tmp_path / "consumerOffset.json"
+    table = loaded(path)
+    table.commit("G", "T", 0, 1)
+    table.close()
+    for _ in range(3):
+        loaded(path)  # started, then killed before any change
+    assert len(list(tmp_path.glob("consumerOffset.journal.*"))) == 1
+    assert loaded(path).snapshot() == {"G": {"T": {0: 1}}}

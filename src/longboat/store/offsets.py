@@ -66,7 +66,10 @@ class ConsumerOffsetTable:
                 self._apply(record)
                 replayed = True
             self._dirty = replayed
-        self._journal.open(max([covered, *self._journal.generations()]) + 1)
+        generation = max([covered, *self._journal.generations()]) + 1
+        self._journal.open(generation)
+        if not replayed:  # the older files are covered or hold nothing: none is needed again
+            self._journal.drop_below(generation)
         if not self._open:
             self._open = True
             self._flusher.start()
