@@ -108,6 +108,9 @@ class BrokerConfig:
     disk_space_warning_level_ratio: int = 90
     disk_space_clean_forcibly_ratio: int = 85
     clean_file_forcibly_enable: bool = True
+    # RocketMQ's key-index file sizes: hash slots and entries per file (files are sparse).
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6000
     region_id: str = "DefaultRegion"
@@ -256,6 +259,8 @@ class BrokerConfig:
             disk_space_warning_level_ratio=_percent(self.disk_space_warning_level_ratio, 35, 90),
             disk_space_clean_forcibly_ratio=_percent(self.disk_space_clean_forcibly_ratio, 30, 85),
             clean_file_forcibly_enable=self.clean_file_forcibly_enable,
+            index_hash_slots=self.max_hash_slot_num,
+            index_max_entries=self.max_index_num,
             store_host=self.advertised_ip,
             store_port=store_port,
             max_transfer_bytes=self.max_transfer_bytes_on_message_in_memory,
