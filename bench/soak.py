@@ -12,8 +12,9 @@ connections).  When the time is up the faults stop, the consumers drain, and the
   is counted as sent only);
 - lost: acknowledged messages a group never received (the target is 0);
 - duplicates: deliveries past the first (expected after kills: delivery is at least once);
-- broker RSS, open file descriptors and the send p99 of each sampling interval (targets:
-  flat after warm-up).
+- broker RSS (and its anonymous part: RSS also counts the mapped commit-log and queue pages
+  touched, which grow with the log), open file descriptors and the send p99 of each sampling
+  interval (targets: anonymous memory and fds flat after warm-up).
 
 Figures go to `<out>.json` (with commit, host and date) and `<out>.png`.  Consumers write the
 ids they receive to a file each, flushed per batch, so a SIGKILL loses at most a partial last
@@ -75,8 +76,9 @@ class Interval:
     t: float
     acknowledged: int
     received: dict[str, int]
-    broker_rss_mib: float
-    broker_fds: int
+    broker_rss_mib: float | None
+    broker_anon_mib: float | None
+    broker_fds: int | None
     send_p99_ms: float | None
 
 
@@ -146,12 +148,16 @@ class Child:
                 self.proc.wait()
 
 
-def usage(pid: int) -> tuple[float, int]:
-    """RSS in MiB and open file descriptors of a process (0, 0 when it is gone)."""
+def usage(pid: int) -> tuple[float, float, int] | None:
+    """RSS and its anonymous part (the heap: RSS also counts the mapped log pages read or
+    written, which follow the log, not a leak) in MiB, and open file descriptors of a
+    process; None when it is gone (killed between two samples)."""
     with contextlib.suppress(psutil.Error):
         proc = psutil.Process(pid)
-        return proc.memory_info().rss / 2**20, proc.num_fds()
-    return 0.0, 0
+        with proc.oneshot():
+            mem = proc.memory_info()
+            return mem.rss / 2**20, (mem.rss - mem.shared) / 2**20, proc.num_fds()
+    return None
 
 
 # ---------------------------------------------------------------------------- consumers
@@ -325,13 +331,14 @@ async def run(minutes: float, rhythm: Rhythm, out: Path, drain_s: float) -> dict
                 await asyncio.sleep(rhythm.sample)
                 latencies = sorted(tally.latencies_ms[seen:])
                 seen = len(tally.latencies_ms)
-                rss, fds = usage(broker.proc.pid)
+                rss, anon, fds = usage(broker.proc.pid) or (None, None, None)
                 samples.append(
                     Interval(
                         t=round(time.monotonic() - start, 1),
                         acknowledged=len(tally.acknowledged),
                         received={k: len(received(work / f"{k}.ids")) for k in GROUPS},
-                        broker_rss_mib=round(rss, 1),
+                        broker_rss_mib=None if rss is None else round(rss, 1),
+                        broker_anon_mib=None if anon is None else round(anon, 1),
                         broker_fds=fds,
                         send_p99_ms=round(percentile(latencies, 99), 2) if latencies else None,
                     )
@@ -412,8 +419,10 @@ def write(report: dict[str, object], samples: list[Interval], out: Path) -> None
         axes[0].plot(t, [s.received[kind] for s in samples], label=f"received ({kind})")
     axes[0].set_ylabel("messages")
     axes[0].legend()
-    axes[1].plot(t, [s.broker_rss_mib for s in samples])
-    axes[1].set_ylabel("broker RSS (MiB)")
+    axes[1].plot(t, [s.broker_rss_mib for s in samples], label="RSS")
+    axes[1].plot(t, [s.broker_anon_mib for s in samples], label="anonymous (heap)")
+    axes[1].set_ylabel("broker MiB")
+    axes[1].legend()
     axes[2].plot(t, [s.broker_fds for s in samples])
     axes[2].set_ylabel("broker open fds")
     axes[3].plot(t, [s.send_p99_ms for s in samples])
