@@ -64,8 +64,9 @@ class MappedSegment:
         # process; blocks reserved up front turn that into ENOSPC here, at a segment roll.
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            new = os.fstat(fd).st_size == 0 and not written
-            if os.fstat(fd).st_size != self.capacity:
+            size = os.fstat(fd).st_size
+            new = size == 0 and not written
+            if size != self.capacity:
                 os.ftruncate(fd, self.capacity)
             if self.preallocate and written < self.capacity:
                 try:
