@@ -1,4 +1,4 @@
-"""A broker on a real 96 MiB filesystem (a size-limited tmpfs the test mounts) with 16 MiB
+"""A broker on a real 96 MiB filesystem (`small_disk`: a size-limited tmpfs the test mounts) with 16 MiB
 commit-log segments, filled with checksummed messages until it refuses.
 
 What must hold on a full disk: sends are refused with SERVICE_NOT_AVAILABLE (14) and RocketMQ's
@@ -14,7 +14,7 @@ import hashlib
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -28,25 +28,6 @@ from .wire import Wire, eventually, pulled, records, sent
 MiB = 1024 * 1024
 TOPIC = "DiskFull"
 PAYLOAD = 64 * 1024
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 96 MiB tmpfs, unmounted after the broker on it stopped (fixtures tear down in
-    reverse: request this one before `loopback_cluster`)."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a 96 MiB tmpfs (root needed): {done.stderr.strip()}")
-    try:
-        yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def checksummed(n: int) -> bytes:
