@@ -1,5 +1,5 @@
-"""A broker on a real 96 MiB filesystem (`small_disk`: a size-limited tmpfs the test mounts) with 16 MiB
-commit-log segments, filled with checksummed messages until it refuses.
+"""A broker on a real 96 MiB filesystem (`small_disk`: a size-limited tmpfs the test mounts)
+with 16 MiB commit-log segments, filled with checksummed messages until it refuses.
 
 What must hold on a full disk: sends are refused with SERVICE_NOT_AVAILABLE (14) and RocketMQ's
 remark, never another code (ENOSPC, a crash); every acknowledged message is readable, whole
@@ -16,8 +16,6 @@ import shutil
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from conftest import Cluster
 from longboat.protocol import ResponseCode
