@@ -264,7 +264,9 @@ async def send(producer: Producer, tx: TransactionProducer, mode: str, msgs: lis
         def callback(result: object, error: BaseException | None) -> None:
             done.set_result(error is None and getattr(result, "ok", False))
 
-        producer.send_async(msgs[0], callback)
+        task = producer.send_async(msgs[0], callback)
+        with contextlib.suppress(Exception):
+            await task  # the callback has the outcome; this only collects a failure
         return await done
     if mode == "transaction":
         result = await tx.send_in_transaction(msgs[0], lambda m, a: committed(m))
