@@ -2,8 +2,9 @@
 
 Every `checkpoint_interval_ms` the thread syncs the queues and index appended to since the
 last round and records how far they and the log are durable (the checkpoint recovery trusts),
-then checks the disk: past `disk_space_warning_ratio` appends are refused (`refusal` says why,
-the append path reads it) until retention frees space.  Every `retention_check_interval_ms` it
+then checks the disk: past `disk_space_warning_level_ratio` appends are refused (`refusal` says
+why, the append path reads it, and checks again itself before the log rolls into a new
+segment) until retention or the operator frees space.  Every `retention_check_interval_ms` it
 deletes expired commit-log segments (policy: retention); consumer offsets are snapshotted every
 `consumer_offset_persist_interval_ms` when they changed, which compacts their journal (every
 change is already journaled when it is made, see offsets).
@@ -115,18 +116,24 @@ class StoreMaintenance:
         )
         return len(dropped)
 
-    def check_disk(self) -> None:
+    def check_disk(self) -> str | None:
+        """Measure the disk (the next segment counted as used, see retention) and set
+        `refusal` past `disk_space_warning_level_ratio`, clear it below; returns it.
+
+        Caller: this thread every round, and the append path (under the store lock) before it
+        allocates a segment, so a burst between two rounds cannot run the disk out.
+        Affects: `refusal`, read without a lock by every append."""
         ratio = self._retention.disk_ratio()
-        if ratio >= self.config.disk_space_warning_ratio:
+        limit = self.config.disk_space_warning_level_ratio
+        if ratio >= limit:
             if self.refusal is None:
-                log.error("store: disk %.0f%% full; refusing appends", ratio * 100)
-            self.refusal = (
-                f"disk {ratio:.0%} full (over {self.config.disk_space_warning_ratio:.0%}); "
-                "appends resume once retention frees space"
-            )
+                log.error("store: disk %.0f%% full with the next segment; refusing appends",
+                          ratio * 100)  # fmt: skip
+            self.refusal = disk_full(ratio, limit)
         elif self.refusal is not None:
             log.warning("store: disk back to %.0f%%; accepting appends", ratio * 100)
             self.refusal = None
+        return self.refusal
 
     def _run(self) -> None:
         cfg = self.config
@@ -149,3 +156,11 @@ class StoreMaintenance:
                     self._offsets.persist()
             except Exception:
                 log.exception("store maintenance failed; retrying next tick")
+
+
+def disk_full(ratio: float, limit: float) -> str:
+    """Why appends are refused: the disk's use (next segment counted) and the level passed."""
+    return (
+        f"the broker's disk is full [{ratio:.2f} with the next commit-log segment, "
+        f"diskSpaceWarningLevelRatio {limit:.2f}]; appends resume once space is freed"
+    )

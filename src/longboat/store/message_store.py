@@ -44,7 +44,7 @@ from longboat.store.queue_read import read_queue
 from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
 from longboat.store.results import GetResult, PutResult
-from longboat.store.retention import RetentionPolicy, filesystem_usage
+from longboat.store.retention import DiskSpace, RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
 
 __all__ = ["ArrivalListener", "MessageStore"]
@@ -59,12 +59,12 @@ class MessageStore:
         *,
         clock: Callable[[], float] = time.time,
         tags_code_resolver: Callable[[MessageExt], int | None] | None = None,
-        disk_usage: Callable[[Path], float] = filesystem_usage,
+        disk_usage: Callable[[Path], DiskSpace] = filesystem_usage,
     ) -> None:
         """`tags_code_resolver` recomputes a tags code that was overridden at put time
         (`MessageInner.tags_code`) when recovery rebuilds a queue from the log; it returns
-        None to fall back to the TAGS hash.  `disk_usage` returns the used fraction of the
-        filesystem holding a path (tests pass a fake)."""
+        None to fall back to the TAGS hash.  `disk_usage` returns the bytes used and in all on
+        the filesystem holding a path (tests pass a fake)."""
         self.config = config
         self._tags_code_resolver = tags_code_resolver
         self._lock = threading.Lock()

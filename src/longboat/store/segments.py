@@ -64,10 +64,19 @@ class MappedSegment:
         # process; blocks reserved up front turn that into ENOSPC here, at a segment roll.
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            if os.fstat(fd).st_size != self.capacity:
+            size = os.fstat(fd).st_size
+            new = size == 0 and not written
+            if size != self.capacity:
                 os.ftruncate(fd, self.capacity)
             if self.preallocate and written < self.capacity:
-                os.posix_fallocate(fd, written, self.capacity - written)
+                try:
+                    os.posix_fallocate(fd, written, self.capacity - written)
+                except OSError:
+                    # A file this call created goes again: left behind, it would make the
+                    # next open allocate it too, and fail on the same full disk.
+                    if new:
+                        self.path.unlink(missing_ok=True)
+                    raise
             return mmap.mmap(fd, self.capacity)
         finally:
             os.close(fd)
