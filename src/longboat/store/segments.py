@@ -9,6 +9,14 @@ makes the reader's slice raise ValueError instead of reading a recycled file des
 reads need no lock.  Durability still goes through `os.fdatasync`, which writes back pages
 dirtied through the map and, unlike `mmap.flush`, releases the GIL while the disk works.
 
+A chain read at random (a consume queue: a pull reads a few entries, a load binary-searches
+for the end) maps its files `random_access`: without it the first fault in a sparse file reads
+around it, filling and mapping hundreds of KB of zero pages (measured: 0.44 MB of RSS and ~12 ms
+per queue searched at open, 1-8 ms on a queue's first append, against 43 KB and 0.3 ms).
+A new file's directory entry is made durable with the chain's next `sync`, not at creation: a
+send that opens a new queue does not wait for a directory fsync, and nothing relies on the file
+before a sync (recovery trusts only what a checkpoint recorded after syncing it).
+
 Invariants:
   * segments are contiguous: segment k starts at first.start + k * capacity;
   * every file is exactly `capacity` bytes (short files are extended with zeros at load; how
@@ -49,14 +57,23 @@ def sync_file(path: Path) -> None:
 class MappedSegment:
     """One file of a chain, mapped whole."""
 
-    __slots__ = ("capacity", "end", "mm", "path", "preallocate", "start")
+    __slots__ = ("capacity", "end", "mm", "path", "preallocate", "random_access", "start")
 
-    def __init__(self, path: Path, start: int, capacity: int, *, preallocate: bool) -> None:
+    def __init__(
+        self,
+        path: Path,
+        start: int,
+        capacity: int,
+        *,
+        preallocate: bool,
+        random_access: bool = False,
+    ) -> None:
         self.path = path
         self.start = start
         self.capacity = capacity
         self.end = start + capacity
         self.preallocate = preallocate
+        self.random_access = random_access
         self.mm = self._map(0)
 
     def _map(self, written: int) -> mmap.mmap:
@@ -68,9 +85,12 @@ class MappedSegment:
                 os.ftruncate(fd, self.capacity)
             if self.preallocate and written < self.capacity:
                 os.posix_fallocate(fd, written, self.capacity - written)
-            return mmap.mmap(fd, self.capacity)
+            mm = mmap.mmap(fd, self.capacity)
         finally:
             os.close(fd)
+        if self.random_access:
+            mm.madvise(mmap.MADV_RANDOM)
+        return mm
 
     def write(self, offset: int, data: bytes) -> None:
         rel = offset - self.start
@@ -82,6 +102,21 @@ class MappedSegment:
 
     def sync(self) -> None:
         sync_file(self.path)
+
+    def data_end(self) -> int:
+        """An offset past which the file holds no data (the first hole after its first data,
+        as the file system reports it; pages dirtied through a map count as data): a search
+        for the end of the written bytes need not fault in the zero pages past it.  A file
+        system that does not track holes reports the whole file."""
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            try:
+                data = os.lseek(fd, 0, os.SEEK_DATA)
+            except OSError:  # ENXIO: no data at all
+                return self.start
+            return self.start + min(os.lseek(fd, data, os.SEEK_HOLE), self.capacity)
+        finally:
+            os.close(fd)
 
     def zero_from(self, offset: int) -> None:
         """Make every byte from `offset` to the end zero; only while no reader holds the map."""
@@ -105,13 +140,22 @@ class SegmentChain:
     writer rolls or the retention job drops segments.
     """
 
-    def __init__(self, directory: Path, capacity: int, *, preallocate: bool = False) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        capacity: int,
+        *,
+        preallocate: bool = False,
+        random_access: bool = False,
+    ) -> None:
         if capacity <= 0:
             raise ValueError(f"segment capacity must be positive, not {capacity}")
         self.directory = directory
         self.capacity = capacity
         self.preallocate = preallocate
+        self.random_access = random_access
         self.segments: tuple[MappedSegment, ...] = ()
+        self._directory_unsynced = False  # a file created since the last sync
 
     def load(self) -> int | None:
         """Map the existing files.  Returns the lowest offset where a file was found shorter
@@ -138,9 +182,18 @@ class SegmentChain:
             size = path.stat().st_size
             if size < self.capacity and short_at is None:
                 short_at = start + size
-            segments.append(MappedSegment(path, start, self.capacity, preallocate=self.preallocate))
+            segments.append(self._segment(path, start))
         self._set(segments)
         return short_at
+
+    def _segment(self, path: Path, start: int) -> MappedSegment:
+        return MappedSegment(
+            path,
+            start,
+            self.capacity,
+            preallocate=self.preallocate,
+            random_access=self.random_access,
+        )
 
     def _set(self, segments: list[MappedSegment]) -> None:
         self.segments = tuple(segments)
@@ -171,10 +224,8 @@ class SegmentChain:
         if last is not None and start != last.end:
             raise StoreCorruptedError(f"write at {offset} would leave a gap after {last.end}")
         self.directory.mkdir(parents=True, exist_ok=True)
-        seg = MappedSegment(
-            self.directory / segment_name(start), start, self.capacity, preallocate=self.preallocate
-        )
-        fsync_dir(self.directory)
+        seg = self._segment(self.directory / segment_name(start), start)
+        self._directory_unsynced = True
         self._set([*self.segments, seg])
         return seg
 
@@ -215,7 +266,10 @@ class SegmentChain:
         return dropped
 
     def sync(self, start: int, end: int) -> None:
-        """Make bytes [start, end) durable."""
+        """Make bytes [start, end) durable, and the files created since the last sync."""
+        if self._directory_unsynced:
+            self._directory_unsynced = False
+            fsync_dir(self.directory)
         for seg in self.segments:
             if seg.end > start and seg.start < end:
                 seg.sync()
