@@ -5,7 +5,8 @@ last round and records how far they and the log are durable (the checkpoint reco
 then checks the disk: past `disk_space_warning_ratio` appends are refused (`refusal` says why,
 the append path reads it) until retention frees space.  Every `retention_check_interval_ms` it
 deletes expired commit-log segments (policy: retention); consumer offsets are written every
-`consumer_offset_persist_interval_ms` when they changed.
+`consumer_offset_persist_interval_ms` when they changed, and the topic table's change log is
+folded into its snapshot when it has grown long (topics).
 
 A failing round is logged and the next one runs anyway.  The thread shares the store's append
 lock for what must not interleave with an append: reading how far dispatch reached together
@@ -26,6 +27,7 @@ from longboat.store.index import KeyIndex
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_table import QueueTable
 from longboat.store.retention import RetentionPolicy
+from longboat.store.topics import TopicConfigTable
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ class StoreMaintenance:
         queues: QueueTable,
         index: KeyIndex,
         offsets: ConsumerOffsetTable,
+        topics: TopicConfigTable,
         retention: RetentionPolicy,
         clock: Callable[[], float],
         dispatched: Callable[[], int],
@@ -53,6 +56,7 @@ class StoreMaintenance:
         self._queues = queues
         self._index = index
         self._offsets = offsets
+        self._topics = topics
         self._retention = retention
         self._clock = clock
         self._dispatched = dispatched
@@ -146,5 +150,6 @@ class StoreMaintenance:
                 if now >= next_offsets and self._offsets.dirty:
                     next_offsets = now + cfg.consumer_offset_persist_interval_ms / 1000
                     self._offsets.persist()
+                self._topics.compact()
             except Exception:
                 log.exception("store maintenance failed; retrying next tick")

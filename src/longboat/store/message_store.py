@@ -125,6 +125,7 @@ class MessageStore:
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )
         self.offsets = ConsumerOffsetTable(config.config_dir / "consumerOffset.json")
+        self.topic_configs = TopicConfigTable(config.config_dir / "topics.json", clock=clock)
         self._maintenance = StoreMaintenance(
             config,
             lock=self._lock,
@@ -132,12 +133,12 @@ class MessageStore:
             queues=self._queues,
             index=self._index,
             offsets=self.offsets,
+            topics=self.topic_configs,
             retention=RetentionPolicy(config, disk_usage),
             clock=clock,
             dispatched=lambda: self._dispatched,
             is_open=lambda: self._state is _State.OPEN,
         )
-        self.topic_configs = TopicConfigTable(config.config_dir / "topics.json", clock=clock)
         self.last_recovery: RecoveryReport | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -205,6 +206,7 @@ class MessageStore:
         self._flusher.stop()
         self._maintenance.checkpoint()
         self.offsets.persist()
+        self.topic_configs.close()
         with self._lock:
             self._queues.close()
             self._index.close()
