@@ -46,10 +46,12 @@ class StoreMaintenance:
         retention: RetentionPolicy,
         clock: Callable[[], float],
         dispatched: Callable[[], int],
+        newest_store_ms: Callable[[], int],
         is_open: Callable[[], bool],
     ) -> None:
-        """`dispatched()` is the commit-log offset dispatch has reached and `is_open()` whether
-        the store takes appends; both are read under `lock`."""
+        """`dispatched()` is the commit-log offset dispatch has reached, `newest_store_ms()`
+        the newest store time given to a record and `is_open()` whether the store takes
+        appends; all are read under `lock`."""
         self.config = config
         self._lock = lock
         self._log = commit_log
@@ -60,6 +62,7 @@ class StoreMaintenance:
         self._retention = retention
         self._clock = clock
         self._dispatched = dispatched
+        self._newest_store_ms = newest_store_ms
         self._is_open = is_open
         self.refusal: str | None = None  # why appends are refused (disk full), if they are
         self._stop = threading.Event()
@@ -80,6 +83,7 @@ class StoreMaintenance:
         """Sync queues and index, then record how far they and the log are durable."""
         with self._lock:
             dispatched = self._dispatched()
+            newest_store_ms = self._newest_store_ms()
             dirty = self._queues.take_dirty()
             index_dirty = self._index.take_dirty()
         for cq in dirty:
@@ -91,6 +95,7 @@ class StoreMaintenance:
                 commit_log_flushed=self._log.flushed_offset,
                 dispatched=dispatched,
                 timestamp_ms=int(self._clock() * 1000),
+                newest_store_ms=newest_store_ms,
             ),
         )
 

@@ -137,6 +137,7 @@ class MessageStore:
             retention=RetentionPolicy(config, disk_usage),
             clock=clock,
             dispatched=lambda: self._dispatched,
+            newest_store_ms=lambda: self._last_store_ms,
             is_open=lambda: self._state is _State.OPEN,
         )
         self.last_recovery: RecoveryReport | None = None
@@ -183,7 +184,12 @@ class MessageStore:
             tags_code_of=self._recovered_tags_code,
         )
         self._dispatched = self._log.write_offset
-        self._last_store_ms = self._queues.newest_store_time()
+        if checkpoint is None or checkpoint.newest_store_ms is None:
+            self._last_store_ms = self._queues.newest_store_time()
+        else:
+            self._last_store_ms = max(
+                checkpoint.newest_store_ms, self.last_recovery.newest_store_ms
+            )
         self._log.flush()
         self._maintenance.checkpoint()
         self.offsets.load()
