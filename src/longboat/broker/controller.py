@@ -289,6 +289,11 @@ class BrokerController:
         """Register with every name server now; True when all accepted."""
         return await self.registrar.register()
 
+    async def registered(self) -> None:
+        """Wait until the topic changes made so far are registered with the name servers
+        (only those topics, unless something needed the whole table)."""
+        await self.registrar.settle()
+
     def register_soon(self, changed: list[TopicConfig] | None = None) -> None:
         """Register `changed` topics (None: the whole table) with the name servers soon."""
         if self.phase in (Phase.STARTING, Phase.RUNNING):
