@@ -9,7 +9,7 @@ RocketMQ: its name server and broker JVMs from `peers.rocketmq`, ASYNC_FLUSH, 1 
 files), and is measured by the same Python client:
 
 * topics are created one at a time (UPDATE_AND_CREATE_TOPIC straight to the broker, `--queues`
-  queues each) up to each N of `--topics`: the mean time per topic of each step;
+  queues each) up to each N of `--topics`: the mean and p50 time per topic of each step;
 * at each N: route lookups (GET_ROUTEINFO_BY_TOPIC) of random topics, p50; `--samples` sends of
   128 B to random topics (their routes looked up first, so a send is one round trip), p50 and
   p99 -- most land in queues never written, so this is the first message's cost; pulls of the
@@ -214,8 +214,8 @@ async def connect(servers: Servers) -> Client:
     return Client(servers, admin, producer)
 
 
-async def create_up_to(client: Client, n: int, queues: int) -> float:
-    """Create topics until there are `n`; the mean ms per topic created."""
+async def create_up_to(client: Client, n: int, queues: int) -> list[float]:
+    """Create topics until there are `n`; ms per topic created."""
     times = []
     while len(client.topics) < n:
         name = f"Scale-{len(client.topics)}"
@@ -224,7 +224,7 @@ async def create_up_to(client: Client, n: int, queues: int) -> float:
             await timed(lambda c=config: client.api.create_topic(client.servers.broker, c))
         )
         client.topics.append(name)
-    return statistics.fmean(times) if times else float("nan")
+    return times
 
 
 async def send_sample(client: Client, samples: int, rng: random.Random) -> list[float]:
@@ -241,7 +241,7 @@ async def send_sample(client: Client, samples: int, rng: random.Random) -> list[
 
 
 async def level(client: Client, n: int, args: argparse.Namespace, rng: random.Random) -> dict:
-    created_ms = await create_up_to(client, n, args.queues)
+    created = await create_up_to(client, n, args.queues)
     await asyncio.sleep(1.0)  # registrations of the last creations settle
     routes = [
         await timed(lambda: client.api.get_route(rng.choice(client.topics)))
@@ -264,7 +264,8 @@ async def level(client: Client, n: int, args: argparse.Namespace, rng: random.Ra
     idle_cpu = (cpu_s(pids) - before) / IDLE_S * 100
     return {
         "topics": n,
-        "create_ms_per_topic": created_ms,
+        "create_ms_per_topic": statistics.fmean(created) if created else float("nan"),
+        "create_p50_ms": pct(created, 0.5),
         "route_p50_ms": pct(routes, 0.5),
         "send_p50_ms": pct(sends, 0.5),
         "send_p99_ms": pct(sends, 0.99),
@@ -370,7 +371,8 @@ async def one_system(
 # --------------------------------------------------------------------------- output
 
 FIGURES = (
-    ("create_ms_per_topic", "create, ms per topic"),
+    ("create_ms_per_topic", "create, ms per topic (mean)"),
+    ("create_p50_ms", "create p50, ms"),
     ("route_p50_ms", "route lookup p50, ms"),
     ("send_p50_ms", "send p50, ms"),
     ("send_p99_ms", "send p99, ms"),
@@ -388,7 +390,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(3, 4, figsize=(18, 11))
+    fig, axes = plt.subplots(3, 4, figsize=(20, 12))
     cells = list(axes.flat)
     for ax, (key, label) in zip(cells, FIGURES, strict=False):
         for system, data in result["systems"].items():
@@ -415,7 +417,6 @@ def plot(result: dict[str, Any], path: Path) -> None:
     restart.set_title("restart: SIGTERM to first accepted send, s")
     for ax in cells[: len(FIGURES) + 1]:
         ax.legend()
-    cells[-1].axis("off")
     fig.suptitle(f"bench.scale at {result['commit'][:10]} on {result['host']}")
     fig.tight_layout()
     fig.savefig(path)

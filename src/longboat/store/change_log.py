@@ -2,17 +2,18 @@
 
 A table that changes one row at a time (topics: one per creation, thousands in a burst) would
 pay a rewrite of every row per change if it were persisted whole; here a change costs one
-line appended and fdatasync'd, whatever the table's size, and the snapshot is rewritten only
-when the log has grown as long as the table (`compact`, from a background thread), so the
-amortised cost per change stays constant.
+line appended (fdatasync'd at once or at the owner's next `sync`), whatever the table's size,
+and the snapshot is rewritten only when the log has grown as long as the table (`compact`,
+from a background thread), so the amortised cost per change stays constant.
 
     <snapshot>.log: one JSON object per line, in the order the changes were made
 
-Crash safety: a line is whole once its fdatasync returned; a crash mid-append leaves a torn
-last line, which `replay` drops (and cuts from the file), so every change whose append
-returned survives.  Compaction writes the snapshot atomically first and only then drops the
-lines it covers, keeping any appended meanwhile; after a crash between the two the log still
-holds lines the snapshot covers, which the owner skips (topics: by their version counter).
+Crash safety: a line is whole once its write returned (against a process crash) or once it
+was fdatasync'd (against a power loss); a crash mid-append leaves a torn last line, which
+`replay` drops and cuts from the file.  Compaction writes the snapshot atomically first and
+only then drops the lines it covers, keeping any appended meanwhile; after a crash between
+the two the log still holds lines the snapshot covers, which the owner skips (topics: by
+their version counter).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ class ChangeLog:
         self.path = path
         self.records = 0  # lines in the file
         self._fd: int | None = None
+        self._unsynced = False
 
     def replay(self) -> list[dict[str, Any]]:
         """The changes logged, oldest first; a torn last line is cut from the file."""
@@ -61,12 +63,23 @@ class ChangeLog:
         self.records = len(changes)
         return changes
 
-    def append(self, change: dict[str, Any]) -> None:
-        """Log one change durably; raises OSError on I/O failure."""
+    def append(self, change: dict[str, Any], *, sync: bool) -> None:
+        """Log one change; with `sync` durably before returning, else in the page cache
+        (it survives the process dying; `sync` makes it survive the machine dying).
+        Raises OSError on I/O failure."""
         fd = self._open()
         os.write(fd, orjson.dumps(change) + b"\n")
-        os.fdatasync(fd)
+        if sync:
+            os.fdatasync(fd)
+        else:
+            self._unsynced = True
         self.records += 1
+
+    def sync(self) -> None:
+        """Make the changes appended without `sync` durable."""
+        if self._unsynced and self._fd is not None:
+            self._unsynced = False
+            os.fdatasync(self._fd)
 
     def position(self) -> int:
         """Bytes logged so far (what a compaction's snapshot covers)."""
@@ -77,7 +90,8 @@ class ChangeLog:
         fd = self._open()
         rest = os.pread(fd, os.fstat(fd).st_size - position, position)
         self.close()
-        write_bytes_atomic(self.path, rest)
+        write_bytes_atomic(self.path, rest)  # durable, whatever was appended unsynced
+        self._unsynced = False
         self.records = rest.count(b"\n")
 
     def close(self) -> None:

@@ -89,6 +89,7 @@ class StoreMaintenance:
         for cq in dirty:
             cq.sync()
         self._index.sync(index_dirty)
+        self._topics.sync()
         save_checkpoint(
             self.config.root_dir,
             Checkpoint(

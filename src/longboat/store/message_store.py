@@ -125,7 +125,9 @@ class MessageStore:
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )
         self.offsets = ConsumerOffsetTable(config.config_dir / "consumerOffset.json")
-        self.topic_configs = TopicConfigTable(config.config_dir / "topics.json", clock=clock)
+        self.topic_configs = TopicConfigTable(
+            config.config_dir / "topics.json", clock=clock, sync_each_change=self._sync
+        )
         self._maintenance = StoreMaintenance(
             config,
             lock=self._lock,

@@ -2,11 +2,14 @@
 (`{"dataVersion": {...}, "topicConfigTable": {name: TopicConfig}}`) plus a change log beside it.
 
 Every change bumps the DataVersion (the name server compares it to tell a changed broker
-from a heartbeat) and is durable before the call returns: a created topic that vanished in a
+from a heartbeat) and is written before the call returns: a created topic that vanished in a
 crash would surprise every client routed to it.  A change is one line appended to
 `topics.json.log` (change_log), not a rewrite of the table, so creating the 100,000th topic
 costs what the first did; `compact` (the store's maintenance thread) folds the log into
-`topics.json` once it holds as many changes as the table has topics.
+`topics.json` once it holds as many changes as the table has topics.  Durability follows the
+commit log's: with `sync_each_change` (SYNC_FLUSH) each change is fdatasync'd before the call
+returns; otherwise it survives a process crash at once and a power loss after the next
+`sync` (every checkpoint), as an ASYNC_FLUSH message does.
 """
 
 from __future__ import annotations
@@ -26,8 +29,15 @@ COMPACT_AFTER_CHANGES = 1000
 
 
 class TopicConfigTable:
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        sync_each_change: bool = True,
+    ) -> None:
         self.path = path
+        self._sync_each_change = sync_each_change
         self._clock = clock
         self._table: dict[str, TopicConfig] = {}
         self._version = DataVersion()
@@ -88,7 +98,13 @@ class TopicConfigTable:
         self._version = DataVersion(
             timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
         )
-        self._changes.append({"dataVersion": self._version.to_dict(), **change})
+        change = {"dataVersion": self._version.to_dict(), **change}
+        self._changes.append(change, sync=self._sync_each_change)
+
+    def sync(self) -> None:
+        """Make every change durable (caller: the maintenance thread, at each checkpoint)."""
+        with self._lock:
+            self._changes.sync()
 
     def compact(self) -> bool:
         """Fold the logged changes into the snapshot when the log is as long as the table
@@ -113,4 +129,5 @@ class TopicConfigTable:
 
     def close(self) -> None:
         with self._lock:
+            self._changes.sync()
             self._changes.close()
