@@ -37,12 +37,25 @@ class ConsumeQueue:
         "topic",
     )
 
-    def __init__(self, root: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        topic: str,
+        queue_id: int,
+        entries_per_file: int,
+        *,
+        place: Callable[[Path], bool] | None = None,
+    ) -> None:
+        """`place(directory)` may put a ready-made directory with an empty first file where
+        a new queue's files go (queue_spares), sparing the send path their creation."""
         self.topic = topic
         self.queue_id = queue_id
         self.entries_per_file = entries_per_file
         self.chain = SegmentChain(
-            root / topic / str(queue_id), entries_per_file * ENTRY_SIZE, random_access=True
+            root / topic / str(queue_id),
+            entries_per_file * ENTRY_SIZE,
+            random_access=True,
+            place=place,
         )
         self.min_offset = 0
         self.max_offset = 0

@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from longboat.store.commit_log import CommitLog
-from longboat.store.consume_queue import ConsumeQueue
+from longboat.store.consume_queue import ENTRY_SIZE, ConsumeQueue
+from longboat.store.queue_spares import SPARE_DIR, QueueSpares
 
 
 class QueueTable:
@@ -39,20 +40,23 @@ class QueueTable:
         self._unloaded: set[tuple[str, int]] = set()
         self._loading = threading.Lock()
         self.trusted_end: int | None = None
+        self._spares = QueueSpares(root, entries_per_file * ENTRY_SIZE)
         # Queues appended to since the last checkpoint synced them (under the append lock).
         self.dirty: set[ConsumeQueue] = set()
 
     def load(self) -> None:
-        """Note every queue found on disk; each is mapped when first asked for."""
+        """Note every queue found on disk (each is mapped when first asked for) and start
+        making spare queue files (queue_spares)."""
         self._root.mkdir(parents=True, exist_ok=True)
         for topic_dir in self._root.iterdir():
-            if not topic_dir.is_dir():
+            if not topic_dir.is_dir() or topic_dir.name == SPARE_DIR:
                 continue
             for queue_dir in topic_dir.iterdir():
                 if queue_dir.is_dir() and queue_dir.name.isdigit():
                     key = (topic_dir.name, int(queue_dir.name))
                     self._unloaded.add(key)
                     self._topics.setdefault(key[0], set()).add(key[1])
+        self._spares.start()
 
     def trust_below(self, log_offset: int) -> None:
         """Drop every entry pointing at or past `log_offset`, in the queues mapped and in
@@ -73,7 +77,7 @@ class QueueTable:
             cq = self._queues.get(key)
             if cq is not None or key not in self._unloaded:
                 return cq
-            cq = ConsumeQueue(self._root, topic, queue_id, self._entries_per_file)
+            cq = self._new_queue(topic, queue_id)
             cq.load(self._log.min_offset)
             if self.trusted_end is not None:
                 cq.truncate_to_log(self.trusted_end)
@@ -81,11 +85,16 @@ class QueueTable:
             self._unloaded.discard(key)
             return cq
 
+    def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return ConsumeQueue(
+            self._root, topic, queue_id, self._entries_per_file, place=self._spares.place
+        )
+
     def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:
         """Caller: the append path and recovery, under the store's lock (or before open ends)."""
         cq = self.get(topic, queue_id)
         if cq is None:
-            cq = ConsumeQueue(self._root, topic, queue_id, self._entries_per_file)
+            cq = self._new_queue(topic, queue_id)
             self._queues[(topic, queue_id)] = cq
             self._topics.setdefault(topic, set()).add(queue_id)
         return cq
@@ -176,5 +185,6 @@ class QueueTable:
             cq.move_min(log_min_offset)
 
     def close(self) -> None:
+        self._spares.close()
         for cq in self:
             cq.close()

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from longboat.store.errors import StoreCorruptedError
@@ -147,13 +148,17 @@ class SegmentChain:
         *,
         preallocate: bool = False,
         random_access: bool = False,
+        place: Callable[[Path], bool] | None = None,
     ) -> None:
+        """`place(directory)`, when given, is asked to put a ready-made directory holding an
+        empty first file (offset 0, `capacity` bytes) where a chain with no file starts."""
         if capacity <= 0:
             raise ValueError(f"segment capacity must be positive, not {capacity}")
         self.directory = directory
         self.capacity = capacity
         self.preallocate = preallocate
         self.random_access = random_access
+        self._place = place
         self.segments: tuple[MappedSegment, ...] = ()
         self._directory_unsynced = False  # a file created since the last sync
 
@@ -223,7 +228,11 @@ class SegmentChain:
         last = self.last
         if last is not None and start != last.end:
             raise StoreCorruptedError(f"write at {offset} would leave a gap after {last.end}")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        placed = (
+            last is None and start == 0 and self._place is not None and self._place(self.directory)
+        )
+        if not placed:
+            self.directory.mkdir(parents=True, exist_ok=True)
         seg = self._segment(self.directory / segment_name(start), start)
         self._directory_unsynced = True
         self._set([*self.segments, seg])
