@@ -21,18 +21,41 @@ def wait_for(done: Callable[[], bool], what: str) -> None:
         time.sleep(0.01)
 
 
-def test_a_spare_is_moved_into_place_with_its_empty_first_segment(tmp_path: Path) -> None:
+def test_a_taken_spare_is_written_at_once_and_moved_into_place(tmp_path: Path) -> None:
     spares = QueueSpares(tmp_path, 1200, keep=2)
     spares.start()
     try:
         spare_dir = tmp_path / SPARE_DIR
-        wait_for(lambda: len(list(spare_dir.iterdir())) == 4, "two queue and two topic spares")
-        assert spares.place(tmp_path / "T" / "3")
-        segment = tmp_path / "T" / "3" / segment_name(0)
-        assert segment.stat().st_size == 1200 and segment.read_bytes() == bytes(1200)
-        wait_for(lambda: len(list(spare_dir.iterdir())) == 4, "the spares made again")
+        wait_for(lambda: len(list(spare_dir.iterdir())) == 2, "two spares")
+        segment = spares.take(tmp_path / "T" / "3")
+        assert segment is not None and segment.placed is not None
+        segment.write(0, b"entry")
+        segment.sync()  # waits for the move
+        moved = tmp_path / "T" / "3" / segment_name(0)
+        assert segment.path == moved and moved.read_bytes()[:5] == b"entry"
+        wait_for(lambda: len(list(spare_dir.iterdir())) == 2, "the spare made again")
+        segment.close()
     finally:
         spares.close()
+
+
+def test_a_spare_holding_data_at_open_is_dropped_not_reused(tmp_path: Path) -> None:
+    """The process died between a take and its move: the spare's entries belong to a queue."""
+    spares = QueueSpares(tmp_path, 1200, keep=1)
+    spares.start()
+    wait_for(lambda: len(list((tmp_path / SPARE_DIR).iterdir())) == 1, "a spare")
+    spares.close()
+    (left,) = (tmp_path / SPARE_DIR).iterdir()
+    with (left / segment_name(0)).open("r+b") as f:
+        f.write(b"\x01" * 20)
+    again = QueueSpares(tmp_path, 1200, keep=1)
+    again.start()
+    try:
+        assert not left.exists()
+        segment = again.take(tmp_path / "T" / "0")
+        assert segment is None or segment.read(0, 20) == bytes(20)
+    finally:
+        again.close()
 
 
 def test_new_queues_past_the_spares_on_hand_store_and_survive_a_restart(tmp_path: Path) -> None:

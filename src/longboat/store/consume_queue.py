@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from longboat.store.segments import SegmentChain
+from longboat.store.segments import MappedSegment, SegmentChain
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = ENTRY.size  # 20
@@ -44,10 +44,10 @@ class ConsumeQueue:
         queue_id: int,
         entries_per_file: int,
         *,
-        place: Callable[[Path], bool] | None = None,
+        adopt: Callable[[Path], MappedSegment | None] | None = None,
     ) -> None:
-        """`place(directory)` may put a ready-made directory with an empty first file where
-        a new queue's files go (queue_spares), sparing the send path their creation."""
+        """`adopt(directory)` may give a new queue a ready-made first segment
+        (queue_spares), sparing the send path the creation of its files."""
         self.topic = topic
         self.queue_id = queue_id
         self.entries_per_file = entries_per_file
@@ -55,7 +55,7 @@ class ConsumeQueue:
             root / topic / str(queue_id),
             entries_per_file * ENTRY_SIZE,
             random_access=True,
-            place=place,
+            adopt=adopt,
         )
         self.min_offset = 0
         self.max_offset = 0

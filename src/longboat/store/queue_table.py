@@ -87,7 +87,7 @@ class QueueTable:
 
     def _new_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
         return ConsumeQueue(
-            self._root, topic, queue_id, self._entries_per_file, place=self._spares.place
+            self._root, topic, queue_id, self._entries_per_file, adopt=self._spares.take
         )
 
     def get_or_create(self, topic: str, queue_id: int) -> ConsumeQueue:

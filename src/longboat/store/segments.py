@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
@@ -58,7 +59,16 @@ def sync_file(path: Path) -> None:
 class MappedSegment:
     """One file of a chain, mapped whole."""
 
-    __slots__ = ("capacity", "end", "mm", "path", "preallocate", "random_access", "start")
+    __slots__ = (
+        "capacity",
+        "end",
+        "mm",
+        "path",
+        "placed",
+        "preallocate",
+        "random_access",
+        "start",
+    )
 
     def __init__(
         self,
@@ -75,7 +85,14 @@ class MappedSegment:
         self.end = start + capacity
         self.preallocate = preallocate
         self.random_access = random_access
+        # Set while the file is still being moved to `path` (queue_spares): what goes through
+        # the path waits for it.
+        self.placed: threading.Event | None = None
         self.mm = self._map(0)
+
+    def _wait_placed(self) -> None:
+        if self.placed is not None:
+            self.placed.wait()
 
     def _map(self, written: int) -> mmap.mmap:
         # A store through a map into a sparse file on a full disk is SIGBUS, which kills the
@@ -102,6 +119,7 @@ class MappedSegment:
         return self.mm[rel : rel + size]
 
     def sync(self) -> None:
+        self._wait_placed()
         sync_file(self.path)
 
     def data_end(self) -> int:
@@ -122,6 +140,7 @@ class MappedSegment:
     def zero_from(self, offset: int) -> None:
         """Make every byte from `offset` to the end zero; only while no reader holds the map."""
         rel = offset - self.start
+        self._wait_placed()
         self.mm.close()
         os.truncate(self.path, rel)
         self.mm = self._map(rel)
@@ -130,6 +149,7 @@ class MappedSegment:
         self.mm.close()
 
     def delete(self) -> None:
+        self._wait_placed()
         self.mm.close()
         self.path.unlink(missing_ok=True)
 
@@ -148,17 +168,17 @@ class SegmentChain:
         *,
         preallocate: bool = False,
         random_access: bool = False,
-        place: Callable[[Path], bool] | None = None,
+        adopt: Callable[[Path], MappedSegment | None] | None = None,
     ) -> None:
-        """`place(directory)`, when given, is asked to put a ready-made directory holding an
-        empty first file (offset 0, `capacity` bytes) where a chain with no file starts."""
+        """`adopt(directory)`, when given, is asked for a ready-made first segment (offset 0,
+        `capacity` bytes, mapped) for a chain with no file yet, to be moved into `directory`."""
         if capacity <= 0:
             raise ValueError(f"segment capacity must be positive, not {capacity}")
         self.directory = directory
         self.capacity = capacity
         self.preallocate = preallocate
         self.random_access = random_access
-        self._place = place
+        self._adopt = adopt
         self.segments: tuple[MappedSegment, ...] = ()
         self._directory_unsynced = False  # a file created since the last sync
 
@@ -228,12 +248,12 @@ class SegmentChain:
         last = self.last
         if last is not None and start != last.end:
             raise StoreCorruptedError(f"write at {offset} would leave a gap after {last.end}")
-        placed = (
-            last is None and start == 0 and self._place is not None and self._place(self.directory)
-        )
-        if not placed:
+        seg = None
+        if last is None and start == 0 and self._adopt is not None:
+            seg = self._adopt(self.directory)
+        if seg is None:
             self.directory.mkdir(parents=True, exist_ok=True)
-        seg = self._segment(self.directory / segment_name(start), start)
+            seg = self._segment(self.directory / segment_name(start), start)
         self._directory_unsynced = True
         self._set([*self.segments, seg])
         return seg
@@ -276,12 +296,12 @@ class SegmentChain:
 
     def sync(self, start: int, end: int) -> None:
         """Make bytes [start, end) durable, and the files created since the last sync."""
+        for seg in self.segments:  # first: an adopted segment's move into the directory
+            if seg.end > start and seg.start < end:
+                seg.sync()
         if self._directory_unsynced:
             self._directory_unsynced = False
             fsync_dir(self.directory)
-        for seg in self.segments:
-            if seg.end > start and seg.start < end:
-                seg.sync()
 
     def close(self) -> None:
         for seg in self.segments:
