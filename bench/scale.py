@@ -340,6 +340,8 @@ async def one_system(
         servers = start(Path(tmp))
         try:
             client = await connect(servers)
+            # The connection to the broker opened before anything is timed.
+            await client.api.get_topic_configs(servers.broker)
             levels = []
             for n in topics:
                 levels.append(await level(client, n, args, rng))
