@@ -63,7 +63,7 @@ from longboat.protocol.bodies import (  # noqa: E402
     SubscriptionData,
     TopicConfig,
 )
-from longboat.protocol.register_body import encode_compressed  # noqa: E402
+from longboat.protocol.register_body import encode_register_body  # noqa: E402
 from peers.rocketmq import java_skip_reason, start_rocketmq  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -71,8 +71,6 @@ READY_LINE = "Ctrl-C stops"
 START_TIMEOUT_S = 300.0
 IDLE_S = 3.0
 BODY = b"x" * 128
-# Past this many topics Longboat's broker sends the compressed body (broker/registration.py).
-COMPRESS_OVER_TOPICS = 1000
 ROCKETMQ_OPTIONS = {
     "flushDiskType": "ASYNC_FLUSH",
     "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
@@ -279,12 +277,12 @@ async def level(client: Client, n: int, args: argparse.Namespace, rng: random.Ra
 async def registration_body(client: Client) -> dict[str, float]:
     """The body each system's broker sends for its table, encoded here (size, encode time)."""
     table = await client.api.get_topic_configs(client.servers.broker)
-    body = RegisterBrokerBody(table, DataVersion(int(time.time() * 1000), len(table)))
+    version = DataVersion(int(time.time() * 1000), len(table))
     start = time.process_time()
-    if client.servers.system == "longboat" and len(table) > COMPRESS_OVER_TOPICS:
-        encoded = encode_compressed(body)
+    if client.servers.system == "longboat":
+        encoded, _ = encode_register_body(table, version)
     else:
-        encoded = body.to_json()
+        encoded = RegisterBrokerBody(table, version).to_json()
     zlib.crc32(encoded)
     cpu_ms = (time.process_time() - start) * 1000
     return {"registration_body_kib": len(encoded) / 1024, "registration_encode_cpu_ms": cpu_ms}

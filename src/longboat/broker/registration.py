@@ -7,11 +7,11 @@ registerIncrementBrokerData does (header `incremental`: the name server merges i
 creating the N-th topic does not send the N-1 before it; the whole table goes at start, on
 the periodic round and after a deletion (which only a whole table can express).  Changes are
 coalesced: a burst of creations causes one registration in flight plus one more carrying
-every topic created meanwhile, never a queue of them.  A table of more than
-COMPRESS_OVER_TOPICS topics is sent in RocketMQ's compressed form (protocol.register_body),
-so 100,000 topics fit a frame.  A name server that is down is logged and retried on the next
-round; it never blocks the broker (a lost increment is repaired by the next whole table,
-whose data version the name server has not seen).
+every topic created meanwhile, never a queue of them.  A table of more than 1,000 topics is
+sent in RocketMQ's compressed form (protocol.register_body), so 100,000 topics fit a frame.
+A name server that is down is logged and retried on the next round; it never blocks the
+broker (a lost increment is repaired by the next whole table, whose data version the name
+server has not seen).
 
 A slave (broker id > 0) learns its master from the answers, as RocketMQ's registerBrokerAll
 does: the first name server that accepted says the master's remoting address and HA address
@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     DataVersion,
-    RegisterBrokerBody,
     TopicConfig,
     TopicConfigSerializeWrapper,
 )
@@ -40,15 +39,11 @@ from longboat.protocol.headers import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
 )
-from longboat.protocol.register_body import encode_compressed
+from longboat.protocol.register_body import encode_register_body
 from longboat.protocol.types import MASTER_ID
 from longboat.remoting import RemotingClient, RemotingError
 
 log = logging.getLogger(__name__)
-
-# Past this many topics the JSON body (~150 bytes a topic) is replaced by the compressed form
-# (~3 bytes a topic), which does not carry topicSysFlag and order (as in RocketMQ).
-COMPRESS_OVER_TOPICS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,8 +110,7 @@ class NameServerRegistrar:
     async def _register(
         self, table: dict[str, TopicConfig], version: DataVersion, *, incremental: bool
     ) -> bool:
-        compressed = len(table) > COMPRESS_OVER_TOPICS
-        body = register_body(table, version, compressed=compressed)
+        body, compressed = encode_register_body(table, version)
         ident = self.identity
         header = RegisterBrokerRequestHeader(
             brokerName=ident.broker_name,
@@ -217,11 +211,3 @@ class NameServerRegistrar:
         """Wait for a registration started by `register_soon` (tests, shutdown)."""
         while self._running is not None:
             await asyncio.shield(self._running)
-
-
-def register_body(
-    table: dict[str, TopicConfig], version: DataVersion, *, compressed: bool
-) -> bytes:
-    """REGISTER_BROKER's body: RegisterBrokerBody JSON, or its compressed form."""
-    body = RegisterBrokerBody(table, version)
-    return encode_compressed(body) if compressed else body.to_json()

@@ -21,10 +21,23 @@ from longboat.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfi
 from longboat.protocol.errors import ProtocolError
 
 _INT = struct.Struct(">i")
+# Past this many topics a broker sends the compressed form: the JSON one (~150 bytes a topic)
+# would near the frame limit at 100,000 topics, and the compressed one does not carry
+# topicSysFlag and order, so small tables keep JSON.
+COMPRESS_OVER_TOPICS = 1000
 # A compressed body inflating past this is refused: the JSON form of the same table must fit
 # a frame, and its compact form is several times smaller.
 MAX_INFLATED = 64 * 1024 * 1024
 _FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
+
+
+def encode_register_body(table: dict[str, TopicConfig], version: DataVersion) -> tuple[bytes, bool]:
+    """REGISTER_BROKER's body for a table, and whether it is the compressed form (the
+    header's `compressed`): JSON up to COMPRESS_OVER_TOPICS topics, compressed past."""
+    body = RegisterBrokerBody(table, version)
+    if len(table) > COMPRESS_OVER_TOPICS:
+        return encode_compressed(body), True
+    return body.to_json(), False
 
 
 def encode_compressed(body: RegisterBrokerBody, level: int = 6) -> bytes:
