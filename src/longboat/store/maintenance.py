@@ -7,7 +7,8 @@ why, the append path reads it, and checks again itself before the log rolls into
 segment) until retention or the operator frees space.  Every `retention_check_interval_ms` it
 deletes expired commit-log segments (policy: retention); consumer offsets are snapshotted every
 `consumer_offset_persist_interval_ms` when they changed, which compacts their journal (every
-change is already journaled when it is made, see offsets).
+change is already journaled when it is made, see offsets), and the topic table's change log is
+folded into its snapshot when it has grown long (topics).
 
 A failing round is logged and the next one runs anyway.  The thread shares the store's append
 lock for what must not interleave with an append: reading how far dispatch reached together
@@ -28,6 +29,7 @@ from longboat.store.index.key_index import KeyIndex
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_table import QueueTable
 from longboat.store.retention import RetentionPolicy
+from longboat.store.topics import TopicConfigTable
 
 log = logging.getLogger(__name__)
 
@@ -42,22 +44,27 @@ class StoreMaintenance:
         queues: QueueTable,
         index: KeyIndex,
         offsets: ConsumerOffsetTable,
+        topics: TopicConfigTable,
         retention: RetentionPolicy,
         clock: Callable[[], float],
         dispatched: Callable[[], int],
+        newest_store_ms: Callable[[], int],
         is_open: Callable[[], bool],
     ) -> None:
-        """`dispatched()` is the commit-log offset dispatch has reached and `is_open()` whether
-        the store takes appends; both are read under `lock`."""
+        """`dispatched()` is the commit-log offset dispatch has reached, `newest_store_ms()`
+        the newest store time given to a record and `is_open()` whether the store takes
+        appends; all are read under `lock`."""
         self.config = config
         self._lock = lock
         self._log = commit_log
         self._queues = queues
         self._index = index
         self._offsets = offsets
+        self._topics = topics
         self._retention = retention
         self._clock = clock
         self._dispatched = dispatched
+        self._newest_store_ms = newest_store_ms
         self._is_open = is_open
         self.refusal: str | None = None  # why appends are refused (disk full), if they are
         self._stop = threading.Event()
@@ -78,17 +85,20 @@ class StoreMaintenance:
         """Sync queues and index, then record how far they and the log are durable."""
         with self._lock:
             dispatched = self._dispatched()
+            newest_store_ms = self._newest_store_ms()
             dirty = self._queues.take_dirty()
             index_dirty = self._index.take_dirty()
         for cq in dirty:
             cq.sync()
         self._index.sync(index_dirty)
+        self._topics.sync()
         save_checkpoint(
             self.config.root_dir,
             Checkpoint(
                 commit_log_flushed=self._log.flushed_offset,
                 dispatched=dispatched,
                 timestamp_ms=int(self._clock() * 1000),
+                newest_store_ms=newest_store_ms,
             ),
         )
 
@@ -154,6 +164,7 @@ class StoreMaintenance:
                 if now >= next_offsets and self._offsets.dirty:
                     next_offsets = now + cfg.consumer_offset_persist_interval_ms / 1000
                     self._offsets.persist()
+                self._topics.compact()
             except Exception:
                 log.exception("store maintenance failed; retrying next tick")
 

@@ -86,6 +86,9 @@ class MessageStore:
             sync_every_commit=self._sync,
             flush_interval_s=config.flush_interval_ms / 1000,
         )
+        self.topic_configs = TopicConfigTable(
+            config.config_dir / "topics.json", clock=clock, sync_each_change=self._sync
+        )
         indexer, life = self._indexer, self._life
         self._maintenance = StoreMaintenance(
             config,
@@ -94,9 +97,11 @@ class MessageStore:
             queues=self._queues,
             index=self._index,
             offsets=self.offsets,
+            topics=self.topic_configs,
             retention=RetentionPolicy(config, disk_usage),
             clock=clock,
             dispatched=lambda: indexer.dispatched,
+            newest_store_ms=lambda: self._appender.last_store_ms,
             is_open=lambda: life.is_open,
         )
         self._appender = Appender(
@@ -113,7 +118,6 @@ class MessageStore:
             clock=clock,
             tags_code_of=self._recovered_tags_code,
         )
-        self.topic_configs = TopicConfigTable(config.config_dir / "topics.json", clock=clock)
         self.last_recovery: RecoveryReport | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -158,7 +162,12 @@ class MessageStore:
             tags_code_of=self._recovered_tags_code,
         )
         self._indexer.dispatched = self._log.write_offset
-        self._appender.last_store_ms = self._queues.newest_store_time()
+        if checkpoint is None or checkpoint.newest_store_ms is None:
+            self._appender.last_store_ms = self._queues.newest_store_time()
+        else:
+            self._appender.last_store_ms = max(
+                checkpoint.newest_store_ms, self.last_recovery.newest_store_ms
+            )
         self._log.flush()
         self._maintenance.checkpoint()
         self.offsets.load()
@@ -181,6 +190,7 @@ class MessageStore:
         self._flusher.stop()
         self._maintenance.checkpoint()
         self.offsets.close()
+        self.topic_configs.close()
         with self._lock:
             self._queues.close()
             self._index.close()
