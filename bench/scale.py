@@ -2,7 +2,7 @@
 
     python -m bench.scale [--topics 1,1000,10000] [--groups 1000] [--queues 8]
                           [--samples 500] [--no-rocketmq] [--rocketmq-max-topics 10000]
-                          [--json bench/scale.json] [--plot bench/scale.png]
+                          [--name scale] [--json PATH]
 
 Each system runs alone on loopback with a fresh store (Longboat: `longboat up`, its defaults;
 RocketMQ: its name server and broker JVMs from `peers.rocketmq`, ASYNC_FLUSH, 1 GiB commit-log
@@ -22,17 +22,20 @@ files), and is measured by the same Python client:
   until a send is accepted; the sends are repeated and RSS is taken again.
 
 RocketMQ stops at `--rocketmq-max-topics` (its topic table is rewritten on every creation, so
-100,000 topics would take hours).  Writes JSON (commit, host, date, command, every figure) and a
-plot of each figure against N.  Linux only (CPU and RSS from /proc).
+100,000 topics would take hours).  Figures go to `bench/results/NAME.json` (`bench.results`;
+`--name`, default `scale`, so a run at other sizes keeps its own file; `--json` elsewhere) with a
+plot of each figure against N beside it (`.png`).  Targets, at 10,000 topics and 1,000 groups:
+creation per topic, a new group's first heartbeat, send p50 and the restart each no slower than
+RocketMQ's, creation and send p50 within 1.5x of Longboat's own at 1 topic, and RSS after the
+restart at most 1.2x before it.  Linux only (CPU and RSS from /proc).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
+import functools
 import os
-import platform
 import random
 import signal
 import socket
@@ -52,6 +55,8 @@ TESTS = Path(__file__).resolve().parent.parent / "tests"
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
+from bench import results  # noqa: E402
+from longboat.bench.plot import pyplot  # noqa: E402
 from longboat.client import ClientConfig, ClientError, Message, MessageQueue  # noqa: E402
 from longboat.client.admin import Admin  # noqa: E402
 from longboat.client.producer import Producer  # noqa: E402
@@ -64,9 +69,8 @@ from longboat.protocol.bodies import (  # noqa: E402
     TopicConfig,
 )
 from longboat.protocol.register_body import encode_register_body  # noqa: E402
-from peers.rocketmq import java_skip_reason, start_rocketmq  # noqa: E402
+from peers.rocketmq import RocketMQCluster, java_skip_reason, start_rocketmq  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
 READY_LINE = "Ctrl-C stops"
 START_TIMEOUT_S = 300.0
 IDLE_S = 3.0
@@ -135,7 +139,7 @@ def longboat(home: Path) -> Servers:
 
 def rocketmq(home: Path) -> Servers:
     ns_port, broker_port = free_port(), free_port()
-    clusters = []
+    clusters: list[RocketMQCluster] = []
 
     def start() -> None:
         clusters[:] = [
@@ -219,7 +223,7 @@ async def create_up_to(client: Client, n: int, queues: int) -> list[float]:
         name = f"Scale-{len(client.topics)}"
         config = TopicConfig(name, queues, queues, 6)
         times.append(
-            await timed(lambda c=config: client.api.create_topic(client.servers.broker, c))
+            await timed(functools.partial(client.api.create_topic, client.servers.broker, config))
         )
         client.topics.append(name)
     return times
@@ -250,8 +254,14 @@ async def level(client: Client, n: int, args: argparse.Namespace, rng: random.Ra
     for mq in rng.sample(client.written, min(len(client.written), 200)):
         pulls.append(
             await timed(
-                lambda mq=mq: client.api.pull(
-                    client.servers.broker, mq, 0, group="scale-puller", max_msgs=32, timeout=5
+                functools.partial(
+                    client.api.pull,
+                    client.servers.broker,
+                    mq,
+                    0,
+                    group="scale-puller",
+                    max_msgs=32,
+                    timeout=5,
                 )
             )
         )
@@ -288,9 +298,9 @@ async def registration_body(client: Client) -> dict[str, float]:
     return {"registration_body_kib": len(encoded) / 1024, "registration_encode_cpu_ms": cpu_ms}
 
 
-async def heartbeats(client: Client, groups: list[int]) -> list[dict[str, float]]:
+async def heartbeats(client: Client, groups: list[int]) -> list[dict[str, Any]]:
     """First heartbeats of new consumer groups, up to each G; p50 per step."""
-    out = []
+    out: list[dict[str, Any]] = []
     done = 0
     for g in groups:
         times = []
@@ -306,7 +316,9 @@ async def heartbeats(client: Client, groups: list[int]) -> list[dict[str, float]
             )
             try:
                 times.append(
-                    await timed(lambda d=data: client.api.heartbeat(client.servers.broker, d))
+                    await timed(
+                        functools.partial(client.api.heartbeat, client.servers.broker, data)
+                    )
                 )
             except ClientError as exc:  # recorded: the run goes on to the restart
                 out.append({"groups": g, "error": f"after {done} groups: {exc}"})
@@ -391,16 +403,13 @@ FIGURES = (
 )
 
 
-def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot(systems: dict[str, Any], environment: dict[str, Any], path: Path) -> None:
+    """Each figure against N, the heartbeats against G and the restart, one line per system."""
+    plt = pyplot()
     fig, axes = plt.subplots(3, 4, figsize=(20, 12))
     cells = list(axes.flat)
     for ax, (key, label) in zip(cells, FIGURES, strict=False):
-        for system, data in result["systems"].items():
+        for system, data in systems.items():
             xs = [lv["topics"] for lv in data["levels"]]
             ax.plot(xs, [lv[key] for lv in data["levels"]], marker="o", label=system)
         ax.set_xscale("log")
@@ -408,7 +417,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.set_xlabel("topics")
     heart = cells[len(FIGURES)]
     restart = cells[len(FIGURES) + 1]
-    for system, data in result["systems"].items():
+    for system, data in systems.items():
         measured = [g for g in data["groups"] if "error" not in g]
         heart.plot(
             [g["groups"] for g in measured],
@@ -418,16 +427,149 @@ def plot(result: dict[str, Any], path: Path) -> None:
         )
     heart.set_title("first heartbeat of a new group p50, ms")
     heart.set_xlabel("groups")
-    systems = list(result["systems"])
-    restart.bar(
-        systems, [result["systems"][s]["restart"]["restart_to_first_send_s"] for s in systems]
-    )
+    names = list(systems)
+    restart.bar(names, [systems[s]["restart"]["restart_to_first_send_s"] for s in names])
     restart.set_title("restart: SIGTERM to first accepted send, s")
     for ax in cells[: len(FIGURES) + 1]:
         ax.legend()
-    fig.suptitle(f"bench.scale at {result['commit'][:10]} on {result['host']}")
+    fig.suptitle(f"bench.scale at {environment['commit']} on {environment['host']}")
     fig.tight_layout()
     fig.savefig(path)
+    plt.close(fig)
+
+
+TARGET_TOPICS = 10_000
+TARGET_GROUPS = 1_000
+
+
+def at_topics(data: dict[str, Any], n: int) -> dict[str, Any] | None:
+    return next((lv for lv in data["levels"] if lv["topics"] == n), None)
+
+
+def at_groups(data: dict[str, Any], g: int) -> float | None:
+    found = [x for x in data["groups"] if x["groups"] == g and "error" not in x]
+    return found[0]["first_heartbeat_p50_ms"] if found else None
+
+
+def ratio_target(
+    page: results.Page,
+    figure: str,
+    ours: float | None,
+    theirs: float | None,
+    limit: float,
+    against: str,
+) -> None:
+    """`ours / theirs <= limit`, not measured when theirs is missing; no target at all when this
+    run did not measure ours (a run at other sizes)."""
+    if ours is None:
+        return
+    if theirs is None:
+        page.target(figure, f"<= {limit}x {against}", "not measured", None)
+        return
+    ratio = ours / theirs
+    page.target(figure, f"<= {limit}x {against}", f"{ratio:.2f}x", ratio <= limit)
+
+
+def targets(page: results.Page, systems: dict[str, Any]) -> None:
+    """#46's targets at 10,000 topics and 1,000 groups.  The heartbeats and the restart are
+    measured only at the largest N, so they have no 1-topic figure to stay within 1.5x of."""
+    ours, theirs = systems["longboat"], systems.get("rocketmq")
+    here, first = at_topics(ours, TARGET_TOPICS), at_topics(ours, 1)
+    there = at_topics(theirs, TARGET_TOPICS) if theirs else None
+    n, g = f"{TARGET_TOPICS:,} topics", f"{TARGET_GROUPS:,} groups"
+
+    def level(lv: dict[str, Any] | None, key: str) -> float | None:
+        return lv[key] if lv else None
+
+    for key, label in (
+        ("create_ms_per_topic", "create time per topic"),
+        ("send_p50_ms", "send p50"),
+    ):
+        ratio_target(
+            page, f"{label} at {n}", level(here, key), level(there, key), 1.0, "RocketMQ's"
+        )
+    ratio_target(
+        page,
+        f"first heartbeat of a new group at {g}",
+        at_groups(ours, TARGET_GROUPS),
+        at_groups(theirs, TARGET_GROUPS) if theirs else None,
+        1.0,
+        "RocketMQ's",
+    )
+    restart = ours["restart"]["restart_to_first_send_s"]
+    ratio_target(
+        page,
+        "restart to first accepted send",
+        restart,
+        theirs["restart"]["restart_to_first_send_s"] if theirs else None,
+        1.0,
+        "RocketMQ's",
+    )
+    for key, label in (
+        ("create_ms_per_topic", "create time per topic"),
+        ("send_p50_ms", "send p50"),
+    ):
+        ratio_target(
+            page,
+            f"{label} at {n}",
+            level(here, key),
+            level(first, key),
+            1.5,
+            "Longboat's at 1 topic",
+        )
+    ratio_target(
+        page,
+        "RSS after the restart",
+        ours["restart"]["rss_after_restart_mib"],
+        ours["restart"]["rss_before_restart_mib"],
+        1.2,
+        "before it",
+    )
+
+
+def tables(page: results.Page, systems: dict[str, Any]) -> None:
+    page.table("Figures by number of topics", ["system", "topics", *(lbl for _, lbl in FIGURES)])
+    for system, data in systems.items():
+        for lv in data["levels"]:
+            page.row(system, f"{lv['topics']:,}", *(f"{lv[key]:.3g}" for key, _ in FIGURES))
+    page.table("First heartbeats of new groups", ["system", "groups", "p50, ms"])
+    for system, data in systems.items():
+        for x in data["groups"]:
+            p50 = x.get("first_heartbeat_p50_ms")
+            page.row(system, f"{x['groups']:,}", f"{p50:.3g}" if p50 is not None else x["error"])
+    page.table(
+        "Restart",
+        ["system", "SIGTERM to first accepted send, s", "RSS before, MiB", "RSS after, MiB"],
+    )
+    for system, data in systems.items():
+        r = data["restart"]
+        page.row(
+            system,
+            f"{r['restart_to_first_send_s']:.3g}",
+            f"{r['rss_before_restart_mib']:.0f}",
+            f"{r['rss_after_restart_mib']:.0f}",
+        )
+
+
+def document(
+    name: str, systems: dict[str, Any], args: argparse.Namespace, command: str
+) -> dict[str, Any]:
+    """The run as a `bench.results` document: every system's figures, #46's targets, tables."""
+    page = results.Page()
+    targets(page, systems)
+    tables(page, systems)
+    return results.record(
+        name,
+        sizes={
+            "topics": args.topics,
+            "groups": args.groups,
+            "queues": args.queues,
+            "samples": args.samples,
+        },
+        settings={"command": command, "rocketmq_max_topics": args.rocketmq_max_topics},
+        runs=[systems],
+        page=page.as_dict(),
+    )
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -441,33 +583,27 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--no-rocketmq", action="store_true")
     parser.add_argument("--rocketmq-max-topics", type=int, default=10000)
-    parser.add_argument("--json", type=Path, default=ROOT / "bench" / "scale.json")
-    parser.add_argument("--plot", type=Path, default=ROOT / "bench" / "scale.png")
+    parser.add_argument(
+        "--name", default="scale", help="the result's name: bench/results/NAME.json [scale]"
+    )
+    results.add_json_option(parser, "NAME")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    result: dict[str, Any] = {
-        "commit": subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=False
-        ).stdout.strip(),
-        "host": platform.node(),
-        "cpus": os.cpu_count(),
-        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "command": "python -m bench.scale " + " ".join(sys.argv[1:] if argv is None else argv),
-        "systems": {},
-    }
-    result["systems"]["longboat"] = asyncio.run(one_system(longboat, args.topics, args, print))
+    command = "python -m bench.scale " + " ".join(sys.argv[1:] if argv is None else argv)
+    systems = {"longboat": asyncio.run(one_system(longboat, args.topics, args, print))}
     skip = "--no-rocketmq" if args.no_rocketmq else java_skip_reason()
     if skip is None:
         topics = [n for n in args.topics if n <= args.rocketmq_max_topics]
-        result["systems"]["rocketmq"] = asyncio.run(one_system(rocketmq, topics, args, print))
+        systems["rocketmq"] = asyncio.run(one_system(rocketmq, topics, args, print))
     else:
         print(f"Apache RocketMQ not run: {skip}")
-    args.json.write_text(json.dumps(result, indent=2) + "\n")
-    plot(result, args.plot)
-    print(f"wrote {args.json} and {args.plot}")
+    result = document(args.name, systems, args, command)
+    path = results.save(result, args.json)
+    plot(systems, result["environment"], path.with_suffix(".png"))
+    print(f"wrote {path} and its plot")
 
 
 if __name__ == "__main__":
