@@ -62,12 +62,17 @@ class System:
     available: Callable[[], bool] = lambda: True
 
 
-def start_longboat(home: Path, namesrv_port: int, broker_port: int, flush: str) -> Running:
+def start_longboat(
+    home: Path, namesrv_port: int, broker_port: int, flush: str, brokers: int = 1
+) -> Running:
+    """`longboat up`; with `brokers` > 1 a broker group per process, whose pids are counted
+    with `up`'s own (CPU and RSS are the servers' together, as for RocketMQ's two JVMs)."""
     log = (home / "longboat.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "longboat.cli", "up", "--data", str(home / "store"),
          "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port),
-         "--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1"],
+         "--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1",
+         "--brokers", str(brokers)],
         stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         env={**os.environ, "LONGBOAT_FLUSH_DISK_TYPE": flush},
     )  # fmt: skip
@@ -90,7 +95,13 @@ def start_longboat(home: Path, namesrv_port: int, broker_port: int, flush: str) 
                 proc.wait()
         log.close()
 
-    return Running(f"127.0.0.1:{namesrv_port}", [proc.pid], stop)
+    return Running(f"127.0.0.1:{namesrv_port}", [proc.pid, *children(proc.pid)], stop)
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of `pid` (Linux: /proc/PID/task/PID/children)."""
+    listed = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in listed.read_text().split()] if listed.is_file() else []
 
 
 def apache(version: str, launcher: str) -> System:
