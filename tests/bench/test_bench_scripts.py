@@ -168,6 +168,31 @@ def test_index_ab_compares_against_a_revision_in_one_process(tmp_path: Path) -> 
     assert re.search(r"^\| minor faults per entry \| [\d.]+ \| [\d.]+ \| \|$", out, re.M)
 
 
+@pytest.mark.timeout(300)
+def test_admit_ab_compares_against_a_revision_in_one_process(tmp_path: Path) -> None:
+    recorded = tmp_path / "admit_ab.json"
+    out = _run("bench.admit_ab", "--against", "HEAD", "--runs", "2", "--batches", "20",
+               "--json", str(recorded))  # fmt: skip
+    result = json.loads(recorded.read_text())
+    assert [sorted(r) for r in result["runs"]] == [["now", "then"]] * 2
+    assert re.search(r"^\| µs per message \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+
+
+def test_broker_processes_shows_each_count_and_the_ratio() -> None:
+    """Medians per process count; a figure one count could not measure has no ratio."""
+    from bench.broker_processes import page
+
+    def run(processes: int, batch: float, cpu: float | None) -> dict[str, float | None]:
+        return {"processes": processes, "batch": batch, "cpu_batch": cpu, "writers": 10.0,
+                "cpu_writers": 50.0, "idle_rss": 35.0 * processes}  # fmt: skip
+
+    runs = [run(1, 100.0, 5.0), run(2, 150.0, None), run(2, 170.0, None), run(1, 120.0, 6.0)]
+    rows = {row[0]: row[1:] for row in page(runs).as_dict()["tables"][0]["rows"]}
+    assert rows["batched produce, msgs/s"] == ["110", "160", "1.45x"]
+    assert rows["server CPU µs per message, batched"] == ["5.5", "—", "—"]
+    assert rows["idle RSS, MiB"] == ["35", "70", "2.00x"]
+
+
 def test_rocketmq_compare_leaves_an_unmeasured_figure_out_of_its_row() -> None:
     """A derived figure a run could not measure (None, or absent from an older run) is left
     out of the ratio, which then says how many runs it rests on, and a row with no run
