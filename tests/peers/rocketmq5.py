@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from longboat.client import ClientConfig
+from longboat.client.sync import Admin
 from peers.rocketmq import (
     JAVA_DIR,
     START_TIMEOUT_S,
@@ -70,6 +72,17 @@ class RocketMQ5Cluster:
 
 # Either Apache RocketMQ the suite runs (the `any_rocketmq` fixture): what a test may use of both.
 AnyRocketMQ = RocketMQCluster | RocketMQ5Cluster
+
+
+def wait_registered(namesrv_addr: str, broker_name: str) -> None:
+    """Return once the name server lists `broker_name` as a master."""
+    config = ClientConfig([namesrv_addr], client_ip="127.0.0.1")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    with Admin(config=config) as admin:
+        while broker_name not in admin.master_brokers():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{broker_name} never registered with {namesrv_addr}")
+            time.sleep(0.1)
 
 
 def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
@@ -120,8 +133,10 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
             PROXY_JVM_OPTIONS,
         )
         cluster.processes.append(proxy)
-        # Printed after the broker started (and registered) and both servers listen.
+        # Printed once the broker started and both servers listen; the broker's registration
+        # with the name server may still be on its way.
         proxy.wait_started("rocketmq-proxy startup successfully", START_TIMEOUT_S)
+        wait_registered(namesrv_addr, cluster.broker_name)
     except BaseException:
         cluster.stop()
         raise
