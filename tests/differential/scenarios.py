@@ -1,0 +1,300 @@
+"""Differential scenarios: what a user of a cluster can observe, as plain data to compare.
+
+A scenario drives clients against whatever cluster ``namesrv`` names (Longboat's, or Apache
+RocketMQ's) and returns a flat mapping, field name -> JSON-able value, of what a user sees:
+bodies and their order per queue, properties, send statuses, where a new group starts, what a
+lookup finds, and the response code of each refusal. Nothing in it may depend on which system
+ran it other than through the system's behaviour: no ids, addresses, broker names or times.
+test_differential.py runs each one on both systems and compares field by field; an accepted
+difference is a row of the table in docs/compatibility.md.
+
+The clients are Longboat's Python client; bad input goes through its low-level API (the raw
+request the producer would send), since the client refuses much of it before the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from client.client_e2e import config_for, read_topic, unique
+from longboat.client import Message
+from longboat.client.admin import Admin
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.errors import BrokerError, ClientError
+from longboat.client.lite_pull import LitePullConsumer
+from longboat.client.producer import Producer
+from longboat.protocol.headers import SendMessageRequestHeaderV2
+from longboat.protocol.message import MessageExt
+from longboat.protocol.properties import properties_to_string
+from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
+from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
+
+Observation = dict[str, Any]
+Scenario = Callable[[str], Awaitable[Observation]]
+WAIT_S = 30.0
+
+
+async def new_topic(ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE) -> str:
+    topic = unique("Diff")
+    async with Admin(config=config_for(ns)) as admin:
+        await admin.create_topic(topic, queue_nums=queues, perm=perm)
+    return topic
+
+
+def refusal(exc: BaseException, *subjects: str) -> Observation:
+    """What a user learns from a refusal: its response code, and whether the remark names the
+    topic or group concerned (the wording itself is each system's own)."""
+    if isinstance(exc, BrokerError):
+        code = exc.code_name if exc.code_name != "UNKNOWN" else str(exc.code)
+        return {"code": code, "names_subject": all(s in exc.remark for s in subjects)}
+    return {"code": type(exc).__name__, "names_subject": all(s in str(exc) for s in subjects)}
+
+
+async def outcome(action: Awaitable[object], *subjects: str) -> Observation:
+    """ "ok", or the refusal `action` met."""
+    try:
+        await action
+    except ClientError as exc:
+        return refusal(exc, *subjects)
+    return {"code": "ok"}
+
+
+async def master_addr(admin: Admin) -> tuple[str, str]:
+    """The one master broker's name and address."""
+    ((name, addr),) = (await admin.master_brokers()).items()
+    return name, addr
+
+
+async def raw_send(admin: Admin, topic: str, body: bytes, queue_id: int = 0) -> None:
+    """SEND_MESSAGE_V2 as the producer would send it, without the client's own checks."""
+    name, addr = await master_addr(admin)
+    header = SendMessageRequestHeaderV2(
+        producerGroup=unique("raw_pg"),
+        topic=topic,
+        defaultTopic=AUTO_CREATE_TOPIC_KEY,
+        defaultTopicQueueNums=4,
+        queueId=queue_id,
+        sysFlag=0,
+        bornTimestamp=int(time.time() * 1000),
+        flag=0,
+        properties=properties_to_string({"UNIQ_KEY": unique("RAW")}),
+        reconsumeTimes=0,
+        unitMode=False,
+    )
+    mq = MessageQueue(topic, name, queue_id)
+    await admin.instance.api.send(addr, mq, header, body, msg_id="raw", timeout=10)
+
+
+def queue_bodies(msgs: list[MessageExt]) -> list[list[str]]:
+    """Bodies per queue in offset order, queues in the order of their first message."""
+    by_queue: dict[int, list[MessageExt]] = {}
+    for m in msgs:
+        by_queue.setdefault(m.queue_id, []).append(m)
+    return [
+        [m.body.decode() for m in sorted(q, key=lambda m: m.queue_offset)]
+        for q in by_queue.values()
+    ]
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+
+
+async def send_modes(ns: str) -> Observation:
+    """Every send mode of the producer, and the messages read back."""
+    topic = await new_topic(ns, queues=4)
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        sync = await producer.send(
+            Message(topic, b"sync", tags="TagS", keys=["k1", "k2"], properties={"color": "blue"})
+        )
+        async_result = await producer.send_async(Message(topic, b"async", tags="TagA"))
+        await producer.send_oneway(Message(topic, b"oneway"))
+        batch = await producer.send_batch([Message(topic, b"batch-%d" % i) for i in range(3)])
+        ordered = [
+            await producer.send(Message(topic, b"order-%d" % i), sharding_key="customer-7")
+            for i in range(4)
+        ]
+        delayed = await producer.send(Message(topic, b"delayed", delay_level=1))
+    got = {m.body.decode(): m for m in await read_topic(ns, topic, 12, timeout=WAIT_S)}
+    ordered_queue = [m for m in got.values() if m.body.startswith(b"order-")]
+    return {
+        "statuses": [r.status.name for r in (sync, async_result, batch, *ordered, delayed)],
+        "bodies": sorted(got),
+        "batch.offset_ids": batch.offset_msg_id.count(",") + 1,
+        "batch.one_queue_consecutive": [got[f"batch-{i}"].queue_offset for i in range(3)]
+        == [batch.queue_offset + i for i in range(3)],
+        "ordered.one_queue": len({r.message_queue for r in ordered}) == 1,
+        "ordered.order": queue_bodies(ordered_queue),
+        "sync.tags": got["sync"].tags,
+        "sync.keys": got["sync"].keys,
+        "sync.color": got["sync"].properties.get("color"),
+        "sync.msg_id_is_uniq_key": got["sync"].msg_id == sync.msg_id,
+        "sync.reconsume_times": got["sync"].reconsume_times,
+        "delayed.held_a_second": got["delayed"].store_timestamp - got["delayed"].born_timestamp
+        >= 900,
+        "delayed.delay_property": got["delayed"].properties.get("DELAY"),
+    }
+
+
+async def tag_filters(ns: str) -> Observation:
+    """A group subscribed by tag expression gets exactly the matching messages, in order."""
+    topic = await new_topic(ns)
+    sent = [("a1", "A"), ("b1", "B"), ("none", None), ("c1", "C"), ("a2", "A"), ("end", "A")]
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        for body, tag in sent:
+            await producer.send(Message(topic, body.encode(), tags=tag))
+    seen: Observation = {}
+    # Labelled without "|", which a Markdown table cell cannot hold as it is.
+    expressions = {"A or C": "A || C", "all": "*", "B": "B", "A or B, spaced": " A||B "}
+    for label, expression in expressions.items():
+        consumer = LitePullConsumer(
+            unique("tags_g"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+        )
+        consumer.subscribe(topic, expression)
+        await consumer.start()
+        got: list[str] = []
+        try:
+            deadline = time.monotonic() + WAIT_S
+            # One queue: the last matching message closes what the group will ever get.
+            last = "end" if "A" in expression or expression == "*" else "b1"
+            while last not in got and time.monotonic() < deadline:
+                got += [m.body.decode() for m in await consumer.poll(timeout=1)]
+        finally:
+            await consumer.shutdown()
+        seen[f"subscribed to {label}"] = got
+    return seen
+
+
+async def bad_input(ns: str) -> Observation:
+    """The answer to each kind of request a broker or name server must refuse."""
+    seen: Observation = {}
+    async with Admin(config=config_for(ns)) as admin:
+        api = admin.instance.api
+        _, addr = await master_addr(admin)
+        readable = await new_topic(ns, perm=PERM_READ)
+        writable = await new_topic(ns, perm=PERM_WRITE)
+        seen["send: illegal topic name"] = await outcome(raw_send(admin, "bad topic!", b"x"))
+        seen["send: topic name of 128 characters"] = await outcome(raw_send(admin, "T" * 128, b"x"))
+        seen["send: to a system topic"] = await outcome(
+            raw_send(admin, "SCHEDULE_TOPIC_XXXX", b"x")
+        )
+        body = random.Random(7).randbytes(4 * 1024 * 1024 + 1)  # incompressible
+        seen["send: body over 4 MiB"] = await outcome(raw_send(admin, await new_topic(ns), body))
+        seen["send: to a read-only topic"] = await outcome(
+            raw_send(admin, readable, b"x"), readable
+        )
+        seen["send: to queue 9 of a 1-queue topic"] = await outcome(
+            raw_send(admin, await new_topic(ns), b"x", queue_id=9)
+        )
+        missing = unique("NoSuchTopic")
+        seen["route of an unknown topic"] = await outcome(api.get_route(missing), missing)
+        pull_group = unique("pull_g")
+        seen["pull: unknown topic"] = await outcome(
+            api.pull(
+                addr, MessageQueue(missing, "", 0), 0, group=pull_group, max_msgs=1, timeout=5
+            ),
+            missing,
+        )
+        seen["pull: write-only topic"] = await outcome(
+            api.pull(
+                addr, MessageQueue(writable, "", 0), 0, group=pull_group, max_msgs=1, timeout=5
+            ),
+            writable,
+        )
+        unknown_group = unique("never_seen_g")
+        seen["consume stats of an unknown group"] = await outcome(
+            api.get_consume_stats(addr, unknown_group), unknown_group
+        )
+    return seen
+
+
+async def consume_from_new_group(ns: str) -> Observation:
+    """Where a group that never committed starts: first, last, or a time between messages."""
+    topic = await new_topic(ns)
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        for i in range(3):
+            await producer.send(Message(topic, b"old-%d" % i))
+        await asyncio.sleep(0.05)
+        between_ms = int(time.time() * 1000)
+        await asyncio.sleep(0.05)
+        for i in range(2):
+            await producer.send(Message(topic, b"recent-%d" % i))
+        seen: Observation = {}
+        for start in ConsumeFrom:
+            consumer = LitePullConsumer(
+                unique("from_g"),
+                config=config_for(ns),
+                consume_from=start,
+                consume_timestamp_ms=between_ms if start is ConsumeFrom.TIMESTAMP else None,
+            )
+            consumer.subscribe(topic)
+            await consumer.start()
+            got: list[str] = []
+            try:
+                # Sent once the group knows where it starts: whatever that is, this comes last.
+                async with asyncio.timeout(WAIT_S):
+                    while not consumer.assignment() or any(
+                        consumer.position(mq) is None for mq in consumer.assignment()
+                    ):
+                        await asyncio.sleep(0.05)
+                marker = f"after-{start.name}"
+                await producer.send(Message(topic, marker.encode()))
+                deadline = time.monotonic() + WAIT_S
+                while marker not in got and time.monotonic() < deadline:
+                    got += [m.body.decode() for m in await consumer.poll(timeout=1)]
+            finally:
+                await consumer.shutdown()
+            seen[start.name] = [b for b in got if not b.startswith("after-")] + (
+                ["(marker)"] if marker in got else []
+            )
+    return seen
+
+
+async def lookups(ns: str) -> Observation:
+    """Messages found by offset id, by the producer's id (UNIQ_KEY) and by key."""
+    topic = await new_topic(ns, queues=2)
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        sent = [
+            await producer.send(Message(topic, b"m%d" % i, keys=[f"key-{i % 2}", f"only-{i}"]))
+            for i in range(4)
+        ]
+    seen: Observation = {}
+    async with Admin(config=config_for(ns)) as admin:
+        probe = sent[2]
+        by_offset_id = await admin.message_by_id(probe.offset_msg_id)
+        by_uniq_key = await admin.message_by_id(probe.msg_id, topic)
+        seen["by offset id"] = [by_offset_id.body.decode(), by_offset_id.keys]
+        seen["by UNIQ_KEY"] = [by_uniq_key.body.decode(), by_uniq_key.keys]
+        seen["by key key-0"] = sorted(
+            m.body.decode() for m in await admin.messages_by_key(topic, "key-0")
+        )
+        seen["by key only-3"] = [
+            m.body.decode() for m in await admin.messages_by_key(topic, "only-3")
+        ]
+        seen["by an unknown key"] = await outcome(admin.messages_by_key(topic, "no-such-key"))
+        seen["by an unknown UNIQ_KEY"] = await outcome(admin.message_by_id("0" * 32, topic))
+    return seen
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "send_modes": send_modes,
+    "tag_filters": tag_filters,
+    "bad_input": bad_input,
+    "consume_from_new_group": consume_from_new_group,
+    "lookups": lookups,
+}
+
+
+async def observe(scenario: Scenario, ns: str) -> Observation:
+    """Run `scenario` against the cluster at `ns`; its observation flattened one level (a
+    field holding a mapping becomes ``field.key`` fields), so each difference is one row."""
+    flat: Observation = {}
+    for name, value in (await scenario(ns)).items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{k}": v for k, v in value.items()})
+        else:
+            flat[name] = value
+    return flat
