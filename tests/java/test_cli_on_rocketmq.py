@@ -9,32 +9,20 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 
 import pytest
-from click.testing import CliRunner, Result
 
+from cli.invoke import Invoke, cli_against
 from client.client_e2e import unique
-from longboat.cli.main import cli
 from peers.rocketmq5 import AnyRocketMQ
 
 pytestmark = pytest.mark.java
-
-Invoke = Callable[..., Result]
 
 
 @pytest.fixture
 def longboat(any_rocketmq: AnyRocketMQ, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """Runs `longboat ARGS` in-process against the RocketMQ cluster ($LONGBOAT_NAMESRV)."""
-    monkeypatch.setenv("LONGBOAT_NAMESRV", any_rocketmq.namesrv_addr)
-    monkeypatch.setenv("COLUMNS", "250")
-
-    def invoke(*args: str, input: str | None = None, code: int = 0) -> Result:
-        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-        assert result.exit_code == code, (args, result.output)
-        return result
-
-    return invoke
+    return cli_against(any_rocketmq.namesrv_addr, monkeypatch)
 
 
 def test_create_produce_consume_find_and_group_progress(

@@ -28,7 +28,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from peers.process import PeerProcess, run_peer
 
@@ -403,7 +403,20 @@ def main() -> None:
         home, namesrv_port=options.namesrv_port, broker_port_number=options.broker_port
     )
     print(f"Apache RocketMQ name server {cluster.namesrv_addr}, broker {cluster.broker_addr}")
-    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops both")
+    serve_until_interrupted(cluster, home)
+
+
+class StartedCluster(Protocol):
+    """What `serve_until_interrupted` needs of a cluster (4.x's or 5.x's)."""
+
+    processes: list[RocketMQProcess]
+
+    def stop(self) -> None: ...
+
+
+def serve_until_interrupted(cluster: StartedCluster, home: Path) -> None:
+    """Keep a cluster started by hand until Ctrl-C or until one of its JVMs exits."""
+    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops it")
     try:
         while all(p.proc.poll() is None for p in cluster.processes):
             time.sleep(0.5)

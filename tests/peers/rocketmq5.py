@@ -35,6 +35,7 @@ from peers.rocketmq import (
     broker_settings,
     free_port,
     properties_text,
+    serve_until_interrupted,
     spawn_server,
     start_namesrv,
 )
@@ -155,15 +156,7 @@ def main() -> None:
         f"{cluster.broker_addr}, proxy remoting {cluster.proxy_remoting_addr}, "
         f"proxy gRPC {cluster.grpc_endpoint}"
     )
-    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops them")
-    try:
-        while all(p.proc.poll() is None for p in cluster.processes):
-            time.sleep(0.5)
-        print("a RocketMQ process exited; see its log")
-    except KeyboardInterrupt:
-        pass
-    finally:
-        cluster.stop()
+    serve_until_interrupted(cluster, home)
 
 
 if __name__ == "__main__":
