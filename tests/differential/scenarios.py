@@ -21,12 +21,14 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from client.client_e2e import config_for, read_topic, unique
+from client.push_support import Deliveries, positioned
 from longboat.client import Message
-from longboat.client.admin import Admin
+from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import BrokerError, ClientError
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
+from longboat.client.push import ConcurrentContext, ConsumeResult, PushConsumer
 from longboat.protocol.headers import SendMessageRequestHeaderV2
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import properties_to_string
@@ -69,7 +71,13 @@ async def master_addr(admin: Admin) -> tuple[str, str]:
     return name, addr
 
 
-async def raw_send(admin: Admin, topic: str, body: bytes, queue_id: int = 0) -> None:
+async def raw_send(
+    admin: Admin,
+    topic: str,
+    body: bytes,
+    queue_id: int = 0,
+    properties: dict[str, str] | None = None,
+) -> None:
     """SEND_MESSAGE_V2 as the producer would send it, without the client's own checks."""
     name, addr = await master_addr(admin)
     header = SendMessageRequestHeaderV2(
@@ -81,7 +89,7 @@ async def raw_send(admin: Admin, topic: str, body: bytes, queue_id: int = 0) -> 
         sysFlag=0,
         bornTimestamp=int(time.time() * 1000),
         flag=0,
-        properties=properties_to_string({"UNIQ_KEY": unique("RAW")}),
+        properties=properties_to_string({"UNIQ_KEY": unique("RAW"), **(properties or {})}),
         reconsumeTimes=0,
         unitMode=False,
     )
@@ -189,6 +197,9 @@ async def bad_input(ns: str) -> Observation:
         seen["send: to queue 9 of a 1-queue topic"] = await outcome(
             raw_send(admin, await new_topic(ns), b"x", queue_id=9)
         )
+        seen["send: properties over 32 KiB"] = await outcome(
+            raw_send(admin, await new_topic(ns), b"x", properties={"big": "p" * 33_000})
+        )
         missing = unique("NoSuchTopic")
         seen["route of an unknown topic"] = await outcome(api.get_route(missing), missing)
         pull_group = unique("pull_g")
@@ -208,6 +219,93 @@ async def bad_input(ns: str) -> Observation:
         seen["consume stats of an unknown group"] = await outcome(
             api.get_consume_stats(addr, unknown_group), unknown_group
         )
+        seen["offset of a group that never committed"] = await api.query_consumer_offset(
+            addr, unknown_group, MessageQueue(writable, "", 0), set_zero_if_not_found=False
+        )
+    return seen
+
+
+async def retries_to_dlq(ns: str) -> Observation:
+    """A push consumer's failed messages: reconsumed through the group's retry topic (delay
+    levels of 1 s) up to `max_reconsume_times`, then stored in its dead-letter topic."""
+    seen: Observation = {}
+    for max_reconsume in (0, 2):
+        seen.update(await _retries(ns, max_reconsume))
+    return seen
+
+
+async def _retries(ns: str, max_reconsume: int) -> Observation:
+    topic, group = await new_topic(ns), unique("retry_g")
+    deliveries = Deliveries()
+    failures = {"flaky": 1, "poison": 10**6}
+    consumer = PushConsumer(group, config=config_for(ns), max_reconsume_times=max_reconsume)
+    consumer.subscribe(topic)
+
+    def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> ConsumeResult:
+        deliveries.record("c", ctx.mq, msgs)
+        body = msgs[0].body.decode()
+        if failures.get(body, 0) > 0:
+            failures[body] -= 1
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.SUCCESS
+
+    consumer.register_listener(listener)
+    await consumer.start()
+    try:
+        await positioned(consumer)
+        async with Producer(unique("pg"), config=config_for(ns)) as producer:
+            for body in ("fine", "flaky", "poison"):
+                await producer.send(Message(topic, body.encode(), keys=[body]))
+        # With no reconsume allowed, the flaky message's one failure sends it there too.
+        dead_count = 2 if max_reconsume == 0 else 1
+        dead = await read_topic(ns, f"%DLQ%{group}", dead_count, timeout=WAIT_S)
+        flaky_deliveries = 1 if max_reconsume == 0 else 2
+        await deliveries.wait(lambda: deliveries.bodies().count("flaky") >= flaky_deliveries)
+    finally:
+        await consumer.shutdown()
+    label = f"maxReconsumeTimes {max_reconsume}"
+    seen: Observation = {
+        f"{label}: {body} delivered with reconsume times": [
+            d.reconsume_times for d in deliveries.all if d.body == body
+        ]
+        for body in ("fine", "flaky", "poison")
+    }
+    seen[f"{label}: dead letters"] = sorted(m.body.decode() for m in dead)
+    (letter,) = [m for m in dead if m.body == b"poison"]
+    seen[f"{label}: dead letter keys, tags"] = [letter.keys, letter.tags]
+    seen[f"{label}: dead letter reconsume times"] = letter.reconsume_times
+    seen[f"{label}: dead letter names its topic"] = letter.properties.get("RETRY_TOPIC") == topic
+    return seen
+
+
+async def admin_listings(ns: str) -> Observation:
+    """What the admin API lists after a group consumed part of a topic, and a reset by time."""
+    topic, group = await new_topic(ns, queues=2), unique("admin_g")
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        queues = sorted(await producer.fetch_publish_queues(topic), key=lambda q: q.queue_id)
+        for i in range(4):
+            await producer.send(Message(topic, b"early-%d" % i), queue=queues[i % 2])
+        await asyncio.sleep(0.05)
+        between_ms = int(time.time() * 1000)
+        await asyncio.sleep(0.05)
+        for i in range(2):
+            await producer.send(Message(topic, b"late-%d" % i), queue=queues[0])
+    seen: Observation = {}
+    async with Admin(config=config_for(ns)) as admin:
+        await admin.reset_offsets(group, topic, QueueOffset(1))
+        progress = await admin.group_progress(group, topic)
+        seen["progress (queue, broker offset, consumer offset, lag)"] = [
+            [p.mq.queue_id, p.broker_offset, p.consumer_offset, p.lag] for p in progress
+        ]
+        seen["topics lists the topic"] = topic in await admin.topics()
+        seen["user topics lists the topic"] = topic in await admin.user_topics()
+        status = await admin.topic_status(topic)
+        seen["topic status (queue, min, max)"] = [
+            [q.mq.queue_id, q.min_offset, q.max_offset] for q in status
+        ]
+        moved = await admin.reset_offsets(group, topic, between_ms)
+        seen["reset by time"] = sorted([mq.queue_id, o] for mq, o in moved.items())
+        seen["members of an offline group"] = await admin.consumer_ids(group, topic)
     return seen
 
 
@@ -283,6 +381,8 @@ SCENARIOS: dict[str, Scenario] = {
     "send_modes": send_modes,
     "tag_filters": tag_filters,
     "bad_input": bad_input,
+    "retries_to_dlq": retries_to_dlq,
+    "admin_listings": admin_listings,
     "consume_from_new_group": consume_from_new_group,
     "lookups": lookups,
 }
