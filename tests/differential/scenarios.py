@@ -8,8 +8,10 @@ ran it other than through the system's behaviour: no ids, addresses, broker name
 test_differential.py runs each one on both systems and compares field by field; an accepted
 difference is a row of the table in docs/compatibility.md.
 
-The clients are Longboat's Python client; bad input goes through its low-level API (the raw
-request the producer would send), since the client refuses much of it before the wire.
+The clients are Longboat's Python client (bad input goes through its low-level API, the raw
+request the producer would send, since the client refuses much of it before the wire) and, over
+gRPC, RocketMQ's Java client 5.0.8 (`grpc_java5`, against Longboat's gRPC endpoint and RocketMQ
+5's proxy; RocketMQ 4.9.7 has no gRPC).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from client.client_e2e import config_for, read_topic, unique
@@ -34,10 +37,22 @@ from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import properties_to_string
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
+from peers.rocketmq import run_java5_peer
 
 Observation = dict[str, Any]
-Scenario = Callable[[str], Awaitable[Observation]]
 WAIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """A cluster to run a scenario against: its name server (remoting) and its RocketMQ 5
+    gRPC endpoint (Longboat's broker's, or RocketMQ 5's proxy; None where there is none)."""
+
+    namesrv: str
+    grpc_endpoint: str | None = None
+
+
+Scenario = Callable[[Target], Awaitable[Observation]]
 
 
 async def new_topic(ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE) -> str:
@@ -111,8 +126,9 @@ def queue_bodies(msgs: list[MessageExt]) -> list[list[str]]:
 # --- scenarios ---------------------------------------------------------------------------------
 
 
-async def send_modes(ns: str) -> Observation:
+async def send_modes(target: Target) -> Observation:
     """Every send mode of the producer, and the messages read back."""
+    ns = target.namesrv
     topic = await new_topic(ns, queues=4)
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         sync = await producer.send(
@@ -147,8 +163,9 @@ async def send_modes(ns: str) -> Observation:
     }
 
 
-async def tag_filters(ns: str) -> Observation:
+async def tag_filters(target: Target) -> Observation:
     """A group subscribed by tag expression gets exactly the matching messages, in order."""
+    ns = target.namesrv
     topic = await new_topic(ns)
     sent = [("a1", "A"), ("b1", "B"), ("none", None), ("c1", "C"), ("a2", "A"), ("end", "A")]
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
@@ -176,8 +193,9 @@ async def tag_filters(ns: str) -> Observation:
     return seen
 
 
-async def bad_input(ns: str) -> Observation:
+async def bad_input(target: Target) -> Observation:
     """The answer to each kind of request a broker or name server must refuse."""
+    ns = target.namesrv
     seen: Observation = {}
     async with Admin(config=config_for(ns)) as admin:
         api = admin.instance.api
@@ -225,9 +243,10 @@ async def bad_input(ns: str) -> Observation:
     return seen
 
 
-async def retries_to_dlq(ns: str) -> Observation:
+async def retries_to_dlq(target: Target) -> Observation:
     """A push consumer's failed messages: reconsumed through the group's retry topic (delay
     levels of 1 s) up to `max_reconsume_times`, then stored in its dead-letter topic."""
+    ns = target.namesrv
     seen: Observation = {}
     for max_reconsume in (0, 2):
         seen.update(await _retries(ns, max_reconsume))
@@ -278,8 +297,9 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
     return seen
 
 
-async def admin_listings(ns: str) -> Observation:
+async def admin_listings(target: Target) -> Observation:
     """What the admin API lists after a group consumed part of a topic, and a reset by time."""
+    ns = target.namesrv
     topic, group = await new_topic(ns, queues=2), unique("admin_g")
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         queues = sorted(await producer.fetch_publish_queues(topic), key=lambda q: q.queue_id)
@@ -309,8 +329,9 @@ async def admin_listings(ns: str) -> Observation:
     return seen
 
 
-async def consume_from_new_group(ns: str) -> Observation:
+async def consume_from_new_group(target: Target) -> Observation:
     """Where a group that never committed starts: first, last, or a time between messages."""
+    ns = target.namesrv
     topic = await new_topic(ns)
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         for i in range(3):
@@ -351,8 +372,9 @@ async def consume_from_new_group(ns: str) -> Observation:
     return seen
 
 
-async def lookups(ns: str) -> Observation:
+async def lookups(target: Target) -> Observation:
     """Messages found by offset id, by the producer's id (UNIQ_KEY) and by key."""
+    ns = target.namesrv
     topic = await new_topic(ns, queues=2)
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         sent = [
@@ -377,6 +399,54 @@ async def lookups(ns: str) -> Observation:
     return seen
 
 
+async def grpc_java5(target: Target) -> Observation:
+    """RocketMQ's gRPC Java client (5.0.8, the `Grpc5` peer): a producer with tag, keys and a
+    property; a SimpleConsumer that leaves its first message unacknowledged (it comes back, its
+    attempt counted); a PushConsumer whose first delivery fails (retried)."""
+    assert target.grpc_endpoint is not None
+    ns, endpoint = target.namesrv, target.grpc_endpoint
+    seen: Observation = {}
+
+    async def java5(**options: object) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(
+            run_java5_peer, timeout=120, endpoint=endpoint, timeout_ms=110_000, **options
+        )
+
+    topic = await new_topic(ns, queues=2)
+    sent = await java5(mode="produce", topic=topic, count=4, tag="J")
+    seen["produce: sent"] = len([e for e in sent if e["event"] == "sent"])
+    simple = [
+        e
+        for e in await java5(
+            mode="simple", topic=topic, group=unique("simple_g"), expect=4, skip_ack_first=1
+        )
+        if e["event"] == "msg"
+    ]
+    seen["simple: acked bodies"] = sorted(e["body"] for e in simple if e["outcome"] == "acked")
+    skipped = simple[0]
+    seen["simple: first delivery"] = [skipped["outcome"], skipped["attempt"]]
+    seen["simple: its redeliveries' attempts"] = [
+        e["attempt"] for e in simple[1:] if e["msgId"] == skipped["msgId"]
+    ]
+    seen["simple: tags, keys, property"] = sorted(
+        {(e["tag"], e["keys"].startswith("java5-key-"), e["peerProperty"]) for e in simple}
+    )
+    pushed = [
+        e
+        for e in await java5(
+            mode="push", topic=topic, group=unique("push_g"), expect=4, fail_first=1
+        )
+        if e["event"] == "msg"
+    ]
+    failed = [e for e in pushed if e["outcome"] == "FAILURE"]
+    seen["push: failures"] = len(failed)
+    seen["push: the failed one's retries (outcome, attempt)"] = [
+        [e["outcome"], e["attempt"]] for e in pushed if e["msgId"] == failed[0]["msgId"]
+    ][1:]
+    seen["push: bodies consumed"] = sorted({e["body"] for e in pushed if e["outcome"] == "SUCCESS"})
+    return seen
+
+
 SCENARIOS: dict[str, Scenario] = {
     "send_modes": send_modes,
     "tag_filters": tag_filters,
@@ -385,14 +455,15 @@ SCENARIOS: dict[str, Scenario] = {
     "admin_listings": admin_listings,
     "consume_from_new_group": consume_from_new_group,
     "lookups": lookups,
+    "grpc_java5": grpc_java5,
 }
 
 
-async def observe(scenario: Scenario, ns: str) -> Observation:
-    """Run `scenario` against the cluster at `ns`; its observation flattened one level (a
-    field holding a mapping becomes ``field.key`` fields), so each difference is one row."""
+async def observe(scenario: Scenario, target: Target) -> Observation:
+    """Run `scenario` against `target`; its observation flattened one level (a field holding
+    a mapping becomes ``field.key`` fields), so each difference is one row."""
     flat: Observation = {}
-    for name, value in (await scenario(ns)).items():
+    for name, value in (await scenario(target)).items():
         if isinstance(value, dict):
             flat.update({f"{name}.{k}": v for k, v in value.items()})
         else:

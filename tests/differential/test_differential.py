@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import Cluster, start_cluster
-from differential.scenarios import SCENARIOS, Observation, observe
+from differential.scenarios import SCENARIOS, Observation, Target, observe
 from peers.rocketmq import SHORT_DELAY_LEVELS
 from peers.rocketmq5 import AnyRocketMQ
 
@@ -30,6 +30,7 @@ TABLE_HEADING = "### Accepted differences"
 COLUMNS = {"4.9.7": 1, "5.3.3": 2}  # each RocketMQ version's cell in `Row.cells`
 SAME = "same"  # a RocketMQ cell saying that version does what Longboat does
 MISSING = "(absent)"
+GRPC_SCENARIOS = {"grpc_java5"}
 
 
 @dataclass(frozen=True)
@@ -63,7 +64,11 @@ def as_cell(value: Any) -> str:
 def longboat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     """Longboat set as the RocketMQ brokers are (peers.rocketmq.broker_settings)."""
     cluster = start_cluster(
-        tmp_path_factory.mktemp("differential"), message_delay_level=SHORT_DELAY_LEVELS
+        tmp_path_factory.mktemp("differential"),
+        message_delay_level=SHORT_DELAY_LEVELS,
+        grpc_listen_port=0,
+        # As the RocketMQ 5 proxy the suite runs (peers.rocketmq5).
+        grpc_min_invisible_time_mills=1000,
     )
     yield cluster
     cluster.stop()
@@ -79,9 +84,15 @@ def ours() -> dict[str, Observation]:
 async def test_longboat_observes_what_rocketmq_does(
     name: str, any_rocketmq: AnyRocketMQ, longboat: Cluster, ours: dict[str, Observation]
 ) -> None:
+    if name in GRPC_SCENARIOS and any_rocketmq.grpc_endpoint is None:
+        pytest.skip(f"RocketMQ {any_rocketmq.version} has no gRPC endpoint (5.x only)")
     if name not in ours:
-        ours[name] = await observe(SCENARIOS[name], longboat.namesrv_addr)
-    theirs = await observe(SCENARIOS[name], any_rocketmq.namesrv_addr)
+        assert longboat.broker.grpc is not None
+        here = Target(longboat.namesrv_addr, f"127.0.0.1:{longboat.broker.grpc.port}")
+        ours[name] = await observe(SCENARIOS[name], here)
+    theirs = await observe(
+        SCENARIOS[name], Target(any_rocketmq.namesrv_addr, any_rocketmq.grpc_endpoint)
+    )
     rows = accepted_rows()
     version = any_rocketmq.version
     wrong: list[str] = []

@@ -238,6 +238,7 @@ class RocketMQCluster:
     cluster_name: str
     processes: list[RocketMQProcess] = field(default_factory=list)
     version: str = "4.9.7"
+    grpc_endpoint: None = None  # RocketMQ 4.x serves remoting only
 
     def stop(self) -> None:
         for process in reversed(self.processes):

@@ -111,6 +111,8 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
                 "namesrvAddr": namesrv_addr,
                 "grpcServerPort": grpc_port,
                 "remotingListenPort": remoting_port,
+                # SimpleConsumers in tests hide a message for 1-2 s (the default floor: 10 s).
+                "minInvisibleTimeMillsForRecv": 1000,
             }
         )
     )
