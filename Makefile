@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test test-quick lint bench demo node-peers java-peers peer-servers browser rocketmq-up rocketmq5-up bench-rocketmq clean
+.PHONY: up test test-quick lint bench demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -83,6 +83,7 @@ rocketmq-up: $(STAMP) java-peers
 
 ## Start Apache RocketMQ 5.3.3: a name server and a proxy in local mode with its broker (random
 ## ports, printed: the broker's, the proxy's remoting and gRPC ports); ROCKETMQ5_ARGS=--home DIR.
+.PHONY: rocketmq5-up
 rocketmq5-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq5 $(ROCKETMQ5_ARGS)
 
