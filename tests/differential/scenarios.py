@@ -163,6 +163,26 @@ async def send_modes(target: Target) -> Observation:
     }
 
 
+async def subscribed(
+    ns: str, topic: str, last: str, expression: str = "*", sql: str | None = None
+) -> list[str]:
+    """Bodies a new group subscribed to the one-queue `topic` gets from its first offset, up
+    to the body `last` (sent last of those that match: nothing can follow it)."""
+    consumer = LitePullConsumer(
+        unique("filter_g"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+    )
+    consumer.subscribe(topic, expression, sql=sql)
+    await consumer.start()
+    got: list[str] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while last not in got and time.monotonic() < deadline:
+            got += [m.body.decode() for m in await consumer.poll(timeout=1)]
+    finally:
+        await consumer.shutdown()
+    return got
+
+
 async def tag_filters(target: Target) -> Observation:
     """A group subscribed by tag expression gets exactly the matching messages, in order."""
     ns = target.namesrv
@@ -171,26 +191,42 @@ async def tag_filters(target: Target) -> Observation:
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         for body, tag in sent:
             await producer.send(Message(topic, body.encode(), tags=tag))
-    seen: Observation = {}
     # Labelled without "|", which a Markdown table cell cannot hold as it is.
     expressions = {"A or C": "A || C", "all": "*", "B": "B", "A or B, spaced": " A||B "}
-    for label, expression in expressions.items():
-        consumer = LitePullConsumer(
-            unique("tags_g"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+    return {
+        f"subscribed to {label}": await subscribed(
+            ns, topic, "end" if "A" in expression or expression == "*" else "b1", expression
         )
-        consumer.subscribe(topic, expression)
-        await consumer.start()
-        got: list[str] = []
-        try:
-            deadline = time.monotonic() + WAIT_S
-            # One queue: the last matching message closes what the group will ever get.
-            last = "end" if "A" in expression or expression == "*" else "b1"
-            while last not in got and time.monotonic() < deadline:
-                got += [m.body.decode() for m in await consumer.poll(timeout=1)]
-        finally:
-            await consumer.shutdown()
-        seen[f"subscribed to {label}"] = got
-    return seen
+        for label, expression in expressions.items()
+    }
+
+
+async def sql_filters(target: Target) -> Observation:
+    """A group subscribed by SQL92 selector (`enablePropertyFilter=true` on every broker)."""
+    ns = target.namesrv
+    topic = await new_topic(ns)
+    sent: list[tuple[str, str | None, dict[str, str]]] = [
+        ("n1-red", "X", {"n": "1", "color": "red"}),
+        ("n5-blue", "X", {"n": "5", "color": "blue"}),
+        ("n7-none", "Y", {"n": "7"}),
+        ("n-abc", "X", {"n": "abc", "color": "red"}),
+        ("n9-red", None, {"n": "9", "color": "red"}),
+        ("end", "X", {"n": "100", "color": "red", "last": "yes"}),
+    ]
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        for body, tag, props in sent:
+            await producer.send(Message(topic, body.encode(), tags=tag, properties=props))
+    selectors = [
+        "n > 4",
+        "color = 'red' AND TAGS = 'X'",
+        "color IS NULL OR last = 'yes'",
+        "n BETWEEN 1 AND 6 OR last IS NOT NULL",
+        "color IN ('blue', 'green') OR n = 100",
+    ]
+    return {
+        f"selected by {selector}": await subscribed(ns, topic, "end", sql=selector)
+        for selector in selectors
+    }
 
 
 async def bad_input(target: Target) -> Observation:
@@ -450,6 +486,7 @@ async def grpc_java5(target: Target) -> Observation:
 SCENARIOS: dict[str, Scenario] = {
     "send_modes": send_modes,
     "tag_filters": tag_filters,
+    "sql_filters": sql_filters,
     "bad_input": bad_input,
     "retries_to_dlq": retries_to_dlq,
     "admin_listings": admin_listings,
