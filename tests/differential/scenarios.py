@@ -32,15 +32,20 @@ from longboat.client.errors import BrokerError, ClientError
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, ConsumeResult, PushConsumer
+from longboat.client.transaction import LocalTransactionState, TransactionProducer
 from longboat.protocol.headers import SendMessageRequestHeaderV2
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import properties_to_string
+from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 from peers.rocketmq import run_java5_peer
 
 Observation = dict[str, Any]
 WAIT_S = 30.0
+COMMIT = LocalTransactionState.COMMIT_MESSAGE
+ROLLBACK = LocalTransactionState.ROLLBACK_MESSAGE
+UNKNOWN = LocalTransactionState.UNKNOWN
 
 
 @dataclass(frozen=True)
@@ -435,6 +440,64 @@ async def lookups(target: Target) -> Observation:
     return seen
 
 
+async def transactions(target: Target) -> Observation:
+    """Half messages decided by the producer (commit, rollback) and by the broker's check-back
+    (the producer answered UNKNOWN; the check says commit or rollback). Every broker checks
+    halves older than 1 s every second here (`transactionCheckInterval`, `transactionTimeOut`)."""
+    ns = target.namesrv
+    topic = await new_topic(ns)
+    checks: list[str] = []
+    answers = {"unknown-then-commit": COMMIT, "unknown-then-rollback": ROLLBACK}
+    # The durable truth a check reads. RocketMQ 5 may check a half the producer already
+    # decided: it writes the decisions in batches (every 3 s by default), and here a half is
+    # checked after 1 s; the check must then say what was decided.
+    ledger = {"commit": COMMIT, "rollback": ROLLBACK, **answers}
+
+    def check(msg: MessageExt) -> LocalTransactionState:
+        checks.append(msg.body.decode())
+        return ledger[msg.body.decode()]
+
+    def local(msg: Message, arg: object) -> LocalTransactionState:
+        return {"commit": COMMIT, "rollback": ROLLBACK}.get(msg.body.decode(), UNKNOWN)
+
+    async with TransactionProducer(
+        unique("txg"), config=config_for(ns), check_listener=check
+    ) as producer:
+        sent = {
+            body: await producer.send_in_transaction(Message(topic, body.encode()), local)
+            for body in ("commit", "rollback", *answers)
+        }
+        async with asyncio.timeout(WAIT_S):
+            while not set(answers) <= set(checks):
+                await asyncio.sleep(0.1)
+        await producer.send(Message(topic, b"end"))
+    # One queue: what comes before the plain message sent after every decision is all there is.
+    got: list[MessageExt] = []
+    consumer = LitePullConsumer(
+        unique("tx_reader"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+    )
+    consumer.subscribe(topic)
+    await consumer.start()
+    try:
+        async with asyncio.timeout(WAIT_S):
+            while b"end" not in [m.body for m in got]:
+                got += await consumer.poll(timeout=1)
+    finally:
+        await consumer.shutdown()
+    visible = {m.body.decode(): m for m in got}
+    return {
+        "local states": [sent[b].local_state.name for b in sent],
+        "half send statuses": [sent[b].send.status.name for b in sent],
+        "undecided halves checked back": sorted(set(checks) & set(answers)),
+        "visible, in order": [m.body.decode() for m in got],
+        "committed message's TRAN_MSG": visible["commit"].properties.get("TRAN_MSG"),
+        "committed message's transaction flag": visible["commit"].sys_flag
+        & MessageSysFlag.TRANSACTION_COMMIT_TYPE
+        == MessageSysFlag.TRANSACTION_COMMIT_TYPE,
+        "a visible id is the half's id": visible["commit"].msg_id == sent["commit"].send.msg_id,
+    }
+
+
 async def grpc_java5(target: Target) -> Observation:
     """RocketMQ's gRPC Java client (5.0.8, the `Grpc5` peer): a producer with tag, keys and a
     property; a SimpleConsumer that leaves its first message unacknowledged (it comes back, its
@@ -492,6 +555,7 @@ SCENARIOS: dict[str, Scenario] = {
     "admin_listings": admin_listings,
     "consume_from_new_group": consume_from_new_group,
     "lookups": lookups,
+    "transactions": transactions,
     "grpc_java5": grpc_java5,
 }
 

@@ -67,6 +67,8 @@ def longboat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         tmp_path_factory.mktemp("differential"),
         message_delay_level=SHORT_DELAY_LEVELS,
         enable_property_filter=True,
+        transaction_check_interval=1000,
+        transaction_time_out=1000,
         grpc_listen_port=0,
         # As the RocketMQ 5 proxy the suite runs (peers.rocketmq5).
         grpc_min_invisible_time_mills=1000,

@@ -98,6 +98,10 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
             "brokerName": "rocketmq5-broker-a",
             # The timer wheel (arbitrary delays) preallocates a 100 MiB log by default.
             "mappedFileSizeTimerLog": 4 * 1024 * 1024,
+            # 5.x writes transaction decisions in batches, every 3 s by default: with halves
+            # checked after 1 s (broker_settings), a half already committed would be checked
+            # back, and committed a second time when the check says commit.
+            "transactionOpBatchInterval": 100,
         }
     )
     broker_conf = home / "conf" / "broker.conf"
