@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from conftest import Cluster, start_cluster
-from differential.scenarios import SCENARIOS, Observation, Target, observe
+from differential.harness import Observation, Target, observe
+from differential.scenarios import SCENARIOS
 from peers.rocketmq import SHORT_DELAY_LEVELS
 from peers.rocketmq5 import AnyRocketMQ
 
