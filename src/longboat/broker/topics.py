@@ -46,18 +46,22 @@ class TopicManager:
         default_queue_nums: int,
         schedule_queue_nums: int,
         on_change: Callable[[], None],
+        trace_topic: str | None = None,
     ) -> None:
         """`on_change` is called after every creation, update or deletion (the controller
-        re-registers with the name servers)."""
+        re-registers with the name servers); `trace_topic` is created at bootstrap
+        (traceTopicEnable)."""
         self.table = table
         self.auto_create = auto_create
         self.default_queue_nums = default_queue_nums
         self._schedule_queue_nums = schedule_queue_nums
         self._on_change = on_change
+        self._trace_topic = trace_topic
 
     def bootstrap(self) -> None:
         """Create the broker's own topics: TBW102 when auto-creation is on (and remove it when
-        it was turned off, so clients stop being routed through it), and the schedule topic."""
+        it was turned off, so clients stop being routed through it), the schedule topic, and the
+        trace topic when one is asked for (one queue, as RocketMQ creates it)."""
         if self.auto_create:
             self._ensure(
                 TopicConfig(
@@ -79,6 +83,8 @@ class TopicManager:
             ),
             notify=False,
         )
+        if self._trace_topic:
+            self._ensure(TopicConfig(self._trace_topic, 1, 1, PERM_READ_WRITE), notify=False)
 
     # ------------------------------------------------------------------ reading
 

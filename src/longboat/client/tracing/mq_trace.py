@@ -1,0 +1,130 @@
+"""RocketMQ's message trace, written by Longboat's client: Pub records for sends, SubBefore
+and SubAfter for each delivery to a listener (Java's `SendMessageTraceHookImpl` and
+`ConsumeMessageTraceHookImpl`), queued on a `TraceDispatcher`.
+
+As Java's client does, no record is written for a message sent to the trace topic itself,
+for a send that failed (no answer to report), or when the broker says its trace switch is
+off (`traceOn=false`: the send answer's TRACE_ON, a received message's TRACE_ON property).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Sequence
+
+from longboat.client.message import Message, SendResult
+from longboat.client.tracing.dispatcher import TraceDispatcher
+from longboat.client.tracing.hooks import ConsumeEnd, SendEnd
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.ids import UniqKeyGenerator, decode_offset_msg_id
+from longboat.protocol.message import MessageExt
+from longboat.protocol.properties import Prop
+from longboat.protocol.trace import MessageType, TraceRecord, TraceType
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _store_host(offset_msg_id: str) -> str | None:
+    """The broker's address, from the offset id (which encodes it)."""
+    try:
+        host, port, _ = decode_offset_msg_id(offset_msg_id.split(",")[0])
+    except ProtocolError:
+        return None
+    return f"{host}:{port}"
+
+
+class MessageTracer:
+    """A send and consume observer writing RocketMQ's trace records to `dispatcher`."""
+
+    def __init__(self, dispatcher: TraceDispatcher, client_ip: str) -> None:
+        self.dispatcher = dispatcher
+        # Request ids pair a delivery's SubBefore with its SubAfter (Java: a fresh unique id).
+        self._request_ids = UniqKeyGenerator(
+            client_ip, now_ms=_now_ms, pid=os.getpid(), rng=random.Random()
+        )
+
+    # ------------------------------------------------------------------ sends
+
+    def begin_send(self, group: str, msg: Message) -> SendEnd:
+        started = _now_ms()
+        clock = time.perf_counter()
+
+        def end(msg_id: str, result: SendResult | None, error: BaseException | None) -> None:
+            if result is None or msg.topic == self.dispatcher.topic:
+                return
+            if result.region_id is None or not result.trace_on:
+                return
+            keys = " ".join(msg.key_list)
+            self.dispatcher.append(
+                TraceRecord(
+                    TraceType.PUB,
+                    msg_id=msg_id,
+                    timestamp=started,
+                    region_id=result.region_id,
+                    group=group,
+                    topic=msg.topic,
+                    tags=msg.tags,
+                    keys=keys or None,
+                    store_host=_store_host(result.offset_msg_id),
+                    body_length=len(msg.body),
+                    cost_ms=int((time.perf_counter() - clock) * 1000),
+                    msg_type=MessageType.DELAY if msg.delay_level else MessageType.NORMAL,
+                    offset_msg_id=result.offset_msg_id,
+                    success=result.ok,
+                )
+            )
+
+        return end
+
+    # ------------------------------------------------------------------ deliveries
+
+    def received(self, group: str, msgs: Sequence[MessageExt]) -> None:
+        """Nothing: the records are written around the listener."""
+
+    def begin_consume(self, group: str, msgs: Sequence[MessageExt]) -> ConsumeEnd:
+        traced = [m for m in msgs if m.properties.get(Prop.TRACE_ON) != "false"]
+        if not traced:
+            return _nothing
+        request_id = self._request_ids.next()
+        started = _now_ms()
+        clock = time.perf_counter()
+        region = traced[0].properties.get(Prop.MSG_REGION)
+        for m in traced:
+            self.dispatcher.append(
+                TraceRecord(
+                    TraceType.SUB_BEFORE,
+                    msg_id=m.msg_id,
+                    timestamp=started,
+                    region_id=region,
+                    group=group,
+                    request_id=request_id,
+                    retry_times=m.reconsume_times,
+                    keys=m.keys,
+                )
+            )
+
+        def end(success: bool) -> None:
+            cost = int((time.perf_counter() - clock) * 1000 / len(traced))
+            for m in traced:
+                self.dispatcher.append(
+                    TraceRecord(
+                        TraceType.SUB_AFTER,
+                        msg_id=m.msg_id,
+                        timestamp=started,
+                        group=group,
+                        request_id=request_id,
+                        cost_ms=cost,
+                        success=success,
+                        keys=m.keys,
+                    )
+                )
+
+        return end
+
+
+def _nothing(success: bool) -> None:
+    """The end of a delivery nothing is traced for."""

@@ -1,0 +1,146 @@
+"""OpenTelemetry spans for sends and deliveries, with W3C trace context in the message.
+
+Spans follow the messaging semantic conventions: `send <topic>` (PRODUCER) around a send;
+`receive <topic>` (CONSUMER) when pulled messages reach the consume service; `process
+<topic>` (CONSUMER) around the listener call, current while the listener runs (its own spans
+are its children), and linked to the send span of every message it processes.  The send
+span's context travels in the message's properties (`traceparent`, `tracestate`, written by
+the global propagator: W3C trace context unless the application set another), so a consumer
+in any process, and RocketMQ 5 clients reading the same property, find it.
+
+`opentelemetry-api` is optional (the `otel` extra): it is imported once, here; a client that
+does not ask for spans never calls into it, and asking without it installed is a usage error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from longboat.client.errors import ClientUsageError
+from longboat.client.message import Message, SendResult
+from longboat.client.tracing.hooks import ConsumeEnd, SendEnd
+from longboat.protocol.message import MessageExt
+
+otel_trace: ModuleType | None
+try:
+    from opentelemetry import propagate as otel_propagate
+    from opentelemetry import trace as otel_trace
+except ImportError:  # the extra is not installed: spans cannot be asked for
+    otel_trace = None
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Link, Span
+
+SYSTEM = "rocketmq"
+INSTRUMENTATION = "longboat.client"
+
+
+def open_telemetry_observer() -> OpenTelemetryObserver:
+    """The span observer; ClientUsageError when opentelemetry-api is not installed."""
+    if otel_trace is None:
+        raise ClientUsageError(
+            "open_telemetry=True needs the opentelemetry-api package: pip install 'longboat[otel]'"
+        )
+    return OpenTelemetryObserver()
+
+
+def _links(msgs: Sequence[MessageExt]) -> list[Link]:
+    assert otel_trace is not None
+    links = []
+    for m in msgs:
+        context = otel_propagate.extract(m.properties)
+        span_context = otel_trace.get_current_span(context).get_span_context()
+        if span_context.is_valid:
+            links.append(otel_trace.Link(span_context))
+    return links
+
+
+def _consumer_attributes(group: str, msgs: Sequence[MessageExt]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "messaging.system": SYSTEM,
+        "messaging.consumer.group.name": group,
+        "messaging.rocketmq.client_group": group,
+        "messaging.batch.message_count": len(msgs),
+    }
+    if len(msgs) == 1:
+        attributes["messaging.message.id"] = msgs[0].msg_id
+        attributes["messaging.rocketmq.message.delivery_attempt"] = msgs[0].reconsume_times + 1
+    return attributes
+
+
+class OpenTelemetryObserver:
+    """Makes the spans; the tracer is the global provider's, looked up once."""
+
+    def __init__(self) -> None:
+        assert otel_trace is not None
+        self._trace = otel_trace
+        self._tracer = otel_trace.get_tracer(INSTRUMENTATION)
+
+    def begin_send(self, group: str, msg: Message) -> SendEnd:
+        span = self._tracer.start_span(
+            f"send {msg.topic}",
+            kind=self._trace.SpanKind.PRODUCER,
+            attributes={
+                "messaging.system": SYSTEM,
+                "messaging.operation.type": "send",
+                "messaging.operation.name": "send",
+                "messaging.destination.name": msg.topic,
+                "messaging.rocketmq.client_group": group,
+                "messaging.message.body.size": len(msg.body),
+                **({"messaging.rocketmq.message.tag": msg.tags} if msg.tags else {}),
+                **({"messaging.rocketmq.message.keys": msg.key_list} if msg.keys else {}),
+            },
+        )
+        otel_propagate.inject(msg.properties, context=self._trace.set_span_in_context(span))
+
+        def end(msg_id: str, result: SendResult | None, error: BaseException | None) -> None:
+            span.set_attribute("messaging.message.id", msg_id)
+            if error is not None:
+                span.record_exception(error)
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, str(error)))
+            span.end()
+
+        return end
+
+    def received(self, group: str, msgs: Sequence[MessageExt]) -> None:
+        if not msgs:
+            return
+        topic = msgs[0].topic
+        span = self._tracer.start_span(
+            f"receive {topic}",
+            kind=self._trace.SpanKind.CONSUMER,
+            links=_links(msgs),
+            attributes={
+                **_consumer_attributes(group, msgs),
+                "messaging.operation.type": "receive",
+                "messaging.operation.name": "receive",
+                "messaging.destination.name": topic,
+            },
+        )
+        span.end()
+
+    def begin_consume(self, group: str, msgs: Sequence[MessageExt]) -> ConsumeEnd:
+        topic = msgs[0].topic if msgs else ""
+        span: Span = self._tracer.start_span(
+            f"process {topic}",
+            kind=self._trace.SpanKind.CONSUMER,
+            links=_links(msgs),
+            attributes={
+                **_consumer_attributes(group, msgs),
+                "messaging.operation.type": "process",
+                "messaging.operation.name": "process",
+                "messaging.destination.name": topic,
+            },
+        )
+        scope = self._trace.use_span(span, end_on_exit=False)
+        scope.__enter__()
+
+        def end(success: bool) -> None:
+            if not success:
+                span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, "not consumed"))
+            scope.__exit__(None, None, None)
+            span.end()
+
+        return end
