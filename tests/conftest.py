@@ -61,8 +61,9 @@ from peers.rocketmq import (
 )
 from peers.tls_certs import Certificate, self_signed
 
-# Servers the suite spawns (`longboat up`, `longboat broker`) serve gRPC on a free port, not
-# on RocketMQ's 8081, which concurrent tests (or the machine) may hold.
+# Servers the suite spawns serve gRPC on a free port (`longboat up`, which serves it on
+# RocketMQ's 8081 by default; `longboat broker` then too), not on 8081, which concurrent tests
+# (or the machine) may hold.
 os.environ.setdefault("LONGBOAT_GRPC_LISTEN_PORT", "0")
 # Likewise every 'longboat up' the suite spawns serves its dashboard on a free port, never 8080.
 os.environ.setdefault("LONGBOAT_DASHBOARD_PORT", "0")

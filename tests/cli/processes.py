@@ -33,7 +33,12 @@ def cli_env(home: Path) -> dict[str, str]:
 
 class ServerProcess:
     def __init__(
-        self, args: Sequence[str], home: Path, *, extra_env: dict[str, str] | None = None
+        self,
+        args: Sequence[str],
+        home: Path,
+        *,
+        extra_env: dict[str, str] | None = None,
+        unset_env: Sequence[str] = (),
     ) -> None:
         self.args = [sys.executable, "-m", "longboat.cli", *args]
         self.proc = subprocess.Popen(
@@ -41,7 +46,9 @@ class ServerProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
-            env=cli_env(home) | (extra_env or {}),
+            env={
+                k: v for k, v in (cli_env(home) | (extra_env or {})).items() if k not in unset_env
+            },
         )
         self._lines: list[str] = []
         self._changed = threading.Condition()

@@ -16,6 +16,7 @@ from longboat.cli.main import cli
 from longboat.client import ClientConfig
 from longboat.client.admin import QueueOffset
 from longboat.client.sync import Admin, LitePullConsumer
+from longboat.dashboard.server import DashboardServer
 
 from .processes import ServerProcess
 
@@ -150,6 +151,34 @@ def test_topics(longboat) -> None:
     assert "TOPIC_NOT_EXIST" in unknown.stderr and unknown.stderr.count("\n") == 1
 
 
+def test_fewer_read_queues_holding_unconsumed_messages_need_shrink(longboat, cluster) -> None:
+    broker = cluster.config.broker_name
+    longboat("topic", "create", "-t", "CliShrink", "--queues", "4")
+    longboat("produce", "-t", "CliShrink", "-n", "8")
+    with admin(cluster) as a:
+        per_queue = {s.mq.queue_id: s.messages for s in a.topic_status("CliShrink")}
+    assert sum(per_queue.values()) == 8
+    hidden = per_queue[2] + per_queue[3]
+    # Only the permission: the queues stay as they are.
+    longboat("topic", "update", "-t", "CliShrink", "--perm", "rw")
+    refused = longboat("topic", "update", "-t", "CliShrink", "--queues", "2", code=1)
+    assert refused.stderr == (
+        f"error (refused): topic CliShrink: {hidden} unconsumed message(s) in {broker} queue 2, "
+        f"{broker} queue 3, which no consumer would read with fewer read queues; consume them "
+        "first or confirm the shrink (--shrink)\n"
+    )
+    with admin(cluster) as a:
+        assert len(a.topic_status("CliShrink")) == 4
+    # Once a group has consumed them, nothing is hidden: no confirmation is asked.
+    longboat("consume", "-t", "CliShrink", "-g", "cli-shrink", "--from", "earliest", "-n", "8")
+    longboat("topic", "update", "-t", "CliShrink", "--queues", "3")
+    longboat("produce", "-t", "CliShrink", "-n", "3")
+    longboat("topic", "update", "-t", "CliShrink", "--queues", "2", code=1)
+    longboat("topic", "update", "-t", "CliShrink", "--queues", "2", "--shrink")
+    with admin(cluster) as a:
+        assert len(a.topic_status("CliShrink")) == 2
+
+
 def test_a_long_topic_name_is_printed_whole_to_a_pipe(longboat, monkeypatch) -> None:
     monkeypatch.delenv("COLUMNS")  # as in `longboat topic list | grep ...`: no width is known
     name = "CliTrialOrders" + "X" * 90
@@ -181,6 +210,13 @@ def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -
         assert "127.0.0.1@" in live and "PYTHON" in live
         refused = longboat("group", "reset", "-g", "cli-group", "--to", "latest", code=1)
         assert refused.stderr.startswith("error (refused): group cli-group has 1 live member")
+        assert "or pass --force" in refused.stderr and "force=True" not in refused.stderr
+        # `consume --from` moves the offsets too, and says what it offers instead.
+        consume = longboat(
+            "consume", "-t", "CliGroup", "-g", "cli-group", "--from", "latest", code=1
+        )
+        assert consume.stderr.startswith("error (refused): group cli-group has 1 live member")
+        assert "or consume without --from" in consume.stderr and "force" not in consume.stderr
         forced = longboat(
             "group", "reset", "-g", "cli-group", "--to", "latest", "--force", "--queue", "0"
         )
@@ -259,6 +295,15 @@ def test_a_groups_total_lag_leaves_out_its_retry_queue(longboat, cluster) -> Non
     assert {g["group"]: g["lag"] for g in listed}["cli-retried"] == 2
 
 
+def test_the_readme_session(longboat) -> None:
+    # README.md's first commands, as written: `{i}` counts from 0.
+    longboat("produce", "-t", "Greetings", "--keys", "greet-{i}", input="hello\nworld\n")
+    got = longboat("consume", "-t", "Greetings", "-g", "readme", "--from", "earliest", "-n", "2")
+    assert sorted(got.stdout.splitlines()) == ["hello", "world"]
+    assert "hello" in longboat("message", "find", "--key", "greet-0").stdout
+    assert "world" in longboat("message", "find", "--key", "greet-1").stdout
+
+
 def test_json_carries_bodies_and_names_as_they_are(longboat) -> None:
     # What rich would turn into an emoji or read as markup (a stray closing tag is an error).
     body = "pay :moneybag: [bold]9.99[/bold] :smile: [/]"
@@ -323,6 +368,11 @@ def test_every_listing_has_a_json_format(longboat, cluster) -> None:
         "retry",
     }
     assert sum(q["consumerOffset"] for q in group["progress"]) == 4
+    # The queue that got nothing has consumed nothing: no time, not the epoch.
+    assert sorted(q["lastTimestamp"] is None for q in group["progress"]) == [False, True]
+    longboat("produce", "-t", "CliJson", "-n", "2")
+    waiting = [q["lagTime"] for q in as_json("group", "describe", "cli-json")["progress"]]
+    assert all(isinstance(t, float) and round(t, 3) == t for t in waiting), waiting
     [broker] = as_json("cluster")
     assert broker.keys() == {"cluster", "broker", "id", "role", "addr", "topics", "lag"}
     assert (broker["addr"], broker["role"], broker["id"]) == (cluster.broker_addr, "master", 0)
@@ -339,6 +389,40 @@ def test_unreachable_name_server_is_one_line(longboat) -> None:
     result = longboat("topic", "list", "--namesrv", "127.0.0.1:1", code=1)
     assert result.stderr.startswith("error (network): no name server reachable")
     assert result.stderr.count("\n") == 1
+
+
+def test_the_name_server_from_namesrv_addr_as_rocketmq_tools_read_it(
+    longboat, cluster, monkeypatch
+) -> None:
+    monkeypatch.delenv("LONGBOAT_NAMESRV")
+    monkeypatch.setenv("NAMESRV_ADDR", cluster.namesrv_addr)
+    assert cluster.broker_addr in longboat("cluster").stdout
+
+
+def test_addresses_that_are_not_a_name_server_say_what_they_are(longboat, cluster) -> None:
+    broker = longboat("topic", "list", "--namesrv", cluster.broker_addr, code=1)
+    assert broker.stderr.startswith("error (usage): ")
+    assert "looks like a broker, not a name server" in broker.stderr
+    assert "namesrv_addrs" not in broker.stderr
+
+    # The dashboard's port, as a user who mixed up the two would give it.
+    web = DashboardServer(ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1"), port=0)
+    cluster.runner.run(web.start())
+    try:
+        http = longboat("topic", "list", "--namesrv", f"127.0.0.1:{web.port}", code=1)
+    finally:
+        cluster.runner.run(web.stop())
+    assert "the peer answered in HTTP: this looks like a web port" in http.stderr
+    assert http.stderr.count("\n") == 1 and "frame of" not in http.stderr
+
+
+def test_a_producer_id_without_a_topic_is_searched_in_every_topic(longboat) -> None:
+    sent = longboat("produce", "-t", "CliEveryTopic", "--show-ids", input="anywhere\n")
+    [msg_id] = re.findall(r"^([0-9A-F]{32}) CliEveryTopic@", sent.stdout, re.M)
+    assert "anywhere" in longboat("message", "get", msg_id).stdout
+    missing = longboat("message", "get", "not-an-id", code=1)
+    assert missing.stderr.startswith("error (not found): not-an-id is not an offset id, and no ")
+    assert "pass the topic" not in missing.stderr
 
 
 def test_usage_errors(longboat) -> None:

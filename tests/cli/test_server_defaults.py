@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 
 from longboat.broker.config import BrokerConfig, default_data_dir
-from longboat.cli.servers import DASHBOARD_PORT, DASHBOARD_PORT_ENV, NAMESRV_PORT, up
+from longboat.cli.servers import (
+    DASHBOARD_PORT,
+    DASHBOARD_PORT_ENV,
+    GRPC_PORT,
+    GRPC_PORT_ENV,
+    NAMESRV_PORT,
+    up,
+)
 from longboat.cli.topics import create
 from longboat.client.admin import Admin
 from longboat.protocol.topic_names import DEFAULT_TOPIC_QUEUE_NUMS
@@ -52,7 +59,7 @@ def test_every_option_of_up_is_documented_with_its_default(
         "--namesrv-port": str(options["--namesrv-port"]),
         "--broker-port": str(options["--broker-port"]),
         "--metrics-port": str(options["--metrics-port"]),
-        "--grpc-port": f"`$LONGBOAT_GRPC_LISTEN_PORT`, else {BrokerConfig().grpc_listen_port}",
+        "--grpc-port": f"`${GRPC_PORT_ENV}`, else {GRPC_PORT}",
         "--dashboard-port": f"`${DASHBOARD_PORT_ENV}`, else {DASHBOARD_PORT}",
         "--brokers": str(options["--brokers"]),
         "--slaves": str(options["--slaves"]),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from longboat.cli.demo import longboat_up
 from longboat.client import ClientConfig, Message
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.sync import Admin, LitePullConsumer, Producer
@@ -140,6 +142,85 @@ def test_namesrv_and_broker_processes_with_broker_conf(servers, tmp_path: Path) 
     assert consume_all(namesrv, "cli-g3", 1) == [b"via broker.conf"]
     assert broker_proc.interrupt() == 0
     assert namesrv_proc.interrupt() == 0
+
+
+def test_two_brokers_from_rocketmq_broker_confs_start_side_by_side(servers, tmp_path: Path) -> None:
+    # Plain RocketMQ broker.conf files: no gRPC key, so no gRPC endpoint (RocketMQ's brokers
+    # serve none; its proxy does), and the second does not collide with the first on 8081.
+    namesrv = start(servers, tmp_path, "namesrv", "--port", "0").address_of("name server")
+    for name in ("broker-one", "broker-two"):
+        conf = tmp_path / f"{name}.conf"
+        conf.write_text(
+            f"brokerClusterName = DefaultCluster\nbrokerName = {name}\nbrokerId = 0\n"
+            f"storePathRootDir = {tmp_path / name}\nlistenPort = 0\nbrokerRole = ASYNC_MASTER\n"
+            f"namesrvAddr = {namesrv}\nbrokerIP1 = 127.0.0.1\n"
+        )
+        proc = ServerProcess(
+            ["broker", "-c", str(conf), "--listenHost", "127.0.0.1"],
+            tmp_path,
+            unset_env=["LONGBOAT_GRPC_LISTEN_PORT"],
+        )
+        servers.append(proc)
+        assert "grpc" not in proc.wait_for("Ctrl-C stops")
+    with Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin:
+        deadline = time.monotonic() + 30
+        while sorted(admin.master_brokers()) != ["broker-one", "broker-two"]:
+            assert time.monotonic() < deadline, admin.master_brokers()
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    ("option", "what", "choices"),
+    [
+        ("--namesrv-port", "the name server", "0: any free port"),
+        ("--broker-port", "the broker", "0: any free port"),
+        ("--grpc-port", "the gRPC endpoint", "0: any free port, -1: none"),
+        ("--dashboard-port", "the dashboard", "0: any free port, -1: none"),
+    ],
+)
+def test_a_port_taken_in_up_names_the_option(
+    tmp_path: Path, option: str, what: str, choices: str
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        args = [a for a in up_args(tmp_path / "store") if a != "--dashboard-port"]
+        at = args.index(option) + 1 if option in args else None
+        if at is None:
+            args += [option, str(port)]
+        else:
+            args[at] = str(port)
+        proc = ServerProcess(args, tmp_path)
+        assert proc.proc.wait(60) == 1
+        proc.kill()
+    lines = [line for line in proc.output.splitlines() if line.strip()]
+    assert lines == [
+        f"error (system): port {port} for {what} is not free on 127.0.0.1 (Address already in "
+        f"use): change {option} ({choices})"
+    ]
+
+
+def test_the_demo_starts_its_servers_beside_a_running_up(tmp_path: Path, monkeypatch) -> None:
+    # As if `make up` held the ports a plain `longboat up` takes for what the demo does not
+    # use: the demo's own starts anyway (free ports, or none).
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        held = str(taken.getsockname()[1])
+        for env in (
+            "LONGBOAT_DASHBOARD_PORT",
+            "LONGBOAT_GRPC_LISTEN_PORT",
+            "LONGBOAT_METRICS_PORT",
+        ):
+            monkeypatch.setenv(env, held)
+        monkeypatch.setenv("LONGBOAT_HOME", str(tmp_path))
+        monkeypatch.setenv("LONGBOAT_MAPPED_FILE_SIZE_COMMIT_LOG", str(16 * 1024 * 1024))
+        with (
+            longboat_up(tmp_path / "store") as namesrv,
+            Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin,
+        ):
+            assert admin.master_brokers()
 
 
 def test_a_bad_setting_is_one_line_and_exit_1(tmp_path: Path) -> None:

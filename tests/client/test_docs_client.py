@@ -7,6 +7,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from longboat.client.push.redelivery import FAILURE_REASON
+
+from .client_e2e import read_topic
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "client.md"
 
 
@@ -48,6 +52,21 @@ async def test_client_doc_examples_run(namesrv: str) -> None:
                 await asyncio.sleep(0.05)
     # One sharding key, one queue: applied in the order sent.
     assert applied.index(b"paid") < applied.index(b"shipped")
+
+    await ex["send_order_events"](namesrv)
+    order = ex["Order"]
+    orders: list[Any] = []
+    async with ex["order_taker"](namesrv, orders) as taker:
+        dead = await read_topic(namesrv, f"%DLQ%{taker.group}", 1, timeout=60)
+        async with asyncio.timeout(30):
+            while len(orders) < 2:
+                await asyncio.sleep(0.05)
+    assert sorted(orders, key=lambda o: o.id) == [order(1, "tea"), order(2, "jam", qty=3)]
+    assert dead[0].body == b'{"id": "three"}'
+    assert dead[0].properties[FAILURE_REASON].startswith("cannot decode as Order: Expected")
+    audited = await ex["audit_order_events"](namesrv)
+    assert order(1, "tea") in audited and order(2, "jam", qty=3) in audited
+    assert any(isinstance(a, str) and a.startswith("cannot decode as Order") for a in audited)
 
     lag, by_key, first = await ex["inspect_orders"](namesrv)
     assert lag >= 0  # the delayed message may or may not have arrived yet

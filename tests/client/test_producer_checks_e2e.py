@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from datetime import timedelta
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from longboat.client import ClientUsageError, Message
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
+from longboat.protocol.delay_ladder import DEFAULT_DELAYS_MS
 
 from .client_e2e import config_for, read_topic, unique
 
@@ -32,17 +34,52 @@ def test_delay_levels_outside_the_ladder_are_refused() -> None:
         msg.wire_properties()
 
 
-def test_a_delay_maps_to_the_nearest_level() -> None:
-    assert Message("T", b"x", delay=timedelta(seconds=10)).delay_level == 3
-    assert Message("T", b"x", delay=timedelta(seconds=50)).delay_level == 5  # 1 m
-    assert Message("T", b"x", delay=timedelta(seconds=45)).delay_level == 4  # tie: 30 s
-    assert Message("T", b"x", delay=timedelta(hours=2)).delay_level == 18
-    assert Message("T", b"x", delay=timedelta(0)).delay_level == 0
-    for bad in (timedelta(hours=3), timedelta(seconds=-1)):
-        with pytest.raises(ClientUsageError, match="no delay level matches"):
+# A duration and the default level it is sent with: the shortest at least as long.
+DELAY_ROUNDING = [
+    (timedelta(0), 0),
+    (timedelta(milliseconds=1), 1),  # 1 s
+    (timedelta(seconds=1), 1),  # exact: 1 s
+    (timedelta(seconds=3), 2),  # 5 s
+    (timedelta(seconds=10), 3),  # exact: 10 s
+    (timedelta(seconds=10, milliseconds=1), 4),  # 30 s
+    (timedelta(seconds=45), 5),  # 1 m
+    (timedelta(seconds=50), 5),  # 1 m
+    (timedelta(minutes=10, seconds=1), 15),  # 20 m
+    (timedelta(minutes=90), 18),  # 2 h
+    (timedelta(hours=2), 18),  # exact: 2 h, the longest
+]
+
+
+@pytest.mark.parametrize(("delay", "level"), DELAY_ROUNDING)
+def test_a_delay_rounds_up_to_a_level(delay: timedelta, level: int) -> None:
+    assert Message("T", b"x", delay=delay).delay_level == level
+    if level:
+        assert DEFAULT_DELAYS_MS[level - 1] >= delay.total_seconds() * 1000
+    if level > 1:  # the level below would deliver early
+        assert DEFAULT_DELAYS_MS[level - 2] < delay.total_seconds() * 1000
+
+
+def test_a_delay_no_level_covers_is_refused() -> None:
+    for bad in (timedelta(hours=2, milliseconds=1), timedelta(hours=3), timedelta(seconds=-1)):
+        with pytest.raises(ClientUsageError, match="no delay level is at least"):
             Message("T", b"x", delay=bad)
     with pytest.raises(ClientUsageError, match="not both"):
         Message("T", b"x", delay_level=2, delay=timedelta(seconds=5))
+
+
+async def test_a_three_second_delay_does_not_arrive_before_three_seconds(namesrv: str) -> None:
+    topic = await new_topic(namesrv)
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        sent_at = time.monotonic()
+        await producer.send(Message(topic, b"later", delay=timedelta(seconds=3)))
+        await producer.send(Message(topic, b"now"))
+    # Waits until both arrived (the positive signal), then looks at when the delayed one did.
+    stored = {m.body: m for m in await read_topic(namesrv, topic, 2, timeout=60.0)}
+    arrived_after = time.monotonic() - sent_at
+    assert set(stored) == {b"now", b"later"}
+    later = stored[b"later"]
+    assert later.store_timestamp - later.born_timestamp >= 3000
+    assert arrived_after >= 3.0
 
 
 async def test_the_size_limit_is_on_the_wire_body(namesrv: str) -> None:

@@ -59,7 +59,15 @@ class FakeRedelivery:
         self.accept = accept
         self.handed: list[tuple[int, int]] = []
 
-    async def redeliver(self, mq: MessageQueue, msg: MessageExt, delay: int, limit: int) -> bool:
+    async def redeliver(
+        self,
+        mq: MessageQueue,
+        msg: MessageExt,
+        delay: int,
+        limit: int,
+        *,
+        reason: str | None = None,
+    ) -> bool:
         self.handed.append((msg.queue_offset, msg.reconsume_times))
         return self.accept
 

@@ -28,6 +28,7 @@ from longboat.client.producer import Producer
 from longboat.client.push.consumer import PushConsumer
 from longboat.dashboard.server import DashboardServer
 from longboat.protocol.properties import Prop
+from longboat.protocol.types import PERM_READ
 
 pytestmark = pytest.mark.browser
 T = TypeVar("T")
@@ -161,6 +162,19 @@ async def consume_all(config: ClientConfig, expected: int) -> list[MessageExt]:
         await consumer.shutdown()
 
 
+async def member(config: ClientConfig, group: str, topic: str) -> PushConsumer:
+    """A started member of `group` on `topic` that consumes nothing of note."""
+    consumer = PushConsumer(group, config=config)
+    consumer.subscribe(topic, "*")
+
+    async def listener(msgs: list[MessageExt], ctx: object) -> None:
+        pass
+
+    consumer.register_listener(listener)
+    await consumer.start()
+    return consumer
+
+
 def cell_texts(page: Any, selector: str) -> list[str]:
     return [t.strip() for t in page.locator(selector).all_inner_texts()]
 
@@ -178,6 +192,16 @@ def test_every_page_shows_the_cluster(site: Site) -> None:
     page.get_by_label("Search topics").fill("dashord")
     page.wait_for_selector(f"a:text-is('{TOPIC}')", timeout=WAIT_MS)
     assert "TBW102" not in cell_texts(page, "td")
+    # As `longboat topic list`: brokers, write and read queues, permission.
+    row = page.locator("tr", has=page.get_by_role("link", name=TOPIC))
+    assert cell_texts(row, "td") == [
+        TOPIC,
+        "normal",
+        site.cluster.config.broker_name,
+        "4",
+        "4",
+        "rw",
+    ]
     site.shot("topics")
     page.get_by_role("link", name=TOPIC).click()
     page.wait_for_selector("#page-topic[data-loaded=true]", timeout=WAIT_MS)
@@ -261,6 +285,114 @@ def test_a_topic_created_sent_to_and_deleted_through_the_page(site: Site) -> Non
     assert "DashScratch" not in site.admin(lambda a: a.topics())
 
 
+def test_the_change_form_starts_from_the_topic_and_asks_before_hiding_messages(
+    site: Site,
+) -> None:
+    async def sixteen_queues_of_two() -> None:
+        async with Admin(config=site.config) as admin:
+            await admin.create_topic("DashWide", queue_nums=16)
+        async with Producer("dash-wide", config=site.config) as producer:
+            for i in range(32):
+                await producer.send(Message("DashWide", b"wide %d" % i))
+
+    def read_queues() -> list[int]:
+        route = site.admin(lambda a: a.route("DashWide"))
+        return [q.read_queue_nums for q in route.queue_datas]
+
+    site.run(sixteen_queues_of_two())
+    page = site.open("/topic/DashWide")
+    form = page.get_by_role("form", name="Change topic")
+    assert form.get_by_label("Queues").input_value() == "16"
+    assert form.get_by_label("Permission").input_value() == "rw"
+
+    # Only the permission: the 16 queues stay.
+    form.get_by_label("Permission").select_option("r")
+    form.get_by_role("button", name="Update").click()
+    page.wait_for_selector("#status :text('updated DashWide')", timeout=WAIT_MS)
+    route = site.admin(lambda a: a.route("DashWide"))
+    assert [(q.read_queue_nums, q.perm) for q in route.queue_datas] == [(16, PERM_READ)]
+
+    # Fewer queues would hide 16 unread messages: the page asks, and "no" changes nothing...
+    dialogs: list[str] = []
+
+    def answer(accept: bool) -> Callable[[Any], None]:
+        def on_dialog(dialog: Any) -> None:
+            dialogs.append(dialog.message)
+            dialog.accept() if accept else dialog.dismiss()
+
+        return on_dialog
+
+    form.get_by_label("Queues").fill("8")
+    page.once("dialog", answer(False))
+    form.get_by_role("button", name="Update").click()
+    page.wait_for_selector("#status :text('not changed')", timeout=WAIT_MS)
+    assert "16 unconsumed message(s)" in dialogs[0] and read_queues() == [16]
+    # ...and "yes" shrinks.
+    page.once("dialog", answer(True))
+    form.get_by_role("button", name="Update").click()
+    page.wait_for_selector("#status :text('updated DashWide')", timeout=WAIT_MS)
+    assert len(dialogs) == 2 and read_queues() == [8]
+
+
+def test_delivery_lists_the_groups_that_read_the_queue_and_members_show_versions(
+    site: Site,
+) -> None:
+    # A second group, live, reading another topic: it has no say in TOPIC's deliveries.
+    site.admin(lambda a: a.create_topic("DashElsewhere", queue_nums=1))
+    consumer = site.run(member(site.config, "dash-elsewhere", "DashElsewhere"))
+    try:
+        page = site.open("/groups")
+        page.get_by_role("link", name="dash-elsewhere").wait_for(timeout=WAIT_MS)
+        page = site.open("/group/dash-elsewhere")
+        members = page.locator("table:has(caption:text-is('members')) tbody tr")
+        members.first.wait_for(timeout=WAIT_MS)
+        assert cell_texts(members.first, "td")[2:] == ["PYTHON", "V4_9_8"]
+    finally:
+        site.run(consumer.shutdown(), timeout=60)
+
+    [msg] = site.admin(lambda a: a.messages_by_key(TOPIC, "order-5"))
+    page = site.open(f"/messages?id={msg.offset_msg_id}")
+    delivery = page.locator("table:has(caption:text-is('delivery per group')) tbody tr")
+    delivery.first.wait_for(timeout=WAIT_MS)
+    groups = [cell_texts(delivery.nth(i), "td")[0] for i in range(delivery.count())]
+    assert GROUP in groups and "dash-elsewhere" not in groups
+
+
+def test_a_group_that_stored_no_offset_claims_no_lag(site: Site) -> None:
+    # A member of a group whose topic does not exist yet: the group is known (its heartbeat
+    # made its retry topic) but stored no offset anywhere it reads.
+    consumer = site.run(member(site.config, "dash-nothing", "DashNotYet"))
+    site.run(consumer.shutdown(), timeout=60)
+    page = site.open("/groups")
+    row = page.locator("tr", has=page.get_by_role("link", name="dash-nothing"))
+    row.wait_for(timeout=WAIT_MS)
+    assert cell_texts(row, "td") == ["dash-nothing", "no offsets", "0", "-"]
+    row.get_by_role("link", name="dash-nothing").click()
+    page.wait_for_selector("#group-lag:text-is('unknown (no offset stored)')", timeout=WAIT_MS)
+
+
+def test_the_chart_has_a_colour_key_and_the_site_an_icon(site: Site) -> None:
+    page = site.open(f"/group/{GROUP}")
+    page.wait_for_selector("#lag-chart svg path.lag", state="attached", timeout=WAIT_MS)
+
+    def colour(selector: str, prop: str) -> str:
+        return str(page.eval_on_selector(selector, f"e => getComputedStyle(e)['{prop}']"))
+
+    legend = page.locator("#lag-chart figcaption")
+    assert legend.inner_text().split("\n") == [
+        "lag, messages (left axis)",
+        "consume rate, msg/s (right axis)",
+    ]
+    for key in ("lag", "rate"):
+        line = page.eval_on_selector(
+            f"#lag-chart .key.{key}", "e => getComputedStyle(e, '::before').borderTopColor"
+        )
+        assert line == colour(f"#lag-chart path.{key}", "stroke")
+    icon = page.request.get(f"{site.dashboard.url}favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.body().startswith(b"<svg")
+
+
 def lag_series(page: Any) -> list[int]:
     text = page.locator("#lag-chart svg").get_attribute("data-lag") or ""
     return [int(v) for v in text.split(",") if v]
@@ -270,14 +402,7 @@ def test_reset_refused_while_members_run_then_taken_and_chart_moves(site: Site) 
     page = site.open(f"/group/{GROUP}")
 
     # A live member (on the cluster's loop, while this thread drives the page).
-    consumer = PushConsumer(GROUP, config=site.config)
-    consumer.subscribe(TOPIC, "*")
-
-    async def listener(msgs: list[MessageExt], ctx: object) -> None:
-        pass
-
-    consumer.register_listener(listener)
-    site.run(consumer.start())
+    consumer = site.run(member(site.config, GROUP, TOPIC))
     try:
         reset_through_page(page, "earliest", expect="refused")
     finally:

@@ -212,6 +212,12 @@ def test_oversized_length_prefix_refused_before_buffering() -> None:
         FrameDecoder().feed(b"\x7f\xff\xff\xff")
 
 
+def test_an_http_answer_is_named_as_such() -> None:
+    with pytest.raises(ProtocolError, match="the peer answered in HTTP") as refused:
+        FrameDecoder().feed(b"HTTP/1.1 400 Bad Request\r\n")
+    assert not isinstance(refused.value, FrameTooLarge)
+
+
 def test_oversized_frame_after_a_good_one_is_refused_when_reached() -> None:
     good = encode_frame(_worked_request(SerializeType.JSON))
     decoder = FrameDecoder(max_frame=200)

@@ -144,9 +144,11 @@ class BrokerConfig:
     tls_enable: bool = False
     # Ours: the Prometheus endpoint's port on listen_host (0 = no endpoint).
     metrics_port: int = 0
-    # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host: RocketMQ's proxy port;
-    # 0 = any free port, -1 = no endpoint.
-    grpc_listen_port: int = 8081
+    # The RocketMQ 5 gRPC endpoint (apache.rocketmq.v2) on listen_host; 0 = any free port,
+    # -1 = no endpoint.  Off unless asked: a RocketMQ broker serves no gRPC (its proxy does, on
+    # 8081), so two brokers from RocketMQ's broker.conf files start side by side on one host.
+    # `longboat up` turns it on, on the proxy's 8081.
+    grpc_listen_port: int = -1
     # The invisible durations a gRPC receive may ask for (RocketMQ proxy's bounds).
     grpc_min_invisible_time_mills: int = 10_000
     grpc_max_invisible_time_mills: int = 12 * 3600 * 1000

@@ -10,19 +10,19 @@ import click
 from longboat.cli.runtime import CliState
 from longboat.client import ClientConfig
 from longboat.client.admin import Admin
-from longboat.client.config import parse_namesrv_addrs
+from longboat.client.config import NAMESRV_ENV, parse_namesrv_addrs
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-NAMESRV_ENV = "LONGBOAT_NAMESRV"
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 
 
 def namesrv_option(fn: F) -> F:
-    """`--namesrv host:port[;host:port]`, else $LONGBOAT_NAMESRV, else 127.0.0.1:9876."""
+    """`--namesrv host:port[;host:port]`, else $LONGBOAT_NAMESRV, else $NAMESRV_ADDR (as the
+    library and RocketMQ's tools read it), else 127.0.0.1:9876."""
     return click.option(
         "--namesrv",
-        envvar=NAMESRV_ENV,
+        envvar=list(NAMESRV_ENV),
         default=DEFAULT_NAMESRV,
         show_default=True,
         show_envvar=True,

@@ -19,10 +19,11 @@ import click
 from longboat.cli.connect import client_config, namesrv_option
 from longboat.cli.progress import LateProgress
 from longboat.cli.render import body_text, message_json, parse_time_ms
-from longboat.cli.runtime import run, stop_on_signal, warn
+from longboat.cli.runtime import fail, run, stop_on_signal, warn
 from longboat.client import ClientConfig, MessageExt, MessageQueue
 from longboat.client.admin import Admin, ResetTarget
 from longboat.client.consume_from import ConsumeFrom
+from longboat.client.errors import GroupOnlineError
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.tasks import ended
 
@@ -85,6 +86,16 @@ def reset_target(start: str, param_hint: str = "--from") -> ResetTarget:
     return parse_time_ms(start, param_hint)
 
 
+def members_refusal(exc: GroupOnlineError, remedy: str) -> str:
+    """A reset refused for live members, with what the command offers instead of the
+    library's `force=True`."""
+    return (
+        f"group {exc.group} has {len(exc.client_ids)} live member(s) "
+        f"({', '.join(exc.client_ids)}): stop them first, {remedy} (a running consumer "
+        "overwrites a reset with the offsets it holds)"
+    )
+
+
 def consume_from_of(target: ResetTarget | None) -> tuple[ConsumeFrom, int | None]:
     """Where queues the group has no offset for start (new queues, or no --from)."""
     if target == "earliest":
@@ -111,7 +122,10 @@ class Consumption:
     ) -> int:
         if target is not None:
             async with Admin(config=config) as admin:
-                await admin.reset_offsets(self.group, self.topic, target)
+                try:
+                    await admin.reset_offsets(self.group, self.topic, target)
+                except GroupOnlineError as exc:
+                    fail(members_refusal(exc, "or consume without --from"), "refused")
         consume_from, timestamp_ms = consume_from_of(target)
         consumer = LitePullConsumer(
             self.group,

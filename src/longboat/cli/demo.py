@@ -180,7 +180,9 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def longboat_up(data: Path) -> Iterator[str]:
-    """`longboat up` in a child process on free loopback ports; its name-server address."""
+    """`longboat up` in a child process on free loopback ports, with no endpoint the demo does
+    not use (metrics, gRPC, dashboard), so it runs beside a `make up`; its name-server
+    address."""
     namesrv_port, broker_port = _free_port(), _free_port()
     cmd = [
         sys.executable,
@@ -196,13 +198,16 @@ def longboat_up(data: Path) -> Iterator[str]:
         "--metrics-port",
         "0",
         "--grpc-port",
-        "0",
+        "-1",
+        "--dashboard-port",
+        "-1",
     ]
-    log = (data.parent / "longboat-up.log").open("wb")
+    log_path = data.parent / "longboat-up.log"
+    log = log_path.open("wb")
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     addr = f"127.0.0.1:{namesrv_port}"
     try:
-        _wait_for_broker(addr, proc)
+        _wait_for_broker(addr, proc, log_path)
         yield addr
     finally:
         proc.terminate()
@@ -210,7 +215,7 @@ def longboat_up(data: Path) -> Iterator[str]:
         log.close()
 
 
-def _wait_for_broker(namesrv: str, proc: subprocess.Popen[bytes]) -> None:
+def _wait_for_broker(namesrv: str, proc: subprocess.Popen[bytes], log_path: Path) -> None:
     from longboat.client import ClientConfig
     from longboat.client.sync import Admin
 
@@ -218,7 +223,10 @@ def _wait_for_broker(namesrv: str, proc: subprocess.Popen[bytes]) -> None:
     with Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                raise click.ClickException("longboat up exited; see longboat-up.log")
+                lines = log_path.read_text(errors="replace").strip().splitlines()
+                raise click.ClickException(
+                    f"longboat up exited: {lines[-1] if lines else 'no output'} ({log_path})"
+                )
             with contextlib.suppress(Exception):
                 if admin.master_brokers():
                     return

@@ -8,7 +8,7 @@ import click
 from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
-from longboat.cli.consume import reset_target
+from longboat.cli.consume import members_refusal, reset_target
 from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import (
     format_duration,
@@ -22,12 +22,13 @@ from longboat.client.admin import (
     QueueOffset,
     QueueProgress,
     ResetTarget,
-    total_lag,
+    known_lag,
 )
 from longboat.client.errors import GroupOnlineError
 from longboat.client.message import MessageQueue
 from longboat.dashboard.admin_json import group_json
 from longboat.protocol.bodies import ConsumerConnection
+from longboat.protocol.codes import version_name
 
 
 @click.group()
@@ -41,7 +42,7 @@ def group() -> None:
 def list_groups(output: str, namesrv: str) -> None:
     """Every consumer group the cluster knows, with its live members and total lag."""
 
-    async def go() -> list[tuple[str, int, int]]:
+    async def go() -> list[tuple[str, int, int | None]]:
         async with admin_for(namesrv) as admin:
             names = await admin.groups()
             rows = await gather_with_progress(
@@ -55,7 +56,7 @@ def list_groups(output: str, namesrv: str) -> None:
         return
     table = Table("group", "members", "lag")
     for name, members, lag in listed:
-        table.add_row(name, str(members), str(lag))
+        table.add_row(name, str(members), "no offsets stored" if lag is None else str(lag))
     console.print(table)
 
 
@@ -122,7 +123,10 @@ def describe(
     table.add_section()
     worst = max((p.lag_time for p in progress if p.lag_time is not None), default=None)
     # As `group list` and the JSON count it: the retry queues' lag is the group's own failures.
-    table.add_row("total", "", "", "", "", str(total_lag(progress)), format_duration(worst), "")
+    lag = known_lag(progress)
+    table.add_row(
+        "total", "", "", "", "", "-" if lag is None else str(lag), format_duration(worst), ""
+    )
     console.print(table)
 
 
@@ -137,7 +141,9 @@ def members_table(name: str, connection: ConsumerConnection) -> Table:
         title += f"; subscribes {subs or 'nothing'}"
     table = Table("client id", "address", "language", "version", title=title, title_justify="left")
     for member in members:
-        table.add_row(member.client_id, member.client_addr, member.language, str(member.version))
+        table.add_row(
+            member.client_id, member.client_addr, member.language, version_name(member.version)
+        )
     return table
 
 
@@ -187,12 +193,7 @@ def reset(
                 for t in topics:
                     moved |= await admin.reset_offsets(name, t, target, force=force, queue_id=queue)
             except GroupOnlineError as exc:
-                fail(
-                    f"group {name} has {len(exc.client_ids)} live member(s) "
-                    f"({', '.join(exc.client_ids)}): stop them first, or pass --force (a running "
-                    "consumer overwrites the reset with the offsets it holds)",
-                    "refused",
-                )
+                fail(members_refusal(exc, "or pass --force"), "refused")
             return moved
 
     moved = sorted(run(go()).items())

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import socket
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -54,6 +55,11 @@ MAX_GROUPS = 26
 # The port RocketMQ's Prometheus exporter uses.
 METRICS_PORT = 5557
 DASHBOARD_PORT_ENV = "LONGBOAT_DASHBOARD_PORT"
+# `up` serves RocketMQ 5 clients where RocketMQ's proxy does; a lone `longboat broker` only
+# when asked (grpcListenPort), as a RocketMQ broker serves no gRPC and a second broker on the
+# same host must not collide with the first on it.
+GRPC_PORT = 8081
+GRPC_PORT_ENV = "LONGBOAT_GRPC_LISTEN_PORT"
 
 
 class Server(Protocol):
@@ -140,7 +146,7 @@ def server_logging() -> None:
     type=int,
     default=None,
     help="RocketMQ 5 clients (gRPC); 0: any free port, -1 turns it off "
-    "[default: $LONGBOAT_GRPC_LISTEN_PORT, else 8081 as RocketMQ's proxy].",
+    f"[default: ${GRPC_PORT_ENV}, else {GRPC_PORT} as RocketMQ's proxy].",
 )
 @click.option(
     "--dashboard-port",
@@ -188,6 +194,10 @@ def up(
     the brokers unregister.  Other broker settings come from $LONGBOAT_<SETTING> variables.
     """
     server_logging()
+    if grpc_port is None:
+        grpc_port = int(os.environ.get(GRPC_PORT_ENV) or GRPC_PORT)
+    if dashboard_port is None:
+        dashboard_port = int(os.environ.get(DASHBOARD_PORT_ENV) or DASHBOARD_PORT)
     config = BrokerConfig.load(
         overrides=[
             ("listenHost", LOOPBACK),
@@ -195,7 +205,17 @@ def up(
             ("brokerIP1", LOOPBACK),
             ("storePathRootDir", data if data is not None else default_data_dir()),
             ("metricsPort", metrics_port),
-            *([("grpcListenPort", grpc_port)] if grpc_port is not None else []),
+            ("grpcListenPort", grpc_port),
+        ]
+    )
+    refuse_ports_in_use(
+        [
+            (namesrv_port, "the name server", "--namesrv-port"),
+            (broker_port, "the broker", "--broker-port"),
+            (config.ha_port, "the broker's replication (HA: --broker-port + 1)", "--broker-port"),
+            (metrics_port, "the metrics endpoint", "--metrics-port"),
+            (grpc_port, "the gRPC endpoint", "--grpc-port"),
+            (dashboard_port, "the dashboard", "--dashboard-port"),
         ]
     )
     namesrv = NameServer(LOOPBACK, namesrv_port)
@@ -210,8 +230,6 @@ def up(
 
         return make_broker
 
-    if dashboard_port is None:
-        dashboard_port = int(os.environ.get(DASHBOARD_PORT_ENV) or DASHBOARD_PORT)
     factories: list[Callable[[], Server]] = [lambda: namesrv]
     factories += [broker_factory(member) for member in configs]
     dashboard: list[DashboardServer] = []
@@ -234,6 +252,36 @@ def up(
         return listening_table(namesrv, None, board, group_members=broker)
 
     run(serve(factories, describe))
+
+
+_PORT_CHOICES = {
+    "--namesrv-port": "0: any free port",
+    "--broker-port": "0: any free port",
+    "--metrics-port": "0: none",
+    "--grpc-port": "0: any free port, -1: none",
+    "--dashboard-port": "0: any free port, -1: none",
+}
+
+
+def refuse_ports_in_use(ports: Sequence[tuple[int, str, str]]) -> None:
+    """Fail, naming the option to change, when a fixed port (port, what, option) is taken
+    (another `longboat up`, a RocketMQ): before anything starts, so the error is one line and
+    not the bind error of whichever library got there first (gRPC prints its own).  A port
+    taken between this check and the bind still fails the start, less helpfully."""
+    for port, what, option in ports:
+        if port <= 0:
+            continue
+        with socket.socket() as probe:
+            # As the servers bind: a port left in TIME_WAIT by a stopped server is free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((LOOPBACK, port))
+            except OSError as exc:
+                fail(
+                    f"port {port} for {what} is not free on {LOOPBACK} ({exc.strerror}): "
+                    f"change {option} ({_PORT_CHOICES[option]})",
+                    "system",
+                )
 
 
 def cluster_configs(

@@ -8,10 +8,10 @@ from rich.table import Table
 from longboat.cli.connect import admin_for, namesrv_option
 from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_option, print_json
-from longboat.cli.runtime import console, run, say
-from longboat.client import NoRouteError
-from longboat.client.admin import Admin, QueueStatus
-from longboat.dashboard.admin_json import perm_text, route_json, topic_json
+from longboat.cli.runtime import console, fail, run, say
+from longboat.client.admin import QueueStatus
+from longboat.client.errors import QueuesHoldMessagesError
+from longboat.dashboard.admin_json import perm_text, route_json, route_totals_json, topic_json
 from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import PERM_READ, PERM_WRITE
@@ -85,6 +85,12 @@ def create(
 @click.option("--queues", type=click.IntRange(1, 1024), help="Read and write queues.")
 @queue_options
 @click.option("--order/--no-order", default=None, help="Ordered or not [default: unchanged].")
+@click.option(
+    "--shrink",
+    is_flag=True,
+    help="Confirm fewer read queues although they hold unconsumed messages (no consumer "
+    "reads them then).",
+)
 @namesrv_option
 def update(
     name: str,
@@ -93,6 +99,7 @@ def update(
     write_queues: int | None,
     perm: str | None,
     order: bool | None,
+    shrink: bool,
     namesrv: str,
 ) -> None:
     """Change an existing topic on the brokers that serve it; what is not given stays."""
@@ -105,10 +112,15 @@ def update(
                 write_queue_nums=write_queues or queues,
                 perm=None if perm is None else PERMS[perm],
                 order=order,
+                shrink=shrink,
             )
             return await admin.route(name)
 
-    console.print(route_table(name, run(go())))
+    try:
+        route = run(go())
+    except QueuesHoldMessagesError as exc:
+        fail(f"{exc} (--shrink)", "refused")
+    console.print(route_table(name, route))
 
 
 @topic.command(name="list")
@@ -125,7 +137,7 @@ def list_topics(show_all: bool, output: str, namesrv: str) -> None:
             kinds = {t: topic_kind(t, reserved) for t in await admin.topics()}
             shown = [t for t, kind in kinds.items() if show_all or kind == "normal"]
             routes = await gather_with_progress(
-                f"reading {len(shown)} route(s)", [route_or_none(admin, t) for t in shown]
+                f"reading {len(shown)} route(s)", [admin.route_or_none(t) for t in shown]
             )
             return [(t, kinds[t], r) for t, r in zip(shown, routes, strict=True)]
 
@@ -143,23 +155,16 @@ def list_topics(show_all: bool, output: str, namesrv: str) -> None:
         if route is None:
             table.add_row(name, kind, "-", "-", "-", "-")
             continue
-        qds = route.queue_datas
+        totals = route_totals_json(route)
         table.add_row(
             name,
             kind,
-            ", ".join(q.broker_name for q in qds),
-            str(sum(q.write_queue_nums for q in qds)),
-            str(sum(q.read_queue_nums for q in qds)),
-            "/".join(sorted({perm_text(q.perm) for q in qds})),
+            ", ".join(totals["brokers"]),
+            str(totals["writeQueues"]),
+            str(totals["readQueues"]),
+            totals["perm"],
         )
     console.print(table)
-
-
-async def route_or_none(admin: Admin, name: str) -> TopicRouteData | None:
-    try:
-        return await admin.route(name)
-    except NoRouteError:
-        return None  # listed a moment ago, gone now
 
 
 @topic.command()

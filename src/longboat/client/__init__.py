@@ -17,6 +17,7 @@ from longboat.client.errors import (
     MessageNotFoundError,
     MessageTooLargeError,
     NoRouteError,
+    PayloadError,
     SendTimeoutError,
     TransportError,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "MessageQueue",
     "MessageTooLargeError",
     "NoRouteError",
+    "PayloadError",
     "PullResult",
     "PullStatus",
     "SendResult",

@@ -28,6 +28,8 @@ from longboat.client.errors import (
     ClientUsageError,
     GroupOnlineError,
     MessageNotFoundError,
+    NoRouteError,
+    QueuesHoldMessagesError,
     TransportError,
 )
 from longboat.client.lifecycle import InstanceUser
@@ -95,6 +97,15 @@ def total_lag(progress: Iterable[QueueProgress]) -> int:
     return sum(p.lag or 0 for p in progress if not is_retry_queue(p.mq))
 
 
+def known_lag(progress: Iterable[QueueProgress]) -> int | None:
+    """`total_lag`, or None when the group stored no offset on any queue of a topic it reads:
+    then nothing says how far behind it is, and 0 would claim it caught up."""
+    rows = [p for p in progress if not is_retry_queue(p.mq)]
+    if all(p.consumer_offset is None for p in rows):
+        return None
+    return total_lag(rows)
+
+
 async def stored_offset(
     api: ClientAPI, addr: str, group: str, mq: MessageQueue, reported: int
 ) -> int | None:
@@ -142,6 +153,14 @@ class Admin(InstanceUser):
         data = await self.instance.api.get_route(topic)
         self.instance.learn_route(topic, data)
         return data
+
+    async def route_or_none(self, topic: str) -> TopicRouteData | None:
+        """The topic's route, None when no broker serves it (a listing read a moment ago may
+        name a topic deleted since)."""
+        try:
+            return await self.route(topic)
+        except NoRouteError:
+            return None
 
     async def master_brokers(self, cluster: str | None = None) -> dict[str, str]:
         """Broker name → master address, of one cluster or of all."""
@@ -205,12 +224,24 @@ class Admin(InstanceUser):
         write_queue_nums: int | None = None,
         perm: int | None = None,
         order: bool | None = None,
+        shrink: bool = False,
         timeout: float = 10.0,
     ) -> list[str]:
         """Change settings of an existing topic on the brokers that serve it, keeping what is
-        not given (per broker); NoRouteError when no broker serves it.  Returns broker names."""
+        not given (per broker); NoRouteError when no broker serves it.  Returns broker names.
+
+        Fewer read queues hide the queues past the new count from every consumer: when they
+        hold messages a group has not consumed, QueuesHoldMessagesError, unless `shrink`."""
         route = await self.route(topic)
         current = {q.broker_name: q for q in route.queue_datas}
+        if read_queue_nums is not None and not shrink:
+            hidden = [
+                MessageQueue(topic, name, queue_id)
+                for name, queue in current.items()
+                for queue_id in range(read_queue_nums, queue.read_queue_nums)
+            ]
+            if unconsumed := await self._unconsumed(hidden):
+                raise QueuesHoldMessagesError(topic, unconsumed)
         for name, queue in sorted(current.items()):
             config = TopicConfig(
                 topic_name=topic,
@@ -224,6 +255,31 @@ class Admin(InstanceUser):
             await self.instance.api.create_topic(addr, config)
             await self._wait_for_route(topic, {name}, config, timeout)
         return sorted(current)
+
+    async def _unconsumed(self, queues: list[MessageQueue]) -> dict[MessageQueue, int]:
+        """Of `queues` (of one topic), those holding messages some group has yet to consume,
+        with how many: from the lowest offset a group stored there, or from the queue's
+        oldest message when no group stored one."""
+        if not queues:
+            return {}
+        topic = queues[0].topic
+        status = {s.mq: s for s in await self.topic_status(topic)}
+        progress = await asyncio.gather(
+            *(self.group_progress(g, topic, with_lag_time=False) for g in await self.groups())
+        )
+        lowest: dict[MessageQueue, int] = {}
+        for rows in progress:
+            for p in rows:
+                if p.consumer_offset is not None:
+                    lowest[p.mq] = min(lowest.get(p.mq, p.consumer_offset), p.consumer_offset)
+        out: dict[MessageQueue, int] = {}
+        for mq in queues:
+            if (s := status.get(mq)) is None:
+                continue
+            left = s.max_offset - max(s.min_offset, lowest.get(mq, s.min_offset))
+            if left > 0:
+                out[mq] = left
+        return out
 
     async def delete_topic(self, topic: str) -> list[str]:
         """Delete `topic` from every master that serves it, then from the name servers (as
@@ -295,13 +351,13 @@ class Admin(InstanceUser):
         prefix = RETRY_GROUP_TOPIC_PREFIX
         return sorted(t[len(prefix) :] for t in await self.topics() if t.startswith(prefix))
 
-    async def group_summary(self, group: str) -> tuple[int, int]:
+    async def group_summary(self, group: str) -> tuple[int, int | None]:
         """Live members of `group` and its total lag on the topics it consumes (its own
-        retry topic left out)."""
+        retry topic left out); the lag is None while the group has stored no offset."""
         members, progress = await asyncio.gather(
             self.consumer_ids(group), self.group_progress(group, with_lag_time=False)
         )
-        return len(members), total_lag(progress)
+        return len(members), known_lag(progress)
 
     async def consumed_topics(self, group: str) -> list[str]:
         """The topics `group` has offsets on, without its own retry topic."""
@@ -451,11 +507,11 @@ class Admin(InstanceUser):
         try:
             host, port, offset = decode_offset_msg_id(msg_id)
         except ProtocolError:
-            raise MessageNotFoundError(
-                f"no message with UNIQ_KEY {msg_id} in topic {topic}"
-                if topic
-                else f"{msg_id} is not an offset message id; pass the topic to search by UNIQ_KEY"
-            ) from None
+            if topic is not None:
+                raise MessageNotFoundError(
+                    f"no message with UNIQ_KEY {msg_id} in topic {topic}"
+                ) from None
+            return await self._search_unique_key(msg_id)
         # A UNIQ_KEY is as long as an offset id; its bytes seldom make a port and an offset.
         if not 0 < port <= 0xFFFF or offset < 0:
             if topic is not None:

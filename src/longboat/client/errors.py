@@ -9,8 +9,10 @@ Three kinds of fault, told apart by type so callers can react without parsing me
   another broker, or later) can help;
 * the network failed (`TransportError`, `SendTimeoutError`): always retriable; the request
   may or may not have been carried out;
+* a message body is not the payload its reader expects (`PayloadError`): the sender's
+  fault, or the two sides disagree on the type;
 * an admin request found the cluster in a state that refuses it (`GroupOnlineError`,
-  `MessageNotFoundError`): the text says what to change.
+  `QueuesHoldMessagesError`, `MessageNotFoundError`): the text says what to change.
 
 Callers of the client only ever see these types: `api.py` maps `RemotingError` and non-success
 answers here, through `transport_error` and `broker_error`, and nowhere else.
@@ -19,6 +21,7 @@ answers here, through `transport_error` and `broker_error`, and nowhere else.
 from __future__ import annotations
 
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingError, RequestTimeout
 
 # Answers after which the same request, retried later or on another broker, may succeed.
@@ -60,8 +63,27 @@ class GroupOnlineError(ClientError):
         self.client_ids = client_ids
 
 
+class QueuesHoldMessagesError(ClientError):
+    """Fewer read queues would leave messages a group has not consumed where no consumer reads:
+    consume them first, or confirm the shrink."""
+
+    def __init__(self, topic: str, unconsumed: dict[MessageQueue, int]) -> None:
+        queues = ", ".join(f"{mq.broker_name} queue {mq.queue_id}" for mq in sorted(unconsumed))
+        super().__init__(
+            f"topic {topic}: {sum(unconsumed.values())} unconsumed message(s) in {queues}, "
+            f"which no consumer would read with fewer read queues; consume them first or "
+            f"confirm the shrink"
+        )
+        self.topic = topic
+        self.unconsumed = unconsumed
+
+
 class MessageNotFoundError(ClientError):
     """No broker holds a message matching the lookup; the text says what was searched."""
+
+
+class PayloadError(ClientError):
+    """A message body does not decode as the type its reader expects (see `payloads`)."""
 
 
 class TransportError(ClientError):

@@ -5,7 +5,10 @@ committed, the group's brokers still listing it): when such an object is collect
 interpreter exit if it is still alive, it is reported once, as a `ResourceWarning` (what
 Python reports for unclosed files and sockets, shown with `-W default` or `-X dev`) and as a
 logged warning, which is shown by default.  The blocking facade shuts its own down at exit
-first (`longboat.client.sync`), so its consumers commit.
+first (`longboat.client.sync`), so its consumers commit.  An asyncio consumer cannot: by then
+its event loop is closed (asyncio.run closes it), so what it consumed since its last commit is
+not committed and is delivered again; its report says so.  A client another one started for
+its own use (a push consumer's producer of retry copies) is reported through its owner alone.
 """
 
 from __future__ import annotations
@@ -25,6 +28,12 @@ log = logging.getLogger(__name__)
 
 # Every started client not yet shut down (weakly: a collected one cannot be shut down anyway).
 _started: weakref.WeakSet[InstanceUser] = weakref.WeakSet()
+
+
+# A consumer's `left_open_consequence`.
+LEFT_OPEN_UNCOMMITTED = (
+    "; what it consumed since its last commit is not committed and will be delivered again"
+)
 
 
 def warn_not_shut_down(user: object, consequence: str = "") -> None:
@@ -49,6 +58,9 @@ class InstanceUser:
     `start` acquires the shared instance and `shutdown` releases it: all a user that registers
     nothing needs (admin, queue reader); producers and consumers extend both to register."""
 
+    # What is lost when this kind of client is left open at exit, for its report.
+    left_open_consequence = ""
+
     def __init__(self, config: ClientConfig | None, namesrv_addrs: str | list[str] | None) -> None:
         if config is None:
             # No addresses: ClientConfig reads the environment, else the default.
@@ -56,6 +68,8 @@ class InstanceUser:
         self.config = config
         self._held: ClientInstance | None = None
         self._reported = False
+        # The client that started this one for its own use and shuts it down (see above).
+        self.owner: InstanceUser | None = None
 
     @property
     def _instance(self) -> ClientInstance | None:
@@ -71,9 +85,9 @@ class InstanceUser:
             _started.add(self)
 
     def _report_not_shut_down(self) -> None:
-        if self._held is not None and not self._reported:
+        if self._held is not None and not self._reported and self.owner is None:
             self._reported = True
-            warn_not_shut_down(self)
+            warn_not_shut_down(self, self.left_open_consequence)
 
     def __del__(self) -> None:
         # Collected while started (the application dropped it): reported like an open file.

@@ -57,8 +57,8 @@ from longboat.client.consume_from import (
     offset_for,
 )
 from longboat.client.consumer_settings import LitePullOptions, LitePullSettings, settings_with
-from longboat.client.errors import ClientError, ClientUsageError
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
 from longboat.client.rebalance.locks import (
     RENEW_INTERVAL_S,
     RETRY_S,
@@ -70,6 +70,7 @@ from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.topic_names import validate_consumer_group
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class _Queue:
 class LitePullConsumer(InstanceUser):
     """Pull-style consumer of one group: `poll()` for messages, `commit()` to record progress."""
 
+    left_open_consequence = LEFT_OPEN_UNCOMMITTED
+
     def __init__(
         self,
         group: str,
@@ -106,6 +109,8 @@ class LitePullConsumer(InstanceUser):
         """`settings`, or its fields as keyword arguments (`options` replace fields of
         `settings` when both are given); raises ClientUsageError for a bad value."""
         super().__init__(config, namesrv_addrs)
+        if problem := validate_consumer_group(group):
+            raise ClientUsageError(f"invalid consumer group: {problem}")
         self.group = group
         self.settings = settings_with(settings or LitePullSettings(), dict(options))
         self._pull_settings = self.settings.pull_settings()
@@ -135,6 +140,11 @@ class LitePullConsumer(InstanceUser):
         try:
             for topic in self._subscriptions:
                 await instance.route(topic)
+            # Assigned queues are routed at their first pull; the name server is asked now all
+            # the same, so an address that is no name server fails here and not in poll().
+            for topic in sorted({mq.topic for mq in self._assigned or ()}):
+                with contextlib.suppress(NoRouteError):
+                    await instance.route(topic)
             await instance.heartbeat_all()
             if self._assigned is not None:
                 self._apply_assignment(set(self._assigned))

@@ -6,11 +6,14 @@ serves the store, the broker and the client.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
+from typing import Any
 
 from longboat.client.errors import ClientUsageError
+from longboat.client.payloads import CONTENT_TYPE, encode
 from longboat.protocol.codes import ResponseCode
 from longboat.protocol.delay_ladder import DEFAULT_DELAYS_MS, DEFAULT_MESSAGE_DELAY_LEVEL
 from longboat.protocol.message import MessageExt
@@ -32,17 +35,22 @@ def check_delay_level(level: int) -> int:
 
 
 def delay_level_for(delay: timedelta) -> int:
-    """The default delay level nearest to `delay` (0 for none; the shorter one on a tie);
-    ClientUsageError for a negative delay or one longer than the last level (2 hours)."""
+    """The delay level sent for `delay`: the shortest default level at least as long (0 for
+    none), so a message is never delivered before its delay — 3 s waits 5 s, 45 s waits 1 m,
+    90 min waits 2 h.  ClientUsageError for a negative delay or one longer than the last
+    level (2 hours): rounding it down would deliver early.
+
+    The one place a duration becomes what travels: exact timers (RocketMQ 5's
+    `TIMER_DELAY_MS`) replace the level here, for brokers that have them."""
     ms = delay.total_seconds() * 1000
     if ms < 0 or ms > DEFAULT_DELAYS_MS[-1]:
         raise ClientUsageError(
-            f"no delay level matches {delay}: the levels go from 1 s to 2 h "
-            f"({DEFAULT_MESSAGE_DELAY_LEVEL})"
+            f"no delay level is at least {delay}: the levels go from 1 s to 2 h "
+            f"({DEFAULT_MESSAGE_DELAY_LEVEL}), and a message is never sent to arrive early"
         )
     if ms == 0:
         return 0
-    return min(range(len(DEFAULT_DELAYS_MS)), key=lambda i: abs(DEFAULT_DELAYS_MS[i] - ms)) + 1
+    return bisect_left(DEFAULT_DELAYS_MS, ms) + 1
 
 
 @dataclass(slots=True)
@@ -58,7 +66,7 @@ class Message:
     delay_level: int = 0
     # The user flag stored with the message (Java `Message.flag`).
     flag: int = 0
-    # Instead of `delay_level`: a duration, mapped to the nearest of the default levels.
+    # Instead of `delay_level`: a duration, rounded up to a default level (`delay_level_for`).
     delay: timedelta | None = None
 
     def __post_init__(self) -> None:
@@ -70,6 +78,19 @@ class Message:
             self.delay_level = delay_level_for(self.delay)
         elif self.delay_level:  # 0 (most messages) needs no check: a batch builds many
             check_delay_level(self.delay_level)
+
+    @classmethod
+    def of(cls, topic: str, payload: object, **fields: Any) -> Message:
+        """A message whose body is `payload` encoded as JSON by its type's codec (see
+        `longboat.client.payloads`), with property CONTENT_TYPE saying so; bytes are sent as
+        they are, without it.  `fields` are the other fields (`tags`, `keys`, `delay`, ...).
+        Raises ClientUsageError for a payload no codec can encode."""
+        if isinstance(payload, bytes):
+            return cls(topic, payload, **fields)
+        body, content_type = encode(payload)
+        msg = cls(topic, body, **fields)
+        msg.properties = {**msg.properties, CONTENT_TYPE: content_type}
+        return msg
 
     @property
     def key_list(self) -> list[str]:

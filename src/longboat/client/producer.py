@@ -168,7 +168,8 @@ class Producer(InstanceUser):
 
     async def send(
         self,
-        msg: Message,
+        msg: Message | str,
+        payload: object = None,
         *,
         timeout: float | None = None,
         queue: MessageQueue | None = None,
@@ -176,13 +177,15 @@ class Producer(InstanceUser):
         arg: Any = None,
         sharding_key: Any = None,
     ) -> SendResult:
-        """Send and wait until the broker stored it.
+        """Send and wait until the broker stored it: a `Message`, or a topic and a payload
+        (`send("Orders", order)`, encoded as `Message.of` encodes it).
 
         Queue choice: `queue` if given, else `selector(queues, msg, arg)`, else the hash of
         `sharding_key` (ordered messages), else round robin.  Raises MessageTooLargeError /
         ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
         and remark), BrokerBusyError, or SendTimeoutError."""
         instance = self.instance
+        msg = _message_of(msg, payload)
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
@@ -234,7 +237,8 @@ class Producer(InstanceUser):
 
     async def send_oneway(
         self,
-        msg: Message,
+        msg: Message | str,
+        payload: object = None,
         *,
         queue: MessageQueue | None = None,
         selector: QueueSelector | None = None,
@@ -243,6 +247,7 @@ class Producer(InstanceUser):
     ) -> None:
         """Send without waiting for the broker: once written to the socket, it is done."""
         instance = self.instance
+        msg = _message_of(msg, payload)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
@@ -477,6 +482,17 @@ class Producer(InstanceUser):
                 log.info("route of %s not refreshed, retrying on the known one: %s", topic, exc)
                 return known
         return await instance.route(topic, allow_default=True)
+
+
+def _message_of(msg: Message | str, payload: object) -> Message:
+    """What `send(msg)` or `send(topic, payload)` sends (ClientUsageError for a mix-up)."""
+    if isinstance(msg, Message):
+        if payload is not None:
+            raise ClientUsageError("send a Message, or a topic and a payload, not both")
+        return msg
+    if payload is None:
+        raise ClientUsageError(f"send({msg!r}, payload): the payload is missing")
+    return Message.of(msg, payload)
 
 
 def _check_body(msg: Message) -> None:

@@ -343,6 +343,7 @@ class Admin(_Blocking[_admin.Admin]):
     topics = _waits_for(_admin.Admin.topics)
     user_topics = _waits_for(_admin.Admin.user_topics)
     route = _waits_for(_admin.Admin.route)
+    route_or_none = _waits_for(_admin.Admin.route_or_none)
     master_brokers = _waits_for(_admin.Admin.master_brokers)
     create_topic = _waits_for(_admin.Admin.create_topic)
     update_topic = _waits_for(_admin.Admin.update_topic)

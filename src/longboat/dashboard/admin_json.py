@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from longboat.client.admin import QueueProgress, QueueStatus, is_retry_queue, total_lag
+from longboat.client.admin import QueueProgress, QueueStatus, is_retry_queue, known_lag
 from longboat.protocol.bodies import ConsumerConnection, TopicRouteData
+from longboat.protocol.codes import version_name
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 Json = dict[str, Any]
@@ -37,6 +38,17 @@ def route_json(route: TopicRouteData) -> Json:
     }
 
 
+def route_totals_json(route: TopicRouteData) -> Json:
+    """A topic's line in a listing: its brokers, queues summed over them, permissions."""
+    qds = route.queue_datas
+    return {
+        "brokers": sorted(q.broker_name for q in qds),
+        "writeQueues": sum(q.write_queue_nums for q in qds),
+        "readQueues": sum(q.read_queue_nums for q in qds),
+        "perm": "/".join(sorted({perm_text(q.perm) for q in qds})),
+    }
+
+
 def topic_json(topic: str, route: TopicRouteData, status: list[QueueStatus]) -> Json:
     return {
         "topic": topic,
@@ -61,7 +73,7 @@ def connection_json(connection: ConsumerConnection) -> Json:
                 "clientId": c.client_id,
                 "addr": c.client_addr,
                 "language": c.language,
-                "version": c.version,
+                "version": version_name(c.version),
             }
             for c in connection.connections
         ],
@@ -76,7 +88,8 @@ def connection_json(connection: ConsumerConnection) -> Json:
 
 def progress_json(p: QueueProgress) -> Json:
     """One queue's progress; `consumerOffset` and `lag` are null where the group stored no
-    offset."""
+    offset, `lastTimestamp` where it consumed nothing (or the message is gone), `lagTime`
+    where nothing waits."""
     return {
         "topic": p.mq.topic,
         "broker": p.mq.broker_name,
@@ -84,8 +97,9 @@ def progress_json(p: QueueProgress) -> Json:
         "brokerOffset": p.broker_offset,
         "consumerOffset": p.consumer_offset,
         "lag": p.lag,
-        "lagTime": p.lag_time,
-        "lastTimestamp": p.last_timestamp,
+        # Milliseconds are all the broker's timestamps hold.
+        "lagTime": None if p.lag_time is None else round(p.lag_time, 3),
+        "lastTimestamp": p.last_timestamp or None,
         "retry": is_retry_queue(p.mq),
     }
 
@@ -95,5 +109,5 @@ def group_json(group: str, connection: ConsumerConnection, progress: list[QueueP
         "group": group,
         **connection_json(connection),
         "progress": [progress_json(p) for p in progress],
-        "lag": total_lag(progress),
+        "lag": known_lag(progress),
     }

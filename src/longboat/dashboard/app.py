@@ -6,7 +6,8 @@ library.  The page is static HTML, CSS and JavaScript shipped in the package (no
 runs offline) and polls the API every few seconds for live figures.
 
 Errors come back as `{"error": text}`: 400 for bad input, 404 when nothing was found, 409 when
-a reset is refused because the group has live members (as the CLI refuses it).
+a reset is refused because the group has live members (as the CLI refuses it), or when fewer
+read queues would hide unconsumed messages and the change did not say `shrink`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ from longboat.client.admin import (
     MessageNotFoundError,
     ResetTarget,
 )
-from longboat.client.errors import BrokerError, ClientError, ClientUsageError, NoRouteError
+from longboat.client.errors import (
+    BrokerError,
+    ClientError,
+    ClientUsageError,
+    NoRouteError,
+    QueuesHoldMessagesError,
+)
 from longboat.client.message import Message
 from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
@@ -59,6 +66,9 @@ async def client_errors(request: web.Request, handler: Handler) -> web.StreamRes
         return web.json_response({"error": str(exc), "signIn": True}, status=401)
     except GroupOnlineError as exc:
         return error(409, str(exc))
+    except QueuesHoldMessagesError as exc:
+        # The page asks the user, and sends the change again with "shrink": true.
+        return web.json_response({"error": str(exc), "confirmShrink": True}, status=409)
     except (MessageNotFoundError, NoRouteError) as exc:
         return error(404, str(exc))
     except (ClientUsageError, ValueError, KeyError) as exc:
@@ -73,6 +83,7 @@ def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.A
     app[SESSIONS] = sessions
     app[SAMPLER] = sampler
     app.router.add_get("/", index)
+    app.router.add_get("/favicon.ico", favicon)
     app.router.add_static("/static", STATIC)
     api = [
         web.get("/api/cluster", get_cluster),
@@ -138,6 +149,11 @@ async def index(request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "index.html")
 
 
+async def favicon(request: web.Request) -> web.FileResponse:
+    """Browsers ask for /favicon.ico whatever the page links: an SVG, which they all take."""
+    return web.FileResponse(STATIC / "favicon.svg", headers={"Content-Type": "image/svg+xml"})
+
+
 async def body_of(request: web.Request) -> dict[str, Any]:
     try:
         data = await request.json()
@@ -161,7 +177,7 @@ async def get_topic(request: web.Request) -> web.Response:
 
 
 async def post_topic(request: web.Request) -> web.Response:
-    """Create a topic, or change one that exists: {name, queues, perm: rw|r|w, order}."""
+    """Create a topic, or change one that exists: {name, queues, perm: rw|r|w, order, shrink}."""
     data = await body_of(request)
     name, queues = str(data["name"]), int(data.get("queues", 8))
     perm = PERMS.get(str(data.get("perm", "rw")))
@@ -176,6 +192,7 @@ async def post_topic(request: web.Request) -> web.Response:
             write_queue_nums=queues,
             perm=perm,
             order=bool(data.get("order")),
+            shrink=bool(data.get("shrink")),
         )
     else:
         brokers = await admin.create_topic(

@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 import base64
 
-from longboat.client.admin import Admin
+from longboat.client.admin import Admin, is_retry_queue, known_lag
 from longboat.client.errors import ClientError
 from longboat.client.message import MessageExt, MessageQueue
 from longboat.client.resend import original_topic
-from longboat.dashboard.admin_json import Json, group_json, topic_json
+from longboat.dashboard.admin_json import Json, group_json, route_totals_json, topic_json
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, topic_kind
 from longboat.protocol.types import MASTER_ID
 
@@ -74,9 +74,17 @@ def runtime_json(runtime: dict[str, str]) -> Json:
 
 
 async def topics_view(admin: Admin) -> Json:
+    """Every topic with its kind and, as `longboat topic list`, its brokers, queues and
+    permission (null when no broker serves it any more)."""
     info, topics = await asyncio.gather(admin.cluster_info(), admin.topics())
     reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
-    return {"topics": [{"name": t, "kind": topic_kind(t, reserved)} for t in topics]}
+    routes = await asyncio.gather(*(admin.route_or_none(t) for t in topics))
+    return {
+        "topics": [
+            {"name": t, "kind": topic_kind(t, reserved), "route": r and route_totals_json(r)}
+            for t, r in zip(topics, routes, strict=True)
+        ]
+    }
 
 
 async def topic_view(admin: Admin, topic: str) -> Json:
@@ -86,19 +94,38 @@ async def topic_view(admin: Admin, topic: str) -> Json:
 
 async def groups_view(admin: Admin) -> Json:
     names = await admin.groups()
-    summaries = await asyncio.gather(*(admin.group_summary(g) for g in names))
+    return {"groups": await asyncio.gather(*(group_row(admin, g) for g in names))}
+
+
+async def group_row(admin: Admin, group: str) -> Json:
+    members, progress = await asyncio.gather(admin.consumer_ids(group), admin.group_progress(group))
+    lag = known_lag(progress)
+    waited = max(
+        (p.lag_time for p in progress if p.lag_time is not None and not is_retry_queue(p.mq)),
+        default=None,
+    )
     return {
-        "groups": [
-            {"name": g, "members": members, "lag": lag, "state": group_state(members, lag)}
-            for g, (members, lag) in zip(names, summaries, strict=True)
-        ]
+        "name": group,
+        "members": len(members),
+        "lag": lag,
+        "state": group_state(len(members), lag, waited),
     }
 
 
-def group_state(members: int, lag: int) -> str:
+# Members commit their offsets every few seconds (RocketMQ's default: 5 s), so a group that
+# keeps up still shows the messages since its last commit as lag: it is lagging only once a
+# message has waited longer than a commit or two.
+LAGGING_AFTER_S = 10.0
+
+
+def group_state(members: int, lag: int | None, waited: float | None) -> str:
+    """What the Groups page says of a group: its lag, and how long its oldest unconsumed
+    message has waited (seconds)."""
+    if lag is None:
+        return "no offsets"
     if not members:
         return "offline" if lag else "idle"
-    return "lagging" if lag else "running"
+    return "lagging" if lag and (waited or 0) > LAGGING_AFTER_S else "running"
 
 
 async def group_view(admin: Admin, group: str) -> Json:
@@ -133,13 +160,15 @@ async def delivery_states(admin: Admin, msg: MessageExt) -> list[Json]:
         if isinstance(rows, BaseException):
             continue
         for p in rows:
+            if p.consumer_offset is None:
+                continue  # the group never read this queue: nothing to say of its delivery
             if p.mq.topic == msg.topic and p.mq.queue_id == msg.queue_id:
                 states.append(
                     {
                         "group": name,
                         "broker": p.mq.broker_name,
                         "consumerOffset": p.consumer_offset,
-                        "consumed": (p.consumer_offset or 0) > msg.queue_offset,
+                        "consumed": p.consumer_offset > msg.queue_offset,
                     }
                 )
     return states

@@ -141,3 +141,18 @@ VERSION_4_9_8 = 409
 VERSION_STANDARD_ROUTE_JSON = 401  # >= 4.9.4: route data with quoted numeric keys
 VERSION_MAX_RECONSUME_HEADER = 121  # >= 3.4.9: honour maxReconsumeTimes in send-back
 VERSION_REGISTER_BODY = 37
+# From 4.0.0 on, MQVersion's ordinals come in pairs (x.y.z-SNAPSHOT, x.y.z) counting z and y
+# through 0..9: 4.9.8 is 213 + 2 * 98.  The 3.x ordinals follow no such rule.
+_VERSION_4_0_0 = 213
+_VERSION_9_9_9 = _VERSION_4_0_0 + 2 * 599
+
+
+def version_name(ordinal: int) -> str:
+    """A client's or broker's version as RocketMQ's tools name it ("V4_9_8" for 409), the
+    number itself outside 4.0.0 to 9.9.9."""
+    if not _VERSION_4_0_0 - 1 <= ordinal <= _VERSION_9_9_9:
+        return str(ordinal)
+    step, snapshot = divmod(ordinal - _VERSION_4_0_0 + 1, 2)
+    major, rest = divmod(step, 100)
+    name = f"V{major + 4}_{rest // 10}_{rest % 10}"
+    return f"{name}_SNAPSHOT" if not snapshot else name

@@ -20,6 +20,8 @@ from longboat.protocol.header_codec import decode_header, encode_header, request
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 _PREFIX = struct.Struct(">iI")  # frame length, (serialize type << 24) | header length
 _LENGTH = struct.Struct(">i")
+# "HTTP" read as a frame length: an HTTP server's answer (a client pointed at a web port).
+_HTTP_AS_LENGTH = _LENGTH.unpack(b"HTTP")[0]
 
 
 def encode_parts(cmd: RemotingCommand) -> tuple[bytes, bytes]:
@@ -80,6 +82,11 @@ class FrameDecoder:
     def _check_length(self, length: int) -> None:
         if length < 4:
             raise ProtocolError(f"frame length {length} is below the 4-byte minimum")
+        if length == _HTTP_AS_LENGTH:
+            raise ProtocolError(
+                "the peer answered in HTTP: this looks like a web port (a dashboard, a proxy), "
+                "not a RocketMQ name server or broker"
+            )
         if length > self.max_frame - 4:
             raise FrameTooLarge(
                 f"frame of {length + 4} bytes exceeds the {self.max_frame}-byte limit"

@@ -32,6 +32,23 @@ def validate_group(name: str) -> str | None:
     return _validate_name("group", name, GROUP_MAX_LENGTH)
 
 
+# A consuming group names its retry topic, %RETRY%group, which must be a legal topic.
+CONSUMER_GROUP_MAX_LENGTH = TOPIC_MAX_LENGTH - len("%RETRY%")
+
+
+def validate_consumer_group(name: str) -> str | None:
+    """None when `name` is a legal group for a consumer, else why it is not, in words about
+    the group (not about its retry topic, which the user never named)."""
+    if problem := validate_group(name):
+        return problem
+    if len(name) > CONSUMER_GROUP_MAX_LENGTH:
+        return (
+            f"the group name is {len(name)} characters long; a consumer's group may have at "
+            f"most {CONSUMER_GROUP_MAX_LENGTH} characters (its retry topic is named after it)"
+        )
+    return None
+
+
 def _validate_name(kind: str, name: str, max_length: int) -> str | None:
     if not name or not name.strip():
         return f"the {kind} name is blank"

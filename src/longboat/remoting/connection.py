@@ -128,8 +128,11 @@ class RemotingProtocol(asyncio.Protocol):
 
     def _refuse(self, exc: ProtocolError) -> None:
         assert self.conn is not None
-        log.warning("closing connection from %s: %s", self.conn.peer, exc)
-        self.conn.close()
+        # Requests waiting for an answer fail with `exc`, which tells their caller; a
+        # connection nobody waits on is worth a warning.
+        level = logging.DEBUG if self.conn.awaiting_answers else logging.WARNING
+        log.log(level, "closing connection from %s: %s", self.conn.peer, exc)
+        self.conn.close(reason=exc)
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.conn is not None:
@@ -341,27 +344,35 @@ class Connection:
 
     # ------------------------------------------------------------------ closing
 
+    @property
+    def awaiting_answers(self) -> bool:
+        """Requests sent on this connection still wait for their answer."""
+        return bool(self._pending)
+
     def add_close_callback(self, callback: Callable[[Connection], None]) -> None:
         self._close_callbacks.append(callback)
 
-    def close(self) -> None:
+    def close(self, reason: Exception | None = None) -> None:
+        """Close; requests waiting for an answer fail, with `reason` (what the peer sent that
+        made us close) in their error."""
         if not self.closed:
             self._write_corked()  # a refusal's answer goes before the close
             self.transport.close()
-            self.connection_lost()
+            self.connection_lost(reason)
 
     def abort(self) -> None:
         """Close at once, dropping unsent data (tests use it to simulate a crash)."""
         self.transport.abort()
         self.connection_lost()
 
-    def connection_lost(self) -> None:
+    def connection_lost(self, reason: Exception | None = None) -> None:
         if self.closed:
             return
         self.closed = True
+        why = f": {reason}" if reason is not None else ""
         for fut in self._pending.values():
             if not fut.done():
-                fut.set_exception(ConnectionClosed(f"connection to {self.peer} closed"))
+                fut.set_exception(ConnectionClosed(f"connection to {self.peer} closed{why}"))
         self._pending.clear()
         self._closed_event.set()
         for callback in self._close_callbacks:

@@ -65,9 +65,12 @@ class GrpcEndpoint:
                 ("grpc.so_reuseport", 0),
             ],
         )
-        self.port = server.add_insecure_port(
-            f"{ctl.config.bind_host}:{ctl.config.grpc_listen_port}"
-        )
+        try:
+            self.port = server.add_insecure_port(
+                f"{ctl.config.bind_host}:{ctl.config.grpc_listen_port}"
+            )
+        except RuntimeError:  # grpcio >= 1.6x raises where older ones returned 0
+            self.port = 0
         if not self.port:
             pop.close()
             raise OSError(

@@ -151,7 +151,7 @@ class ClientAPI:
                 raise ClientUsageError(
                     f"{addrs[index]} does not serve name-server request {cmd.code}: it looks "
                     "like a broker, not a name server; give the name server's address "
-                    "(port 9876 by default) in namesrv_addrs"
+                    "(port 9876 by default)"
                 )
             if response.code not in ok:
                 raise broker_error(

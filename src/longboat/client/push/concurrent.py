@@ -167,7 +167,7 @@ class ConcurrentConsumeService:
         if context.ack_index is not None:
             acked = min(acked, context.ack_index)
         failed = msgs[acked + 1 :]
-        keep = await self._hand_back(mq, failed, context.delay_level_when_next_consume)
+        keep = await self._hand_back(mq, failed, context)
         kept = {id(m) for m in keep}
         done = [m for m in msgs if id(m) not in kept] if keep else msgs
         self._consumed(mq, pq, pq.remove(done))
@@ -210,13 +210,17 @@ class ConcurrentConsumeService:
                     self._consumed(request.mq, request.pq, request.pq.remove(sent_back))
 
     async def _hand_back(
-        self, mq: MessageQueue, failed: list[MessageExt], delay_level: int
+        self, mq: MessageQueue, failed: list[MessageExt], context: ConcurrentContext
     ) -> list[MessageExt]:
         """Redeliver failures through the broker; returns those to retry locally."""
         keep: list[MessageExt] = []
         for msg in failed:
             if self.redelivery is not None and await self.redelivery.redeliver(
-                mq, msg, delay_level, self.max_reconsume_times
+                mq,
+                msg,
+                context.delay_level_when_next_consume,
+                self.max_reconsume_times,
+                reason=context.reason_for(msg),
             ):
                 self.redelivered += 1
             elif self.redelivery is None and msg.reconsume_times >= self.max_reconsume_times:

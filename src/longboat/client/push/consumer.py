@@ -49,7 +49,7 @@ from longboat.client.consumer_settings import (
     settings_with,
 )
 from longboat.client.errors import ClientError, ClientUsageError, TransportError
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
 from longboat.client.producer import Producer
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -59,6 +59,7 @@ from longboat.client.push.listener import (
     ListenerKindError,
     OrderlyListener,
     OrderlyResult,
+    PayloadListener,
     check_annotation,
 )
 from longboat.client.push.observed import observed_listener
@@ -69,12 +70,17 @@ from longboat.client.push.redelivery import (
     retry_topic,
 )
 from longboat.client.push.tracing import ConsumerTracing
+from longboat.client.push.typed import as_message_listener
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_topic
+from longboat.protocol.topic_names import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    validate_consumer_group,
+    validate_topic,
+)
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -94,6 +100,8 @@ ConsumeService = ConcurrentConsumeService | OrderlyConsumeService
 class PushConsumer(InstanceUser):
     """Consumes subscribed topics for one group and hands messages to a listener."""
 
+    left_open_consequence = LEFT_OPEN_UNCOMMITTED
+
     def __init__(
         self,
         group: str,
@@ -106,8 +114,8 @@ class PushConsumer(InstanceUser):
         """`settings`, or its fields as keyword arguments (`options` replace fields of
         `settings` when both are given); raises ClientUsageError for a bad value."""
         super().__init__(config, namesrv_addrs)
-        if problem := validate_topic(retry_topic(group)):
-            raise ClientUsageError(f"invalid consumer group {group!r}: {problem}")
+        if problem := validate_consumer_group(group):
+            raise ClientUsageError(f"invalid consumer group: {problem}")
         self.group = group
         self.settings = settings_with(settings or PushConsumerSettings(), dict(options))
         self.pull_settings = self.settings.pull_settings()
@@ -157,34 +165,43 @@ class PushConsumer(InstanceUser):
             self._instance.request_heartbeat()
             self._request_rebalance()
 
-    def register_concurrent(self, listener: ConcurrentListener) -> None:
+    def register_concurrent(self, listener: ConcurrentListener | PayloadListener) -> None:
         """Set a concurrent listener (before `start`): it returns `ConsumeResult` or None."""
         self.register_listener(listener)
 
-    def register_orderly(self, listener: OrderlyListener) -> None:
+    def register_orderly(self, listener: OrderlyListener | PayloadListener) -> None:
         """Set an orderly listener (before `start`): it returns `OrderlyResult` or None."""
         self.register_listener(listener, orderly=True)
 
     @overload
     def register_listener(
-        self, listener: ConcurrentListener, *, orderly: Literal[False] = False
+        self, listener: ConcurrentListener | PayloadListener, *, orderly: Literal[False] = False
     ) -> None: ...
 
     @overload
-    def register_listener(self, listener: OrderlyListener, *, orderly: Literal[True]) -> None: ...
+    def register_listener(
+        self, listener: OrderlyListener | PayloadListener, *, orderly: Literal[True]
+    ) -> None: ...
 
     @overload
-    def register_listener(self, listener: EitherKindListener, *, orderly: bool) -> None: ...
+    def register_listener(
+        self, listener: EitherKindListener | PayloadListener, *, orderly: bool
+    ) -> None: ...
 
     def register_listener(
-        self, listener: ConcurrentListener | OrderlyListener, *, orderly: bool = False
+        self,
+        listener: ConcurrentListener | OrderlyListener | PayloadListener,
+        *,
+        orderly: bool = False,
     ) -> None:
         """Set the listener (before `start`): concurrent by default, or orderly.  A listener
-        annotated to return the other kind's result is refused (`ListenerKindError`)."""
+        annotated to return the other kind's result is refused (`ListenerKindError`).  A
+        listener of one annotated payload (`def on_order(order: Order)`) gets each message
+        decoded (`push.typed`); ClientUsageError when no codec serves its type."""
         if self._instance is not None:
             raise ClientUsageError("register the listener before start()")
         check_annotation(listener, OrderlyResult if orderly else ConsumeResult)
-        self._listener = listener
+        self._listener = as_message_listener(listener, orderly=orderly)
         self._orderly = orderly
 
     # ------------------------------------------------------------------ lifecycle
@@ -213,6 +230,7 @@ class PushConsumer(InstanceUser):
         if not self.broadcasting:
             inner_group = _inner_producer_group(self.group, instance)
             self._producer = Producer(inner_group, config=self.config)
+            self._producer.owner = self
             await self._producer.start()
             redelivery = Redelivery(instance, self.group, self._producer)
         self._tracing = await ConsumerTracing.start(self.group, self.settings, self.config)
@@ -240,6 +258,8 @@ class PushConsumer(InstanceUser):
                         exc.addr,
                     ) from exc
                 log.warning("%s starts without a name server: %s", self, exc)
+            except ClientUsageError:
+                raise  # e.g. the address is a broker's: no later try would do better
             except ClientError as exc:
                 log.warning("%s subscribes to %s, which has no route yet: %s", self, topic, exc)
         await instance.heartbeat_all()

@@ -25,6 +25,10 @@ stops pulling and consuming (`PushConsumer.listener_error` holds it) and the mes
 uncommitted, so the corrected consumer gets them again.  `register_concurrent` /
 `register_orderly` (or `register_listener`'s overloads) let a type checker catch it sooner, and
 a listener whose return annotation names the other enum is refused at registration.
+
+A listener of one annotated payload (`def on_order(order: Order)`) is wrapped at
+registration into a message listener of its kind (`push.typed`); what it records on the
+context (`FailureReasons`) travels with the retry copies of the messages that failed.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
 
@@ -149,21 +153,38 @@ class ResultReader:
         return self.failure
 
 
+class FailureReasons:
+    """Why messages of a batch failed, for the copies that carry them: a message recorded
+    here goes to its retry (or dead-letter) copy with the reason in property FAILURE_REASON
+    (`push.redelivery`).  A payload listener records the bodies that do not decode."""
+
+    __slots__ = ()
+    reasons: dict[int, str]  # by id() of the message, as the batch holds the objects
+
+    def fail_because(self, msg: MessageExt, reason: str) -> None:
+        self.reasons[id(msg)] = reason
+
+    def reason_for(self, msg: MessageExt) -> str | None:
+        return self.reasons.get(id(msg))
+
+
 @dataclass(slots=True)
-class ConcurrentContext:
+class ConcurrentContext(FailureReasons):
     mq: MessageQueue
     # 0: the broker picks the delay from the reconsume count; >0 an explicit delay level.
     delay_level_when_next_consume: int = 0
     # With SUCCESS, messages after this index still count as failed (-1 = all failed);
     # None means "as the result says".
     ack_index: int | None = None
+    reasons: dict[int, str] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
-class OrderlyContext:
+class OrderlyContext(FailureReasons):
     mq: MessageQueue
     # Seconds to wait before a suspended batch is tried again.
     suspend_time: float = 1.0
+    reasons: dict[int, str] = field(default_factory=dict)
 
 
 ConcurrentListener = Callable[
@@ -180,6 +201,13 @@ OrderlyListener = Callable[
 EitherKindListener = Callable[
     [list[MessageExt], ConcurrentContext | OrderlyContext], Awaitable[None] | None
 ]
+
+
+# A listener of one decoded payload (see `push.typed`), optionally with its message; it
+# returns None, or raises to have the message delivered again.
+PayloadListener = (
+    Callable[[Any], Awaitable[None] | None] | Callable[[Any, MessageExt], Awaitable[None] | None]
+)
 
 
 def is_async(listener: Callable[..., Any]) -> bool:

@@ -296,7 +296,7 @@ class OrderlyConsumeService:
         if result is OrderlyResult.SUCCESS:
             self._consumed(mq, pq, pq.commit())
             return None
-        retry = await self._dead_letter_exhausted(mq, msgs)
+        retry = await self._dead_letter_exhausted(mq, msgs, context)
         self._consumed(mq, pq, pq.give_back(retry))
         if not retry:
             return None
@@ -306,7 +306,7 @@ class OrderlyConsumeService:
         return clamp_suspend(context.suspend_time)
 
     async def _dead_letter_exhausted(
-        self, mq: MessageQueue, msgs: list[MessageExt]
+        self, mq: MessageQueue, msgs: list[MessageExt], context: OrderlyContext
     ) -> list[MessageExt]:
         """Send messages past the maximum to the DLQ; returns the ones to retry."""
         limit = self.max_reconsume_times
@@ -317,7 +317,7 @@ class OrderlyConsumeService:
             if msg.reconsume_times < limit:
                 retry.append(msg)
             elif self.redelivery is not None and await self.redelivery.redeliver(
-                mq, msg, DEAD_LETTER, limit
+                mq, msg, DEAD_LETTER, limit, reason=context.reason_for(msg)
             ):
                 self.dead_lettered += 1
             elif self.redelivery is None:

@@ -6,6 +6,11 @@ the message by commit-log offset, copies it to `%RETRY%group` with the next dela
 reached, the consumer produces the copy to `%RETRY%group` itself, with the properties the broker
 would have set, so the retry survives a broker outage as RocketMQ's Java client does.  Only when
 both fail does the caller fall back to retrying locally (`redeliver` returns False).
+
+A failure with a reason (a body that did not decode, say) is always produced that way: the
+broker's copy is of the stored message and could not carry the reason, which the copy holds in
+property FAILURE_REASON for whoever reads the retry or dead-letter queue.  The broker still
+decides retry or DLQ, on the reconsume count the copy carries.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from longboat.client.errors import ClientError
 from longboat.client.message import Message
 from longboat.client.producer import Producer
 from longboat.protocol.message import MessageExt
-from longboat.protocol.properties import Prop
+from longboat.protocol.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, Prop
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 from longboat.protocol.types import MessageQueue
 
@@ -27,6 +32,10 @@ log = logging.getLogger(__name__)
 FIRST_RETRY_DELAY_LEVEL = 3
 DEAD_LETTER = -1
 # Properties of the pulled copy that must not travel with a re-produced one.
+# Why the message failed, on its retry and dead-letter copies (when the consumer knew).
+FAILURE_REASON = "FAILURE_REASON"
+# A property value must hold neither separator of the property string; a reason is a line.
+MAX_REASON_LENGTH = 1000
 PULL_ONLY_PROPS = (Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.DELAY, Prop.REAL_TOPIC, Prop.REAL_QID)
 
 
@@ -51,10 +60,19 @@ class Redelivery:
         self.timeout = timeout
 
     async def redeliver(
-        self, mq: MessageQueue, msg: MessageExt, delay_level: int, max_reconsume_times: int
+        self,
+        mq: MessageQueue,
+        msg: MessageExt,
+        delay_level: int,
+        max_reconsume_times: int,
+        *,
+        reason: str | None = None,
     ) -> bool:
         """Have `msg` (pulled from `mq`) delivered again later; `delay_level` -1 sends it to
-        the dead-letter queue.  False when neither the broker nor a produce took it."""
+        the dead-letter queue; `reason` travels with the copy.  False when neither the broker
+        nor a produce took it."""
+        if reason is not None:
+            return await self._produce_copy(msg, delay_level, max_reconsume_times, reason)
         try:
             addr = await self.instance.find_master_addr(mq.broker_name, mq.topic)
             await self.instance.api.send_back(
@@ -68,19 +86,33 @@ class Redelivery:
             return True
         except ClientError as exc:
             log.warning("send-back of %s to %s failed, producing a retry copy: %s", msg, mq, exc)
+        return await self._produce_copy(msg, delay_level, max_reconsume_times)
+
+    async def _produce_copy(
+        self,
+        msg: MessageExt,
+        delay_level: int,
+        max_reconsume_times: int,
+        reason: str | None = None,
+    ) -> bool:
         try:
             await self.producer.send(
-                self._retry_copy(msg, delay_level, max_reconsume_times), timeout=self.timeout
+                self._retry_copy(msg, delay_level, max_reconsume_times, reason),
+                timeout=self.timeout,
             )
             return True
         except ClientError as exc:
             log.warning("producing a retry copy of %s failed: %s", msg.msg_id, exc)
             return False
 
-    def _retry_copy(self, msg: MessageExt, delay_level: int, max_reconsume_times: int) -> Message:
+    def _retry_copy(
+        self, msg: MessageExt, delay_level: int, max_reconsume_times: int, reason: str | None
+    ) -> Message:
         props = dict(msg.properties)
         for name in PULL_ONLY_PROPS:
             props.pop(name, None)
+        if reason is not None:
+            props[FAILURE_REASON] = _one_line(reason)
         props.setdefault(Prop.RETRY_TOPIC, msg.topic)
         props.setdefault(Prop.ORIGIN_MESSAGE_ID, msg.msg_id)
         props[Prop.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
@@ -98,3 +130,11 @@ class Redelivery:
             delay_level=delay,
             flag=msg.flag,
         )
+
+
+def _one_line(reason: str) -> str:
+    """`reason` as a property value: one line, no property separators, bounded."""
+    text = " ".join(
+        reason.replace(PROPERTY_SEPARATOR, " ").replace(NAME_VALUE_SEPARATOR, " ").split()
+    )
+    return text[:MAX_REASON_LENGTH]

@@ -26,7 +26,7 @@ async function api(path, body, method = "POST") {
   const res = await fetch(path, init);
   const data = await res.json();
   if (res.status === 401 && data.signIn) showSignIn(data.error);
-  if (!res.ok) throw new Error(data.error || res.statusText);
+  if (!res.ok) throw Object.assign(new Error(data.error || res.statusText), {data});
   return data;
 }
 
@@ -118,8 +118,11 @@ const pages = {
       const q = search.value.trim().toLowerCase();
       const rows = last.topics.filter(t => (system.checked || t.kind === "normal") &&
         t.name.toLowerCase().includes(q));
-      box.replaceChildren(table(`${rows.length} topic(s)`, [["topic"], ["kind"]],
-        rows.map(t => [link(`#/topic/${enc(t.name)}`, t.name), t.kind])));
+      box.replaceChildren(table(`${rows.length} topic(s)`,
+        [["topic"], ["kind"], ["brokers"], ["write queues", 1], ["read queues", 1], ["perm"]],
+        rows.map(t => [link(`#/topic/${enc(t.name)}`, t.name), t.kind,
+          ...(t.route ? [t.route.brokers.join(", "), t.route.writeQueues, t.route.readQueues, t.route.perm] :
+            ["-", "-", "-", "-"])])));
     };
     search.addEventListener("input", draw);
     system.addEventListener("change", draw);
@@ -140,7 +143,8 @@ const pages = {
         say(`sent ${r.msgId} (${r.status}) to ${r.broker} queue ${r.queue} at offset ${r.queueOffset}`);
       } catch (err) { say(err.message, false); }
     }}, field("Body", body), field("Tag", tags), field("Keys", keys), h("button", {type: "submit"}, "Send")));
-    view.append(h("h3", {}, "Change"), topicForm(name));
+    const change = topicForm(name);
+    view.append(h("h3", {}, "Change"), change);
     view.append(h("h3", {}, "Delete"), h("form", {"aria-label": "Delete topic", onsubmit: async e => {
       e.preventDefault();
       if (!confirm(`Delete topic ${name} from every broker and name server? Its messages are left to retention.`)) return;
@@ -150,8 +154,10 @@ const pages = {
         location.hash = "#/topics";
       } catch (err) { say(err.message, false); }
     }}, h("button", {type: "submit"}, "Delete topic")));
+    let filled = false;
     return async () => {
       const t = await api(`/api/topics/${enc(name)}`);
+      if (!filled) { change.fill(t.route); filled = true; }
       box.replaceChildren(
         table("queues", [["broker"], ["queue", 1], ["min offset", 1], ["max offset", 1], ["messages", 1]],
           t.queues.map(q => [q.broker, q.queue, q.min, q.max, q.messages])),
@@ -170,7 +176,7 @@ const pages = {
       box.replaceChildren(table(`${data.groups.length} group(s)`,
         [["group"], ["state"], ["members", 1], ["lag", 1]],
         data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
-          h("span", {class: `state-${g.state}`}, g.state), g.members, g.lag])));
+          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-"])));
     };
   },
 
@@ -194,7 +200,7 @@ const pages = {
     return async () => {
       const [g] = await Promise.all([api(`/api/groups/${enc(name)}`), loadDlq()]);
       summary.replaceChildren(`${g.members.length} live member(s), ${g.messageModel.toLowerCase()}, total lag `,
-        h("strong", {id: "group-lag"}, String(g.lag)), `; subscribes ${g.subscriptions.map(s => `${s.topic} (${s.expression})`).join(", ") || "nothing"}`);
+        h("strong", {id: "group-lag"}, g.lag === null ? "unknown (no offset stored)" : String(g.lag)), `; subscribes ${g.subscriptions.map(s => `${s.topic} (${s.expression})`).join(", ") || "nothing"}`);
       chartBox.replaceChildren(lagChart(g.history));
       box.replaceChildren(
         table("members", [["client id"], ["address"], ["language"], ["version", 1]],
@@ -241,21 +247,37 @@ const pages = {
   },
 };
 
+// The form creating a topic, or (with `name`) changing it: `form.fill(route)` sets it to the
+// topic's current queues and permission, so changing one setting keeps the others.
 function topicForm(name) {
   const topic = h("input", {id: name ? "topic-name-edit" : "topic-name", required: true, value: name || "",
     readonly: name ? true : null});
   const queues = h("input", {id: name ? "topic-queues-edit" : "topic-queues", type: "number", min: 1, value: 8, size: 4});
   const perm = h("select", {id: name ? "topic-perm-edit" : "topic-perm"},
     ["rw", "r", "w"].map(p => h("option", {value: p}, p)));
-  return h("form", {"aria-label": name ? "Change topic" : "Create topic", onsubmit: async e => {
+  const submit = async shrink => {
+    const r = await api("/api/topics", {name: topic.value, queues: +queues.value, perm: perm.value, shrink});
+    say(`${r.updated ? "updated" : "created"} ${r.topic} on ${r.brokers.join(", ")}`);
+    if (refresher) await refresher();
+  };
+  const form = h("form", {"aria-label": name ? "Change topic" : "Create topic", onsubmit: async e => {
     e.preventDefault();
     try {
-      const r = await api("/api/topics", {name: topic.value, queues: +queues.value, perm: perm.value});
-      say(`${r.updated ? "updated" : "created"} ${r.topic} on ${r.brokers.join(", ")}`);
-      if (refresher) await refresher();
+      try { await submit(false); } catch (err) {
+        // Fewer read queues would hide unconsumed messages: only on the user's word.
+        if (!err.data?.confirmShrink) throw err;
+        if (!confirm(`${err.message}.\n\nShrink anyway?`)) { say("not changed", false); return; }
+        await submit(true);
+      }
     } catch (err) { say(err.message, false); }
   }}, field("Topic", topic), field("Queues", queues), field("Permission", perm),
     h("button", {type: "submit"}, name ? "Update" : "Create"));
+  form.fill = route => {
+    queues.value = Math.max(...route.queues.map(q => q.read));
+    const current = route.queues[0]?.perm.replaceAll("-", "");
+    if (["rw", "r", "w"].includes(current)) perm.value = current;
+  };
+  return form;
 }
 
 function resetForm(name) {
@@ -361,8 +383,9 @@ function lagChart(history) {
   svg.append(s("path", {class: "rate", d: path("rate", maxRate)}));
   svg.append(s("text", {x: L, y: H - 6}, new Date(t0 * 1000).toLocaleTimeString()));
   svg.append(s("text", {x: W - R - 60, y: H - 6}, new Date(t1 * 1000).toLocaleTimeString()));
-  svg.append(s("text", {x: L + 120, y: H - 6}, "— lag (left axis)   - - consume rate, msg/s (right axis)"));
-  return svg;
+  return h("figure", {class: "chart"}, svg, h("figcaption", {class: "legend"},
+    h("span", {class: "key lag"}, "lag, messages (left axis)"),
+    h("span", {class: "key rate"}, "consume rate, msg/s (right axis)")));
 }
 
 // ------------------------------------------------------------------ router and polling
