@@ -40,6 +40,8 @@ def begin_send(observers: Sequence[SendObserver], group: str, msg: Message) -> S
     """Every observer's `begin_send`; one callable ending them all (None without observers)."""
     if not observers:
         return None
+    if len(observers) == 1:
+        return observers[0].begin_send(group, msg)
     ends = [o.begin_send(group, msg) for o in observers]
 
     def end(msg_id: str, result: SendResult | None, error: BaseException | None) -> None:

@@ -37,12 +37,18 @@ def _store_host(offset_msg_id: str) -> str | None:
     return f"{host}:{port}"
 
 
+# An offset id is the broker's address then 16 hex digits of commit-log offset: the address
+# part repeats for every send to one broker, so its decoding is kept.
+_OFFSET_DIGITS = 16
+
+
 class MessageTracer:
     """A send and consume observer writing RocketMQ's trace records to `dispatcher`."""
 
     def __init__(self, dispatcher: TraceDispatcher, client_ip: str) -> None:
         self.dispatcher = dispatcher
         # Request ids pair a delivery's SubBefore with its SubAfter (Java: a fresh unique id).
+        self._store_hosts: dict[str, str | None] = {}
         self._request_ids = UniqKeyGenerator(
             client_ip, now_ms=_now_ms, pid=os.getpid(), rng=random.Random()
         )
@@ -69,7 +75,7 @@ class MessageTracer:
                     topic=msg.topic,
                     tags=msg.tags,
                     keys=keys or None,
-                    store_host=_store_host(result.offset_msg_id),
+                    store_host=self._store_host(result.offset_msg_id),
                     body_length=len(msg.body),
                     cost_ms=int((time.perf_counter() - clock) * 1000),
                     msg_type=MessageType.DELAY if msg.delay_level else MessageType.NORMAL,
@@ -79,6 +85,13 @@ class MessageTracer:
             )
 
         return end
+
+    def _store_host(self, offset_msg_id: str) -> str | None:
+        prefix = offset_msg_id[:-_OFFSET_DIGITS]
+        host = self._store_hosts.get(prefix, "")
+        if host == "":
+            host = self._store_hosts[prefix] = _store_host(offset_msg_id)
+        return host
 
     # ------------------------------------------------------------------ deliveries
 
