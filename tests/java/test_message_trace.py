@@ -6,7 +6,8 @@ One scenario for both brokers, set up with RocketMQ's own keys (`traceTopicEnabl
 `msgTraceTopicName`, `regionId`, `traceOn`): a producer sends two messages, a push consumer
 fails each first delivery (so every message has two delivery attempts), a transactional
 producer commits one message.  mqadmin prints the Pub row and each group's Sub rows; the raw
-records (read with Longboat's admin client) add SubBefore and the EndTransaction record.
+records (read with Longboat's admin client) add SubBefore and the EndTransaction record.  And
+Longboat's own client's records (`enable_trace=True`) are read by mqadmin as Java's.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 
 from client.client_e2e import unique
+from client.test_tracing_e2e import traced_round_trip
 from conftest import Cluster
 from longboat.client.admin import Admin
 from longboat.client.tracing.timeline import trace_entries
@@ -186,3 +188,21 @@ async def test_java_traces_on_rocketmq_read_the_same(java_peers: None, tmp_path:
     finally:
         rocketmq.stop()
     check(got)
+
+
+async def test_python_traces_are_found_by_mqadmin(
+    java_peers: None, loopback_cluster: Callable[..., Cluster]
+) -> None:
+    """Longboat's client (`enable_trace=True`) writes records mqadmin reads as Java's."""
+    trace_topic = unique("PyTraceTopic")
+    cluster = loopback_cluster(
+        trace_topic_enable=True, msg_trace_topic_name=trace_topic, region_id=REGION
+    )
+    ns = cluster.namesrv_addr
+    ids, producer, group = await traced_round_trip(ns, trace_topic, [b"from-python"])
+    shown = trace_rows(await asyncio.to_thread(query_trace, ns, ids[0], trace_topic))
+    assert sorted((row[0], row[1], row[-1]) for row in shown) == [
+        ("Pub", producer, "success"),
+        ("Sub", group, "failed"),
+        ("Sub", group, "success"),
+    ]
