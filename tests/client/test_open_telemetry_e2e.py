@@ -83,6 +83,8 @@ async def test_send_receive_and_process_spans_are_linked(
         f"{send.context.trace_id:032x}",
         f"{send.context.span_id:016x}",
     ]
+    # And where RocketMQ 5 keeps it (the gRPC endpoint's `trace_context`).
+    assert got[0].properties["TRACE_CONTEXT"] == traceparent
     for span in (receive, process):
         assert span.kind is trace.SpanKind.CONSUMER
         assert [link.context.span_id for link in span.links] == [send.context.span_id]

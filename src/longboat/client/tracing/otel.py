@@ -5,8 +5,10 @@ Spans follow the messaging semantic conventions: `send <topic>` (PRODUCER) aroun
 <topic>` (CONSUMER) around the listener call, current while the listener runs (its own spans
 are its children), and linked to the send span of every message it processes.  The send
 span's context travels in the message's properties (`traceparent`, `tracestate`, written by
-the global propagator: W3C trace context unless the application set another), so a consumer
-in any process, and RocketMQ 5 clients reading the same property, find it.
+the global propagator: W3C trace context unless the application set another), and the
+traceparent also as `TRACE_CONTEXT`, RocketMQ 5's trace context, which the broker's gRPC
+endpoint hands to 5.x consumers as the `trace_context` system property (and stores from 5.x
+producers, where a consumer here reads it when `traceparent` is absent).
 
 `opentelemetry-api` is optional (the `otel` extra): it is imported once, here; a client that
 does not ask for spans never calls into it, and asking without it installed is a usage error.
@@ -22,6 +24,7 @@ from longboat.client.errors import ClientUsageError
 from longboat.client.message import Message, SendResult
 from longboat.client.tracing.hooks import ConsumeEnd, SendEnd
 from longboat.protocol.message import MessageExt
+from longboat.protocol.properties import Prop
 
 otel_trace: ModuleType | None
 try:
@@ -34,6 +37,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import Link, Span
 
 SYSTEM = "rocketmq"
+TRACEPARENT = "traceparent"
 INSTRUMENTATION = "longboat.client"
 
 
@@ -50,7 +54,10 @@ def _links(msgs: Sequence[MessageExt]) -> list[Link]:
     assert otel_trace is not None
     links = []
     for m in msgs:
-        context = otel_propagate.extract(m.properties)
+        carrier = m.properties
+        if TRACEPARENT not in carrier and Prop.TRACE_CONTEXT in carrier:
+            carrier = {TRACEPARENT: carrier[Prop.TRACE_CONTEXT]}  # a RocketMQ 5 client's
+        context = otel_propagate.extract(carrier)
         span_context = otel_trace.get_current_span(context).get_span_context()
         if span_context.is_valid:
             links.append(otel_trace.Link(span_context))
@@ -94,6 +101,9 @@ class OpenTelemetryObserver:
             },
         )
         otel_propagate.inject(msg.properties, context=self._trace.set_span_in_context(span))
+        if TRACEPARENT in msg.properties:
+            # Where RocketMQ 5 keeps it: a gRPC consumer gets it as `trace_context`.
+            msg.properties[Prop.TRACE_CONTEXT] = msg.properties[TRACEPARENT]
 
         def end(msg_id: str, result: SendResult | None, error: BaseException | None) -> None:
             span.set_attribute("messaging.message.id", msg_id)
