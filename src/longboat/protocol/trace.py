@@ -73,10 +73,8 @@ class TraceRecord:
     transaction_state: str | None = None
     from_transaction_check: bool = False
 
-    @property
-    def lookup_keys(self) -> list[str]:
-        """What the trace message is indexed by for this record: the id, then each key."""
-        return [self.msg_id, *(k for k in (self.keys or "").split(" ") if k)]
+
+_PUB, _SUB_BEFORE, _SUB_AFTER = TraceType.PUB, TraceType.SUB_BEFORE, TraceType.SUB_AFTER
 
 
 def _s(value: str | None) -> str:
@@ -90,19 +88,20 @@ def _b(value: bool) -> str:
 def encode_record(r: TraceRecord) -> str:
     """The record as Java writes it, separators included (one f-string per kind: it runs
     once per message sent or consumed with traces on)."""
-    if r.type is TraceType.PUB:
+    kind = r.type
+    if kind is _PUB:
         return (
             f"Pub\x01{r.timestamp}\x01{_s(r.region_id)}\x01{_s(r.group)}\x01{_s(r.topic)}"
             f"\x01{r.msg_id}\x01{_s(r.tags)}\x01{_s(r.keys)}\x01{_s(r.store_host)}"
             f"\x01{r.body_length}\x01{r.cost_ms}\x01{int(r.msg_type)}"
             f"\x01{_s(r.offset_msg_id)}\x01{_b(r.success)}\x02"
         )
-    if r.type is TraceType.SUB_BEFORE:
+    if kind is _SUB_BEFORE:
         return (
             f"SubBefore\x01{r.timestamp}\x01{_s(r.region_id)}\x01{_s(r.group)}"
             f"\x01{_s(r.request_id)}\x01{r.msg_id}\x01{r.retry_times}\x01{_s(r.keys)}\x02"
         )
-    if r.type is TraceType.SUB_AFTER:
+    if kind is _SUB_AFTER:
         return (
             f"SubAfter\x01{_s(r.request_id)}\x01{r.msg_id}\x01{r.cost_ms}\x01{_b(r.success)}"
             f"\x01{_s(r.keys)}\x01{r.context_code}\x01{r.timestamp}\x01{_s(r.group)}\x02"

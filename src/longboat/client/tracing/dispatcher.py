@@ -87,18 +87,21 @@ class TraceDispatcher:
 
     async def flush(self) -> None:
         """Send every queued record, in messages of at most `max_body` bytes."""
-        while self._queue:
+        queue = self._queue
+        while queue:
             body: list[str] = []
             keys: dict[str, None] = {}
             size = 0
-            count = 0
-            while self._queue and size < self.max_body:
-                record = self._queue.popleft()
+            while queue and size < self.max_body:
+                record = queue.popleft()
                 text = encode_record(record)
                 body.append(text)
                 size += len(text)
-                count += 1
-                keys.update(dict.fromkeys(record.lookup_keys))
+                keys[record.msg_id] = None
+                if record.keys:
+                    keys.update(dict.fromkeys(record.keys.split(" ")))
+            count = len(body)
+            keys.pop("", None)
             message = Message(self.topic, "".join(body).encode(), keys=list(keys))
             try:
                 await self._send(message)

@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Sequence
 
-from longboat.client.message import Message, SendResult
+from longboat.client.message import Message, SendResult, SendStatus
 from longboat.client.tracing.dispatcher import TraceDispatcher
 from longboat.client.tracing.hooks import ConsumeEnd, SendEnd
 from longboat.protocol.errors import ProtocolError
@@ -37,6 +37,10 @@ def _store_host(offset_msg_id: str) -> str | None:
     return f"{host}:{port}"
 
 
+# Looked up once: an enum member's attribute access costs more than the rest of a line.
+_PUB, _DELAY, _NORMAL = TraceType.PUB, MessageType.DELAY, MessageType.NORMAL
+_SEND_OK = SendStatus.SEND_OK
+
 # An offset id is the broker's address then 16 hex digits of commit-log offset: the address
 # part repeats for every send to one broker, so its decoding is kept.
 _OFFSET_DIGITS = 16
@@ -47,6 +51,8 @@ class MessageTracer:
 
     def __init__(self, dispatcher: TraceDispatcher, client_ip: str) -> None:
         self.dispatcher = dispatcher
+        self._topic = dispatcher.topic
+        self._append = dispatcher.append
         # Request ids pair a delivery's SubBefore with its SubAfter (Java: a fresh unique id).
         self._store_hosts: dict[str, str | None] = {}
         self._request_ids = UniqKeyGenerator(
@@ -56,31 +62,31 @@ class MessageTracer:
     # ------------------------------------------------------------------ sends
 
     def begin_send(self, group: str, msg: Message) -> SendEnd:
-        started = _now_ms()
-        clock = time.perf_counter()
+        started = time.time()
 
         def end(msg_id: str, result: SendResult | None, error: BaseException | None) -> None:
-            if result is None or msg.topic == self.dispatcher.topic:
+            if result is None or result.region_id is None or not result.trace_on:
                 return
-            if result.region_id is None or not result.trace_on:
+            if msg.topic == self._topic:
                 return
-            keys = " ".join(msg.key_list)
-            self.dispatcher.append(
+            offset_id = result.offset_msg_id
+            # Positional, in the record's field order: this runs once per send.
+            self._append(
                 TraceRecord(
-                    TraceType.PUB,
-                    msg_id=msg_id,
-                    timestamp=started,
-                    region_id=result.region_id,
-                    group=group,
-                    topic=msg.topic,
-                    tags=msg.tags,
-                    keys=keys or None,
-                    store_host=self._store_host(result.offset_msg_id),
-                    body_length=len(msg.body),
-                    cost_ms=int((time.perf_counter() - clock) * 1000),
-                    msg_type=MessageType.DELAY if msg.delay_level else MessageType.NORMAL,
-                    offset_msg_id=result.offset_msg_id,
-                    success=result.ok,
+                    _PUB,
+                    msg_id,
+                    int(started * 1000),
+                    result.region_id,
+                    group,
+                    msg.topic,
+                    msg.tags,
+                    " ".join(msg.key_list) or None,
+                    self._store_host(offset_id),
+                    len(msg.body),
+                    int((time.time() - started) * 1000),
+                    _DELAY if msg.delay_level else _NORMAL,
+                    offset_id,
+                    result.status is _SEND_OK,
                 )
             )
 
