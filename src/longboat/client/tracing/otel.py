@@ -114,36 +114,26 @@ class OpenTelemetryObserver:
 
         return end
 
-    def received(self, group: str, msgs: Sequence[MessageExt]) -> None:
-        if not msgs:
-            return
-        topic = msgs[0].topic
-        span = self._tracer.start_span(
-            f"receive {topic}",
+    def _consumer_span(self, operation: str, group: str, msgs: Sequence[MessageExt]) -> Span:
+        topic = msgs[0].topic if msgs else ""
+        return self._tracer.start_span(
+            f"{operation} {topic}",
             kind=self._trace.SpanKind.CONSUMER,
             links=_links(msgs),
             attributes={
                 **_consumer_attributes(group, msgs),
-                "messaging.operation.type": "receive",
-                "messaging.operation.name": "receive",
+                "messaging.operation.type": operation,
+                "messaging.operation.name": operation,
                 "messaging.destination.name": topic,
             },
         )
-        span.end()
+
+    def received(self, group: str, msgs: Sequence[MessageExt]) -> None:
+        if msgs:
+            self._consumer_span("receive", group, msgs).end()
 
     def begin_consume(self, group: str, msgs: Sequence[MessageExt]) -> ConsumeEnd:
-        topic = msgs[0].topic if msgs else ""
-        span: Span = self._tracer.start_span(
-            f"process {topic}",
-            kind=self._trace.SpanKind.CONSUMER,
-            links=_links(msgs),
-            attributes={
-                **_consumer_attributes(group, msgs),
-                "messaging.operation.type": "process",
-                "messaging.operation.name": "process",
-                "messaging.destination.name": topic,
-            },
-        )
+        span = self._consumer_span("process", group, msgs)
         scope = self._trace.use_span(span, end_on_exit=False)
         scope.__enter__()
 
