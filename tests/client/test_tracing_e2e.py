@@ -1,7 +1,8 @@
 """Longboat's client writes RocketMQ's message trace records (`enable_trace=True`, a custom
 trace topic) to a real broker: a Pub per send, a SubBefore and a SubAfter per delivery
-attempt, read back by message id and arranged as `longboat message trace` shows them; no
-record when the broker's trace switch is off."""
+attempt, a transactional send's half and outcome (EndTransaction), read back by message id
+and arranged as `longboat message trace` shows them; no record when the broker's trace
+switch is off."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from longboat.client.admin import Admin
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, ConsumeFrom, ConsumeResult, PushConsumer
 from longboat.client.tracing.timeline import message_timeline, trace_entries
+from longboat.client.transaction import LocalTransactionState, TransactionProducer
 from longboat.protocol.message import MessageExt
-from longboat.protocol.trace import TraceRecord, TraceType
+from longboat.protocol.trace import MessageType, TraceRecord, TraceType
 
 from .client_e2e import config_for, unique
 
@@ -117,3 +119,39 @@ async def test_no_records_when_the_broker_turns_traces_off(
         assert dispatcher.written == 0 and dispatcher.dropped == 0
     finally:
         await producer.shutdown()
+
+
+async def test_a_transactional_send_records_its_half_and_its_outcome(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    trace_topic = unique("TxTrace")
+    cluster = loopback_cluster(trace_topic_enable=True, msg_trace_topic_name=trace_topic)
+    ns = cluster.namesrv_addr
+    topic, group = unique("TxTraced"), unique("txpg")
+
+    def commit(msg: Message, arg: object) -> LocalTransactionState:
+        return LocalTransactionState.COMMIT_MESSAGE
+
+    producer = TransactionProducer(
+        group,
+        config=config_for(ns),
+        check_listener=lambda m: LocalTransactionState.COMMIT_MESSAGE,
+        enable_trace=True,
+        trace_topic=trace_topic,
+    )
+    async with producer:
+        sent = await producer.send_in_transaction(Message(topic, b"tx", keys="tx-1"), commit)
+    async with Admin(config=config_for(ns)) as admin:
+        records = [e.record for e in await trace_entries(admin, sent.send.msg_id, trace_topic)]
+    pub, end = sorted(records, key=lambda r: r.type.value, reverse=True)
+    assert (pub.type, pub.msg_type, pub.group) == (TraceType.PUB, MessageType.TRANS_HALF, group)
+    assert (end.type, end.transaction_state, end.from_transaction_check) == (
+        TraceType.END_TRANSACTION,
+        "COMMIT_MESSAGE",
+        False,
+    )
+    assert (end.keys, end.store_host, end.region_id) == (
+        "tx-1",
+        cluster.broker_addr,
+        "DefaultRegion",
+    )

@@ -29,6 +29,8 @@ DEFAULT_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 # Java's `TraceConstants.GROUP_NAME_PREFIX`: the group the trace writer sends as.
 TRACE_PRODUCER_GROUP = "_INNER_TRACE_PRODUCER"
 _NULL = "null"
+# Java's `MixAll.DEFAULT_TRACE_REGION_ID`: the region of a record whose message names none.
+DEFAULT_REGION = "DefaultRegion"
 
 
 class TraceType(Enum):

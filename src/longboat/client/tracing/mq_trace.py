@@ -2,6 +2,9 @@
 and SubAfter for each delivery to a listener (Java's `SendMessageTraceHookImpl` and
 `ConsumeMessageTraceHookImpl`), queued on a `TraceDispatcher`.
 
+A transactional producer adds an EndTransaction record per outcome it reports (its local
+transaction's, or a check-back's answer).
+
 As Java's client does, no record is written for a message sent to the trace topic itself,
 for a send that failed (no answer to report), or when the broker says its trace switch is
 off (`traceOn=false`: the send answer's TRACE_ON, a received message's TRACE_ON property).
@@ -21,7 +24,7 @@ from longboat.protocol.errors import ProtocolError
 from longboat.protocol.ids import UniqKeyGenerator, decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
-from longboat.protocol.trace import MessageType, TraceRecord, TraceType
+from longboat.protocol.trace import DEFAULT_REGION, MessageType, TraceRecord, TraceType
 
 
 def _now_ms() -> int:
@@ -39,6 +42,7 @@ def _store_host(offset_msg_id: str) -> str | None:
 
 # Looked up once: an enum member's attribute access costs more than the rest of a line.
 _PUB, _DELAY, _NORMAL = TraceType.PUB, MessageType.DELAY, MessageType.NORMAL
+_HALF = MessageType.TRANS_HALF
 _SEND_OK = SendStatus.SEND_OK
 
 # An offset id is the broker's address then 16 hex digits of commit-log offset: the address
@@ -84,7 +88,7 @@ class MessageTracer:
                     self._store_host(offset_id),
                     len(msg.body),
                     int((time.time() - started) * 1000),
-                    _DELAY if msg.delay_level else _NORMAL,
+                    _type_of(msg),
                     offset_id,
                     result.status is _SEND_OK,
                 )
@@ -98,6 +102,39 @@ class MessageTracer:
         if host == "":
             host = self._store_hosts[prefix] = _store_host(offset_msg_id)
         return host
+
+    def end_transaction(
+        self,
+        group: str,
+        msg: Message | MessageExt,
+        msg_id: str,
+        store_host: str | None,
+        state: str,
+        *,
+        from_check: bool,
+    ) -> None:
+        """An EndTransaction record: the producer told the broker a half's outcome (`state`,
+        LocalTransactionState's name), after its local transaction or a check-back."""
+        if msg.topic == self._topic:
+            return
+        keys = " ".join(msg.key_list) or None
+        self._append(
+            TraceRecord(
+                TraceType.END_TRANSACTION,
+                msg_id=msg_id,
+                timestamp=_now_ms(),
+                region_id=msg.properties.get(Prop.MSG_REGION) or DEFAULT_REGION,
+                group=group,
+                topic=msg.topic,
+                tags=msg.tags,
+                keys=keys,
+                store_host=store_host,
+                msg_type=MessageType.TRANS_COMMIT,
+                transaction_id=msg_id,
+                transaction_state=state,
+                from_transaction_check=from_check,
+            )
+        )
 
     # ------------------------------------------------------------------ deliveries
 
@@ -143,6 +180,12 @@ class MessageTracer:
                 )
 
         return end
+
+
+def _type_of(msg: Message) -> MessageType:
+    if msg.delay_level:
+        return _DELAY
+    return _HALF if msg.properties.get(Prop.TRAN_MSG) == "true" else _NORMAL
 
 
 def _nothing(success: bool) -> None:

@@ -27,8 +27,12 @@ class Tracing:
         observers: list[Observer] = []
         if open_telemetry:
             observers.append(open_telemetry_observer())
-        if self.dispatcher is not None:
-            observers.append(MessageTracer(self.dispatcher, config.client_ip))
+        # The record writer, also for what only it records (a transaction's outcome).
+        self.message_tracer = (
+            MessageTracer(self.dispatcher, config.client_ip) if self.dispatcher else None
+        )
+        if self.message_tracer is not None:
+            observers.append(self.message_tracer)
         # Spans first, so the records' costs include no span work.
         self.observers = observers
 
