@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from client.test_tracing_e2e import traced_round_trip
 from conftest import Cluster, start_cluster
 from longboat.client import ClientConfig, Message, MessageExt
 from longboat.client.admin import Admin, QueueOffset
@@ -528,3 +529,25 @@ def test_acl_brokers_ask_for_keys_and_the_page_uses_them(
         assert cluster.runner.run(route_queues()) == 8
     finally:
         cluster.runner.run(dashboard.stop())
+
+
+def test_a_message_page_shows_its_trace_as_a_timeline(site: Site) -> None:
+    trace_topic = "DashTraces"
+    ids, producer_group, group = site.run(
+        traced_round_trip(site.cluster.namesrv_addr, trace_topic, [b'{"order": "traced"}']), 90
+    )
+    page = site.open(f"/messages?id={ids[0]}")
+    card = page.get_by_role("region", name=f"message {ids[0]}")
+    card.get_by_label("Trace topic").fill(trace_topic)
+    card.get_by_role("button", name="Show trace").click()
+    rows = card.locator("div.trace table tbody tr")
+    rows.nth(3).wait_for(timeout=WAIT_MS)
+    cells = [[c.strip() for c in rows.nth(i).locator("td").all_inner_texts()] for i in range(4)]
+    assert [(r[1], r[2]) for r in cells] == [
+        ("sent", producer_group),
+        ("stored", "broker"),
+        ("delivered", group),
+        ("delivered", group),
+    ]
+    assert [(r[4], r[6]) for r in cells[2:]] == [("0", "failed"), ("1", "success")]
+    site.shot("message-trace")

@@ -9,9 +9,9 @@ from longboat.cli.progress import LateProgress
 from longboat.cli.render import format_option, message_record, message_table, print_json
 from longboat.cli.runtime import console, fail
 from longboat.cli.runtime import run as run_async
-from longboat.cli.trace_view import timeline_json, timeline_table
+from longboat.cli.trace_view import timeline_table
 from longboat.client.message import MessageExt
-from longboat.client.tracing.timeline import Timeline, message_timeline
+from longboat.client.tracing.timeline import Timeline, message_timeline, timeline_json
 from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 
 

@@ -1,46 +1,12 @@
-"""How `longboat message trace` shows a message's timeline: a table for people, one JSON
-object for scripts (the shape the dashboard's message page reads too)."""
+"""How `longboat message trace` shows a message's timeline to people (scripts get
+`timeline_json`, the shape the dashboard's message page reads too)."""
 
 from __future__ import annotations
-
-from dataclasses import asdict
 
 from rich.table import Table
 
 from longboat.cli.render import format_ms
 from longboat.client.tracing.timeline import Timeline
-
-
-def timeline_json(t: Timeline) -> dict[str, object]:
-    return {
-        "msgId": t.msg_id,
-        "sends": [
-            {
-                "group": e.record.group,
-                "clientHost": e.client_host,
-                "storeHost": e.record.store_host,
-                "topic": e.record.topic,
-                "time": e.record.timestamp,
-                "costMs": e.record.cost_ms,
-                "success": e.record.success,
-            }
-            for e in t.sends
-        ],
-        "transactions": [
-            {
-                "group": e.record.group,
-                "clientHost": e.client_host,
-                "time": e.record.timestamp,
-                "state": e.record.transaction_state,
-                "fromCheck": e.record.from_transaction_check,
-            }
-            for e in t.transactions
-        ],
-        "stored": {"time": t.store_timestamp, "storeHost": t.store_host},
-        "deliveries": {
-            group: [asdict(a) for a in attempts] for group, attempts in t.attempts.items()
-        },
-    }
 
 
 def _result(success: bool | None) -> str:

@@ -34,6 +34,8 @@ from longboat.client.errors import (
     QueuesHoldMessagesError,
 )
 from longboat.client.message import Message
+from longboat.client.tracing.timeline import message_timeline, timeline_json
+from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
 from longboat.dashboard import views
@@ -98,6 +100,7 @@ def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.A
         web.get("/api/groups/{group}/dlq", get_dlq),
         web.get("/api/messages", get_messages),
         web.post("/api/messages/resend", post_resend),
+        web.get("/api/messages/trace", get_trace),
         web.get("/api/session", get_session),
         web.post("/api/session", post_session),
         web.delete("/api/session", delete_session),
@@ -299,6 +302,17 @@ async def get_messages(request: web.Request) -> web.Response:
         end = int(q.get("end") or now)
         found = await views.messages_in_range(admin, topic, begin, end)
     return web.json_response({"messages": [views.message_json(m) for m in found]})
+
+
+async def get_trace(request: web.Request) -> web.Response:
+    """?id=...[&topic=...][&traceTopic=...]: the message's trace as a timeline (what clients
+    that write traces recorded; empty lists when none did)."""
+    q = request.query
+    trace_topic = q.get("traceTopic") or DEFAULT_TRACE_TOPIC
+    timeline = await message_timeline(
+        admin_of(request), q["id"].strip(), q.get("topic") or None, trace_topic
+    )
+    return web.json_response(timeline_json(timeline))
 
 
 async def post_resend(request: web.Request) -> web.Response:

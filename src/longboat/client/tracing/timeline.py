@@ -10,7 +10,7 @@ the same request id are one attempt.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from longboat.client.admin import Admin
 from longboat.client.errors import ClientError
@@ -47,6 +47,39 @@ class Timeline:
     store_host: str | None = None
     # By consumer group, in order of the attempts' start.
     attempts: dict[str, list[Attempt]] = field(default_factory=dict)
+
+
+def timeline_json(t: Timeline) -> dict[str, object]:
+    """The timeline as JSON (`longboat message trace --format json`, the dashboard)."""
+    return {
+        "msgId": t.msg_id,
+        "sends": [
+            {
+                "group": e.record.group,
+                "clientHost": e.client_host,
+                "storeHost": e.record.store_host,
+                "topic": e.record.topic,
+                "time": e.record.timestamp,
+                "costMs": e.record.cost_ms,
+                "success": e.record.success,
+            }
+            for e in t.sends
+        ],
+        "transactions": [
+            {
+                "group": e.record.group,
+                "clientHost": e.client_host,
+                "time": e.record.timestamp,
+                "state": e.record.transaction_state,
+                "fromCheck": e.record.from_transaction_check,
+            }
+            for e in t.transactions
+        ],
+        "stored": {"time": t.store_timestamp, "storeHost": t.store_host},
+        "deliveries": {
+            group: [asdict(a) for a in attempts] for group, attempts in t.attempts.items()
+        },
+    }
 
 
 async def trace_entries(

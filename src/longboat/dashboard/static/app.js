@@ -349,7 +349,35 @@ function messageCard(m) {
       m.delivery.map(d => [d.group, d.broker, d.consumerOffset ?? "no offset stored", d.consumed ? "consumed" : "not consumed"])) : null,
     h("label", {class: "inline"}, "Show body as", modes), pre,
     h("form", {"aria-label": "Resend", onsubmit: e => { e.preventDefault(); resend(m, group.value); }},
-      field("Resend to group", group), h("button", {type: "submit"}, "Resend")));
+      field("Resend to group", group), h("button", {type: "submit"}, "Resend")),
+    traceSection(m));
+}
+
+// A message's trace (what clients writing traces recorded), as a timeline: sent, stored,
+// each group's delivery attempts.
+function traceSection(m) {
+  const traceTopic = h("input", {class: "trace-topic", size: 20, value: "RMQ_SYS_TRACE_TOPIC"});
+  const out = h("div", {class: "trace"});
+  const show = async () => {
+    try {
+      const t = await api(`/api/messages/trace?${new URLSearchParams({id: m.msgId, topic: m.topic, traceTopic: traceTopic.value})}`);
+      const rows = [];
+      for (const s of t.sends) rows.push([fmtTime(s.time), "sent", s.group, `${s.clientHost} → ${s.storeHost}`, "", `${s.costMs} ms`, s.success ? "success" : "failed"]);
+      if (t.stored.time) rows.push([fmtTime(t.stored.time), "stored", "broker", t.stored.storeHost, "", "", ""]);
+      for (const x of t.transactions) rows.push([fmtTime(x.time), x.fromCheck ? "checked" : "ended", x.group, x.clientHost, "", "", x.state]);
+      for (const [group, attempts] of Object.entries(t.deliveries)) {
+        for (const a of attempts) rows.push([fmtTime(a.started_ms), "delivered", group, a.client_host, a.retry_times,
+          a.cost_ms === null ? "" : `${a.cost_ms} ms`, a.success === null ? "pending" : a.success ? "success" : "failed"]);
+      }
+      const traced = t.sends.length || t.transactions.length || Object.keys(t.deliveries).length;
+      out.replaceChildren(traced ? table("trace", [["time"], ["what"], ["who"], ["client"], ["retries", 1], ["cost", 1], ["result"]], rows)
+        : h("p", {}, `no trace of this message in ${traceTopic.value}`));
+    } catch (err) { out.replaceChildren(h("p", {class: "error"}, err.message)); }
+  };
+  return h("div", {},
+    h("form", {"aria-label": "Trace", onsubmit: e => { e.preventDefault(); show(); }},
+      field("Trace topic", traceTopic), h("button", {type: "submit"}, "Show trace")),
+    out);
 }
 
 // ------------------------------------------------------------------ lag chart (hand-drawn SVG)
