@@ -34,14 +34,14 @@ from longboat.client.errors import (
     QueuesHoldMessagesError,
 )
 from longboat.client.message import Message
-from longboat.client.tracing.timeline import message_timeline, timeline_json
-from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
+from longboat.client.tracing.timeline import message_timeline, timeline_json
 from longboat.dashboard import views
 from longboat.dashboard.sampler import LagSampler
 from longboat.dashboard.sessions import COOKIE, Clients, Sessions
 from longboat.protocol import ResponseCode
+from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 STATIC = Path(__file__).parent / "static"
