@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum, IntEnum
+from typing import Any
 
 CONTENT_SEPARATOR = "\x01"
 FIELD_SEPARATOR = "\x02"
@@ -124,6 +125,20 @@ def _bool(text: str) -> bool:
     return text.lower() == "true"
 
 
+def _sent_fields(f: list[str]) -> dict[str, Any]:
+    """The fields Pub and EndTransaction share, at the same places."""
+    return {
+        "msg_id": f[5],
+        "timestamp": int(f[1]),
+        "region_id": _opt(f[2]),
+        "group": _opt(f[3]),
+        "topic": _opt(f[4]),
+        "tags": _opt(f[6]),
+        "keys": _opt(f[7]),
+        "store_host": _opt(f[8]),
+    }
+
+
 def decode_records(body: str) -> list[TraceRecord]:
     """Every record of a trace message's body (Java's `decoderFromTraceDataString`: older
     writers' shorter Pub and SubAfter records are read too; unknown kinds are skipped)."""
@@ -135,14 +150,7 @@ def decode_records(body: str) -> list[TraceRecord]:
             records.append(
                 TraceRecord(
                     TraceType.PUB,
-                    msg_id=f[5],
-                    timestamp=int(f[1]),
-                    region_id=_opt(f[2]),
-                    group=_opt(f[3]),
-                    topic=_opt(f[4]),
-                    tags=_opt(f[6]),
-                    keys=_opt(f[7]),
-                    store_host=_opt(f[8]),
+                    **_sent_fields(f),
                     body_length=int(f[9]),
                     cost_ms=int(f[10]),
                     msg_type=MessageType(int(f[11])),
@@ -181,14 +189,7 @@ def decode_records(body: str) -> list[TraceRecord]:
             records.append(
                 TraceRecord(
                     TraceType.END_TRANSACTION,
-                    msg_id=f[5],
-                    timestamp=int(f[1]),
-                    region_id=_opt(f[2]),
-                    group=_opt(f[3]),
-                    topic=_opt(f[4]),
-                    tags=_opt(f[6]),
-                    keys=_opt(f[7]),
-                    store_host=_opt(f[8]),
+                    **_sent_fields(f),
                     msg_type=MessageType(int(f[9])),
                     transaction_id=_opt(f[10]),
                     transaction_state=_opt(f[11]),
