@@ -5,6 +5,8 @@ consumer, both linked to the send, the process span current inside the listener.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import pytest
 from opentelemetry import trace
@@ -93,3 +95,24 @@ async def test_send_receive_and_process_spans_are_linked(
         assert span.attributes["messaging.message.id"] == result.msg_id
     # The listener's own span is the process span's child.
     assert handle.parent is not None and handle.parent.span_id == process.context.span_id
+
+
+def test_spans_cost_nothing_unasked_and_need_the_extra() -> None:
+    """The client never imports opentelemetry unless asked; asked without it installed (an
+    import that fails), the producer refuses with the fix."""
+    code = """
+import sys
+import longboat.client.producer, longboat.client.push
+assert "opentelemetry" not in sys.modules, "imported without being asked"
+sys.modules["opentelemetry"] = None  # as if the extra were not installed
+from longboat.client.errors import ClientUsageError
+from longboat.client.producer import Producer
+try:
+    Producer("g", namesrv_addrs="127.0.0.1:9876", open_telemetry=True)
+except ClientUsageError as exc:
+    print(exc)
+"""
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "pip install 'longboat[otel]'" in out.stdout, out.stderr

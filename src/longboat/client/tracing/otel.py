@@ -10,12 +10,14 @@ traceparent also as `TRACE_CONTEXT`, RocketMQ 5's trace context, which the broke
 endpoint hands to 5.x consumers as the `trace_context` system property (and stores from 5.x
 producers, where a consumer here reads it when `traceparent` is absent).
 
-`opentelemetry-api` is optional (the `otel` extra): it is imported once, here; a client that
-does not ask for spans never calls into it, and asking without it installed is a usage error.
+`opentelemetry-api` is optional (the `otel` extra): it is imported once, here, when a client
+first asks for spans; a client that does not ask never imports it, and asking without it
+installed is a usage error.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -26,13 +28,6 @@ from longboat.client.tracing.hooks import ConsumeEnd, SendEnd
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 
-otel_trace: ModuleType | None
-try:
-    from opentelemetry import propagate as otel_propagate
-    from opentelemetry import trace as otel_trace
-except ImportError:  # the extra is not installed: spans cannot be asked for
-    otel_trace = None
-
 if TYPE_CHECKING:
     from opentelemetry.trace import Link, Span
 
@@ -41,27 +36,25 @@ TRACEPARENT = "traceparent"
 INSTRUMENTATION = "longboat.client"
 
 
+@functools.cache
+def _opentelemetry() -> tuple[ModuleType, ModuleType] | None:
+    """opentelemetry's trace and propagate modules, imported at the first ask (a client that
+    never asks for spans never imports them); None when the extra is not installed."""
+    try:
+        from opentelemetry import propagate, trace
+    except ImportError:
+        return None
+    return trace, propagate
+
+
 def open_telemetry_observer() -> OpenTelemetryObserver:
     """The span observer; ClientUsageError when opentelemetry-api is not installed."""
-    if otel_trace is None:
+    modules = _opentelemetry()
+    if modules is None:
         raise ClientUsageError(
             "open_telemetry=True needs the opentelemetry-api package: pip install 'longboat[otel]'"
         )
-    return OpenTelemetryObserver()
-
-
-def _links(msgs: Sequence[MessageExt]) -> list[Link]:
-    assert otel_trace is not None
-    links = []
-    for m in msgs:
-        carrier = m.properties
-        if TRACEPARENT not in carrier and Prop.TRACE_CONTEXT in carrier:
-            carrier = {TRACEPARENT: carrier[Prop.TRACE_CONTEXT]}  # a RocketMQ 5 client's
-        context = otel_propagate.extract(carrier)
-        span_context = otel_trace.get_current_span(context).get_span_context()
-        if span_context.is_valid:
-            links.append(otel_trace.Link(span_context))
-    return links
+    return OpenTelemetryObserver(*modules)
 
 
 def _consumer_attributes(group: str, msgs: Sequence[MessageExt]) -> dict[str, Any]:
@@ -80,10 +73,23 @@ def _consumer_attributes(group: str, msgs: Sequence[MessageExt]) -> dict[str, An
 class OpenTelemetryObserver:
     """Makes the spans; the tracer is the global provider's, looked up once."""
 
-    def __init__(self) -> None:
-        assert otel_trace is not None
-        self._trace = otel_trace
-        self._tracer = otel_trace.get_tracer(INSTRUMENTATION)
+    def __init__(self, trace: ModuleType, propagate: ModuleType) -> None:
+        self._trace = trace
+        self._propagate = propagate
+        self._tracer = trace.get_tracer(INSTRUMENTATION)
+
+    def _links(self, msgs: Sequence[MessageExt]) -> list[Link]:
+        """Links to the send spans whose context the messages carry."""
+        links = []
+        for m in msgs:
+            carrier = m.properties
+            if TRACEPARENT not in carrier and Prop.TRACE_CONTEXT in carrier:
+                carrier = {TRACEPARENT: carrier[Prop.TRACE_CONTEXT]}  # a RocketMQ 5 client's
+            context = self._propagate.extract(carrier)
+            span_context = self._trace.get_current_span(context).get_span_context()
+            if span_context.is_valid:
+                links.append(self._trace.Link(span_context))
+        return links
 
     def begin_send(self, group: str, msg: Message) -> SendEnd:
         span = self._tracer.start_span(
@@ -100,7 +106,7 @@ class OpenTelemetryObserver:
                 **({"messaging.rocketmq.message.keys": msg.key_list} if msg.keys else {}),
             },
         )
-        otel_propagate.inject(msg.properties, context=self._trace.set_span_in_context(span))
+        self._propagate.inject(msg.properties, context=self._trace.set_span_in_context(span))
         if TRACEPARENT in msg.properties:
             # Where RocketMQ 5 keeps it: a gRPC consumer gets it as `trace_context`.
             msg.properties[Prop.TRACE_CONTEXT] = msg.properties[TRACEPARENT]
@@ -119,7 +125,7 @@ class OpenTelemetryObserver:
         return self._tracer.start_span(
             f"{operation} {topic}",
             kind=self._trace.SpanKind.CONSUMER,
-            links=_links(msgs),
+            links=self._links(msgs),
             attributes={
                 **_consumer_attributes(group, msgs),
                 "messaging.operation.type": operation,
