@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test test-quick lint bench demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
+.PHONY: up test test-quick lint bench bench-report demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -82,7 +82,7 @@ rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
 
 ## Longboat beside Apache RocketMQ, the same Java client as the load (bench/README.md); e.g.
-## COMPARE_ARGS=--quick.
+## COMPARE_ARGS="--runs 1 --duration 5".
 bench-rocketmq: $(STAMP) java-peers
 	$(PY) -m bench.rocketmq_compare $(COMPARE_ARGS)
 
@@ -116,6 +116,11 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.protocol_codec
 	$(PY) -m bench.store_bench
+	$(PY) -m bench.report
+
+## bench/README.md again from the latest result of each benchmark (bench/results/).
+bench-report: $(STAMP)
+	$(PY) -m bench.report
 
 demo: $(STAMP)
 	$(VENV)/bin/longboat demo

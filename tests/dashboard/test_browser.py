@@ -394,6 +394,33 @@ def test_the_chart_has_a_colour_key_and_the_site_an_icon(site: Site) -> None:
     assert icon.body().startswith(b"<svg")
 
 
+def test_a_refresh_keeps_what_is_being_typed(site: Site) -> None:
+    topic = "DashTyping"  # its own topic: the other tests count TOPIC's messages
+    site.admin(lambda a: a.create_topic(topic, queue_nums=1))
+    page = site.open(f"/topic/{topic}")
+    queues = page.locator("table:has(caption:text-is('queues')) tbody")
+    before = queues.inner_text()
+    body = page.locator("#send-body")
+    body.fill("")
+    body.type("half a")
+    page.locator("#send-tags").fill("tag-typed")
+    body.focus()
+
+    async def one_more() -> None:
+        async with Producer("dash-typing", config=site.config) as producer:
+            await producer.send(Message(topic, b"changes the figures"))
+
+    site.run(one_more())
+    # The figures changed on the page: a refresh ran while the form held typed text.
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while queues.inner_text() == before:
+        assert time.monotonic() < deadline, "the page did not refresh its figures"
+        page.wait_for_timeout(100)
+    page.keyboard.type(" sentence")  # the focus stayed in the field
+    assert body.input_value() == "half a sentence"
+    assert page.locator("#send-tags").input_value() == "tag-typed"
+
+
 def lag_series(page: Any) -> list[int]:
     text = page.locator("#lag-chart svg").get_attribute("data-lag") or ""
     return [int(v) for v in text.split(",") if v]

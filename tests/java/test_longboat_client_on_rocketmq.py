@@ -40,6 +40,7 @@ from longboat.client.push import (
 )
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.types import MessageQueue
 from peers.rocketmq import RocketMQCluster
 
 pytestmark = pytest.mark.java
@@ -258,6 +259,11 @@ async def test_lite_pull_reads_past_the_brokers_32_message_cap_and_commits(
         await consumer.shutdown()
 
 
+async def admin_queues(ns: str, topic: str) -> list[MessageQueue]:
+    async with Admin(config=config_for(ns)) as admin:
+        return [status.mq for status in await admin.topic_status(topic)]
+
+
 async def test_a_new_group_at_last_offset_skips_history_on_a_4x_broker(
     rocketmq_cluster: RocketMQCluster,
 ) -> None:
@@ -281,12 +287,15 @@ async def test_a_new_group_at_last_offset_skips_history_on_a_4x_broker(
         await consumer.start()
         try:
             await positioned(consumer)
-            await producer.send(Message(topic, b"new"))
-            await deliveries.wait_for_bodies({"new"})
-            await asyncio.sleep(0.5)
+            # One new message on each queue: once both arrived, each queue was read from
+            # where the group started, and history would have come before them.
+            new = {f"new-{q.broker_name}-{q.queue_id}": q for q in await admin_queues(ns, topic)}
+            for body, queue in new.items():
+                await producer.send(Message(topic, body.encode()), queue=queue)
+            await deliveries.wait_for_bodies(set(new))
         finally:
             await consumer.shutdown()
-    assert deliveries.bodies() == ["new"]
+    assert sorted(deliveries.bodies()) == sorted(new)
 
 
 async def test_admin_on_rocketmq_progress_lag_reset_and_lookups(

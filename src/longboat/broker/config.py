@@ -172,6 +172,9 @@ class BrokerConfig:
     ha_master_address: str = ""
     ha_send_heartbeat_interval: int = 5000
     ha_housekeeping_interval: int = 20_000
+    # RocketMQ's haSlaveFallbehindMax: a SYNC_MASTER send does not wait for a slave further
+    # behind than this many bytes (answered SLAVE_NOT_AVAILABLE at once).
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
     # Ours (RocketMQ hard-codes 10 s): how often a slave copies its master's metadata.
     slave_synchronize_interval: int = 10_000
     # Reads from slaves (RocketMQ's keys and defaults): with slaveReadEnable a pull answer
@@ -351,6 +354,7 @@ class BrokerConfig:
                 "a port is 0..65535 (0 = any free port, -1 = listenPort + 1)",
             ),
             ("ha_send_heartbeat_interval", self.ha_send_heartbeat_interval > 0, "must be > 0"),
+            ("ha_slave_fallbehind_max", self.ha_slave_fallbehind_max > 0, "must be > 0"),
             (
                 "access_message_in_memory_max_ratio",
                 0 <= self.access_message_in_memory_max_ratio <= 100,

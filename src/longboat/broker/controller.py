@@ -437,7 +437,11 @@ class BrokerController:
             self.add_periodic(cfg.slave_synchronize_interval / 1000, self.slave_sync.sync_all)
             return cfg.ha_port or self.server.port + 1
         self.ha_master = HAMaster(
-            self.store, host=cfg.bind_host, port=cfg.ha_port, heartbeat_s=heartbeat_s
+            self.store,
+            host=cfg.bind_host,
+            port=cfg.ha_port,
+            heartbeat_s=heartbeat_s,
+            fall_behind_max=cfg.ha_slave_fallbehind_max,
         )
         await self.ha_master.start()
         return self.ha_master.port

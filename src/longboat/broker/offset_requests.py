@@ -17,14 +17,25 @@ Rules for a group with no committed offset on a queue (QUERY_CONSUMER_OFFSET):
 The first row is what 4.x brokers do and 4.x clients expect: a new group on a young queue starts
 at 0 even with CONSUME_FROM_LAST_OFFSET (tests written against RocketMQ rely on it).  RocketMQ 5
 clients send setZeroIfNotFound=false to apply their own consume-from setting instead.  Unlike
-RocketMQ we never consult page-cache residency: the rule is deterministic (RocketMQ #334).
+RocketMQ 4.9 (ConsumerManageProcessor: 0 when the minimum offset is <= 0 and offset 0 is not
+swapped out of memory, `checkInDiskByConsumeOffset`) we never consult page-cache residency: the
+rule is deterministic (RocketMQ #334).  Our own clients send setZeroIfNotFound=false, so they
+rely on the store never losing a group's offsets: a group's first offset on a queue is on disk
+before its update is answered (see store/offsets), and after a crash the group is never taken
+for a new one.
 
 An update with a negative offset (ali-ons sends -1 for queues it has not consumed) never
 overwrites anything: it is acknowledged and ignored.
+
+SUCCESS for an update means what docs/guarantees.md states per flush mode: the store journals
+the offset before we answer, and we wait for its fsync when the store asks for it (every
+update under SYNC_FLUSH, a group's first offset on a queue always).  An fsync later than
+syncFlushTimeout answers SYSTEM_ERROR: the offset is kept, the client's next commit retries.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -64,15 +75,27 @@ class OffsetRequests:
             f"(group {header.consumerGroup} has no offset on {header.topic}:{header.queueId})",
         )
 
-    def update_consumer_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def update_consumer_offset(
+        self, conn: Connection, cmd: RemotingCommand
+    ) -> RemotingCommand:
         header = UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
         # The offset table is persisted: only legal names get into it.
         if problem := validate_group(header.consumerGroup) or validate_topic(header.topic):
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)")
-        if header.commitOffset >= 0:
-            self.controller.offsets.commit(
-                header.consumerGroup, header.topic, header.queueId, header.commitOffset
-            )
+        if header.commitOffset < 0:
+            return cmd.make_response()
+        durable = self.controller.offsets.commit(
+            header.consumerGroup, header.topic, header.queueId, header.commitOffset
+        )
+        if durable is not None:
+            timeout = self.controller.config.sync_flush_timeout / 1000
+            try:
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(durable)), timeout)
+            except (TimeoutError, OSError) as exc:
+                return cmd.make_response(
+                    ResponseCode.SYSTEM_ERROR,
+                    f"offset kept but not yet on disk ({exc or 'sync timed out'}); commit again",
+                )
         return cmd.make_response()
 
     def max_offset(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:

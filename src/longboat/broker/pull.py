@@ -86,7 +86,11 @@ class PullProcessor:
             and not ctl.config.is_slave
         ):
             ctl.offsets.commit(
-                header.consumerGroup, header.topic, header.queueId, header.commitOffset
+                header.consumerGroup,
+                header.topic,
+                header.queueId,
+                header.commitOffset,
+                answered=False,
             )
         got = _read(ctl.store, header, flt)
         code = _answer_code(got, header.queueOffset)

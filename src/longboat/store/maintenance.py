@@ -4,8 +4,9 @@ Every `checkpoint_interval_ms` the thread syncs the queues and index appended to
 last round and records how far they and the log are durable (the checkpoint recovery trusts),
 then checks the disk: past `disk_space_warning_ratio` appends are refused (`refusal` says why,
 the append path reads it) until retention frees space.  Every `retention_check_interval_ms` it
-deletes expired commit-log segments (policy: retention); consumer offsets are written every
-`consumer_offset_persist_interval_ms` when they changed.
+deletes expired commit-log segments (policy: retention); consumer offsets are snapshotted every
+`consumer_offset_persist_interval_ms` when they changed, which compacts their journal (every
+change is already journaled when it is made, see offsets).
 
 A failing round is logged and the next one runs anyway.  The thread shares the store's append
 lock for what must not interleave with an append: reading how far dispatch reached together

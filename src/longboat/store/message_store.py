@@ -81,7 +81,11 @@ class MessageStore:
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )
-        self.offsets = ConsumerOffsetTable(config.config_dir / "consumerOffset.json")
+        self.offsets = ConsumerOffsetTable(
+            config.config_dir / "consumerOffset.json",
+            sync_every_commit=self._sync,
+            flush_interval_s=config.flush_interval_ms / 1000,
+        )
         indexer, life = self._indexer, self._life
         self._maintenance = StoreMaintenance(
             config,
@@ -176,7 +180,7 @@ class MessageStore:
         self._maintenance.stop()
         self._flusher.stop()
         self._maintenance.checkpoint()
-        self.offsets.persist()
+        self.offsets.close()
         with self._lock:
             self._queues.close()
             self._index.close()

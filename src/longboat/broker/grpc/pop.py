@@ -268,7 +268,7 @@ class PopService:
 
     def _commit(self, key: tuple[str, str, int], q: QueuePop) -> None:
         group, topic, queue_id = key
-        self.controller.offsets.commit(group, topic, queue_id, q.committed)
+        self.controller.offsets.commit(group, topic, queue_id, q.committed, answered=False)
 
     # ------------------------------------------------------------------ by handle
 

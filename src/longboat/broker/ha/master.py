@@ -25,9 +25,6 @@ from longboat.store import MessageStore
 
 log = logging.getLogger(__name__)
 
-# The most a slave may lag for a SYNC_MASTER send to wait for it (haSlaveFallbehindMax).
-FALL_BEHIND_MAX = 256 * 1024 * 1024
-
 
 @dataclass(eq=False)
 class SlaveStream:
@@ -49,8 +46,10 @@ class HAMaster:
         port: int,
         heartbeat_s: float = 5.0,
         batch_size: int = 32 * 1024,
-        fall_behind_max: int = FALL_BEHIND_MAX,
+        fall_behind_max: int,
     ) -> None:
+        """`fall_behind_max`: the most a slave may lag for a SYNC_MASTER send to wait for it
+        (haSlaveFallbehindMax)."""
         self.store = store
         self.host = host
         self.requested_port = port

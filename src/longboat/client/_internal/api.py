@@ -65,7 +65,6 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.message import MessageExt, decode_record, decode_records
 from longboat.protocol.properties import Prop
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import MessageQueue
@@ -266,23 +265,18 @@ class ClientAPI:
         messages are decompressed, checked against the exact tags of `expression` (the broker
         only filtered by hash) and carry MIN/MAX_OFFSET; without it only `body` is set."""
         tags = TagExpression.parse(expression) if isinstance(expression, str) else expression
-        header = PullMessageRequestHeader(
-            consumerGroup=group,
+        header = PullMessageRequestHeader.pulling(
+            group=group,
             topic=mq.topic,
-            queueId=mq.queue_id,
-            queueOffset=offset,
-            maxMsgNums=max_msgs,
-            sysFlag=PullSysFlag.build(
-                commit_offset=commit_offset is not None,
-                suspend=suspend > 0,
-                subscription=True,
-                lite_pull=lite,
-            ),
-            commitOffset=commit_offset or 0,
-            suspendTimeoutMillis=int(suspend * 1000),
-            subVersion=sub_version,
+            queue_id=mq.queue_id,
+            offset=offset,
+            max_msgs=max_msgs,
+            suspend_ms=int(suspend * 1000),
+            commit_offset=commit_offset,
             subscription=tags.expression if sql is None else sql,
-            expressionType="TAG" if sql is None else "SQL92",
+            expression_type="TAG" if sql is None else "SQL92",
+            sub_version=sub_version,
+            lite=lite,
         )
         cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext())
         response = await self._call(addr, cmd, timeout, ok=_PULL_STATUS)
