@@ -1,7 +1,7 @@
 """What writing message traces costs a producer: send throughput with and without
 `enable_trace=True`.
 
-    python -m bench.trace_cost [--messages 3000] [--runs 5] [--in-flight 1,32] [--out FILE]
+    python -m bench.trace_cost [--messages 3000] [--runs 7] [--in-flight 1,32] [--json FILE]
 
 A name server and broker run in a child process (`longboat up` on free loopback ports, a
 temporary data directory), so their CPU is not this process's.  Each case sends
@@ -10,17 +10,15 @@ temporary data directory), so their CPU is not this process's.  Each case sends
 the median rate of each is reported with their ratio, and the median CPU time this
 process spent per message (the client's own cost, less swayed by other load on the
 machine).  The traced producer's records go to the same broker (a trace topic of its own),
-as they would in production: their sends are part of the cost measured.  Writes JSON
-(commit, host, date, settings, figures).
+as they would in production: their sends are part of the cost measured.  The target: traced
+sends keep at least 95 % of the untraced throughput.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import platform
 import resource
 import signal
 import socket
@@ -31,10 +29,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
@@ -134,35 +132,44 @@ async def measure(namesrv: str, args: argparse.Namespace) -> dict[str, Any]:
     return cases
 
 
-def commit() -> str:
-    try:
-        return subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=3000)
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=7)
     parser.add_argument(
         "--in-flight", type=lambda s: [int(x) for x in s.split(",")], default=[1, 32]
     )
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("trace_cost.json"))
+    results.add_json_option(parser, "trace_cost")
     args = parser.parse_args()
     with servers() as namesrv:
         cases = asyncio.run(measure(namesrv, args))
-    result = {
-        "commit": commit(),
-        "host": {"machine": platform.machine(), "cpus": os.cpu_count(), "python": sys.version},
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "settings": {"messages": args.messages, "runs": args.runs, "body_bytes": len(BODY)},
-        "cases": cases,
-    }
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(cases, indent=2))
+    page = results.Page()
+    page.table(
+        "send throughput and this process's CPU per message, medians",
+        ["sends in flight", "untraced msgs/s", "traced msgs/s", "traced / untraced",
+         "CPU us/msg untraced", "CPU us/msg traced"],
+        ["---:"] * 6,
+    )  # fmt: skip
+    for in_flight in args.in_flight:
+        c = cases[f"in_flight_{in_flight}"]
+        page.row(
+            in_flight, f"{c['plain_msgs_per_s']:,}", f"{c['traced_msgs_per_s']:,}",
+            f"{c['traced_over_plain']:.2f}x", c["plain_cpu_us_per_msg"], c["traced_cpu_us_per_msg"],
+        )  # fmt: skip
+        page.target(
+            f"traced send throughput, {in_flight} in flight",
+            ">= 0.95x untraced",
+            f"{c['traced_over_plain']:.2f}x",
+            c["traced_over_plain"] >= 0.95,
+        )
+    result = results.record(
+        "trace_cost",
+        sizes={"messages": args.messages, "runs": args.runs, "body_bytes": len(BODY)},
+        runs=[{"in_flight": k, **v["runs"]} for k, v in cases.items()],
+        summary=cases,
+        page=page.as_dict(),
+    )
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":
