@@ -195,7 +195,7 @@ def test_every_page_shows_the_cluster(site: Site) -> None:
     assert "TBW102" not in cell_texts(page, "td")
     # As `longboat topic list`: brokers, write and read queues, permission.
     row = page.locator("tr", has=page.get_by_role("link", name=TOPIC))
-    assert cell_texts(row, "td") == [
+    assert cell_texts(row, "td")[:6] == [
         TOPIC,
         "normal",
         site.cluster.config.broker_name,
@@ -578,3 +578,41 @@ def test_a_message_page_shows_its_trace_as_a_timeline(site: Site) -> None:
     ]
     assert [(r[4], r[6]) for r in cells[2:]] == [("0", "failed"), ("1", "success")]
     site.shot("message-trace")
+
+
+def test_the_topics_page_shows_each_topic_s_in_and_out_rates(site: Site) -> None:
+    topic, group = "DashRates", "dash-rates"
+    site.admin(lambda a: a.create_topic(topic, queue_nums=2))
+
+    async def traffic(stop: asyncio.Event) -> None:
+        """A producer sending about 50 messages a second and a group consuming them."""
+        consumer = await member(site.config, group, topic)
+        try:
+            async with Producer("dash-rates-pg", config=site.config) as producer:
+                while not stop.is_set():
+                    await producer.send(Message(topic, b"tick"))
+                    await asyncio.sleep(0.02)
+        finally:
+            await consumer.shutdown()
+
+    loop = site.cluster.runner.loop
+    stop = site.run(make_event())
+    running = asyncio.run_coroutine_threadsafe(traffic(stop), loop)
+    try:
+        page = site.open("/topics")
+        page.get_by_label("Search topics").fill("dashrates")
+        row = page.locator("tr", has=page.get_by_role("link", name=topic))
+        deadline = time.monotonic() + 30
+        while True:
+            cells = cell_texts(row, "td")
+            if len(cells) == 8 and "-" not in cells[6:] and min(map(float, cells[6:])) > 0:
+                break
+            assert time.monotonic() < deadline, f"no rates shown: {cells}"
+            time.sleep(0.5)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        running.result(30)
+
+
+async def make_event() -> asyncio.Event:
+    return asyncio.Event()

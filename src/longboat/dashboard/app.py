@@ -172,7 +172,8 @@ async def get_cluster(request: web.Request) -> web.Response:
 
 
 async def get_topics(request: web.Request) -> web.Response:
-    return web.json_response(await views.topics_view(admin_of(request)))
+    rates = request.app[SAMPLER].topic_rates()
+    return web.json_response(await views.topics_view(admin_of(request), rates))
 
 
 async def get_topic(request: web.Request) -> web.Response:

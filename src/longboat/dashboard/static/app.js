@@ -119,10 +119,11 @@ const pages = {
       const rows = last.topics.filter(t => (system.checked || t.kind === "normal") &&
         t.name.toLowerCase().includes(q));
       box.replaceChildren(table(`${rows.length} topic(s)`,
-        [["topic"], ["kind"], ["brokers"], ["write queues", 1], ["read queues", 1], ["perm"]],
+        [["topic"], ["kind"], ["brokers"], ["write queues", 1], ["read queues", 1], ["perm"], ["in msgs/s", 1], ["out msgs/s", 1]],
         rows.map(t => [link(`#/topic/${enc(t.name)}`, t.name), t.kind,
           ...(t.route ? [t.route.brokers.join(", "), t.route.writeQueues, t.route.readQueues, t.route.perm] :
-            ["-", "-", "-", "-"])])));
+            ["-", "-", "-", "-"]),
+          t.rates ? t.rates.in.toFixed(1) : "-", t.rates ? t.rates.out.toFixed(1) : "-"])));
     };
     search.addEventListener("input", draw);
     system.addEventListener("change", draw);
