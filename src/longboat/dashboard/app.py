@@ -234,7 +234,8 @@ async def post_send(request: web.Request) -> web.Response:
 
 
 async def get_groups(request: web.Request) -> web.Response:
-    return web.json_response(await views.groups_view(admin_of(request)))
+    rates = request.app[SAMPLER].consume_rates()
+    return web.json_response(await views.groups_view(admin_of(request), rates))
 
 
 async def get_group(request: web.Request) -> web.Response:

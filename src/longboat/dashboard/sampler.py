@@ -111,6 +111,14 @@ class LagSampler:
                 row["out"] = round(row["out"] + moved / (after.at - before.at), 2)
         return rates
 
+    def consume_rates(self) -> dict[str, float]:
+        """Per group sampled twice: its consume rate (messages/s) over the last interval."""
+        return {
+            group: series[-1]["rate"]
+            for group in self._history
+            if len(series := self.series(group)) >= 2
+        }
+
     def series(self, group: str) -> list[dict[str, float]]:
         """Samples oldest first: time (epoch s), lag, and the consume rate (messages/s) since
         the sample before (0 for the first)."""

@@ -99,9 +99,14 @@ async def topic_view(admin: Admin, topic: str) -> Json:
     return topic_json(topic, route, status)
 
 
-async def groups_view(admin: Admin) -> Json:
+async def groups_view(admin: Admin, rates: dict[str, float] | None = None) -> Json:
+    """Every group's row; `rate`, its consume rate from the sampler (null until sampled
+    twice)."""
     names = await admin.groups()
-    return {"groups": await asyncio.gather(*(group_row(admin, g) for g in names))}
+    rows = await asyncio.gather(*(group_row(admin, g) for g in names))
+    for row in rows:
+        row["rate"] = (rates or {}).get(row["name"])
+    return {"groups": rows}
 
 
 async def group_row(admin: Admin, group: str) -> Json:

@@ -175,9 +175,10 @@ const pages = {
     return async () => {
       const data = await api("/api/groups");
       box.replaceChildren(table(`${data.groups.length} group(s)`,
-        [["group"], ["state"], ["members", 1], ["lag", 1]],
+        [["group"], ["state"], ["members", 1], ["lag", 1], ["consume msgs/s", 1]],
         data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
-          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-"])));
+          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-",
+          g.rate === null || g.rate === undefined ? "-" : g.rate.toFixed(1)])));
     };
   },
 
