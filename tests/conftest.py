@@ -19,6 +19,9 @@ also reach into the broker's state (its store, tables and `put_message`) between
 `broker = await loopback_broker(message_delay_level="100ms")` returns the running
 `BrokerController`; its name server's address is `broker.config.namesrv_addr`.
 
+`small_disk` is a real 96 MiB filesystem (a tmpfs mounted for the test, which needs root; the
+test is skipped, saying so, where mount is refused), for disk-full tests.
+
 `rocketmq_cluster` is Apache RocketMQ itself (a name server and a broker, two JVMs started once
 per session; see `peers.rocketmq`), and `java_peers` the guard every test running a Java peer
 program requests: it skips with the reason when LONGBOAT_SKIP_JAVA=1 and fails, saying what to
@@ -35,6 +38,7 @@ import asyncio
 import itertools
 import logging
 import os
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
@@ -206,6 +210,25 @@ async def loopback_broker(
     yield make
     for server in reversed(started):
         await server.stop()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 96 MiB tmpfs, unmounted after the broker on it stopped (fixtures tear down
+    in reverse: request this one before `loopback_cluster`); skipped where mount is refused."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a 96 MiB tmpfs (root needed): {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 # Session fixtures that start something heavy: the tests using one run on one xdist worker.

@@ -94,7 +94,7 @@ class AdminProcessor:
             order=header.order,
         )
         self.controller.topics.create_topic(config)
-        await self.controller.register_now()
+        await self.controller.registered()  # routed once answered, as RocketMQ's increment
         return cmd.make_response()
 
     def all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -123,7 +123,7 @@ class AdminProcessor:
         if problem is not None:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, problem)
         if self.controller.topics.delete_topic(topic):
-            await self.controller.register_now()
+            await self.controller.registered()
         return cmd.make_response()
 
     # ------------------------------------------------------------------ consumers

@@ -101,7 +101,16 @@ class BrokerConfig:
     mapped_file_size_consume_queue: int = 300_000 * CONSUME_QUEUE_ENTRY_SIZE
     flush_interval_commit_log: int = 500
     sync_flush_timeout: int = 5000
+    # Percent watermarks of the store's disk (RocketMQ's names, defaults and bounds: the
+    # store takes diskMaxUsedSpaceRatio within 10..95, diskSpaceWarningLevelRatio within
+    # 35..90, diskSpaceCleanForciblyRatio within 30..85); see StoreConfig.
     disk_max_used_space_ratio: int = 75
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    clean_file_forcibly_enable: bool = True
+    # RocketMQ's key-index file sizes: hash slots and entries per file (files are sparse).
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6000
     # Message traces (RocketMQ's keys): the region and trace switch every send answer carries
@@ -257,7 +266,12 @@ class BrokerConfig:
             max_message_size=self.max_message_size,
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=int(self.delete_when),
-            disk_max_used_ratio=self.disk_max_used_space_ratio / 100,
+            disk_max_used_space_ratio=_percent(self.disk_max_used_space_ratio, 10, 95),
+            disk_space_warning_level_ratio=_percent(self.disk_space_warning_level_ratio, 35, 90),
+            disk_space_clean_forcibly_ratio=_percent(self.disk_space_clean_forcibly_ratio, 30, 85),
+            clean_file_forcibly_enable=self.clean_file_forcibly_enable,
+            index_hash_slots=self.max_hash_slot_num,
+            index_max_entries=self.max_index_num,
             store_host=self.advertised_ip,
             store_port=store_port,
             max_transfer_bytes=self.max_transfer_bytes_on_message_in_memory,
@@ -420,6 +434,11 @@ class BrokerConfig:
 
 
 # --------------------------------------------------------------------------- key spellings
+
+
+def _percent(value: int, low: int, high: int) -> float:
+    """A percent setting as the store's fraction, held within RocketMQ's bounds for it."""
+    return min(max(value, low), high) / 100
 
 
 def attribute_name(key: str) -> str:

@@ -65,6 +65,7 @@ from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
 from longboat.broker.transaction_service import TransactionService
 from longboat.protocol.acl_signature import signer
+from longboat.protocol.bodies import TopicConfig
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
 from longboat.store import (
@@ -288,9 +289,15 @@ class BrokerController:
         """Register with every name server now; True when all accepted."""
         return await self.registrar.register()
 
-    def register_soon(self) -> None:
+    async def registered(self) -> None:
+        """Wait until the topic changes made so far are registered with the name servers
+        (only those topics, unless something needed the whole table)."""
+        await self.registrar.settle()
+
+    def register_soon(self, changed: list[TopicConfig] | None = None) -> None:
+        """Register `changed` topics (None: the whole table) with the name servers soon."""
         if self.phase in (Phase.STARTING, Phase.RUNNING):
-            self.registrar.register_soon()
+            self.registrar.register_soon(changed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -370,6 +377,7 @@ class BrokerController:
                 f"{self.store_host}:{ha_port}",
             ),
             self.topics.wrapper,
+            self.topics.data_version,
             timeout_s=cfg.register_broker_timeout_mills / 1000,
         )
         self.registrar.add_master_listener(self._master_changed)

@@ -87,7 +87,11 @@ class FeatureHost(Protocol):
         ...
 
     def register_now(self) -> Awaitable[object]:
-        """Register with the name servers at once (after a topic change)."""
+        """Register the whole table with the name servers at once."""
+        ...
+
+    def registered(self) -> Awaitable[None]:
+        """Wait until the topic changes made so far are registered with the name servers."""
         ...
 
     def add_start_hook(self, hook: Callable[[], object]) -> None:

@@ -2,9 +2,16 @@
 `registerNameServerPeriod` (30 s) and at once after any topic change; UNREGISTER_BROKER at stop.
 
 A name server drops a broker it has not heard from for 120 s, so the periodic registration is
-the broker's lease.  Changes are coalesced: many topics created in a burst cause one
-registration in flight plus at most one more after it, never a queue of them.  A name server
-that is down is logged and retried on the next round; it never blocks the broker.
+the broker's lease.  A created or changed topic is registered alone, as RocketMQ's
+registerIncrementBrokerData does (header `incremental`: the name server merges it), so
+creating the N-th topic does not send the N-1 before it; the whole table goes at start, on
+the periodic round and after a deletion (which only a whole table can express).  Changes are
+coalesced: a burst of creations causes one registration in flight plus one more carrying
+every topic created meanwhile, never a queue of them.  A table of more than 1,000 topics is
+sent in RocketMQ's compressed form (protocol.register_body), so 100,000 topics fit a frame.
+A name server that is down is logged and retried on the next round; it never blocks the
+broker (a lost increment is repaired by the next whole table, whose data version the name
+server has not seen).
 
 A slave (broker id > 0) learns its master from the answers, as RocketMQ's registerBrokerAll
 does: the first name server that accepted says the master's remoting address and HA address
@@ -22,12 +29,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import RegisterBrokerBody, TopicConfigSerializeWrapper
+from longboat.protocol.bodies import (
+    DataVersion,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+)
 from longboat.protocol.headers import (
     BrokerIdentityHeader,
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
 )
+from longboat.protocol.register_body import encode_register_body
 from longboat.protocol.types import MASTER_ID
 from longboat.remoting import RemotingClient, RemotingError
 
@@ -62,16 +74,21 @@ class NameServerRegistrar:
         namesrv_addrs: list[str],
         identity: BrokerIdentity,
         topics: Callable[[], TopicConfigSerializeWrapper],
+        data_version: Callable[[], DataVersion],
         *,
         timeout_s: float,
     ) -> None:
+        """`topics()` is the whole table with its version, `data_version()` the version
+        alone (an increment carries it without copying the table)."""
         self.client = client
         self.namesrv_addrs = namesrv_addrs
         self.identity = identity
         self._topics = topics
+        self._data_version = data_version
         self._timeout = timeout_s
         self._running: asyncio.Task[None] | None = None
-        self._again = False
+        self._whole_wanted = False
+        self._changed: dict[str, TopicConfig] = {}  # to register as an increment
         self.registrations = 0  # successful REGISTER_BROKER answers, for tests and metrics
         self.master = MasterAddresses()
         self._master_listeners: list[MasterListener] = []
@@ -82,11 +99,18 @@ class NameServerRegistrar:
         self._master_listeners.append(listener)
 
     async def register(self) -> bool:
-        """Register with every name server now; True when all of them accepted."""
+        """Register the whole table with every name server now; True when all accepted."""
         if not self.namesrv_addrs:
             return True
         wrapper = self._topics()
-        body = RegisterBrokerBody(wrapper.topic_config_table, wrapper.data_version).to_json()
+        return await self._register(
+            wrapper.topic_config_table, wrapper.data_version, incremental=False
+        )
+
+    async def _register(
+        self, table: dict[str, TopicConfig], version: DataVersion, *, incremental: bool
+    ) -> bool:
+        body, compressed = encode_register_body(table, version)
         ident = self.identity
         header = RegisterBrokerRequestHeader(
             brokerName=ident.broker_name,
@@ -94,8 +118,9 @@ class NameServerRegistrar:
             clusterName=ident.cluster,
             haServerAddr=ident.ha_addr,
             brokerId=ident.broker_id,
-            compressed=False,
+            compressed=compressed,
             bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
+            incremental=incremental or None,
         ).to_ext()
         answers = await asyncio.gather(
             *(
@@ -158,20 +183,27 @@ class NameServerRegistrar:
             self.registrations += 1
         return reply
 
-    def register_soon(self) -> None:
-        """Register as soon as possible, coalescing bursts (call from the event loop)."""
-        if self._running is not None:
-            self._again = True
-            return
-        self._running = asyncio.ensure_future(self._register_until_settled())
+    def register_soon(self, changed: list[TopicConfig] | None = None) -> None:
+        """Register `changed` topics (None: the whole table) as soon as possible, coalescing
+        bursts (call from the event loop)."""
+        if changed is None:
+            self._whole_wanted = True
+        else:
+            for config in changed:
+                self._changed[config.topic_name] = config
+        if self._running is None:
+            self._running = asyncio.ensure_future(self._register_until_settled())
 
     async def _register_until_settled(self) -> None:
         try:
-            while True:
-                self._again = False
-                await self.register()
-                if not self._again:
-                    return
+            while self._whole_wanted or self._changed:
+                if self._whole_wanted or not self.namesrv_addrs:
+                    self._whole_wanted = False
+                    self._changed = {}
+                    await self.register()
+                else:
+                    changed, self._changed = self._changed, {}
+                    await self._register(changed, self._data_version(), incremental=True)
         finally:
             self._running = None
 

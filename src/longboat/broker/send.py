@@ -82,6 +82,12 @@ _SPECIAL_MARKERS = tuple(
     marker.decode() for marker in (_DELAY_MARKER, property_marker(Prop.TRAN_MSG))
 )
 _LOOPBACK = b"\x7f\x00\x00\x01"
+# RocketMQ's remark for SERVICE_NOT_AVAILABLE (its clients retry another broker on the code);
+# the store's reason follows it.
+SERVICE_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: the "
+    "broker's disk is full, messages are put to the slave, message store has been shut down, etc."
+)
 BUSY_REMARK = "[REJECTREQUEST]system busy, start flow control for a while"
 
 SendAnswer = RemotingCommand | Awaitable[RemotingCommand]
@@ -143,6 +149,8 @@ class SendProcessor:
 
     def _stored(self, cmd: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:
         code = _PUT_CODES[result.status]
+        if code == ResponseCode.SERVICE_NOT_AVAILABLE:
+            return self._answer(cmd, code, f"{SERVICE_NOT_AVAILABLE_REMARK} ({result.error})")
         if code not in _STORED_CODES:
             return self._answer(cmd, code, f"{result.status.value}: {result.error or ''}")
         appended = result.appended

@@ -4,8 +4,9 @@ Backed by the store's persisted `TopicConfigTable`; this layer adds RocketMQ's c
 the `TBW102` default topic (perm 7 = read | write | inherit, `defaultTopicQueueNums` queues)
 through which a send to an unknown topic auto-creates it, `%RETRY%<group>` topics created on a
 consumer's heartbeat and `%DLQ%<group>` topics on its first dead letter.  Every creation is
-followed at once by a registration with the name servers (`on_change`), so a client routed by
-the name server finds the topic within a round trip instead of after the next 30 s refresh.
+followed at once by a registration with the name servers (`on_change`, told which topics
+changed so only they are sent), so a client routed by the name server finds the topic within
+a round trip instead of after the next 30 s refresh.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from longboat.protocol.bodies import TopicConfig, TopicConfigSerializeWrapper
+from longboat.protocol.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from longboat.protocol.topic_names import (
     AUTO_CREATE_TOPIC_KEY,
     DLQ_GROUP_TOPIC_PREFIX,
@@ -45,12 +46,13 @@ class TopicManager:
         auto_create: bool,
         default_queue_nums: int,
         schedule_queue_nums: int,
-        on_change: Callable[[], None],
+        on_change: Callable[[list[TopicConfig] | None], None],
         trace_topic: str | None = None,
     ) -> None:
-        """`on_change` is called after every creation, update or deletion (the controller
-        re-registers with the name servers); `trace_topic` is created at bootstrap
-        (traceTopicEnable)."""
+        """`on_change(configs)` is called after every creation or update with the configs
+        written, and `on_change(None)` after a deletion (the controller re-registers with the
+        name servers: those topics, or the whole table); `trace_topic` is created at
+        bootstrap (traceTopicEnable)."""
         self.table = table
         self.auto_create = auto_create
         self.default_queue_nums = default_queue_nums
@@ -93,6 +95,9 @@ class TopicManager:
 
     def all(self) -> dict[str, TopicConfig]:
         return self.table.all()
+
+    def data_version(self) -> DataVersion:
+        return self.table.data_version
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
         """The table and its version, as REGISTER_BROKER and GET_ALL_TOPIC_CONFIG carry it."""
@@ -142,26 +147,27 @@ class TopicManager:
             config.write_queue_nums,
             config.perm,
         )
-        self._on_change()
+        self._on_change([config])
 
     def follow(self, configs: dict[str, TopicConfig]) -> bool:
         """Make the table the master's (a slave's topic sync): changed and new topics put,
         missing ones dropped; True (and re-registered) when anything changed."""
-        changed = False
+        written = []
         for name, config in configs.items():
             if self.table.get(name) != config:
                 self.table.put(config)
-                changed = True
+                written.append(config)
+        deleted = False
         for name in set(self.all()) - set(configs):
-            changed |= self.table.delete(name)
-        if changed:
-            self._on_change()
-        return changed
+            deleted |= self.table.delete(name)
+        if deleted or written:
+            self._on_change(None if deleted else written)
+        return deleted or bool(written)
 
     def delete_topic(self, topic: str) -> bool:
         deleted = self.table.delete(topic)
         if deleted:
-            self._on_change()
+            self._on_change(None)
         return deleted
 
     def _ensure(self, config: TopicConfig, *, notify: bool = True) -> TopicConfig:
@@ -176,5 +182,5 @@ class TopicManager:
             config.perm,
         )
         if notify:
-            self._on_change()
+            self._on_change([config])
         return config

@@ -36,6 +36,7 @@ from longboat.protocol.headers import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
 )
+from longboat.protocol.register_body import decode_compressed
 from longboat.remoting import Connection, ConnectionLimits, RemotingServer, Router
 from longboat.remoting.tls import ServerTls
 
@@ -129,13 +130,11 @@ class NameServer:
         header = RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
         if header.bodyCrc32 and header.bodyCrc32 != zlib.crc32(cmd.body) & 0x7FFFFFFF:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        if header.compressed:
-            return cmd.make_response(
-                ResponseCode.SYSTEM_ERROR,
-                "compressed registration bodies are not supported; set compressedRegister=false",
-            )
         if not cmd.body:
             wrapper = TopicConfigSerializeWrapper()
+        elif header.compressed:
+            body = decode_compressed(cmd.body)
+            wrapper = TopicConfigSerializeWrapper(body.topic_config_table, body.data_version)
         elif cmd.version >= VERSION_REGISTER_BODY:
             body = RegisterBrokerBody.from_json(cmd.body)
             wrapper = TopicConfigSerializeWrapper(body.topic_config_table, body.data_version)
@@ -150,6 +149,7 @@ class NameServer:
             wrapper.topic_config_table,
             wrapper.data_version,
             conn,
+            incremental=bool(header.incremental),
         )
         ext = RegisterBrokerResponseHeader(
             haServerAddr=registered.ha_addr, masterAddr=registered.master_addr

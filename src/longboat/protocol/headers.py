@@ -312,6 +312,11 @@ class GetRouteInfoRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerRequestHeader(Header):
+    """`compressed`: the body is the compact zlib form (protocol.register_body).
+    `incremental` (Longboat's; RocketMQ's name server ignores it and merges every
+    registration): the body holds only the topics created or changed since the last one, to
+    merge; without it the body is the whole table, and topics missing from it are dropped."""
+
     brokerName: str
     brokerAddr: str
     clusterName: str
@@ -319,6 +324,7 @@ class RegisterBrokerRequestHeader(Header):
     brokerId: int
     compressed: bool | None = None
     bodyCrc32: JavaInt | None = None
+    incremental: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
