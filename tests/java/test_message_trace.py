@@ -102,7 +102,7 @@ async def scenario(ns: str, trace_topic: str) -> dict[str, Any]:
         "TransactionProduce",
         decide="commit",
         group=unique("trace_tx"),
-        linger_ms=500,
+        linger_ms=2000,  # as for Produce: the trace writer's last sends
         timeout_ms=40000,
         timeout=60,
         **common,
