@@ -12,7 +12,7 @@ $(VENV)/bin/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[dev,spark,bench,grpc,msgspec,pydantic]'
+	$(PIP) install --quiet -e '.[dev,spark,bench,grpc,msgspec,pydantic,otel]'
 	touch $(STAMP)
 
 # LONGBOAT_SKIP_NODE=1 skips installing the ali-ons peer; pytest then reports its tests as skipped.

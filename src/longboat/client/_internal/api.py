@@ -220,6 +220,7 @@ class ClientAPI:
             queue_offset=rh.queueOffset,
             region_id=rh.MSG_REGION,
             transaction_id=rh.transactionId,
+            trace_on=rh.TRACE_ON != "false",
         )
 
     async def send_oneway(
