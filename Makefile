@@ -12,7 +12,7 @@ $(VENV)/bin/python:
 	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[dev,spark,bench,grpc,msgspec,pydantic]'
+	$(PIP) install --quiet -e '.[dev,spark,bench,grpc,msgspec,pydantic,otel]'
 	touch $(STAMP)
 
 # LONGBOAT_SKIP_NODE=1 skips installing the ali-ons peer; pytest then reports its tests as skipped.
@@ -33,7 +33,7 @@ MVN       ?= mvn
 JAVA_DIR  := tests/peers/java
 JAVA_STAMP := $(JAVA_DIR)/target/.built
 JAVA_INPUTS := $(JAVA_DIR)/pom.xml $(JAVA_DIR)/client/pom.xml $(JAVA_DIR)/server/pom.xml \
-	$(JAVA_DIR)/client5/pom.xml $(shell find $(JAVA_DIR)/client/src $(JAVA_DIR)/client5/src -type f)
+	$(JAVA_DIR)/client5/pom.xml $(JAVA_DIR)/server5/pom.xml $(shell find $(JAVA_DIR)/client/src $(JAVA_DIR)/client5/src -type f)
 
 ifeq ($(LONGBOAT_SKIP_JAVA),1)
 java-peers:
@@ -81,6 +81,12 @@ endif
 rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
 
+## Start Apache RocketMQ 5.3.3: a name server and a proxy in local mode with its broker (random
+## ports, printed: the broker's, the proxy's remoting and gRPC ports); ROCKETMQ5_ARGS=--home DIR.
+.PHONY: rocketmq5-up
+rocketmq5-up: $(STAMP) java-peers
+	cd tests && ../$(PY) -m peers.rocketmq5 $(ROCKETMQ5_ARGS)
+
 ## Longboat beside Apache RocketMQ, the same Java client as the load (bench/README.md); e.g.
 ## COMPARE_ARGS="--runs 1 --duration 5".
 bench-rocketmq: $(STAMP) java-peers
@@ -127,4 +133,4 @@ demo: $(STAMP)
 
 clean:
 	rm -rf $(VENV) tests/peers/node/node_modules .pytest_cache $(JAVA_DIR)/target \
-		$(JAVA_DIR)/client/target $(JAVA_DIR)/server/target
+		$(JAVA_DIR)/client/target $(JAVA_DIR)/server/target $(JAVA_DIR)/server5/target

@@ -113,8 +113,14 @@ class BrokerConfig:
     max_index_num: int = 5_000_000 * 4
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6000
+    # Message traces (RocketMQ's keys): the region and trace switch every send answer carries
+    # (a client writes no trace of a message whose broker says traceOn=false), and with
+    # traceTopicEnable the trace topic msgTraceTopicName is created at start (one queue), so
+    # traces need no auto-creation.
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
     # Ours: the most client connections served at once (over it, requests are answered

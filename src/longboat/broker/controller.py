@@ -362,6 +362,7 @@ class BrokerController:
             default_queue_nums=cfg.default_topic_queue_nums,
             schedule_queue_nums=self.delay_levels.max_level,
             on_change=self.register_soon,
+            trace_topic=cfg.msg_trace_topic_name if cfg.trace_topic_enable else None,
         )
         self.topics.bootstrap()
         ha_port = await self._start_replication()

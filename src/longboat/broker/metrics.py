@@ -13,6 +13,13 @@ Two kinds of figures, kept apart so the hot path stays cheap:
   lag, store size, and per-queue consumer lag and lag time for every group.  Nothing is
   maintained between scrapes, so a broker with thousands of queues pays only when scraped.
 
+Every figure RocketMQ 5 also exports is served a second time under its name and labels
+(`BrokerMetricsConstant`: `rocketmq_messages_in_total`, `rocketmq_consumer_lag_messages`, ...,
+with `cluster`, `node_type`, `node_id`, `topic`, `consumer_group`, `is_retry`, `is_system`),
+so dashboards built for RocketMQ 5 work unchanged.  Those families are derived at scrape time
+from the ones above (`RocketMQ5Collector`): the hot path counts once.  What Longboat cannot
+say as RocketMQ 5 does is stated where the family is built.
+
 The HTTP server is prometheus-client's own (a daemon thread) on the broker's listen host; the
 collector runs on that thread and reads only what the store and offset table make safe to read
 from another thread (lock-free queue reads, `ConsumerOffsetTable.snapshot()`).
@@ -35,7 +42,11 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.topic_names import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    is_system_topic,
+)
 from longboat.remoting import Connection, Handler, HandlerResult
 
 if TYPE_CHECKING:
@@ -68,6 +79,13 @@ class _PerLabel:
         if child is None:
             child = self._children[label] = self._counter.labels(label)
         child.inc(amount)
+
+    def totals(self) -> Iterator[tuple[str, float]]:
+        """(label value, count) of every child, as a scrape reads them."""
+        for family in self._counter.collect():
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    yield next(iter(sample.labels.values())), sample.value
 
 
 class BrokerMetrics:
@@ -111,6 +129,7 @@ class BrokerMetrics:
             registry=reg,
         )
         reg.register(StateCollector(controller))
+        reg.register(RocketMQ5Collector(controller, self))
         self._server: WSGIServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -242,10 +261,30 @@ class StateCollector(Collector):
         yield from consumer_lag(ctl, time.time())
 
 
+def queue_lags(ctl: CoreHost, now_s: float) -> Iterator[tuple[str, str, int, int, float | None]]:
+    """(group, topic, queue id, messages behind the queue's end, seconds the oldest
+    unconsumed one has waited: 0 when caught up, None when its store time is unreadable, e.g.
+    retention deleted it), for every committed offset."""
+    store = ctl.store
+    now_ms = now_s * 1000
+    for group, topics in sorted(ctl.offsets.snapshot().items()):
+        for topic, queues in sorted(topics.items()):
+            for queue_id, offset in sorted(queues.items()):
+                behind = max(0, store.max_offset(topic, queue_id) - offset)
+                age: float | None = 0.0
+                if behind:
+                    try:
+                        oldest = max(offset, store.min_offset(topic, queue_id))
+                        stored = store.store_time_at(topic, queue_id, oldest)
+                    except ValueError:  # its segment was deleted under the read (retention)
+                        stored = None
+                    age = None if stored is None else max(0.0, (now_ms - stored) / 1000)
+                yield group, topic, queue_id, behind, age
+
+
 def consumer_lag(ctl: CoreHost, now_s: float) -> Iterator[Metric]:
     """Per group, topic and queue: messages behind the queue's end, and how long the oldest
-    unconsumed one has waited (0 when caught up; no sample when its store time is unreadable,
-    e.g. retention deleted it)."""
+    unconsumed one has waited (no sample when unreadable)."""
     labels = ["group", "topic", "queue"]
     lag = GaugeMetricFamily(
         "longboat_consumer_lag_messages",
@@ -257,26 +296,113 @@ def consumer_lag(ctl: CoreHost, now_s: float) -> Iterator[Metric]:
         "Age of the oldest message a group has not consumed",
         labels=labels,
     )
-    store = ctl.store
-    now_ms = now_s * 1000
-    for group, topics in sorted(ctl.offsets.snapshot().items()):
-        for topic, queues in sorted(topics.items()):
-            for queue_id, offset in sorted(queues.items()):
-                behind = max(0, store.max_offset(topic, queue_id) - offset)
-                values = [group, topic, str(queue_id)]
-                lag.add_metric(values, behind)
-                age: float | None = 0.0
-                if behind:
-                    try:
-                        oldest = max(offset, store.min_offset(topic, queue_id))
-                        stored = store.store_time_at(topic, queue_id, oldest)
-                    except ValueError:  # its segment was deleted under the read (retention)
-                        stored = None
-                    age = None if stored is None else max(0.0, (now_ms - stored) / 1000)
-                if age is not None:
-                    lag_time.add_metric(values, age)
+    for group, topic, queue_id, behind, age in queue_lags(ctl, now_s):
+        values = [group, topic, str(queue_id)]
+        lag.add_metric(values, behind)
+        if age is not None:
+            lag_time.add_metric(values, age)
     yield lag
     yield lag_time
+
+
+def _flag(value: bool) -> str:
+    return "true" if value else "false"
+
+
+class RocketMQ5Collector(Collector):
+    """RocketMQ 5's families, from Longboat's (see the module docstring).
+
+    Differences, by family: `rocketmq_messages_in_total` / `rocketmq_throughput_in_total`
+    carry `message_type="normal"` for every send (the broker counts sends by topic only);
+    the out families have no `consumer_group` (pull answers are counted per topic);
+    `rocketmq_send_to_dlq_messages_total` has `consumer_group` but no `topic`;
+    `rocketmq_consumer_inflight_messages` is 0 and `rocketmq_consumer_ready_messages` equals
+    the lag, as the broker keeps a group's committed offset but not how far it has pulled."""
+
+    def __init__(self, controller: CoreHost, metrics: BrokerMetrics) -> None:
+        self.controller = controller
+        self.metrics = metrics
+
+    def describe(self) -> list[Metric]:
+        return []  # built at scrape time
+
+    def collect(self) -> Iterator[Metric]:
+        cfg = self.controller.config
+        node = {"cluster": cfg.broker_cluster_name, "node_type": "broker"}
+        node["node_id"] = cfg.broker_name
+        names, values = list(node), list(node.values())
+        m = self.metrics
+        for name, doc, counts in (
+            ("rocketmq_messages_in", "Total number of incoming messages", m.messages_in),
+            ("rocketmq_throughput_in", "Total traffic of incoming messages", m.bytes_in),
+        ):
+            family = CounterMetricFamily(
+                name, doc, labels=[*names, "topic", "message_type", "is_system"]
+            )
+            for topic, count in counts.totals():
+                family.add_metric([*values, topic, "normal", _flag(is_system_topic(topic))], count)
+            yield family
+        for name, doc, counts in (
+            ("rocketmq_messages_out", "Total number of outgoing messages", m.messages_out),
+            ("rocketmq_throughput_out", "Total traffic of outgoing messages", m.bytes_out),
+        ):
+            family = CounterMetricFamily(
+                name, doc, labels=[*names, "topic", "is_retry", "is_system"]
+            )
+            for topic, count in counts.totals():
+                retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+                family.add_metric(
+                    [*values, topic, _flag(retry), _flag(is_system_topic(topic))], count
+                )
+            yield family
+        dlq = CounterMetricFamily(
+            "rocketmq_send_to_dlq_messages",
+            "Consumer send to DLQ messages",
+            labels=[*names, "consumer_group", "is_system"],
+        )
+        for group, count in m.dead.totals():
+            dlq.add_metric([*values, group, "false"], count)
+        yield dlq
+        yield from self._lag(names, values)
+        storage = GaugeMetricFamily(
+            "rocketmq_storage_size",
+            "Broker storage size",
+            labels=[*names, "storage_type", "storage_medium"],
+        )
+        storage.add_metric([*values, "local", "disk"], self.controller.store.disk_bytes)
+        yield storage
+
+    def _lag(self, names: list[str], values: list[str]) -> Iterator[Metric]:
+        labels = [*names, "consumer_group", "topic", "is_retry", "is_system"]
+        lag: dict[tuple[str, str], int] = {}
+        oldest: dict[tuple[str, str], float] = {}
+        for group, topic, _, behind, age in queue_lags(self.controller, time.time()):
+            key = (group, topic)
+            lag[key] = lag.get(key, 0) + behind
+            oldest[key] = max(oldest.get(key, 0.0), age or 0.0)
+        families = {
+            "lag": GaugeMetricFamily(
+                "rocketmq_consumer_lag_messages", "Consumer lag messages", labels=labels
+            ),
+            # Milliseconds, as RocketMQ 5 (the name carries no unit suffix there either).
+            "latency": GaugeMetricFamily(
+                "rocketmq_consumer_lag_latency", "Consumer lag time", labels=labels
+            ),
+            "inflight": GaugeMetricFamily(
+                "rocketmq_consumer_inflight_messages", "Consumer inflight messages", labels=labels
+            ),
+            "ready": GaugeMetricFamily(
+                "rocketmq_consumer_ready_messages", "Consumer ready messages", labels=labels
+            ),
+        }  # fmt: skip
+        for (group, topic), behind in lag.items():
+            retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            row = [*values, group, topic, _flag(retry), _flag(is_system_topic(topic))]
+            families["lag"].add_metric(row, behind)
+            families["latency"].add_metric(row, round(oldest[(group, topic)] * 1000))
+            families["inflight"].add_metric(row, 0)
+            families["ready"].add_metric(row, behind)
+        yield from families.values()
 
 
 def install(controller: CoreHost) -> BrokerMetrics:

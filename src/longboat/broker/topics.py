@@ -47,19 +47,23 @@ class TopicManager:
         default_queue_nums: int,
         schedule_queue_nums: int,
         on_change: Callable[[list[TopicConfig] | None], None],
+        trace_topic: str | None = None,
     ) -> None:
         """`on_change(configs)` is called after every creation or update with the configs
         written, and `on_change(None)` after a deletion (the controller re-registers with the
-        name servers: those topics, or the whole table)."""
+        name servers: those topics, or the whole table); `trace_topic` is created at
+        bootstrap (traceTopicEnable)."""
         self.table = table
         self.auto_create = auto_create
         self.default_queue_nums = default_queue_nums
         self._schedule_queue_nums = schedule_queue_nums
         self._on_change = on_change
+        self._trace_topic = trace_topic
 
     def bootstrap(self) -> None:
         """Create the broker's own topics: TBW102 when auto-creation is on (and remove it when
-        it was turned off, so clients stop being routed through it), and the schedule topic."""
+        it was turned off, so clients stop being routed through it), the schedule topic, and the
+        trace topic when one is asked for (one queue, as RocketMQ creates it)."""
         if self.auto_create:
             self._ensure(
                 TopicConfig(
@@ -81,6 +85,8 @@ class TopicManager:
             ),
             notify=False,
         )
+        if self._trace_topic:
+            self._ensure(TopicConfig(self._trace_topic, 1, 1, PERM_READ_WRITE), notify=False)
 
     # ------------------------------------------------------------------ reading
 

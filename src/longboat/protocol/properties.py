@@ -54,6 +54,8 @@ class Prop:
     SHARDING_KEY = "__SHARDINGKEY"
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
     START_DELIVER_TIME = "__STARTDELIVERTIME"
+    # RocketMQ 5's trace context (W3C traceparent), the v2 system property trace_context.
+    TRACE_CONTEXT = "TRACE_CONTEXT"
 
 
 KEY_SEPARATOR = " "

@@ -33,6 +33,7 @@ from longboat.protocol.bodies import (
     ConsumeStats,
     HeartbeatData,
     LockBatchRequest,
+    SubscriptionGroupConfig,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicRouteData,
@@ -219,6 +220,7 @@ class ClientAPI:
             queue_offset=rh.queueOffset,
             region_id=rh.MSG_REGION,
             transaction_id=rh.transactionId,
+            trace_on=rh.TRACE_ON != "false",
         )
 
     async def send_oneway(
@@ -528,6 +530,11 @@ class ClientAPI:
         return [m for m in found if m.topic == topic and key in m.key_list]
 
     # ------------------------------------------------------------------ admin
+
+    async def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker (create, or replace its settings)."""
+        cmd = self._command(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
+        await self._call(addr, cmd)
 
     async def create_topic(self, addr: str, config: TopicConfig) -> None:
         """UPDATE_AND_CREATE_TOPIC on one broker (create, or update queue counts and perm)."""
