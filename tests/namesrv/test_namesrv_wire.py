@@ -14,7 +14,7 @@ import pytest
 from broker.wire import Wire, eventually, records, sent
 from conftest import broker_config
 from longboat.broker import BrokerController
-from longboat.broker.registration import MasterAddresses
+from longboat.broker.services.registration import MasterAddresses
 from longboat.namesrv import NameServer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (

@@ -19,7 +19,7 @@ shutdown, answering parked receives.  The modules:
 | `wakeups`     | parked receives, woken by arrivals                               |
 | `timer`       | DELAY messages held to their delivery time; RecallMessage        |
 
-Transactions are the broker's (`longboat.broker.transaction_service`, shared with remoting): the
+Transactions are the broker's (`longboat.broker.core.transactions`, shared with remoting): the
 service stores TRANSACTION sends as halves, ends them, and reaches producers over Telemetry.
 """
 
@@ -29,7 +29,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,11 @@ class GrpcEndpoint:
     async def start(self) -> None:
         import grpc
 
+        from longboat.broker.core.pop import PopService
         from longboat.broker.grpc.auth import AclInterceptor, GrpcAccess
-        from longboat.broker.grpc.pop import PopService
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
-        from longboat.broker.grpc.timer import TimerService
+        from longboat.broker.services.delivery_timer import TimerService
 
         ctl = self.controller
         pop = PopService(ctl)

@@ -31,7 +31,7 @@ from longboat.protocol.headers import ResetOffsetRequestHeader, TopicRequestHead
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 

@@ -36,7 +36,7 @@ from longboat.protocol.headers import GetBrokerConfigResponseHeader
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 BROKER_VERSION_DESC = "V4_9_8"
 SAMPLE_INTERVAL_S = 1.0
