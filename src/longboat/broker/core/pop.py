@@ -1,10 +1,10 @@
 """Pop consumption over the store: what ReceiveMessage, AckMessage, ChangeInvisibleDuration
 and ForwardMessageToDeadLetterQueue do to a consumer group's view of a topic.
 
-The bookkeeping and its invariants are `pop_state`; this module reads the consume queues for
+The bookkeeping and its invariants are `pop_table`'s; this module reads the consume queues for
 it, dead-letters messages past the group's maximum attempts, keeps the group's consumer
 offsets (the lowest offset not yet done, per queue) up to date so `group describe` and lag
-read the same as for a remoting group, and persists the table through `pop_store`.
+read the same as for a remoting group, and persists the table through `pop_journal`.
 
 A pop covers every readable queue of the topic (RocketMQ's proxy pops the broker's queues
 together, queue id -1), starting one queue further on each call so no queue starves.  A new

@@ -2,7 +2,7 @@
 decisions recorded as op records, and the broker's check-back.
 
 A producer's transactional send is stored as a *half* in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0
-with its real topic and queue in REAL_TOPIC / REAL_QID (`transaction_half`), so no consumer
+with its real topic and queue in REAL_TOPIC / REAL_QID (`half_messages`), so no consumer
 sees it: remoting sends carry `TRAN_MSG=true` (the send path re-addresses them), gRPC sends of
 type TRANSACTION come through `prepare`.  The producer runs its local transaction and ends it —
 END_TRANSACTION (37) over remoting (`install`), EndTransaction over gRPC (`end`):

@@ -1,6 +1,6 @@
 """Transactions over remoting: END_TRANSACTION (37) from producers, CHECK_TRANSACTION_STATE
-(39) to them.  The half messages, decisions and check-back rounds are `transaction_service`'s,
-shared with the gRPC endpoint; this module only speaks remoting to it.
+(39) to them.  The half messages, decisions and check-back rounds are the core's
+(`core/transactions.py`), shared with the gRPC endpoint; this module only speaks remoting to it.
 """
 
 from __future__ import annotations
