@@ -1,16 +1,16 @@
 """What a broker module needs from the composition root, and nothing more.
 
-Feature modules (retry, schedule, locks, lookups, admin) each expose
+Feature modules (send-back, delay schedule, locks, lookups, topic admin) each expose
 `install(host: FeatureHost) -> None`, which registers request handlers on `host.router`, store
-arrival listeners, start/stop hooks and periodic jobs.  The core modules (send, pull, client
-requests, offset requests, metrics) and transactions expose
-`install(host: CoreHost) -> None`: `CoreHost` adds
-the broker's own machinery — the send path's append and durability steps, the consumer table,
-the hold service, connection-closed listeners.  `BrokerController` is the real host of both.
+arrival listeners, start/stop hooks and periodic jobs.  The broker's own request handling
+(send, pull, client requests, offset requests, transactions, gRPC) and metrics take the wider
+`CoreHost` (`core_host.py`), which adds the core's machinery.  `BrokerController` is the real
+host of both.
 
 Every module is typed against these protocols rather than the controller class, so the
 controller is the one module that imports the handler modules and the import graph has no
-cycle through it.
+cycle through it.  This protocol names nothing of the core, so the core may use it (pop
+consumption and the retry policy do).
 """
 
 from __future__ import annotations
