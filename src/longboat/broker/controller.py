@@ -5,10 +5,9 @@ Feature modules (the seam, see README.md in this package): each exposes
 `install(host) -> None`, typed against `FeatureHost` (`feature_host.py`) or, for the
 broker's own request handling, `CoreHost` (`core_host.py`), called once during `start()`
 after the store is open and the managers exist.  An install registers request handlers and
-middleware on `host.router` and, as it
-needs, arrival listeners (`add_arrival_listener`), periodic jobs (`add_periodic`), start and
-stop hooks (`add_start_hook` / `add_stop_hook`) and connection-closed listeners.  This is the
-only module that imports the handler modules.
+middleware on `host.router` and, as it needs, arrival listeners (`add_arrival_listener`),
+periodic jobs (`add_periodic`), start and stop hooks (`add_start_hook` / `add_stop_hook`) and
+connection-closed listeners.  This is the only module that imports the handler modules.
 
 Lifecycle (state as data):
 
