@@ -24,6 +24,9 @@ from rocketmq.grpc_protocol import service_pb2 as svc
 from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
 
 from broker.wire import Wire, records, send_header, sent
+from longboat.broker.core.append import PUT_OUTCOMES
+from longboat.broker.core.refusal import Reason
+from longboat.broker.grpc.status import V2_CODES
 from longboat.protocol import RequestCode, ResponseCode
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.headers import EndTransactionRequestHeader
@@ -32,6 +35,7 @@ from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.types import PERM_READ
+from longboat.store import PutStatus
 
 from .conftest import Grpc5
 
@@ -364,3 +368,10 @@ def test_a_delayed_send_in_one_protocol_is_read_in_the_other_once_due(
     sides[side].send_delayed(topic, b"delayed", DELAY_MS)
     assert sides[other(side)].read(topic, group, until=b"delayed") == [b"delayed"]
     assert time.monotonic() - started >= DELAY_MS / 1000 - 0.05  # 50 ms of clock slack
+
+
+def test_every_reason_the_core_refuses_for_has_its_v2_code() -> None:
+    """The gRPC adapter answers a core refusal through one table: a reason added to the core
+    without its v2 code would fail there at run time, so the table must cover them all."""
+    assert set(V2_CODES) == set(Reason)
+    assert {PUT_OUTCOMES[status] for status in PutStatus} - {None} <= set(Reason)
