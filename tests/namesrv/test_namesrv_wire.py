@@ -23,7 +23,6 @@ from longboat.protocol.bodies import (
     RegisterBrokerBody,
     TopicConfig,
     TopicRouteData,
-    decode_topic_list,
 )
 from longboat.protocol.codes import VERSION_STANDARD_ROUTE_JSON
 from longboat.protocol.headers import (
@@ -33,6 +32,7 @@ from longboat.protocol.headers import (
     RegisterBrokerRequestHeader,
 )
 from longboat.protocol.register_body import encode_compressed
+from longboat.protocol.table_bodies import decode_topic_list
 from longboat.remoting import Connection
 from longboat.remoting.router import Handler, HandlerResult
 

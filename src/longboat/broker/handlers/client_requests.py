@@ -23,10 +23,10 @@ from longboat.protocol.bodies import (
     ConsumerConnection,
     HeartbeatData,
     SubscriptionData,
-    encode_consumer_id_list,
 )
 from longboat.protocol.codes import LanguageCode
 from longboat.protocol.headers import ConsumerGroupHeader, UnregisterClientRequestHeader
+from longboat.protocol.table_bodies import encode_consumer_id_list
 from longboat.protocol.topic_names import validate_group
 from longboat.remoting import Connection
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from longboat.broker.state.queue_locks import QueueLockTable
 from longboat.protocol import RemotingCommand, RequestCode
-from longboat.protocol.bodies import LockBatchRequest, encode_lock_batch_response
+from longboat.protocol.table_bodies import LockBatchRequest, encode_lock_batch_response
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
