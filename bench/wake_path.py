@@ -132,9 +132,9 @@ def _client(system: str, endpoint: dict[str, Any]) -> Client:
 
 
 def _broker(ready: Any, stop: Any, logs: Any) -> None:
-    from longboat.broker.hold import HoldService
-    from longboat.broker.pull import HeldPullReader
-    from longboat.broker.send import SendProcessor
+    from longboat.broker.handlers.pull import HeldPullReader
+    from longboat.broker.handlers.send import SendProcessor
+    from longboat.broker.state.hold import HoldService
     from longboat.remoting.connection import RemotingProtocol
 
     log: Log = []

@@ -32,7 +32,7 @@ def test_sends_past_the_pending_sync_flushes_are_refused_busy(
         try:
             waiting = [asyncio.ensure_future(w.send("Backlog", b"waits")) for w in wires[:2]]
             async with asyncio.timeout(10):
-                while not broker.flush_backlog_full:
+                while not broker.appender.flush_backlog_full:
                     await asyncio.sleep(0.01)
             busy = await wires[2].send("Backlog", b"refused")
             assert busy.code == ResponseCode.SYSTEM_BUSY, busy.remark

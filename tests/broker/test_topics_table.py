@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from longboat.broker.topics import TopicManager
+from longboat.broker.state.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC
 from longboat.protocol.types import PERM_INHERIT, PERM_READ, PERM_READ_WRITE

@@ -14,7 +14,7 @@ import pytest
 from broker.wire import Wire, eventually, records, sent
 from conftest import broker_config
 from longboat.broker import BrokerController
-from longboat.broker.registration import MasterAddresses
+from longboat.broker.services.registration import MasterAddresses
 from longboat.namesrv import NameServer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
@@ -23,7 +23,6 @@ from longboat.protocol.bodies import (
     RegisterBrokerBody,
     TopicConfig,
     TopicRouteData,
-    decode_topic_list,
 )
 from longboat.protocol.codes import VERSION_STANDARD_ROUTE_JSON
 from longboat.protocol.headers import (
@@ -33,6 +32,7 @@ from longboat.protocol.headers import (
     RegisterBrokerRequestHeader,
 )
 from longboat.protocol.register_body import encode_compressed
+from longboat.protocol.table_bodies import decode_topic_list
 from longboat.remoting import Connection
 from longboat.remoting.router import Handler, HandlerResult
 

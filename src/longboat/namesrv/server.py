@@ -22,12 +22,7 @@ from pathlib import Path
 from longboat.acl import NAMESRV_WRITE_CODES, AccessControl
 from longboat.namesrv.routes import BROKER_EXPIRY_S, RouteTable
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
-from longboat.protocol.bodies import (
-    DataVersion,
-    RegisterBrokerBody,
-    TopicConfigSerializeWrapper,
-    encode_topic_list,
-)
+from longboat.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
 from longboat.protocol.codes import VERSION_REGISTER_BODY, VERSION_STANDARD_ROUTE_JSON
 from longboat.protocol.headers import (
     BrokerIdentityHeader,
@@ -37,6 +32,7 @@ from longboat.protocol.headers import (
     RegisterBrokerResponseHeader,
 )
 from longboat.protocol.register_body import decode_compressed
+from longboat.protocol.table_bodies import encode_topic_list
 from longboat.remoting import Connection, ConnectionLimits, RemotingServer, Router
 from longboat.remoting.tls import ServerTls
 

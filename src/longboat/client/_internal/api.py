@@ -30,17 +30,11 @@ from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, Respo
 from longboat.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
-    ConsumeStats,
     HeartbeatData,
-    LockBatchRequest,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicRouteData,
-    decode_consumer_id_list,
-    decode_kv_table,
-    decode_lock_batch_response,
-    decode_topic_list,
 )
 from longboat.protocol.codes import SEND_STORED_CODES
 from longboat.protocol.headers import (
@@ -66,6 +60,14 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.message import MessageExt, decode_record, decode_records
 from longboat.protocol.properties import Prop
+from longboat.protocol.table_bodies import (
+    ConsumeStats,
+    LockBatchRequest,
+    decode_consumer_id_list,
+    decode_kv_table,
+    decode_lock_batch_response,
+    decode_topic_list,
+)
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import MessageQueue

@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 
 from longboat.broker.config import BrokerConfig
-from longboat.broker.subscription_groups import SubscriptionGroupTable
+from longboat.broker.state.subscription_groups import SubscriptionGroupTable
 from longboat.protocol import ResponseCode
 from longboat.protocol.types import MASTER_ID
 from longboat.store import GetResult, MessageStore

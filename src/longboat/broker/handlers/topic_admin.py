@@ -20,18 +20,17 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import (
-    ConsumeStats,
-    OffsetWrapper,
-    SubscriptionGroupConfig,
-    TopicConfig,
-    TopicOffset,
-    encode_topic_stats,
-)
+from longboat.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from longboat.protocol.headers import (
     CreateTopicRequestHeader,
     GetConsumeStatsRequestHeader,
     TopicRequestHeader,
+)
+from longboat.protocol.table_bodies import (
+    ConsumeStats,
+    OffsetWrapper,
+    TopicOffset,
+    encode_topic_stats,
 )
 from longboat.protocol.topic_names import is_system_topic, validate_group, validate_topic
 from longboat.protocol.types import MessageQueue

@@ -23,8 +23,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from longboat.broker.subscription_groups import SubscriptionGroupTable
-from longboat.broker.topics import TopicManager
+from longboat.broker.state.subscription_groups import SubscriptionGroupTable
+from longboat.broker.state.topics import TopicManager
 from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
     ConsumerOffsetSerializeWrapper,

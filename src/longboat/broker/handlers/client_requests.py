@@ -15,22 +15,23 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from longboat.broker.message_filter import FilterRefused, message_filter
+from longboat.broker.core.message_filter import message_filter
+from longboat.broker.core.refusal import Refusal
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ClientConnection,
     ConsumerConnection,
     HeartbeatData,
     SubscriptionData,
-    encode_consumer_id_list,
 )
 from longboat.protocol.codes import LanguageCode
 from longboat.protocol.headers import ConsumerGroupHeader, UnregisterClientRequestHeader
+from longboat.protocol.table_bodies import encode_consumer_id_list
 from longboat.protocol.topic_names import validate_group
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class ClientRequests:
                     data.sub_string,
                     property_filter_enabled=self.controller.config.enable_property_filter,
                 )
-            except FilterRefused as refused:
+            except Refusal as refused:
                 return cmd.make_response(refused.code, refused.remark)
         return cmd.make_response()
 

@@ -50,8 +50,8 @@ from longboat.protocol.topic_names import (
 from longboat.remoting import Connection, Handler, HandlerResult
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
-    from longboat.broker.hold import HeldPull
+    from longboat.broker.core_host import CoreHost
+    from longboat.broker.state.hold import HeldPull
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from longboat.broker.retry_policy import dead_letter_queue, max_reconsume_times, plan_send_back
+from longboat.broker.core.retry_policy import dead_letter_queue, max_reconsume_times, plan_send_back
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader
 from longboat.protocol.properties import Prop

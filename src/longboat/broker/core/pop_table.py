@@ -28,7 +28,7 @@ its own expired messages come back, in offset order, and only once the oldest ha
 Producers hash a message group to one queue, so a group's next message waits for the
 previous one's ack.
 
-Every transition is reported to `journal(record)` (see `pop_store`), so the table can be
+Every transition is reported to `journal(record)` (see `pop_journal`), so the table can be
 rebuilt after a restart: an un-acked message comes back, an acked one never does.
 """
 

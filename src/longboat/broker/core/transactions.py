@@ -2,7 +2,7 @@
 decisions recorded as op records, and the broker's check-back.
 
 A producer's transactional send is stored as a *half* in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0
-with its real topic and queue in REAL_TOPIC / REAL_QID (`transaction_half`), so no consumer
+with its real topic and queue in REAL_TOPIC / REAL_QID (`half_messages`), so no consumer
 sees it: remoting sends carry `TRAN_MSG=true` (the send path re-addresses them), gRPC sends of
 type TRANSACTION come through `prepare`.  The producer runs its local transaction and ends it —
 END_TRANSACTION (37) over remoting (`install`), EndTransaction over gRPC (`end`):
@@ -45,8 +45,10 @@ from collections.abc import Callable
 from typing import Protocol
 
 from longboat.broker.config import BrokerConfig
-from longboat.broker.topics import TopicManager
-from longboat.broker.transaction_half import TYPE_MASK, half_message
+from longboat.broker.core.append import Appender
+from longboat.broker.core.half_messages import TYPE_MASK, half_message
+from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.state.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
@@ -63,7 +65,7 @@ from longboat.store import MessageInner, MessageStore, PutResult, PutStatus
 
 class TransactionHost(Protocol):
     """What the service needs from the broker (the controller is one): typed here rather
-    than as the core host, which names this service, so neither module imports the other."""
+    than as the core host, which the core sits below."""
 
     @property
     def config(self) -> BrokerConfig: ...
@@ -74,7 +76,8 @@ class TransactionHost(Protocol):
     @property
     def clock(self) -> Callable[[], float]: ...
 
-    def store_message(self, msg: MessageInner) -> PutResult: ...
+    @property
+    def appender(self) -> Appender: ...
 
 
 log = logging.getLogger(__name__)
@@ -88,10 +91,6 @@ ROLLBACK = MessageSysFlag.TRANSACTION_ROLLBACK_TYPE
 # Offer a check-back for `half` (shown with its real topic), named `transaction_id`, to a
 # producer; False when no producer this checker knows of can be reached.
 Checker = Callable[[MessageExt, str], bool]
-
-
-class UnknownTransaction(Exception):
-    """No undecided half has this id (decided already, or never begun on this broker)."""
 
 
 class TransactionService:
@@ -158,7 +157,7 @@ class TransactionService:
     def prepare(self, msg: MessageInner) -> PutResult:
         """Store a half bound for `msg.topic` (gRPC); `transaction_id(result, id)` names it."""
         msg.properties[Prop.TRAN_MSG] = "true"
-        return self.controller.store_message(half_message(msg))
+        return self.controller.appender.store_message(half_message(msg))
 
     @staticmethod
     def transaction_id(result: PutResult, message_id: str) -> str:
@@ -166,7 +165,8 @@ class TransactionService:
 
     def end(self, topic: str, transaction_id: str, commit: bool) -> PutResult | None:
         """Commit (the real message's put result) or roll back (None) an undecided half named
-        by its gRPC transaction id; raises UnknownTransaction."""
+        by its gRPC transaction id; raises Refusal (UNKNOWN_TRANSACTION) when no undecided half has
+        this id (decided already, or never begun on this broker)."""
         raw_offset, _, message_id = transaction_id.partition(":")
         half = self._half_at(int(raw_offset)) if raw_offset.isdigit() else None
         if (
@@ -175,9 +175,10 @@ class TransactionService:
             or half.properties.get(Prop.REAL_TOPIC) != topic
             or half.properties.get(Prop.UNIQ_KEY, half.msg_id) != message_id
         ):
-            raise UnknownTransaction(
+            raise Refusal(
+                Reason.UNKNOWN_TRANSACTION,
                 f"no open transaction {transaction_id!r} on topic {topic!r} "
-                "(ended already, or not begun on this broker)"
+                "(ended already, or not begun on this broker)",
             )
         results = self.decide(half, COMMIT if commit else ROLLBACK)
         return results[0] if commit else None
@@ -199,7 +200,7 @@ class TransactionService:
         leaves the half undecided and returns only that failed put."""
         results: list[PutResult] = []
         if decision == COMMIT:
-            result = self.controller.store_message(_committed(half))
+            result = self.controller.appender.store_message(_committed(half))
             if result.status is not PutStatus.PUT_OK:
                 return [result]
             results.append(result)
@@ -208,7 +209,7 @@ class TransactionService:
 
     def _record(self, half: MessageExt, tag: str) -> PutResult:
         """An op (`_OP_TAG`) or check (`_CHECK_TAG`) record naming `half`."""
-        return self.controller.store_message(
+        return self.controller.appender.store_message(
             MessageInner(
                 topic=TRANS_OP_HALF_TOPIC,
                 queue_id=0,
@@ -291,7 +292,7 @@ class TransactionService:
         if topics.get(TRANS_CHECK_MAX_TIME_TOPIC) is None:  # readable, so it can be inspected
             topics.create_topic(TopicConfig(TRANS_CHECK_MAX_TIME_TOPIC, 1, 1, PERM_READ_WRITE))
         kept = MessageInner.moved(half, TRANS_CHECK_MAX_TIME_TOPIC, 0, dict(half.properties))
-        self.controller.store_message(kept)
+        self.controller.appender.store_message(kept)
         self._record_decision(half)
         self.discarded += 1
 

@@ -66,9 +66,8 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
-from longboat.broker.message_filter import MessageFilter
 from longboat.protocol import RemotingCommand
 from longboat.remoting import Connection
 
@@ -83,25 +82,46 @@ WAKE_INLINE = 1
 RECHECK_INTERVAL_S = 5.0
 
 
-class HeldPull:
-    """One parked pull request and what its wake-up needs."""
+class ParkedPull(Protocol):
+    """What the table reads of a pull it parks (the core's typed pull request is one)."""
 
-    __slots__ = ("codes", "conn", "filter", "header", "key", "offset", "request", "timer")
+    @property
+    def topic(self) -> str: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def queue_offset(self) -> int: ...
+    @property
+    def suspend_timeout_ms(self) -> int: ...
 
-    def __init__(
-        self,
-        conn: Connection,
-        request: RemotingCommand,
-        header: Any,
-        key: QueueKey,
-        offset: int,
-        flt: MessageFilter,
-    ) -> None:
+
+class WakeFilter(Protocol):
+    """What the table reads of a parked pull's subscription filter."""
+
+    @property
+    def codes(self) -> frozenset[int] | None:
+        """Tags codes that wake the pull; None: every message."""
+        ...
+
+    def matches_properties(self, properties: Mapping[str, str]) -> bool: ...
+
+
+P = TypeVar("P", bound=ParkedPull)
+F = TypeVar("F", bound=WakeFilter)
+
+
+class HeldPull(Generic[P, F]):
+    """One parked pull: the request as decoded, the filter it reads through, the command to
+    answer and its connection."""
+
+    __slots__ = ("codes", "command", "conn", "filter", "key", "offset", "pull", "timer")
+
+    def __init__(self, conn: Connection, command: RemotingCommand, pull: P, flt: F) -> None:
         self.conn = conn
-        self.request = request
-        self.header = header  # the parsed request header, for the re-run
-        self.key = key
-        self.offset = offset
+        self.command = command  # answered with the re-run's response
+        self.pull = pull  # the typed request, for the re-run
+        self.key: QueueKey = (pull.topic, pull.queue_id)
+        self.offset = pull.queue_offset
         self.filter = flt  # what the re-run reads through
         self.codes = flt.codes  # tags codes that wake it; None: every message
         self.timer: Timer | None = None
@@ -113,10 +133,10 @@ class Waiters:
     __slots__ = ("by_code", "every")
 
     def __init__(self) -> None:
-        self.every: dict[HeldPull, None] = {}
-        self.by_code: dict[int, dict[HeldPull, None]] = {}
+        self.every: dict[HeldPull[Any, Any], None] = {}
+        self.by_code: dict[int, dict[HeldPull[Any, Any], None]] = {}
 
-    def add(self, held: HeldPull) -> None:
+    def add(self, held: HeldPull[Any, Any]) -> None:
         if held.codes is None:
             self.every[held] = None
             return
@@ -126,7 +146,7 @@ class Waiters:
                 pulls = self.by_code[code] = {}
             pulls[held] = None
 
-    def remove(self, held: HeldPull) -> None:
+    def remove(self, held: HeldPull[Any, Any]) -> None:
         if held.codes is None:
             self.every.pop(held, None)
             return
@@ -137,7 +157,9 @@ class Waiters:
                 if not pulls:
                     del self.by_code[code]
 
-    def take_woken(self, new_max: int, tags_code: int, props: Mapping[str, str]) -> list[HeldPull]:
+    def take_woken(
+        self, new_max: int, tags_code: int, props: Mapping[str, str]
+    ) -> list[HeldPull[Any, Any]]:
         """Remove and return the pulls an arrival with `tags_code` and `props` that moved the
         max offset to `new_max` wakes (an SQL92 pull only when the properties match its
         expression).  When it wakes every pull taking every message, that whole set is
@@ -174,12 +196,9 @@ class Waiters:
         return n <= limit
 
 
-Answerer = Callable[[HeldPull], RemotingCommand]
-
-
 class HoldObserver(Protocol):
     def held_pull_answered(
-        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+        self, held: HeldPull[Any, Any], response: RemotingCommand, wake_latency_s: float | None
     ) -> None:
         """`response` was written to `held`'s connection.  `wake_latency_s`: for a pull an
         arrival woke, the seconds from the arrival call to the answer being written; None
@@ -197,15 +216,21 @@ class Timers(Protocol):
     def time(self) -> float: ...
 
     def call_at(
-        self, when: float, callback: Callable[[HeldPull], object], held: HeldPull, /
+        self,
+        when: float,
+        callback: Callable[[HeldPull[Any, Any]], object],
+        held: HeldPull[Any, Any],
+        /,
     ) -> Timer: ...
 
 
-class HoldService:
+class HoldService(Generic[P, F]):
+    """The table of parked pulls; `P` is the pull request type it parks, `F` its filter's."""
+
     def __init__(
         self,
         max_offset: Callable[[str, int], int],
-        answer: Answerer,
+        answer: Callable[[HeldPull[P, F]], RemotingCommand],
         *,
         long_polling: bool,
         short_polling_ms: int,
@@ -228,7 +253,7 @@ class HoldService:
         self.short_polling_ms = short_polling_ms
         self.max_held = max_held
         self._queues: dict[QueueKey, Waiters] = {}
-        self._by_conn: dict[Connection, dict[HeldPull, None]] = {}
+        self._by_conn: dict[Connection, dict[HeldPull[Any, Any], None]] = {}
         self._count = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread = 0
@@ -236,11 +261,8 @@ class HoldService:
         # Arrivals not yet matched against their queue's waiters, and the pulls they woke,
         # answered WAKE_BATCH at a time; both by `_answer_woken`.
         self._arrivals: deque[tuple[QueueKey, int, int, Mapping[str, str], float]] = deque()
-        self._to_answer: deque[tuple[HeldPull, float]] = deque()
+        self._to_answer: deque[tuple[HeldPull[Any, Any], float]] = deque()
         self._answering = False
-        # Tests set this to act between a pull's empty read and its registration (the race
-        # the re-check closes); called with (topic, queue_id).
-        self.before_hold: Callable[[str, int], None] | None = None
         # Figures for the metrics module, read at scrape time: pulls answered by an arrival
         # and by their timer.
         self.woken = 0
@@ -270,26 +292,15 @@ class HoldService:
 
     # ------------------------------------------------------------------ holding
 
-    def hold(
-        self,
-        conn: Connection,
-        request: RemotingCommand,
-        header: Any,
-        topic: str,
-        queue_id: int,
-        offset: int,
-        flt: MessageFilter,
-        suspend_ms: int,
-    ) -> bool:
-        """Park a pull; False when it cannot be held (the caller answers at once): the
+    def hold(self, conn: Connection, command: RemotingCommand, pull: P, flt: F) -> bool:
+        """Park `pull` (which read nothing new through `flt`) until an arrival or its
+        suspend timeout; False when it cannot be held (the caller answers at once): the
         connection is gone, the service is not started, or `max_held` pulls are parked."""
         timers = self._timers
         if self._loop is None or timers is None or conn.closed or self._count >= self.max_held:
             return False
-        if self.before_hold is not None:
-            self.before_hold(topic, queue_id)
-        key = (topic, queue_id)
-        held = HeldPull(conn, request, header, key, offset, flt)
+        held = HeldPull(conn, command, pull, flt)
+        key, offset, suspend_ms = held.key, held.offset, pull.suspend_timeout_ms
         hold_ms = suspend_ms if self.long_polling else min(self.short_polling_ms, suspend_ms)
         held.timer = timers.call_at(timers.time() + max(0, hold_ms) / 1000, self._expired, held)
         if self.long_polling:
@@ -304,7 +315,7 @@ class HoldService:
         mine[held] = None
         self._count += 1
         # The re-check: anything stored since the read wakes the pull now.
-        if self.long_polling and self._max_offset(topic, queue_id) > offset:
+        if self.long_polling and self._max_offset(*key) > offset:
             self._release(held)
             self._respond(held, None)
         return True
@@ -358,7 +369,7 @@ class HoldService:
         new_max: int,
         tags_code: int,
         props: Mapping[str, str],
-    ) -> list[HeldPull]:
+    ) -> list[HeldPull[Any, Any]]:
         """The pulls of `key` an arrival wakes, out of their queue (WOKEN) and counted; a
         queue left without waiters is forgotten."""
         woken = waiters.take_woken(new_max, tags_code, props)
@@ -373,7 +384,7 @@ class HoldService:
         wake-up lost anywhere costs one interval, not the pull's whole suspend time.  As in
         RocketMQ the scan does not look at tags: a filtered pull re-reads and moves on.
         Returns how many it woke."""
-        woken: dict[HeldPull, None] = {}
+        woken: dict[HeldPull[P, F], None] = {}
         for (topic, queue_id), waiters in list(self._queues.items()):
             max_offset = self._max_offset(topic, queue_id)
             for pulls in (waiters.every, *waiters.by_code.values()):
@@ -397,20 +408,20 @@ class HoldService:
         else:
             self._answering = False
 
-    def _expired(self, held: HeldPull) -> None:
+    def _expired(self, held: HeldPull[P, F]) -> None:
         held.timer = None
         if self._release(held):
             self.expired += 1
             self._wake(held)
 
-    def _wake(self, held: HeldPull, arrived: float | None = None) -> None:
+    def _wake(self, held: HeldPull[P, F], arrived: float | None = None) -> None:
         """Answer a released pull; `arrived` is when the arrival that woke it was heard."""
         try:
             self._respond(held, arrived)
         except Exception:
             log.exception("answering a held pull from %s failed", held.conn.peer)
 
-    def _respond(self, held: HeldPull, arrived: float | None) -> None:
+    def _respond(self, held: HeldPull[P, F], arrived: float | None) -> None:
         response = self._answer(held)
         held.conn.send(response)
         latency = None if arrived is None else self._clock() - arrived
@@ -419,7 +430,7 @@ class HoldService:
 
     # ------------------------------------------------------------------ leaving
 
-    def _release(self, held: HeldPull) -> bool:
+    def _release(self, held: HeldPull[P, F]) -> bool:
         """Leave HELD (or WOKEN); False when `held` had left already."""
         mine = self._by_conn.get(held.conn)
         if mine is not None and held in mine:
@@ -428,7 +439,7 @@ class HoldService:
             return True
         return False
 
-    def _unpark(self, held: HeldPull) -> None:
+    def _unpark(self, held: HeldPull[P, F]) -> None:
         """Cancel the timer and leave the queue's waiters; the caller has taken `held` out of
         its connection's entry."""
         if held.timer is not None:

@@ -29,7 +29,7 @@ from longboat.store import MessageInner
 
 if TYPE_CHECKING:
     from longboat.broker.feature_host import FeatureHost, TopicCreator
-    from longboat.broker.subscription_groups import SubscriptionGroupTable
+    from longboat.broker.state.subscription_groups import SubscriptionGroupTable
 
 # The first retry waits level 3 (10 s on the default ladder), each later one a level more.
 FIRST_RETRY_LEVEL = 3

@@ -26,12 +26,13 @@ import logging
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import MessageQueue, encode_group_list, encode_offset_table
 from longboat.protocol.headers import ResetOffsetRequestHeader, TopicRequestHeader
+from longboat.protocol.table_bodies import encode_group_list, encode_offset_table
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from longboat.broker.grpc.pop_state import Record
+from longboat.broker.core.pop_table import Record
 from longboat.store.json_file import read_json, write_json_atomic
 
 log = logging.getLogger(__name__)

@@ -30,13 +30,14 @@ from datetime import date
 from typing import TYPE_CHECKING
 
 from longboat.protocol import RemotingCommand, RequestCode, fastjson
-from longboat.protocol.bodies import DataVersion, encode_kv_table
+from longboat.protocol.bodies import DataVersion
 from longboat.protocol.codes import VERSION_4_9_8
 from longboat.protocol.headers import GetBrokerConfigResponseHeader
+from longboat.protocol.table_bodies import encode_kv_table
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 BROKER_VERSION_DESC = "V4_9_8"
 SAMPLE_INTERVAL_S = 1.0

@@ -1,10 +1,10 @@
 """Pop consumption over the store: what ReceiveMessage, AckMessage, ChangeInvisibleDuration
 and ForwardMessageToDeadLetterQueue do to a consumer group's view of a topic.
 
-The bookkeeping and its invariants are `pop_state`; this module reads the consume queues for
+The bookkeeping and its invariants are `pop_table`'s; this module reads the consume queues for
 it, dead-letters messages past the group's maximum attempts, keeps the group's consumer
 offsets (the lowest offset not yet done, per queue) up to date so `group describe` and lag
-read the same as for a remoting group, and persists the table through `pop_store`.
+read the same as for a remoting group, and persists the table through `pop_journal`.
 
 A pop covers every readable queue of the topic (RocketMQ's proxy pops the broker's queues
 together, queue id -1), starting one queue further on each call so no queue starves.  A new
@@ -22,10 +22,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from longboat.broker.grpc.pop_state import InFlight, PopTable, QueuePop, Record
-from longboat.broker.grpc.pop_store import PopJournal
+from longboat.broker.core.append import Appender
+from longboat.broker.core.pop_journal import PopJournal
+from longboat.broker.core.pop_table import InFlight, PopTable, QueuePop, Record
+from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.feature_host import FeatureHost
 from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
@@ -35,8 +38,14 @@ from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX
 from longboat.protocol.types import PERM_READ
 from longboat.store import GetStatus, MessageInner, PutStatus
 
-if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+
+class PopHost(FeatureHost, Protocol):
+    """What pop consumption needs of the broker: a feature's host and the append path
+    (dead letters are stored as a send is)."""
+
+    @property
+    def appender(self) -> Appender: ...
+
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +62,6 @@ class Popped:
     attempt: int
 
 
-class StaleHandle(Exception):
-    """A receipt handle that names no message in flight for this group (acked, redelivered
-    or re-armed since, or issued before a restart)."""
-
-
 def make_handle(queue_id: int, offset: int, seq: int) -> str:
     return f"{queue_id}:{offset}:{seq}"
 
@@ -66,14 +70,16 @@ def parse_handle(handle: str) -> tuple[int, int, int]:
     try:
         queue_id, offset, seq = (int(part) for part in handle.split(":"))
     except ValueError:
-        raise StaleHandle(f"{handle!r} is not a receipt handle this broker issued") from None
+        raise Refusal(
+            Reason.STALE_HANDLE, f"{handle!r} is not a receipt handle this broker issued"
+        ) from None
     return queue_id, offset, seq
 
 
 class PopService:
     def __init__(
         self,
-        controller: CoreHost,
+        controller: PopHost,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -256,7 +262,7 @@ class PopService:
         copy = MessageInner.moved(
             ext, DLQ_GROUP_TOPIC_PREFIX + group, 0, props, reconsume_times=attempts
         )
-        result = ctl.store_message(copy)
+        result = ctl.appender.store_message(copy)
         if result.status is not PutStatus.PUT_OK:
             log.error(
                 "pop: dead-lettering %s of group %s failed: %s %s",
@@ -280,14 +286,15 @@ class PopService:
         q = self.table.queue(*key)
         f = q.inflight.get(offset) if q is not None else None
         if q is None or f is None or f.seq != seq:
-            raise StaleHandle(
+            raise Refusal(
+                Reason.STALE_HANDLE,
                 f"receipt handle {handle!r} is stale: the message was acked, delivered again "
-                "or re-armed since, or the broker restarted"
+                "or re-armed since, or the broker restarted",
             )
         return key, q, offset, f
 
     def ack(self, group: str, topic: str, handle: str) -> None:
-        """Done with the message; StaleHandle when the handle is not the current one."""
+        """Done with the message; Refusal (STALE_HANDLE) when the handle is not the current one."""
         key, q, offset, _ = self._in_flight(group, topic, handle)
         self.table.finish(key, q, offset)
         self._commit(key, q)
@@ -322,4 +329,4 @@ class PopService:
         return min(times, default=None)
 
 
-__all__ = ["PopService", "Popped", "Record", "StaleHandle"]
+__all__ = ["PopService", "Popped", "Record"]

@@ -1,6 +1,6 @@
 """Transactions over remoting: END_TRANSACTION (37) from producers, CHECK_TRANSACTION_STATE
-(39) to them.  The half messages, decisions and check-back rounds are `transaction_service`'s,
-shared with the gRPC endpoint; this module only speaks remoting to it.
+(39) to them.  The half messages, decisions and check-back rounds are the core's
+(`core/transactions.py`), shared with the gRPC endpoint; this module only speaks remoting to it.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from longboat.broker.transaction_half import TYPE_MASK
-from longboat.broker.transaction_service import COMMIT, ROLLBACK
+from longboat.broker.core.half_messages import TYPE_MASK
+from longboat.broker.core.transactions import COMMIT, ROLLBACK
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -24,7 +24,7 @@ from longboat.remoting import Connection
 from longboat.store import PutResult, PutStatus
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class RemotingTransactions:
         self, cmd: RemotingCommand, results: list[PutResult]
     ) -> RemotingCommand | None:
         for result in results:
-            done = await self.controller.await_durable(result)
+            done = await self.controller.appender.await_durable(result)
             if done.status is not PutStatus.PUT_OK:
                 return _answer(cmd, ResponseCode.FLUSH_DISK_TIMEOUT, done.status.value)
         return _answer(cmd, ResponseCode.SUCCESS, None)

@@ -52,7 +52,7 @@ from longboat.protocol.topic_names import validate_group, validate_topic
 from longboat.remoting import Connection
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 
 class OffsetRequests:

@@ -28,7 +28,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from longboat.broker.schedule import restored_message
+from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.services.delay_schedule import restored_message
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
@@ -36,7 +37,7 @@ from longboat.store import GetStatus, MessageInner, PutResult, PutStatus
 from longboat.store.json_file import read_json, write_json_atomic
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +46,6 @@ TIMER_QUEUE = 0
 # RocketMQ's timerMaxDelaySec default: three days.
 MAX_DELAY_MS = 3 * 24 * 3600 * 1000
 _READ_BATCH = 256
-
-
-class RecallRefused(Exception):
-    """The handle names no pending delayed message (delivered, recalled, or not ours)."""
 
 
 class TimerService:
@@ -103,7 +100,7 @@ class TimerService:
         msg.topic = TIMER_TOPIC
         msg.queue_id = TIMER_QUEUE
         msg.tags_code = deliver_ms
-        result = self.controller.store_message(msg)
+        result = self.controller.appender.store_message(msg)
         if result.status is PutStatus.PUT_OK:
             heapq.heappush(self._heap, (deliver_ms, result.records[0].queue_offset))
             self._arm()
@@ -114,22 +111,27 @@ class TimerService:
         return f"timer:{result.records[0].queue_offset}:{message_id}"
 
     def recall(self, topic: str, handle: str) -> str:
-        """Cancel a pending delayed message of `topic`; its message id.  RecallRefused when
-        the handle names none."""
+        """Cancel a pending delayed message of `topic`; its message id.  Refusal (NOT_FOUND)
+        when the handle names none (delivered, recalled, or not ours)."""
         try:
             kind, raw_offset, message_id = handle.split(":", 2)
             offset = int(raw_offset)
         except ValueError:
-            raise RecallRefused(f"{handle!r} is not a recall handle of this broker") from None
+            raise Refusal(
+                Reason.NOT_FOUND, f"{handle!r} is not a recall handle of this broker"
+            ) from None
         pending = {o for _, o in self._heap}
         if kind != "timer" or offset not in pending:
-            raise RecallRefused(
+            raise Refusal(
+                Reason.NOT_FOUND,
                 f"no pending delayed message for recall handle {handle!r} "
-                "(delivered or recalled already?)"
+                "(delivered or recalled already?)",
             )
         ext = self._read(offset)
         if ext is None or ext.properties.get(Prop.REAL_TOPIC) != topic or ext.msg_id != message_id:
-            raise RecallRefused(f"recall handle {handle!r} does not name a message of {topic!r}")
+            raise Refusal(
+                Reason.NOT_FOUND, f"recall handle {handle!r} does not name a message of {topic!r}"
+            )
         self._heap = [(due, o) for due, o in self._heap if o != offset]
         heapq.heapify(self._heap)
         self._finish([offset])
@@ -155,7 +157,7 @@ class TimerService:
             ext = self._read(offset)
             restored = restored_message(ext) if ext is not None else None
             if restored is not None:
-                result = self.controller.store_message(restored)
+                result = self.controller.appender.store_message(restored)
                 if result.status is not PutStatus.PUT_OK:
                     log.error(
                         "timer: delivering %s failed (%s); retrying in a second",

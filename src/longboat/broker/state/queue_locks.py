@@ -1,4 +1,5 @@
-"""Orderly-consumption queue locks: LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42).
+"""Orderly-consumption queue locks, the table behind LOCK_BATCH_MQ (41) and UNLOCK_BATCH_MQ (42)
+(`handlers/locks.py`).
 
 An orderly push consumer processes a queue only while it holds the broker's lock on it, so two
 members of a group never consume one queue at once.  Clients re-lock every 20 s and trust a
@@ -27,15 +28,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from longboat.protocol import RemotingCommand, RequestCode
-from longboat.protocol.bodies import LockBatchRequest, encode_lock_batch_response
 from longboat.protocol.types import MessageQueue
-from longboat.remoting import Connection
-
-if TYPE_CHECKING:
-    from longboat.broker.feature_host import FeatureHost
 
 # rocketmq.broker.rebalance.lockMaxLiveTime
 LOCK_MAX_LIVE_S = 60.0
@@ -106,31 +100,3 @@ class QueueLockTable:
             if not table:
                 del self._groups[group]
         return dropped
-
-
-class LockProcessor:
-    """The two request handlers over one lock table."""
-
-    def __init__(self, table: QueueLockTable) -> None:
-        self.table = table
-
-    def lock_batch(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        req = LockBatchRequest.from_json(cmd.body)
-        granted = self.table.lock(req.consumer_group, req.client_id, req.mq_set)
-        return cmd.make_response(body=encode_lock_batch_response(granted))
-
-    def unlock_batch(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        req = LockBatchRequest.from_json(cmd.body)
-        self.table.unlock(req.consumer_group, req.client_id, req.mq_set)
-        return cmd.make_response()
-
-
-# Lapsed locks are dropped from memory this often; correctness never depends on it.
-_EXPIRE_EVERY_S = 60.0
-
-
-def install(controller: FeatureHost) -> None:
-    processor = LockProcessor(QueueLockTable())
-    controller.router.register(RequestCode.LOCK_BATCH_MQ, processor.lock_batch)
-    controller.router.register(RequestCode.UNLOCK_BATCH_MQ, processor.unlock_batch)
-    controller.add_periodic(_EXPIRE_EVERY_S, processor.table.expire)

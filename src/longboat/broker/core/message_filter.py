@@ -14,22 +14,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 
+from longboat.broker.core.refusal import Reason, Refusal
 from longboat.filter.sql92 import FilterError, Sql92Filter, compile_sql92
-from longboat.protocol import ResponseCode
 from longboat.protocol.message import decode_record
 from longboat.protocol.tags import TagExpression
 
 SQL92 = "SQL92"
 TAG = "TAG"
-
-
-class FilterRefused(Exception):
-    """The subscription's expression cannot be served: `code` and `remark` are the answer."""
-
-    def __init__(self, code: int, remark: str) -> None:
-        super().__init__(remark)
-        self.code = code
-        self.remark = remark
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +44,7 @@ class MessageFilter:
 def message_filter(
     expression_type: str | None, expression: str | None, *, property_filter_enabled: bool
 ) -> MessageFilter:
-    """The filter of one subscription; raises `FilterRefused` with RocketMQ's answer when the
+    """The filter of one subscription; raises `Refusal` with RocketMQ's answer when the
     type is not served or the expression does not compile.  Every pull asks for its
     subscription's filter, and a group's pulls all carry the same few expressions: filters
     are immutable, so each is built once (a tag list's hashes are a Python loop per
@@ -63,17 +54,17 @@ def message_filter(
         tags = TagExpression.parse(expression)
         return MessageFilter(codes=None if tags.matches_all else tags.codes)
     if kind != SQL92:
-        raise FilterRefused(
-            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+        raise Refusal(
+            Reason.ILLEGAL_FILTER,
             f"unknown expression type {expression_type!r}: TAG or SQL92",
         )
     if not property_filter_enabled:
-        raise FilterRefused(
-            ResponseCode.SYSTEM_ERROR,
+        raise Refusal(
+            Reason.FILTER_NOT_ENABLED,
             "The broker does not support consumer to filter message by SQL92 "
             "(set enablePropertyFilter=true)",
         )
     try:
         return MessageFilter(sql=compile_sql92(expression or ""))
     except FilterError as exc:
-        raise FilterRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED, str(exc)) from None
+        raise Refusal(Reason.ILLEGAL_FILTER, str(exc)) from None
