@@ -310,3 +310,24 @@ def test_up_runs_each_broker_group_in_a_process_of_its_own(servers, tmp_path: Pa
     for pid in pids.values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)  # exited and reaped by `up`
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_up_takes_its_broker_processes_with_it(servers, tmp_path: Path) -> None:
+    up = start(servers, tmp_path, *up_args(tmp_path / "store"), "--brokers", "2")
+    pids = [int(p) for p in re.findall(r"pid (\d+)", up.output)]
+    assert len(pids) == 2 and all(running(pid) for pid in pids), up.output
+    up.kill()  # SIGKILL: `up` stops nothing itself
+    deadline = time.monotonic() + 60
+    while any(running(pid) for pid in pids):
+        assert time.monotonic() < deadline, [pid for pid in pids if running(pid)]
+        time.sleep(0.2)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its new parent to reap it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status
