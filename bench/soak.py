@@ -46,7 +46,7 @@ import psutil
 from bench import results
 from longboat.bench.plot import pyplot
 from longboat.bench.stats import percentile
-from longboat.client import ClientConfig, Message, MessageExt
+from longboat.client import ClientConfig, ClientError, Message, MessageExt
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
@@ -116,6 +116,21 @@ async def wait_listening(port: int, proc: subprocess.Popen[bytes]) -> None:
             return
         await asyncio.sleep(0.1)
     raise RuntimeError(f"nothing listening on {port} after {READY_TIMEOUT_S} s")
+
+
+async def create_topic_once_registered(namesrv: str) -> None:
+    """Create the run's topic as soon as the broker has registered with the name server (a
+    listening port comes first; on a loaded host its registration can follow seconds later)."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    async with Admin(config=ClientConfig([namesrv], instance_name="soak-admin")) as admin:
+        while True:
+            try:
+                await admin.create_topic(TOPIC, queue_nums=4)
+                return
+            except ClientError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
 
 
 class Child:
@@ -298,8 +313,7 @@ async def run(minutes: float, rhythm: Rhythm, out: Path | None, drain_s: float) 
     try:
         await wait_listening(namesrv_port, ns.proc)
         await wait_listening(broker_port, broker.proc)
-        async with Admin(config=ClientConfig([namesrv], instance_name="soak-admin")) as admin:
-            await admin.create_topic(TOPIC, queue_nums=4)
+        await create_topic_once_registered(namesrv)
         for kind in GROUPS:
             consumers[kind] = Child(
                 ["-m", "bench.soak", "consume", kind, "--namesrv", namesrv,
