@@ -27,6 +27,7 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol
 
 from longboat.client._internal.instance import ClientInstance
@@ -61,30 +62,22 @@ class RebalanceTarget(Protocol):
         ...
 
 
+@dataclass(eq=False, slots=True)
 class RebalanceService:
-    def __init__(
-        self,
-        instance: ClientInstance,
-        group: str,
-        target: RebalanceTarget,
-        allocate: AllocateStrategy,
-        *,
-        broadcasting: bool,
-        interval: float = 20.0,
-    ) -> None:
-        self.instance = instance
-        self.group = group
-        self.target = target
-        self.allocate = allocate
-        self.broadcasting = broadcasting
-        self.interval = interval
-        self._wanted = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
-        # Observability: completed runs, and queues moved in and out.
-        self.runs = 0
-        self.added = 0
-        self.dropped = 0
+    instance: ClientInstance
+    group: str
+    target: RebalanceTarget
+    allocate: AllocateStrategy
+    _: KW_ONLY
+    broadcasting: bool
+    interval: float = 20.0
+    _wanted: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    # Observability: completed runs, and queues moved in and out.
+    runs: int = field(default=0, init=False)
+    added: int = field(default=0, init=False)
+    dropped: int = field(default=0, init=False)
 
     async def start(self) -> None:
         await self.rebalance()

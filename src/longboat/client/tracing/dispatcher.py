@@ -21,6 +21,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from longboat.client.errors import ClientError
@@ -38,27 +39,20 @@ DEFAULT_MAX_BODY = 118_000
 SendTrace = Callable[[Message], Awaitable[Any]]
 
 
+@dataclass(eq=False, slots=True)
 class TraceDispatcher:
-    def __init__(
-        self,
-        send: SendTrace,
-        topic: str,
-        *,
-        capacity: int = DEFAULT_CAPACITY,
-        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
-        max_body: int = DEFAULT_MAX_BODY,
-    ) -> None:
-        self.topic = topic
-        self.capacity = capacity
-        self.flush_interval = flush_interval
-        self.max_body = max_body
-        self._send = send
-        self._queue: deque[TraceRecord] = deque()
-        self._task: asyncio.Task[None] | None = None
-        # Observability: records dropped on a full queue, records written, trace sends failed.
-        self.dropped = 0
-        self.written = 0
-        self.failed = 0
+    send: SendTrace
+    topic: str
+    _: KW_ONLY
+    capacity: int = DEFAULT_CAPACITY
+    flush_interval: float = DEFAULT_FLUSH_INTERVAL
+    max_body: int = DEFAULT_MAX_BODY
+    _queue: deque[TraceRecord] = field(default_factory=deque, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    # Observability: records dropped on a full queue, records written, trace sends failed.
+    dropped: int = field(default=0, init=False)
+    written: int = field(default=0, init=False)
+    failed: int = field(default=0, init=False)
 
     def append(self, record: TraceRecord) -> None:
         """Queue a record (any thread; never blocks): dropped and counted when full."""
@@ -104,7 +98,7 @@ class TraceDispatcher:
             keys.pop("", None)
             message = Message(self.topic, "".join(body).encode(), keys=list(keys))
             try:
-                await self._send(message)
+                await self.send(message)
             except ClientError as exc:
                 self.failed += 1
                 log.warning("%d trace record(s) for %s not written: %s", count, self.topic, exc)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol import ProtocolError
 from longboat.protocol.ha import FrameDecoder, encode_report
@@ -23,24 +24,18 @@ log = logging.getLogger(__name__)
 RECONNECT_S = 1.0
 
 
+@dataclass(eq=False, slots=True)
 class HASlave:
-    def __init__(
-        self,
-        store: MessageStore,
-        master_ha_addr: str = "",
-        *,
-        heartbeat_s: float = 5.0,
-        housekeeping_s: float = 20.0,
-    ) -> None:
-        self.store = store
-        self.master_ha_addr = master_ha_addr
-        self.heartbeat_s = heartbeat_s
-        self.housekeeping_s = housekeeping_s
-        self.connected = False
-        # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
-        self.last_frame_at = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._address_changed = asyncio.Event()
+    store: MessageStore
+    master_ha_addr: str = ""
+    _: KW_ONLY
+    heartbeat_s: float = 5.0
+    housekeeping_s: float = 20.0
+    connected: bool = field(default=False, init=False)
+    # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
+    last_frame_at: float = field(default=0.0, init=False)
+    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _address_changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     def update_master_address(self, addr: str | None) -> None:
         """Follow the master at `addr` (its HA address) from the next session on."""
