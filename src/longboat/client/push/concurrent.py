@@ -37,9 +37,9 @@ from longboat.client.push.listener import (
     ConsumeResult,
     ListenerKindError,
     ResultReader,
+    WorkerPool,
     call_listener,
     is_async,
-    stop_workers,
 )
 from longboat.client.push.redelivery import Redelivery
 from longboat.protocol.message import MessageExt
@@ -57,7 +57,7 @@ class _Request:
     msgs: list[MessageExt]
 
 
-class ConcurrentConsumeService:
+class ConcurrentConsumeService(WorkerPool[_Request]):
     def __init__(
         self,
         listener: ConcurrentListener,
@@ -92,7 +92,7 @@ class ConcurrentConsumeService:
         self._consumed = consumed
         self.local_retry_delay = local_retry_delay
         self.inflight = InFlight()
-        self._queue: asyncio.Queue[_Request] = asyncio.Queue()
+        self._pending: asyncio.Queue[_Request] = asyncio.Queue()
         self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-consume")
         self._tasks: list[asyncio.Task[None]] = []
         self._timers: set[asyncio.TimerHandle] = set()
@@ -110,24 +110,13 @@ class ConcurrentConsumeService:
 
     def submit(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         for i in range(0, len(msgs), self.batch_max):
-            self._queue.put_nowait(_Request(mq, pq, msgs[i : i + self.batch_max]))
-
-    async def stop(self, timeout: float) -> None:
-        """Let running listeners finish (up to `timeout`), drop queued requests, stop."""
-        await stop_workers(
-            timers=self._timers,
-            pending=self._queue,
-            inflight=self.inflight,
-            tasks=self._tasks,
-            executor=self._executor,
-            timeout=timeout,
-        )
+            self._pending.put_nowait(_Request(mq, pq, msgs[i : i + self.batch_max]))
 
     # ------------------------------------------------------------------ workers
 
     async def _work(self) -> None:
         while True:
-            request = await self._queue.get()
+            request = await self._pending.get()
             if request.pq.dropped or self._results.error:
                 continue
             self.inflight.begin(request.mq)
