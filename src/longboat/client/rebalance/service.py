@@ -34,7 +34,7 @@ from longboat.client._internal.instance import ClientInstance
 from longboat.client._internal.route import TopicRoute
 from longboat.client.errors import ClientError
 from longboat.client.rebalance.allocate import AllocateStrategy
-from longboat.client.tasks import ended
+from longboat.client.tasks import BackgroundTask
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class RebalanceService:
     broadcasting: bool
     interval: float = 20.0
     _wanted: asyncio.Event = field(default_factory=asyncio.Event, init=False)
-    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _task: BackgroundTask = field(default_factory=BackgroundTask, init=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
     # Observability: completed runs, and queues moved in and out.
     runs: int = field(default=0, init=False)
@@ -81,16 +81,13 @@ class RebalanceService:
 
     async def start(self) -> None:
         await self.rebalance()
-        self._task = asyncio.create_task(self._loop(), name=f"rebalance {self.group}")
+        self._task.start(self._loop(), f"rebalance {self.group}")
 
     async def stop(self) -> None:
         # Under the lock: a rebalance in progress finishes its handshakes first, and the
         # task is cancelled only while it waits, never halfway through dropping a queue.
         async with self._lock:
-            task, self._task = self._task, None
-            if task is not None:
-                task.cancel()
-                await ended(task)
+            await self._task.stop()
 
     def request(self) -> None:
         """Rebalance soon (never blocks; callable from request handlers)."""

@@ -17,7 +17,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -26,6 +25,7 @@ from typing import Any
 
 from longboat.client.errors import ClientError
 from longboat.client.message import Message
+from longboat.client.tasks import BackgroundTask
 from longboat.protocol.trace import TraceRecord, encode_record
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ class TraceDispatcher:
     flush_interval: float = DEFAULT_FLUSH_INTERVAL
     max_body: int = DEFAULT_MAX_BODY
     _queue: deque[TraceRecord] = field(default_factory=deque, init=False)
-    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _task: BackgroundTask = field(default_factory=BackgroundTask, init=False)
     # Observability: records dropped on a full queue, records written, trace sends failed.
     dropped: int = field(default=0, init=False)
     written: int = field(default=0, init=False)
@@ -62,16 +62,12 @@ class TraceDispatcher:
         self._queue.append(record)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"trace writer {self.topic}")
+        if not self._task.running:
+            self._task.start(self._run(), f"trace writer {self.topic}")
 
     async def close(self) -> None:
         """Stop the periodic flush and write what is queued."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
         await self.flush()
 
     async def _run(self) -> None:

@@ -17,6 +17,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol import ProtocolError
 from longboat.protocol.ha import FrameDecoder, encode_report
+from longboat.remoting.tasks import BackgroundTask
 from longboat.store import MessageStore, StoreUsageError
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ class HASlave:
     connected: bool = field(default=False, init=False)
     # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
     last_frame_at: float = field(default=0.0, init=False)
-    _task: asyncio.Task[None] | None = field(default=None, init=False)
+    _task: BackgroundTask = field(default_factory=BackgroundTask, init=False)
     _address_changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     def update_master_address(self, addr: str | None) -> None:
@@ -45,12 +46,10 @@ class HASlave:
             self._address_changed.set()
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
+        self._task.start(self._run(), "replication from the master")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._task.stop()
 
     async def _run(self) -> None:
         while True:
