@@ -26,11 +26,9 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from longboat.client.consume.process_queue import ProcessQueue
-from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
     ConcurrentContext,
     ConcurrentListener,
@@ -71,6 +69,7 @@ class ConcurrentConsumeService(WorkerPool[_Request]):
         consume_timeout: float = 15 * 60.0,
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
     ) -> None:
+        super().__init__(workers, "longboat-consume")
         self.listener = listener
         self.consume_timeout = consume_timeout
         # Listener calls running now (by id of their request) and when each started; the
@@ -78,7 +77,6 @@ class ConcurrentConsumeService(WorkerPool[_Request]):
         self._running: dict[int, tuple[_Request, float]] = {}
         self._timed_out: set[int] = set()
         self._is_async = is_async(listener)
-        self.workers = workers
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
         self._results = ResultReader(
@@ -91,11 +89,6 @@ class ConcurrentConsumeService(WorkerPool[_Request]):
         self.redelivery = redelivery
         self._consumed = consumed
         self.local_retry_delay = local_retry_delay
-        self.inflight = InFlight()
-        self._pending: asyncio.Queue[_Request] = asyncio.Queue()
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-consume")
-        self._tasks: list[asyncio.Task[None]] = []
-        self._timers: set[asyncio.TimerHandle] = set()
         # Observability: messages handed back to the broker, retried locally, timed out.
         self.redelivered = 0
         self.retried_locally = 0

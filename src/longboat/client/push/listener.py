@@ -37,18 +37,16 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_type_hints
+from typing import Any, Generic, TypeVar, get_type_hints
 
 from longboat.client.errors import ClientUsageError
+from longboat.client.push.inflight import InFlight
 from longboat.client.tasks import ended
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
-
-if TYPE_CHECKING:
-    from longboat.client.push.inflight import InFlight
 
 R = TypeVar("R")
 # The pending work a WorkerPool queues.
@@ -230,14 +228,17 @@ async def call_listener(
 
 
 class WorkerPool(Generic[W]):
-    """What a consume service stops alike: its scheduled retries, its queue of pending work
-    (of W), the listener calls in flight, its worker tasks and their thread pool."""
+    """What every consume service builds and stops alike: its scheduled retries, its queue
+    of pending work (of W), the listener calls in flight, its worker tasks and their thread
+    pool."""
 
-    _timers: set[asyncio.TimerHandle]
-    _pending: asyncio.Queue[W]
-    inflight: InFlight
-    _tasks: list[asyncio.Task[None]]
-    _executor: Executor
+    def __init__(self, workers: int, thread_name_prefix: str) -> None:
+        self.workers = workers
+        self.inflight = InFlight()
+        self._pending: asyncio.Queue[W] = asyncio.Queue()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix)
 
     async def stop(self, timeout: float) -> None:
         """No more scheduled retries, queued work dropped (its messages stay uncommitted, so

@@ -35,12 +35,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.push.concurrent import Consumed
-from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
     ListenerKindError,
     OrderlyContext,
@@ -89,11 +87,11 @@ class OrderlyConsumeService(WorkerPool[MessageQueue]):
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
         consume_timeout: float = 15 * 60.0,
     ) -> None:
+        super().__init__(workers, "longboat-orderly")
         self.listener = listener
         self._is_async = is_async(listener)
         self.instance = instance
         self.group = group
-        self.workers = workers
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
         self._results = ResultReader(
@@ -111,13 +109,8 @@ class OrderlyConsumeService(WorkerPool[MessageQueue]):
         self.lock_max_age = lock_max_age
         self.lock_retry = lock_retry
         self.clock = clock
-        self.inflight = InFlight()
         self._queues: dict[MessageQueue, ProcessQueue] = {}
-        self._pending: asyncio.Queue[MessageQueue] = asyncio.Queue()
         self._scheduled: set[MessageQueue] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-orderly")
-        self._tasks: list[asyncio.Task[None]] = []
         self.suspended = 0
         self.dead_lettered = 0
         self.consume_timeout = consume_timeout
