@@ -19,6 +19,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False, slots=True)
 class DashboardServer:
+    """The dashboard's web app and lag sampler on `host:port`, its clients from `config`."""
+
     config: ClientConfig
     host: str = "127.0.0.1"
     port: int = DEFAULT_PORT

@@ -64,6 +64,8 @@ class RebalanceTarget(Protocol):
 
 @dataclass(eq=False, slots=True)
 class RebalanceService:
+    """Moves `target` to its share of its topics' queues, one run at a time (see above)."""
+
     instance: ClientInstance
     group: str
     target: RebalanceTarget

@@ -41,6 +41,8 @@ SendTrace = Callable[[Message], Awaitable[Any]]
 
 @dataclass(eq=False, slots=True)
 class TraceDispatcher:
+    """Queues trace records and sends them to `topic` in batches with `send` (see above)."""
+
     send: SendTrace
     topic: str
     _: KW_ONLY

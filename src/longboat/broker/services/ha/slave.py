@@ -27,6 +27,8 @@ RECONNECT_S = 1.0
 
 @dataclass(eq=False, slots=True)
 class HASlave:
+    """One replication session at a time with the master at `master_ha_addr`, as above."""
+
     store: MessageStore
     master_ha_addr: str = ""
     _: KW_ONLY

@@ -41,6 +41,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False, slots=True)
 class SlaveSynchronize:
+    """The four copies above from the master at `master_addr` (none while it is None), each
+    request bounded by `timeout_s`."""
+
     client: RemotingClient
     topics: TopicManager
     offsets: ConsumerOffsetTable
