@@ -21,7 +21,6 @@ from datetime import datetime
 from typing import Literal
 
 from longboat.client._internal.api import ClientAPI
-from longboat.client.config import ClientConfig
 from longboat.client.errors import (
     BrokerError,
     ClientError,
@@ -32,7 +31,7 @@ from longboat.client.errors import (
     QueuesHoldMessagesError,
     TransportError,
 )
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.lifecycle import RegisteringNothingUser
 from longboat.protocol import ProtocolError, ResponseCode
 from longboat.protocol.bodies import (
     ClientConnection,
@@ -123,17 +122,8 @@ def is_retry_queue(mq: MessageQueue) -> bool:
     return mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
 
 
-class Admin(InstanceUser):
-    def __init__(
-        self,
-        *,
-        config: ClientConfig | None = None,
-        namesrv_addrs: str | list[str] | None = None,
-    ) -> None:
-        super().__init__(config, namesrv_addrs)
-
-    def __repr__(self) -> str:
-        return "Admin()"
+class Admin(RegisteringNothingUser):
+    """Cluster, topic and group administration over the name servers and brokers."""
 
     # ------------------------------------------------------------------ cluster and topics
 

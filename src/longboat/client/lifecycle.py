@@ -116,3 +116,19 @@ class InstanceUser:
         if self._instance is None:
             raise ClientClosedError(f"{self!r} is not started")
         return self._instance
+
+
+class RegisteringNothingUser(InstanceUser):
+    """An `InstanceUser` that registers nothing (admin, queue reader): built from the
+    connection settings alone, given by keyword, and shown by its class name."""
+
+    def __init__(
+        self,
+        *,
+        config: ClientConfig | None = None,
+        namesrv_addrs: str | list[str] | None = None,
+    ) -> None:
+        super().__init__(config, namesrv_addrs)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"

@@ -12,10 +12,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from longboat.client.config import ClientConfig
 from longboat.client.consume_from import committed_offset
 from longboat.client.errors import NoRouteError
-from longboat.client.lifecycle import InstanceUser
+from longboat.client.lifecycle import RegisteringNothingUser
 from longboat.client.types import PullResult
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
@@ -23,19 +22,8 @@ from longboat.protocol.types import MessageQueue
 _ROUTE_POLL_INTERVAL = 0.05
 
 
-class QueueReader(InstanceUser):
+class QueueReader(RegisteringNothingUser):
     """Pulls, offsets and commits of single queues; an async context manager."""
-
-    def __init__(
-        self,
-        *,
-        config: ClientConfig | None = None,
-        namesrv_addrs: str | list[str] | None = None,
-    ) -> None:
-        super().__init__(config, namesrv_addrs)
-
-    def __repr__(self) -> str:
-        return "QueueReader()"
 
     # ------------------------------------------------------------------ what there is
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from longboat.client.admin import Admin, is_retry_queue, total_lag
 from longboat.client.errors import ClientError
+from longboat.client.tasks import BackgroundTask
 
 log = logging.getLogger(__name__)
 
@@ -51,16 +52,13 @@ class LagSampler:
         self._history: dict[str, deque[Sample]] = {}
         # Per user topic, its last two (time, sum of its queues' ends).
         self._ends: dict[str, deque[tuple[float, int]]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask()
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="dashboard-lag-sampler")
+        self._task.start(self._run(), "dashboard-lag-sampler")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._task.stop()
 
     async def _run(self) -> None:
         while True:

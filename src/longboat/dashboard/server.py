@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import KW_ONLY, dataclass, field
 
 from aiohttp import web
 
@@ -16,23 +17,22 @@ from longboat.dashboard.sessions import Clients, Sessions
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False, slots=True)
 class DashboardServer:
-    def __init__(
-        self,
-        config: ClientConfig,
-        host: str = "127.0.0.1",
-        port: int = DEFAULT_PORT,
-        *,
-        sample_interval: float = 10.0,
-    ) -> None:
-        self.host = host
-        self.port = port
-        self.config = config
-        self.sample_interval = sample_interval
-        self.sessions = Sessions(config)
-        self._clients: Clients | None = None
-        self._sampler: LagSampler | None = None
-        self._runner: web.AppRunner | None = None
+    """The dashboard's web app and lag sampler on `host:port`, its clients from `config`."""
+
+    config: ClientConfig
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    _: KW_ONLY
+    sample_interval: float = 10.0
+    sessions: Sessions = field(init=False)
+    _clients: Clients | None = field(default=None, init=False)
+    _sampler: LagSampler | None = field(default=None, init=False)
+    _runner: web.AppRunner | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.sessions = Sessions(self.config)
 
     @property
     def url(self) -> str:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 from longboat.spark.offsets import Offsets, parse_offsets
 
@@ -152,27 +152,34 @@ def _require(options: Mapping[str, str], name: str) -> str:
     return value.strip()
 
 
-def _int(options: Mapping[str, str], name: str, *, minimum: int) -> int | None:
+# What `_number` reads an option as.
+N = TypeVar("N", int, float)
+
+
+def _number(
+    options: Mapping[str, str], name: str, parse: Callable[[str], N], what: str
+) -> N | None:
+    """The option `name` read by `parse` (int or float); None when it is not given."""
     text = _get(options, name)
     if text is None:
         return None
     try:
-        value = int(text.strip())
+        return parse(text.strip())
     except ValueError:
-        raise OptionError(name, f"must be an integer, not {text!r}") from None
-    if value < minimum:
+        raise OptionError(name, f"must be {what}, not {text!r}") from None
+
+
+def _int(options: Mapping[str, str], name: str, *, minimum: int) -> int | None:
+    value = _number(options, name, int, "an integer")
+    if value is not None and value < minimum:
         raise OptionError(name, f"must be >= {minimum}, not {value}")
     return value
 
 
 def _float(options: Mapping[str, str], name: str, default: float) -> float:
-    text = _get(options, name)
-    if text is None:
+    value = _number(options, name, float, "a number of seconds")
+    if value is None:
         return default
-    try:
-        value = float(text.strip())
-    except ValueError:
-        raise OptionError(name, f"must be a number of seconds, not {text!r}") from None
     if value <= 0:
         raise OptionError(name, f"must be > 0, not {value}")
     return value

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import MessageSysFlag
@@ -24,30 +25,23 @@ _INDEX_BATCH = 8192
 _QUEUE_RUN = 4096
 
 
+@dataclass(eq=False, slots=True)
 class Redispatch:
     """Entries for records at or past `queue_from` (queues) and `index_from` (index)."""
 
-    def __init__(
-        self,
-        queues: QueueTable,
-        index: KeyIndex,
-        tags_code_of: Callable[[MessageExt], int],
-        *,
-        queue_from: int = 0,
-        index_from: int = 0,
-    ) -> None:
-        self.queues = queues
-        self.index = index
-        self.tags_code_of = tags_code_of
-        self.queue_from = queue_from
-        self.index_from = index_from
-        # Index entries not yet written, as the index takes them: hashes, offsets, times.
-        self._hashes: list[int] = []
-        self._offsets: list[int] = []
-        self._stamps: list[int] = []
-        self._seeds: dict[str, int] = {}
-        self._rebuilds: dict[tuple[str, int], _QueueRebuild] = {}
-        self.records = 0
+    queues: QueueTable
+    index: KeyIndex
+    tags_code_of: Callable[[MessageExt], int]
+    _: KW_ONLY
+    queue_from: int = 0
+    index_from: int = 0
+    # Index entries not yet written, as the index takes them: hashes, offsets, times.
+    _hashes: list[int] = field(default_factory=list, init=False)
+    _offsets: list[int] = field(default_factory=list, init=False)
+    _stamps: list[int] = field(default_factory=list, init=False)
+    _seeds: dict[str, int] = field(default_factory=dict, init=False)
+    _rebuilds: dict[tuple[str, int], _QueueRebuild] = field(default_factory=dict, init=False)
+    records: int = field(default=0, init=False)
 
     def add(self, msg: MessageExt) -> int | None:
         """Dispatch one record; returns its tags code when it got a queue entry."""

@@ -36,7 +36,7 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,29 +101,24 @@ def restored_message(msg: MessageExt) -> MessageInner | None:
     return MessageInner.moved(msg, topic, queue_id, props)
 
 
+@dataclass(eq=False, slots=True)
 class ScheduleService:
-    def __init__(
-        self,
-        store: MessageStore,
-        levels: DelayLevels,
-        put_message: PutMessage,
-        progress_path: Path,
-        *,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        """`put_message` stores a message the way the send path does (and waits under
-        SYNC_FLUSH); `clock` is the wall clock in seconds, the store's time base."""
-        self.store = store
-        self.levels = levels
-        self._put = put_message
-        self.progress_path = progress_path
-        self._clock = clock
-        self._levels: dict[int, _Level] = {}
-        self._dirty = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread = 0
-        self._persist_timer: asyncio.TimerHandle | None = None
-        self._persisting: asyncio.Task[None] | None = None
+    """Delivers the delay levels' messages when due.  `put_message` stores a message the way
+    the send path does (and waits under SYNC_FLUSH); `clock` is the wall clock in seconds,
+    the store's time base."""
+
+    store: MessageStore
+    levels: DelayLevels
+    put_message: PutMessage
+    progress_path: Path
+    _: KW_ONLY
+    clock: Callable[[], float] = time.time
+    _levels: dict[int, _Level] = field(default_factory=dict, init=False)
+    _dirty: bool = field(default=False, init=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
+    _loop_thread: int = field(default=0, init=False)
+    _persist_timer: asyncio.TimerHandle | None = field(default=None, init=False)
+    _persisting: asyncio.Task[None] | None = field(default=None, init=False)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -183,7 +178,7 @@ class ScheduleService:
         assert self._loop is not None
         if state.timer is not None:
             state.timer.cancel()
-        now_ms = int(self._clock() * 1000)
+        now_ms = int(self.clock() * 1000)
         # Never wait past one level delay from now, whatever the clock did since the store.
         due_ms = min(due_ms, now_ms + self.levels.delay_ms(state.level))
         state.phase = Phase.ARMED
@@ -202,7 +197,7 @@ class ScheduleService:
             next_due = await self._deliver_due(state)
         except Exception:
             log.exception("delay level %d: delivery failed; retrying", state.level)
-            next_due = int(self._clock() * 1000 + RETRY_PAUSE_S * 1000)
+            next_due = int(self.clock() * 1000 + RETRY_PAUSE_S * 1000)
         finally:
             state.task = None
         if state.phase is Phase.STOPPED:
@@ -247,7 +242,7 @@ class ScheduleService:
                     self._advance(state, offset + 1)
                     continue
                 due = self.levels.deliver_at(state.level, msg.store_timestamp)
-                if due > int(self._clock() * 1000):
+                if due > int(self.clock() * 1000):
                     return due
                 retry_at = await self._deliver_one(state, msg)
                 if retry_at is not None:
@@ -268,7 +263,7 @@ class ScheduleService:
                 msg.commit_log_offset,
             )
             return None
-        result = await self._put(inner)
+        result = await self.put_message(inner)
         if result.status in _STORED:
             return None
         if result.status in _HOPELESS:
@@ -288,7 +283,7 @@ class ScheduleService:
             result.error,
             RETRY_PAUSE_S,
         )
-        return int(self._clock() * 1000 + RETRY_PAUSE_S * 1000)
+        return int(self.clock() * 1000 + RETRY_PAUSE_S * 1000)
 
     def _advance(self, state: _Level, offset: int) -> None:
         if offset != state.offset:

@@ -309,6 +309,16 @@ def _flag(value: bool) -> str:
     return "true" if value else "false"
 
 
+def _normal(topic: str) -> str:
+    """RocketMQ 5's message_type of a topic's incoming messages: Longboat counts them all
+    as normal ones."""
+    return "normal"
+
+
+def _is_retry(topic: str) -> str:
+    return _flag(topic.startswith(RETRY_GROUP_TOPIC_PREFIX))
+
+
 class RocketMQ5Collector(Collector):
     """RocketMQ 5's families, from Longboat's (see the module docstring).
 
@@ -332,28 +342,20 @@ class RocketMQ5Collector(Collector):
         node["node_id"] = cfg.broker_name
         names, values = list(node), list(node.values())
         m = self.metrics
-        for name, doc, counts in (
-            ("rocketmq_messages_in", "Total number of incoming messages", m.messages_in),
-            ("rocketmq_throughput_in", "Total traffic of incoming messages", m.bytes_in),
-        ):
-            family = CounterMetricFamily(
-                name, doc, labels=[*names, "topic", "message_type", "is_system"]
-            )
+        for name, doc, counts, label, label_of in (
+            ("rocketmq_messages_in", "Total number of incoming messages", m.messages_in,
+             "message_type", _normal),
+            ("rocketmq_throughput_in", "Total traffic of incoming messages", m.bytes_in,
+             "message_type", _normal),
+            ("rocketmq_messages_out", "Total number of outgoing messages", m.messages_out,
+             "is_retry", _is_retry),
+            ("rocketmq_throughput_out", "Total traffic of outgoing messages", m.bytes_out,
+             "is_retry", _is_retry),
+        ):  # fmt: skip
+            family = CounterMetricFamily(name, doc, labels=[*names, "topic", label, "is_system"])
             for topic, count in counts.totals():
-                family.add_metric([*values, topic, "normal", _flag(is_system_topic(topic))], count)
-            yield family
-        for name, doc, counts in (
-            ("rocketmq_messages_out", "Total number of outgoing messages", m.messages_out),
-            ("rocketmq_throughput_out", "Total traffic of outgoing messages", m.bytes_out),
-        ):
-            family = CounterMetricFamily(
-                name, doc, labels=[*names, "topic", "is_retry", "is_system"]
-            )
-            for topic, count in counts.totals():
-                retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-                family.add_metric(
-                    [*values, topic, _flag(retry), _flag(is_system_topic(topic))], count
-                )
+                row = [*values, topic, label_of(topic), _flag(is_system_topic(topic))]
+                family.add_metric(row, count)
             yield family
         dlq = CounterMetricFamily(
             "rocketmq_send_to_dlq_messages",

@@ -43,7 +43,7 @@ from longboat.client._internal.instance import ClientInstance
 from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.consumer_settings import PullSettings
 from longboat.client.errors import BrokerBusyError, ClientError, ClientUsageError, TransportError
-from longboat.client.tasks import ended
+from longboat.client.tasks import BackgroundTask
 from longboat.client.types import PullStatus
 from longboat.filter.sql92 import FilterError, compile_sql92
 from longboat.protocol.bodies import SubscriptionData
@@ -125,20 +125,16 @@ class PullLoop:
         self._may_pull = may_pull
         self.room = asyncio.Event()
         self.next_offset: int | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._task = BackgroundTask()
         # Observability: how often pulls waited for room, and consecutive failures.
         self.flow_control_waits = 0
         self.failures = 0
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name=f"pull {self.mq}")
+        self._task.start(self._run(), f"pull {self.mq}")
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is None:
-            return
-        task.cancel()
-        await ended(task)
+        await self._task.stop()
 
     def wake(self) -> None:
         """The process queue shrank (or the consumer resumed): re-check the room."""

@@ -26,20 +26,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from longboat.client.consume.process_queue import ProcessQueue
-from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
     ConcurrentContext,
     ConcurrentListener,
     ConsumeResult,
     ListenerKindError,
     ResultReader,
+    WorkerPool,
     call_listener,
     is_async,
-    stop_workers,
 )
 from longboat.client.push.redelivery import Redelivery
 from longboat.protocol.message import MessageExt
@@ -57,7 +55,7 @@ class _Request:
     msgs: list[MessageExt]
 
 
-class ConcurrentConsumeService:
+class ConcurrentConsumeService(WorkerPool[_Request]):
     def __init__(
         self,
         listener: ConcurrentListener,
@@ -71,6 +69,7 @@ class ConcurrentConsumeService:
         consume_timeout: float = 15 * 60.0,
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
     ) -> None:
+        super().__init__(workers, "longboat-consume")
         self.listener = listener
         self.consume_timeout = consume_timeout
         # Listener calls running now (by id of their request) and when each started; the
@@ -78,7 +77,6 @@ class ConcurrentConsumeService:
         self._running: dict[int, tuple[_Request, float]] = {}
         self._timed_out: set[int] = set()
         self._is_async = is_async(listener)
-        self.workers = workers
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
         self._results = ResultReader(
@@ -91,11 +89,6 @@ class ConcurrentConsumeService:
         self.redelivery = redelivery
         self._consumed = consumed
         self.local_retry_delay = local_retry_delay
-        self.inflight = InFlight()
-        self._queue: asyncio.Queue[_Request] = asyncio.Queue()
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-consume")
-        self._tasks: list[asyncio.Task[None]] = []
-        self._timers: set[asyncio.TimerHandle] = set()
         # Observability: messages handed back to the broker, retried locally, timed out.
         self.redelivered = 0
         self.retried_locally = 0
@@ -110,24 +103,13 @@ class ConcurrentConsumeService:
 
     def submit(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         for i in range(0, len(msgs), self.batch_max):
-            self._queue.put_nowait(_Request(mq, pq, msgs[i : i + self.batch_max]))
-
-    async def stop(self, timeout: float) -> None:
-        """Let running listeners finish (up to `timeout`), drop queued requests, stop."""
-        await stop_workers(
-            timers=self._timers,
-            pending=self._queue,
-            inflight=self.inflight,
-            tasks=self._tasks,
-            executor=self._executor,
-            timeout=timeout,
-        )
+            self._pending.put_nowait(_Request(mq, pq, msgs[i : i + self.batch_max]))
 
     # ------------------------------------------------------------------ workers
 
     async def _work(self) -> None:
         while True:
-            request = await self._queue.get()
+            request = await self._pending.get()
             if request.pq.dropped or self._results.error:
                 continue
             self.inflight.begin(request.mq)

@@ -72,7 +72,7 @@ from longboat.client.push.redelivery import (
 from longboat.client.push.tracing import ConsumerTracing
 from longboat.client.push.typed import as_message_listener
 from longboat.client.rebalance.service import RebalanceService
-from longboat.client.tasks import ended
+from longboat.client.tasks import BackgroundTask, ended
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
@@ -131,7 +131,7 @@ class PushConsumer(InstanceUser):
         self._resets: set[asyncio.Task[None]] = set()
         self._producer: Producer | None = None
         self._tracing: ConsumerTracing | None = None
-        self._persist_task: asyncio.Task[None] | None = None
+        self._persist_task = BackgroundTask()
         # Why this consumer stopped consuming: its listener returned the other kind's result.
         self.listener_error: ListenerKindError | None = None
 
@@ -268,7 +268,7 @@ class PushConsumer(InstanceUser):
             with contextlib.suppress(ClientError):
                 await instance.route(retry_topic(self.group), refresh=True)
         await self._rebalance.start()
-        self._persist_task = asyncio.create_task(self._persist_loop(), name=f"offsets {self}")
+        self._persist_task.start(self._persist_loop(), f"offsets {self}")
 
     def _open_store(self, instance: ClientInstance) -> OffsetStore:
         if not self.broadcasting:
@@ -330,9 +330,7 @@ class PushConsumer(InstanceUser):
             await self._rebalance.stop()
             with contextlib.suppress(ValueError):
                 instance.route_listeners.remove(self._rebalance.on_route_changed)
-        if self._persist_task is not None:
-            self._persist_task.cancel()
-            await ended(self._persist_task)
+        await self._persist_task.stop()
         owned, self._owned = self._owned, {}
         await asyncio.gather(*(o.pull.stop() for o in owned.values()))
         if self._service is not None:
@@ -356,7 +354,6 @@ class PushConsumer(InstanceUser):
             await self._producer.shutdown()
         await instance.release()
         self._service = self._store = self._rebalance = self._producer = self._tracing = None
-        self._persist_task = None
 
     def _listener_failed(self, error: ListenerKindError) -> None:
         self.listener_error = error

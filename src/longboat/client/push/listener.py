@@ -36,21 +36,21 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable
-from concurrent.futures import Executor
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import TYPE_CHECKING, Any, TypeVar, get_type_hints
+from typing import Any, Generic, TypeVar, get_type_hints
 
 from longboat.client.errors import ClientUsageError
+from longboat.client.push.inflight import InFlight
 from longboat.client.tasks import ended
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 
-if TYPE_CHECKING:
-    from longboat.client.push.inflight import InFlight
-
 R = TypeVar("R")
+# The pending work a WorkerPool queues.
+W = TypeVar("W")
 log = logging.getLogger(__name__)
 
 
@@ -227,27 +227,32 @@ async def call_listener(
     return await asyncio.get_running_loop().run_in_executor(executor, listener, *args)
 
 
-async def stop_workers(
-    *,
-    timers: set[asyncio.TimerHandle],
-    pending: asyncio.Queue[Any],
-    inflight: InFlight,
-    tasks: Iterable[asyncio.Task[None]],
-    executor: Executor,
-    timeout: float,
-) -> None:
-    """Stop a consume service: no more scheduled retries, queued work dropped (its messages
-    stay uncommitted, so they are pulled again), running listeners given `timeout` to finish
-    so their offsets can be committed, then the workers and the pool go."""
-    for timer in timers:
-        timer.cancel()
-    timers.clear()
-    while not pending.empty():
-        pending.get_nowait()
-    await inflight.wait_all_idle(timeout)
-    tasks = list(tasks)
-    for task in tasks:
-        task.cancel()
-    for task in tasks:
-        await ended(task)
-    executor.shutdown(wait=False, cancel_futures=True)
+class WorkerPool(Generic[W]):
+    """What every consume service builds and stops alike: its scheduled retries, its queue
+    of pending work (of W), the listener calls in flight, its worker tasks and their thread
+    pool."""
+
+    def __init__(self, workers: int, thread_name_prefix: str) -> None:
+        self.workers = workers
+        self.inflight = InFlight()
+        self._pending: asyncio.Queue[W] = asyncio.Queue()
+        self._timers: set[asyncio.TimerHandle] = set()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._executor = ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix)
+
+    async def stop(self, timeout: float) -> None:
+        """No more scheduled retries, queued work dropped (its messages stay uncommitted, so
+        they are pulled again), running listeners given `timeout` to finish so their offsets
+        can be committed, then the workers and the pool go."""
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
+        while not self._pending.empty():
+            self._pending.get_nowait()
+        await self.inflight.wait_all_idle(timeout)
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            await ended(task)
+        self._executor.shutdown(wait=False, cancel_futures=True)

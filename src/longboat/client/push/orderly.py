@@ -35,21 +35,19 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.push.concurrent import Consumed
-from longboat.client.push.inflight import InFlight
 from longboat.client.push.listener import (
     ListenerKindError,
     OrderlyContext,
     OrderlyListener,
     OrderlyResult,
     ResultReader,
+    WorkerPool,
     call_listener,
     is_async,
-    stop_workers,
 )
 from longboat.client.push.redelivery import DEAD_LETTER, Redelivery
 from longboat.client.rebalance.locks import RENEW_INTERVAL_S, RETRY_S, lock_queues, unlock_queues
@@ -68,7 +66,7 @@ def clamp_suspend(seconds: float) -> float:
     return min(SUSPEND_MAX_S, max(SUSPEND_MIN_S, seconds))
 
 
-class OrderlyConsumeService:
+class OrderlyConsumeService(WorkerPool[MessageQueue]):
     def __init__(
         self,
         listener: OrderlyListener,
@@ -89,11 +87,11 @@ class OrderlyConsumeService:
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
         consume_timeout: float = 15 * 60.0,
     ) -> None:
+        super().__init__(workers, "longboat-orderly")
         self.listener = listener
         self._is_async = is_async(listener)
         self.instance = instance
         self.group = group
-        self.workers = workers
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
         self._results = ResultReader(
@@ -111,13 +109,8 @@ class OrderlyConsumeService:
         self.lock_max_age = lock_max_age
         self.lock_retry = lock_retry
         self.clock = clock
-        self.inflight = InFlight()
         self._queues: dict[MessageQueue, ProcessQueue] = {}
-        self._ready: asyncio.Queue[MessageQueue] = asyncio.Queue()
         self._scheduled: set[MessageQueue] = set()
-        self._timers: set[asyncio.TimerHandle] = set()
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix="longboat-orderly")
-        self._tasks: list[asyncio.Task[None]] = []
         self.suspended = 0
         self.dead_lettered = 0
         self.consume_timeout = consume_timeout
@@ -161,16 +154,6 @@ class OrderlyConsumeService:
                     offset,
                     mq,
                 )
-
-    async def stop(self, timeout: float) -> None:
-        await stop_workers(
-            timers=self._timers,
-            pending=self._ready,
-            inflight=self.inflight,
-            tasks=self._tasks,
-            executor=self._executor,
-            timeout=timeout,
-        )
 
     # ------------------------------------------------------------------ queues
 
@@ -227,7 +210,7 @@ class OrderlyConsumeService:
     def _schedule(self, mq: MessageQueue) -> None:
         if mq not in self._scheduled:
             self._scheduled.add(mq)
-            self._ready.put_nowait(mq)
+            self._pending.put_nowait(mq)
 
     def _later(self, mq: MessageQueue, delay: float) -> None:
         """Put a (still scheduled) queue back on the ready queue after `delay`."""
@@ -235,14 +218,14 @@ class OrderlyConsumeService:
         def fire() -> None:
             self._timers.discard(timer)
             if mq in self._scheduled:
-                self._ready.put_nowait(mq)
+                self._pending.put_nowait(mq)
 
         timer = asyncio.get_running_loop().call_later(delay, fire)
         self._timers.add(timer)
 
     async def _work(self) -> None:
         while True:
-            mq = await self._ready.get()
+            mq = await self._pending.get()
             pq = self._queues.get(mq)
             if pq is None or pq.dropped or self._results.error:
                 self._scheduled.discard(mq)
@@ -265,7 +248,7 @@ class OrderlyConsumeService:
             if delay is not None:
                 self._later(mq, delay)
             elif pq.count and not pq.dropped:
-                self._ready.put_nowait(mq)
+                self._pending.put_nowait(mq)
             else:
                 self._scheduled.discard(mq)
 

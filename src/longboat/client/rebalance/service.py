@@ -27,13 +27,14 @@ import contextlib
 import logging
 import random
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Protocol
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client._internal.route import TopicRoute
 from longboat.client.errors import ClientError
 from longboat.client.rebalance.allocate import AllocateStrategy
-from longboat.client.tasks import ended
+from longboat.client.tasks import BackgroundTask
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -61,43 +62,34 @@ class RebalanceTarget(Protocol):
         ...
 
 
+@dataclass(eq=False, slots=True)
 class RebalanceService:
-    def __init__(
-        self,
-        instance: ClientInstance,
-        group: str,
-        target: RebalanceTarget,
-        allocate: AllocateStrategy,
-        *,
-        broadcasting: bool,
-        interval: float = 20.0,
-    ) -> None:
-        self.instance = instance
-        self.group = group
-        self.target = target
-        self.allocate = allocate
-        self.broadcasting = broadcasting
-        self.interval = interval
-        self._wanted = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._lock = asyncio.Lock()
-        # Observability: completed runs, and queues moved in and out.
-        self.runs = 0
-        self.added = 0
-        self.dropped = 0
+    """Moves `target` to its share of its topics' queues, one run at a time (see above)."""
+
+    instance: ClientInstance
+    group: str
+    target: RebalanceTarget
+    allocate: AllocateStrategy
+    _: KW_ONLY
+    broadcasting: bool
+    interval: float = 20.0
+    _wanted: asyncio.Event = field(default_factory=asyncio.Event, init=False)
+    _task: BackgroundTask = field(default_factory=BackgroundTask, init=False)
+    _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    # Observability: completed runs, and queues moved in and out.
+    runs: int = field(default=0, init=False)
+    added: int = field(default=0, init=False)
+    dropped: int = field(default=0, init=False)
 
     async def start(self) -> None:
         await self.rebalance()
-        self._task = asyncio.create_task(self._loop(), name=f"rebalance {self.group}")
+        self._task.start(self._loop(), f"rebalance {self.group}")
 
     async def stop(self) -> None:
         # Under the lock: a rebalance in progress finishes its handshakes first, and the
         # task is cancelled only while it waits, never halfway through dropping a queue.
         async with self._lock:
-            task, self._task = self._task, None
-            if task is not None:
-                task.cancel()
-                await ended(task)
+            await self._task.stop()
 
     def request(self) -> None:
         """Rebalance soon (never blocks; callable from request handlers)."""

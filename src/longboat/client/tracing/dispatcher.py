@@ -17,14 +17,15 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from longboat.client.errors import ClientError
 from longboat.client.message import Message
+from longboat.client.tasks import BackgroundTask
 from longboat.protocol.trace import TraceRecord, encode_record
 
 log = logging.getLogger(__name__)
@@ -38,27 +39,22 @@ DEFAULT_MAX_BODY = 118_000
 SendTrace = Callable[[Message], Awaitable[Any]]
 
 
+@dataclass(eq=False, slots=True)
 class TraceDispatcher:
-    def __init__(
-        self,
-        send: SendTrace,
-        topic: str,
-        *,
-        capacity: int = DEFAULT_CAPACITY,
-        flush_interval: float = DEFAULT_FLUSH_INTERVAL,
-        max_body: int = DEFAULT_MAX_BODY,
-    ) -> None:
-        self.topic = topic
-        self.capacity = capacity
-        self.flush_interval = flush_interval
-        self.max_body = max_body
-        self._send = send
-        self._queue: deque[TraceRecord] = deque()
-        self._task: asyncio.Task[None] | None = None
-        # Observability: records dropped on a full queue, records written, trace sends failed.
-        self.dropped = 0
-        self.written = 0
-        self.failed = 0
+    """Queues trace records and sends them to `topic` in batches with `send` (see above)."""
+
+    send: SendTrace
+    topic: str
+    _: KW_ONLY
+    capacity: int = DEFAULT_CAPACITY
+    flush_interval: float = DEFAULT_FLUSH_INTERVAL
+    max_body: int = DEFAULT_MAX_BODY
+    _queue: deque[TraceRecord] = field(default_factory=deque, init=False)
+    _task: BackgroundTask = field(default_factory=BackgroundTask, init=False)
+    # Observability: records dropped on a full queue, records written, trace sends failed.
+    dropped: int = field(default=0, init=False)
+    written: int = field(default=0, init=False)
+    failed: int = field(default=0, init=False)
 
     def append(self, record: TraceRecord) -> None:
         """Queue a record (any thread; never blocks): dropped and counted when full."""
@@ -68,16 +64,12 @@ class TraceDispatcher:
         self._queue.append(record)
 
     def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"trace writer {self.topic}")
+        if not self._task.running:
+            self._task.start(self._run(), f"trace writer {self.topic}")
 
     async def close(self) -> None:
         """Stop the periodic flush and write what is queued."""
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._task.stop()
         await self.flush()
 
     async def _run(self) -> None:
@@ -104,7 +96,7 @@ class TraceDispatcher:
             keys.pop("", None)
             message = Message(self.topic, "".join(body).encode(), keys=list(keys))
             try:
-                await self._send(message)
+                await self.send(message)
             except ClientError as exc:
                 self.failed += 1
                 log.warning("%d trace record(s) for %s not written: %s", count, self.topic, exc)

@@ -16,6 +16,7 @@ import os
 import random
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from longboat.client.message import Message, SendResult, SendStatus
 from longboat.client.tracing.dispatcher import TraceDispatcher
@@ -149,35 +150,28 @@ class MessageTracer:
         started = _now_ms()
         clock = time.perf_counter()
         region = traced[0].properties.get(Prop.MSG_REGION)
-        for m in traced:
+
+        def record(kind: TraceType, m: MessageExt, **fields: Any) -> None:
+            """A record of `m` in this consume call: what its two records have in common."""
             self.dispatcher.append(
                 TraceRecord(
-                    TraceType.SUB_BEFORE,
+                    kind,
                     msg_id=m.msg_id,
                     timestamp=started,
-                    region_id=region,
                     group=group,
                     request_id=request_id,
-                    retry_times=m.reconsume_times,
                     keys=m.keys,
+                    **fields,
                 )
             )
+
+        for m in traced:
+            record(TraceType.SUB_BEFORE, m, region_id=region, retry_times=m.reconsume_times)
 
         def end(success: bool) -> None:
             cost = int((time.perf_counter() - clock) * 1000 / len(traced))
             for m in traced:
-                self.dispatcher.append(
-                    TraceRecord(
-                        TraceType.SUB_AFTER,
-                        msg_id=m.msg_id,
-                        timestamp=started,
-                        group=group,
-                        request_id=request_id,
-                        cost_ms=cost,
-                        success=success,
-                        keys=m.keys,
-                    )
-                )
+                record(TraceType.SUB_AFTER, m, cost_ms=cost, success=success)
 
         return end
 

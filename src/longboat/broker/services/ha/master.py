@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol import ProtocolError
 from longboat.protocol.ha import ReportDecoder, encode_frame_header
@@ -37,37 +37,30 @@ class SlaveStream:
     reported: asyncio.Event = field(default_factory=asyncio.Event)
 
 
+@dataclass(eq=False, slots=True)
 class HAMaster:
-    def __init__(
-        self,
-        store: MessageStore,
-        *,
-        host: str,
-        port: int,
-        heartbeat_s: float = 5.0,
-        batch_size: int = 32 * 1024,
-        fall_behind_max: int,
-    ) -> None:
-        """`fall_behind_max`: the most a slave may lag for a SYNC_MASTER send to wait for it
-        (haSlaveFallbehindMax)."""
-        self.store = store
-        self.host = host
-        self.requested_port = port
-        self.heartbeat_s = heartbeat_s
-        self.batch_size = batch_size
-        self.fall_behind_max = fall_behind_max
-        self.slaves: dict[SlaveStream, None] = {}
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread = 0
-        self.port = 0
+    """Serves the slaves that connect to `host:port` (0: any free port; after `start`, the
+    bound one); `fall_behind_max` is the most a slave may lag for a SYNC_MASTER send to wait
+    for it (haSlaveFallbehindMax)."""
+
+    store: MessageStore
+    _: KW_ONLY
+    host: str
+    port: int
+    heartbeat_s: float = 5.0
+    batch_size: int = 32 * 1024
+    fall_behind_max: int
+    slaves: dict[SlaveStream, None] = field(default_factory=dict, init=False)
+    _server: asyncio.Server | None = field(default=None, init=False)
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list, init=False)
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
+    _loop_thread: int = field(default=0, init=False)
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
-        self._server = await asyncio.start_server(self._serve, self.host, self.requested_port)
+        self._server = await asyncio.start_server(self._serve, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         self.store.observe_appends(self.on_append)
         log.info("replication: serving slaves on %s:%d", self.host, self.port)

@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol import ProtocolError
 from longboat.protocol.ha import FrameDecoder, encode_report
+from longboat.remoting.tasks import BackgroundTask
 from longboat.store import MessageStore, StoreUsageError
 
 log = logging.getLogger(__name__)
@@ -23,24 +25,20 @@ log = logging.getLogger(__name__)
 RECONNECT_S = 1.0
 
 
+@dataclass(eq=False, slots=True)
 class HASlave:
-    def __init__(
-        self,
-        store: MessageStore,
-        master_ha_addr: str = "",
-        *,
-        heartbeat_s: float = 5.0,
-        housekeeping_s: float = 20.0,
-    ) -> None:
-        self.store = store
-        self.master_ha_addr = master_ha_addr
-        self.heartbeat_s = heartbeat_s
-        self.housekeeping_s = housekeeping_s
-        self.connected = False
-        # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
-        self.last_frame_at = 0.0
-        self._task: asyncio.Task[None] | None = None
-        self._address_changed = asyncio.Event()
+    """One replication session at a time with the master at `master_ha_addr`, as above."""
+
+    store: MessageStore
+    master_ha_addr: str = ""
+    _: KW_ONLY
+    heartbeat_s: float = 5.0
+    housekeeping_s: float = 20.0
+    connected: bool = field(default=False, init=False)
+    # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
+    last_frame_at: float = field(default=0.0, init=False)
+    _task: BackgroundTask = field(default_factory=BackgroundTask, init=False)
+    _address_changed: asyncio.Event = field(default_factory=asyncio.Event, init=False)
 
     def update_master_address(self, addr: str | None) -> None:
         """Follow the master at `addr` (its HA address) from the next session on."""
@@ -50,12 +48,10 @@ class HASlave:
             self._address_changed.set()
 
     def start(self) -> None:
-        self._task = asyncio.ensure_future(self._run())
+        self._task.start(self._run(), "replication from the master")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        await self._task.stop()
 
     async def _run(self) -> None:
         while True:

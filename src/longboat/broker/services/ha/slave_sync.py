@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from longboat.broker.state.subscription_groups import SubscriptionGroupTable
@@ -38,24 +39,19 @@ from longboat.store.json_file import write_json_atomic
 log = logging.getLogger(__name__)
 
 
+@dataclass(eq=False, slots=True)
 class SlaveSynchronize:
-    def __init__(
-        self,
-        client: RemotingClient,
-        topics: TopicManager,
-        offsets: ConsumerOffsetTable,
-        groups: SubscriptionGroupTable,
-        delay_offset_path: Path,
-        timeout_s: float,
-    ) -> None:
-        self.client = client
-        self.topics = topics
-        self.offsets = offsets
-        self.groups = groups
-        self.delay_offset_path = delay_offset_path
-        self.timeout_s = timeout_s
-        self.master_addr: str | None = None
-        self.syncs = 0  # completed rounds, for tests
+    """The four copies above from the master at `master_addr` (none while it is None), each
+    request bounded by `timeout_s`."""
+
+    client: RemotingClient
+    topics: TopicManager
+    offsets: ConsumerOffsetTable
+    groups: SubscriptionGroupTable
+    delay_offset_path: Path
+    timeout_s: float
+    master_addr: str | None = field(default=None, init=False)
+    syncs: int = field(default=0, init=False)  # completed rounds, for tests
 
     async def sync_all(self) -> None:
         addr = self.master_addr
