@@ -29,6 +29,7 @@ from rich.table import Table
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.broker.config import default_data_dir
 from longboat.cli.connect import client_config
+from longboat.cli.controller_settings import controller_config, controller_rows, read_properties
 from longboat.cli.runtime import (
     CliState,
     configure_logging,
@@ -37,6 +38,7 @@ from longboat.cli.runtime import (
     run,
     stop_on_signal,
 )
+from longboat.controller.server import ControllerServer
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
@@ -348,6 +350,14 @@ def cluster_configs(
 )
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key.")
+@click.option(
+    "-c",
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A RocketMQ namesrv.conf; with enableControllerInNamesrv=true a controller runs in "
+    "this process too (its controllerDLeger* keys as `longboat controller` reads them).",
+)
 def namesrv(
     host: str,
     port: int,
@@ -357,15 +367,30 @@ def namesrv(
     tls_mode: str,
     tls_cert: str | None,
     tls_key: str | None,
+    config_path: Path | None,
 ) -> None:
     """Run a name server alone (brokers register here; clients look up routes here)."""
+
     server_logging()
     limits = dataclasses.replace(
         NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
     )
     tls = ServerTls(TlsMode.parse(tls_mode), tls_cert or "", tls_key or "")
     server = NameServer(host, port, limits=limits, acl_file=acl_file, tls=tls)
-    run(serve([lambda: server], lambda: listening_table(server, None)))
+    props = read_properties(config_path)
+    factories: list[Callable[[], Server]] = [lambda: server]
+    embedded: list[ControllerServer] = []
+    if props.get("enableControllerInNamesrv", "").strip().lower() == "true":
+        embedded.append(ControllerServer(controller_config(props)))
+        factories.append(lambda: embedded[0])
+
+    def describe() -> Table:
+        table = listening_table(server, None)
+        for controller in embedded:
+            controller_rows(table, controller)
+        return table
+
+    run(serve(factories, describe))
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})
