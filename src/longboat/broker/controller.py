@@ -26,6 +26,7 @@ Lifecycle (state as data):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import time
@@ -51,6 +52,7 @@ from longboat.broker import (
 )
 from longboat.broker.config import BrokerConfig
 from longboat.broker.consumers import ConsumerManager
+from longboat.broker.controller_mode import ControllerMode
 from longboat.broker.delay_levels import reroute_delayed
 from longboat.broker.deliveries import Deliveries
 from longboat.broker.feature_host import CoreHost
@@ -64,7 +66,9 @@ from longboat.broker.registration import BrokerIdentity, MasterAddresses, NameSe
 from longboat.broker.subscription_groups import SubscriptionGroupTable
 from longboat.broker.topics import TopicManager
 from longboat.broker.transaction_service import TransactionService
+from longboat.protocol import RequestCode
 from longboat.protocol.acl_signature import signer
+from longboat.protocol.types import MASTER_ID
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
 from longboat.store import (
@@ -190,6 +194,8 @@ class BrokerController:
         self.ha_master: HAMaster | None = None
         self.ha_slave: HASlave | None = None
         self.slave_sync: SlaveSynchronize | None = None
+        # Controller mode (enableControllerMode): the controllers choose this broker's role.
+        self.controller_mode: ControllerMode | None = None
         # Set by start():
         self.store: MessageStore
         self.offsets: ConsumerOffsetTable
@@ -269,7 +275,10 @@ class BrokerController:
                 return result
             finally:
                 self._pending_durable -= 1
-        if self.waits_for_slaves and result.appended is not None:
+        if self.controller_mode is not None:
+            if self.ha_master is not None and result.appended is not None:
+                await self._await_in_sync(result, timeout)
+        elif self.waits_for_slaves and result.appended is not None:
             assert self.ha_master is not None
             end = result.appended.end
             if not self.ha_master.slave_ok(end):
@@ -277,6 +286,22 @@ class BrokerController:
             elif not await self.ha_master.wait_replicated(end, timeout):
                 result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
         return result
+
+    async def _await_in_sync(self, result: PutResult, timeout: float) -> None:
+        """Controller mode: with allAckInSyncStateSet, wait for every other member of the
+        SyncStateSet (as the master counts it, `ControllerMode.waiting_for`); else, with
+        inSyncReplicas > 1, for one slave."""
+        assert self.ha_master is not None and self.controller_mode is not None
+        assert result.appended is not None
+        cfg = self.config
+        if cfg.all_ack_in_sync_state_set:
+            ids: frozenset[int] | None = self.controller_mode.waiting_for
+        elif cfg.in_sync_replicas > 1:
+            ids = None
+        else:
+            return
+        if not await self.ha_master.wait_replicated(result.appended.end, timeout, ids=ids):
+            result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
 
     async def put_message(self, msg: MessageInner) -> PutResult:
         """Store one message the way the send path does, durability included."""
@@ -336,6 +361,11 @@ class BrokerController:
                 )
                 self.vip_server = None
         self.broker_addr = f"{self.store_host}:{port}"
+        if cfg.enable_controller_mode:
+            # The controllers give the id, and the log may need its tail cut before it opens.
+            self.controller_mode = ControllerMode(cfg, self.client, self.broker_addr)
+            broker_id = await self.controller_mode.prepare(cfg.store_config(port))
+            self.config = cfg = cfg.updated(brokerId=broker_id, brokerRole="SLAVE")
         self.store = MessageStore(
             cfg.store_config(port),
             clock=self.clock,
@@ -402,6 +432,8 @@ class BrokerController:
             install(self)
         if cfg.grpc_listen_port >= 0:
             self.grpc = grpc.install(self)
+        if self.controller_mode is not None:
+            self._install_controller_mode(self.controller_mode)
         for hook in self._start_hooks:
             await _maybe_await(hook())
         self.add_periodic(cfg.register_name_server_period / 1000, self.registrar.register)
@@ -411,6 +443,9 @@ class BrokerController:
         if self.vip_server is not None:
             await self.vip_server.serve()
         await self.registrar.register()
+        if self.controller_mode is not None:
+            await self.controller_mode.heartbeat()
+            await self.controller_mode.sync_role()
 
     async def _start_replication(self) -> int:
         """A master starts its HA server, a slave its stream from the master; returns the HA
@@ -423,6 +458,7 @@ class BrokerController:
                 cfg.ha_master_address,
                 heartbeat_s=heartbeat_s,
                 housekeeping_s=cfg.ha_housekeeping_interval / 1000,
+                hello_id=cfg.broker_id if cfg.enable_controller_mode else None,
             )
             self.ha_slave.start()
             self.slave_sync = SlaveSynchronize(
@@ -441,8 +477,70 @@ class BrokerController:
         await self.ha_master.start()
         return self.ha_master.port
 
+    def _install_controller_mode(self, mode: ControllerMode) -> None:
+        cfg = self.config
+        mode.attach(self)
+        self.router.register(RequestCode.GET_BROKER_EPOCH_CACHE, mode.epoch_cache)
+        self.router.register(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, mode.role_changed)
+        self.add_periodic(cfg.broker_heartbeat_interval / 1000, mode.heartbeat)
+        self.add_periodic(cfg.sync_broker_metadata_period / 1000, mode.sync_role)
+        self.add_periodic(cfg.broker_heartbeat_interval / 1000, mode.check_sync_state_set)
+
+    # Controller mode's role switches (`controller_mode.RoleHost`).
+
+    async def become_master(self) -> str:
+        if self.ha_slave is not None:
+            await self.ha_slave.stop()
+            self.ha_slave = None
+        if self.slave_sync is not None:
+            self.slave_sync.master_addr = None
+        self.config = cfg = self.config.updated(brokerId=MASTER_ID, brokerRole="ASYNC_MASTER")
+        if self.ha_master is None:
+            self.ha_master = HAMaster(
+                self.store,
+                host=cfg.bind_host,
+                port=cfg.ha_port,
+                heartbeat_s=cfg.ha_send_heartbeat_interval / 1000,
+                expect_hello=True,
+            )
+            await self.ha_master.start()
+        ha_addr = f"{self.store_host}:{self.ha_master.port}"
+        self.registrar.identity = dataclasses.replace(
+            self.registrar.identity, broker_id=MASTER_ID, ha_addr=ha_addr
+        )
+        await self.registrar.register()
+        return ha_addr
+
+    async def become_slave(self, broker_id: int, master_addr: str, master_ha_addr: str) -> None:
+        if self.ha_master is not None:
+            await self.ha_master.stop()
+            self.ha_master = None
+        self.config = cfg = self.config.updated(brokerId=broker_id, brokerRole="SLAVE")
+        self.registrar.identity = dataclasses.replace(self.registrar.identity, broker_id=broker_id)
+        if self.ha_slave is None:
+            self.ha_slave = HASlave(
+                self.store,
+                heartbeat_s=cfg.ha_send_heartbeat_interval / 1000,
+                housekeeping_s=cfg.ha_housekeeping_interval / 1000,
+                hello_id=broker_id,
+            )
+            self.ha_slave.start()
+        self.ha_slave.update_master_address(master_ha_addr)
+        if self.slave_sync is not None and self.slave_sync.master_addr != master_addr:
+            self.slave_sync.master_addr = master_addr
+            self._periodic_tasks.append(asyncio.ensure_future(self.slave_sync.sync_all()))
+        await self.registrar.register()
+
+    def connected_slaves(self) -> dict[int, int]:
+        if self.ha_master is None:
+            return {}
+        return {s.broker_id: s.ack_offset for s in self.ha_master.slaves if s.broker_id is not None}
+
     def _master_changed(self, master: MasterAddresses) -> None:
-        """A slave learns its master from the name server (unless haMasterAddress is set)."""
+        """A slave learns its master from the name server (unless haMasterAddress is set);
+        in controller mode from the controllers instead."""
+        if self.controller_mode is not None:
+            return
         if self.ha_slave is not None and not self.config.ha_master_address:
             self.ha_slave.update_master_address(master.ha_addr)
         if self.slave_sync is not None and master.addr != self.slave_sync.master_addr:

@@ -50,7 +50,14 @@ class ControllerRaft:
     ) -> None:
         self._lock = threading.Lock()
         self._replicated = _ReplicatedTable(self._lock)
-        conf: dict[str, Any] = {"dynamicMembershipChange": False}
+        # Elections after 1.5-3 s of silence (pysyncobj's 0.4-1.4 s flaps on a loaded host).
+        conf: dict[str, Any] = {
+            "dynamicMembershipChange": False,
+            "raftMinTimeout": 1.5,
+            "raftMaxTimeout": 3.0,
+            "appendEntriesPeriod": 0.2,
+            "connectionTimeout": 5.0,
+        }
         if store_path is not None:
             store_path.mkdir(parents=True, exist_ok=True)
             conf["journalFile"] = str(store_path / "raft.journal")

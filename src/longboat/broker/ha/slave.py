@@ -15,7 +15,7 @@ import logging
 import time
 
 from longboat.protocol import ProtocolError
-from longboat.protocol.ha import FrameDecoder, encode_report
+from longboat.protocol.ha import FrameDecoder, encode_hello, encode_report
 from longboat.store import MessageStore, StoreUsageError
 
 log = logging.getLogger(__name__)
@@ -31,11 +31,14 @@ class HASlave:
         *,
         heartbeat_s: float = 5.0,
         housekeeping_s: float = 20.0,
+        hello_id: int | None = None,
     ) -> None:
+        """`hello_id`: in controller mode, the broker id this slave names to its master."""
         self.store = store
         self.master_ha_addr = master_ha_addr
         self.heartbeat_s = heartbeat_s
         self.housekeeping_s = housekeeping_s
+        self.hello_id = hello_id
         self.connected = False
         # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
         self.last_frame_at = 0.0
@@ -80,6 +83,8 @@ class HASlave:
             self.last_frame_at = time.monotonic()
             store = self.store
             reported = store.max_physical_offset
+            if self.hello_id is not None:
+                writer.write(encode_hello(self.hello_id))
             writer.write(encode_report(reported))
             last_report = time.monotonic()
             decoder = FrameDecoder()
