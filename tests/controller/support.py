@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
 from collections.abc import Callable
 
-from longboat.controller.config import RAFT_PORT_OFFSET
+from longboat.controller.config import free_controller_ports
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.header_fields import Header
 from longboat.remoting import RemotingClient
@@ -15,25 +14,7 @@ from longboat.remoting import RemotingClient
 TIMEOUT_S = 10.0
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def controller_ports(count: int) -> list[int]:
-    """`count` ports, each free together with its Raft port (+ RAFT_PORT_OFFSET)."""
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        if port + RAFT_PORT_OFFSET < 65536 and _free(port + RAFT_PORT_OFFSET) and port not in ports:
-            ports.append(port)
-    return ports
+controller_ports = free_controller_ports
 
 
 def peers_text(ports: list[int]) -> str:

@@ -38,6 +38,7 @@ from longboat.cli.runtime import (
     run,
     stop_on_signal,
 )
+from longboat.controller.config import free_controller_ports
 from longboat.controller.server import ControllerServer
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
@@ -172,6 +173,14 @@ def server_logging() -> None:
     help="Slaves per broker group (brokerId 1, 2, ...), each replicating its master.",
 )
 @click.option(
+    "--controllers",
+    type=click.IntRange(0, None),
+    default=0,
+    show_default=True,
+    help="Controllers (RocketMQ 5's controller mode): the brokers of each group then elect "
+    "their master, and a new one when it dies (allAckInSyncStateSet=true).",
+)
+@click.option(
     "--master-role",
     type=click.Choice(["ASYNC_MASTER", "SYNC_MASTER"]),
     default="ASYNC_MASTER",
@@ -187,10 +196,12 @@ def up(
     dashboard_port: int | None,
     brokers: int,
     slaves: int,
+    controllers: int,
     master_role: str,
 ) -> None:
     """Run a name server and a broker in this process, on 127.0.0.1; with --brokers/--slaves,
-    a local cluster: that many broker groups of a master and its slaves.
+    a local cluster: that many broker groups of a master and its slaves; with --controllers,
+    controllers too, which elect each group's master (controller mode).
 
     Ctrl-C (or SIGTERM) stops all cleanly: held pulls are answered, the stores are flushed and
     the brokers unregister.  Other broker settings come from $LONGBOAT_<SETTING> variables.
@@ -223,6 +234,15 @@ def up(
     namesrv = NameServer(LOOPBACK, namesrv_port)
     broker: list[BrokerController] = []
     configs = cluster_configs(config, brokers, slaves, master_role)
+    elected = controller_servers(controllers, config.store_path_root_dir / "controller")
+    if elected:
+        addrs = ";".join(c.controller.config.self_addr for c in elected)
+        configs = [
+            member.updated(
+                enableControllerMode=True, controllerAddr=addrs, allAckInSyncStateSet=True
+            )
+            for member in configs
+        ]
 
     def broker_factory(member: BrokerConfig) -> Callable[[], Server]:
         def make_broker() -> BrokerController:
@@ -233,6 +253,7 @@ def up(
         return make_broker
 
     factories: list[Callable[[], Server]] = [lambda: namesrv]
+    factories += [_started(c) for c in elected]
     factories += [broker_factory(member) for member in configs]
     dashboard: list[DashboardServer] = []
     if dashboard_port >= 0:
@@ -250,10 +271,39 @@ def up(
     def describe() -> Table:
         board = dashboard[0] if dashboard else None
         if len(broker) == 1:
-            return listening_table(namesrv, broker[0], board)
-        return listening_table(namesrv, None, board, group_members=broker)
+            table = listening_table(namesrv, broker[0], board)
+        else:
+            table = listening_table(namesrv, None, board, group_members=broker)
+        for server in elected:
+            controller_rows(table, server)
+        return table
 
     run(serve(factories, describe))
+
+
+def controller_servers(count: int, store: Path) -> list[ControllerServer]:
+    """`count` controllers on free 127.0.0.1 ports, replicating with each other, their Raft
+    logs under `store` (so a restarted `up` finds the brokers' ids again)."""
+    if count <= 0:
+        return []
+    ports = free_controller_ports(count, LOOPBACK)
+    peers = ";".join(f"n{i}-{LOOPBACK}:{p}" for i, p in enumerate(ports))
+    return [
+        ControllerServer(
+            controller_config(
+                {
+                    "controllerDLegerPeers": peers,
+                    "controllerDLegerSelfId": f"n{i}",
+                    "controllerStorePath": str(store / f"n{i}"),
+                }
+            )
+        )
+        for i in range(count)
+    ]
+
+
+def _started(server: ControllerServer) -> Callable[[], Server]:
+    return lambda: server
 
 
 _PORT_CHOICES = {

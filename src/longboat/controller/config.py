@@ -8,6 +8,7 @@ peer's port + RAFT_PORT_OFFSET (DLedger's role, taken here by pysyncobj).
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -84,3 +85,25 @@ class ControllerConfig:
 
     def raft_partners(self) -> list[str]:
         return [raft_addr(a) for n, a in sorted(self.peers.items()) if n != self.self_id]
+
+
+def free_controller_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """`count` distinct ports free on `host` together with their Raft ports (+ offset), for
+    controllers started on any free port (`longboat up --controllers`, tests)."""
+
+    def free(port: int) -> bool:
+        with socket.socket() as probe:
+            try:
+                probe.bind((host, port))
+            except OSError:
+                return False
+        return True
+
+    ports: list[int] = []
+    while len(ports) < count:
+        with socket.socket() as probe:
+            probe.bind((host, 0))
+            port = int(probe.getsockname()[1])
+        if port + RAFT_PORT_OFFSET < 65536 and free(port + RAFT_PORT_OFFSET) and port not in ports:
+            ports.append(port)
+    return ports

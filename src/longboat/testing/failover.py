@@ -29,6 +29,7 @@ from longboat.client.errors import ClientError
 from longboat.client.message import Message, SendStatus
 from longboat.client.producer import Producer
 from longboat.client.queue_reader import QueueReader
+from longboat.controller.config import free_controller_ports
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.controller import (
     BrokerReplicasInfo,
@@ -39,29 +40,14 @@ from longboat.protocol.fastjson import dumps
 from longboat.remoting import RemotingClient, RemotingError
 
 LOOPBACK = "127.0.0.1"
-# The controller's Raft port is its port + this (longboat.controller.config).
-RAFT_PORT_OFFSET = 1000
 GROUP = "broker-a"
 READER_GROUP = "LONGBOAT_FAILOVER_READER"
 
 
-def _free(port: int) -> bool:
+def free_port() -> int:
     with socket.socket() as probe:
-        try:
-            probe.bind((LOOPBACK, port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(offset: int = 0) -> int:
-    """A free port whose `port + offset` is free too."""
-    while True:
-        with socket.socket() as probe:
-            probe.bind((LOOPBACK, 0))
-            port = int(probe.getsockname()[1])
-        if port + offset < 65536 and (not offset or _free(port + offset)):
-            return port
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
 
 
 @dataclass
@@ -126,7 +112,7 @@ class ProcessCluster:
         heartbeat_timeout_ms: int = 3000,
     ) -> ProcessCluster:
         cluster = cls(root)
-        ports = [free_port(RAFT_PORT_OFFSET) for _ in range(controllers)]
+        ports = free_controller_ports(controllers, LOOPBACK)
         peers = ";".join(f"n{i}-{LOOPBACK}:{p}" for i, p in enumerate(ports))
         for i, port in enumerate(ports):
             directory = root / f"controller-n{i}"
