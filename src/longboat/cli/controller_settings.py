@@ -32,6 +32,6 @@ def controller_config(props: dict[str, str]) -> ControllerConfig:
 
 def controller_rows(table: Table, server: ControllerServer) -> None:
     cfg = server.controller.config
-    table.add_row("controller", f"{cfg.self_id} {server.addr} (group {cfg.group})")
+    table.add_row("controller", f"{server.addr} ({cfg.self_id}, group {cfg.group})")
     peers = ", ".join(f"{n} {a}" for n, a in sorted(cfg.peers.items())) or "none (alone)"
     table.add_row("controller peers", peers)

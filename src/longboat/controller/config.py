@@ -2,8 +2,9 @@
 `enableControllerInNamesrv=true`).
 
 `controllerDLegerPeers` is "n0-host:port;n1-host:port;..."; a controller serves brokers on its
-own peer address (port 9878 when there are no peers), and speaks Raft to the others on each
-peer's port + RAFT_PORT_OFFSET (DLedger's role, taken here by pysyncobj).
+own peer address (without peers, on `listenHost`:`listenPort`, 127.0.0.1:9878 by default), and
+speaks Raft to the others on each peer's port + RAFT_PORT_OFFSET (DLedger's role, taken here
+by pysyncobj).
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ class ControllerConfig:
         self_id = props.get("controllerDLegerSelfId", "n0")
         if peers and self_id not in peers:
             raise ValueError(f"controllerDLegerSelfId {self_id!r} is not in controllerDLegerPeers")
-        host, port = "0.0.0.0", int(props.get("listenPort", DEFAULT_PORT))
+        # Alone, on loopback unless told: a controller has no authentication.
+        host = props.get("listenHost", "127.0.0.1")
+        port = int(props.get("listenPort", DEFAULT_PORT))
         if peers:
             host, _, port_text = peers[self_id].rpartition(":")
             port = int(port_text)

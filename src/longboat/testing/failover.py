@@ -163,6 +163,8 @@ class ProcessCluster:
                         "syncBrokerMetadataPeriod=500",
                         "slaveSynchronizeInterval=1000",
                         "metricsPort=0",
+                        # 16 MiB commit-log files: the 1 GiB default is preallocated.
+                        f"mappedFileSizeCommitLog={16 * 1024 * 1024}",
                         "",
                     ]
                 )
