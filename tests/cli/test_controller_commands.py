@@ -20,10 +20,13 @@ from .processes import ServerProcess, cli_env
 
 @pytest.fixture
 def servers() -> Iterator[list[ServerProcess]]:
+    """The processes a test started, killed at its end (whatever it asserted)."""
     started: list[ServerProcess] = []
-    yield started
-    for proc in started:
-        proc.kill()
+    try:
+        yield started
+    finally:
+        for proc in started:
+            proc.kill()
 
 
 def cluster_json(home: Path, namesrv: str, controllers: str) -> dict[str, object]:

@@ -5,23 +5,35 @@ queue, each queue in send order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
-import pytest
-
+from longboat.protocol.controller import ReplicasInfo
 from longboat.remoting import RemotingClient
 from longboat.testing.failover import ProcessCluster, SendChecker, Verdict
 
 
-@pytest.fixture
-def cluster_of(tmp_path: Path) -> Iterator[list[ProcessCluster]]:
-    made: list[ProcessCluster] = []
+@asynccontextmanager
+async def checked_cluster(
+    root: Path, *, controllers: int, brokers: int
+) -> AsyncIterator[tuple[ProcessCluster, RemotingClient, SendChecker, ReplicasInfo]]:
+    """A started cluster whose group has every broker in sync, a client to ask its
+    controllers, and a checker sending steadily; all stopped at the end."""
+    cluster = ProcessCluster.build(root, controllers=controllers, brokers=brokers)
+    cluster.start()
+    client = RemotingClient()
+    assert cluster.namesrv is not None
+    checker = SendChecker(cluster.namesrv.addr)
     try:
-        yield made
+        first = await cluster.wait_for(client, in_sync=brokers)
+        await checker.start()
+        await checker.wait_acked(100)
+        yield cluster, client, checker, first
     finally:
-        for cluster in made:
-            cluster.stop()
+        await checker.close()
+        await client.close()
+        cluster.stop()
 
 
 def assert_clean(verdict: Verdict) -> None:
@@ -32,19 +44,13 @@ def assert_clean(verdict: Verdict) -> None:
     assert verdict.out_of_order == 0
 
 
-async def test_sigkill_of_the_master_under_steady_sends(
-    tmp_path: Path, cluster_of: list[ProcessCluster]
-) -> None:
-    cluster = ProcessCluster.build(tmp_path, controllers=1, brokers=3)
-    cluster_of.append(cluster)
-    cluster.start()
-    client = RemotingClient()
-    assert cluster.namesrv is not None
-    checker = SendChecker(cluster.namesrv.addr)
-    try:
-        first = await cluster.wait_for(client, in_sync=3)
-        await checker.start()
-        await checker.wait_acked(200)
+async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=3) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
         old = cluster.member_at(first.master_address)
         assert old is not None
         old.kill()
@@ -58,25 +64,16 @@ async def test_sigkill_of_the_master_under_steady_sends(
         await checker.wait_acked(len(checker.acked) + 100)
         await checker.stop()
         verdict = await checker.verify()
-    finally:
-        await checker.close()
-        await client.close()
     assert_clean(verdict)
 
 
-async def test_sigkill_of_the_leading_controller(
-    tmp_path: Path, cluster_of: list[ProcessCluster]
-) -> None:
-    cluster = ProcessCluster.build(tmp_path, controllers=3, brokers=2)
-    cluster_of.append(cluster)
-    cluster.start()
-    client = RemotingClient()
-    assert cluster.namesrv is not None
-    checker = SendChecker(cluster.namesrv.addr)
-    try:
-        first = await cluster.wait_for(client, in_sync=2)
-        await checker.start()
-        await checker.wait_acked(100)
+async def test_sigkill_of_the_leading_controller(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=3, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
         leader = await cluster.leading_controller(client)
         assert leader is not None
         leader.kill()
@@ -94,7 +91,4 @@ async def test_sigkill_of_the_leading_controller(
         await checker.wait_acked(len(checker.acked) + 100)
         await checker.stop()
         verdict = await checker.verify()
-    finally:
-        await checker.close()
-        await client.close()
     assert_clean(verdict)

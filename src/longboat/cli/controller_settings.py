@@ -4,14 +4,30 @@ server's process), and the rows both print for it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
+import click
 from rich.table import Table
 
 from longboat.broker.java_properties import parse_properties
 from longboat.cli.runtime import fail
 from longboat.controller.config import ControllerConfig
 from longboat.controller.server import ControllerServer
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def config_file_option(help_text: str) -> Callable[[F], F]:
+    """`-c/--config FILE` (Java properties), given to the command as `config_path`."""
+    return click.option(
+        "-c",
+        "--config",
+        "config_path",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help=help_text,
+    )
 
 
 def read_properties(path: Path | None) -> dict[str, str]:

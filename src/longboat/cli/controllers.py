@@ -8,21 +8,22 @@ from pathlib import Path
 import click
 from rich.table import Table
 
-from longboat.cli.controller_settings import controller_config, controller_rows, read_properties
+from longboat.cli.controller_settings import (
+    config_file_option,
+    controller_config,
+    controller_rows,
+    read_properties,
+)
 from longboat.cli.runtime import run
 from longboat.cli.servers import serve, server_logging
 from longboat.controller.server import ControllerServer
 
 
 @click.command()
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A RocketMQ controller.conf: controllerDLegerGroup, controllerDLegerPeers, "
+@config_file_option(
+    "A RocketMQ controller.conf: controllerDLegerGroup, controllerDLegerPeers, "
     "controllerDLegerSelfId, controllerStorePath, enableElectUncleanMaster, "
-    "notifyBrokerRoleChanged (listenPort, 9878, without peers).",
+    "notifyBrokerRoleChanged (listenHost:listenPort, 127.0.0.1:9878, without peers)."
 )
 def controller(config_path: Path | None) -> None:
     """Run a controller alone: it elects each broker group's master from its in-sync replicas

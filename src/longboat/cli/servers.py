@@ -29,7 +29,12 @@ from rich.table import Table
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.broker.config import default_data_dir
 from longboat.cli.connect import client_config
-from longboat.cli.controller_settings import controller_config, controller_rows, read_properties
+from longboat.cli.controller_settings import (
+    config_file_option,
+    controller_config,
+    controller_rows,
+    read_properties,
+)
 from longboat.cli.runtime import (
     CliState,
     configure_logging,
@@ -400,13 +405,9 @@ def cluster_configs(
 )
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key.")
-@click.option(
-    "-c",
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="A RocketMQ namesrv.conf; with enableControllerInNamesrv=true a controller runs in "
-    "this process too (its controllerDLeger* keys as `longboat controller` reads them).",
+@config_file_option(
+    "A RocketMQ namesrv.conf; with enableControllerInNamesrv=true a controller runs in "
+    "this process too (its controllerDLeger* keys as `longboat controller` reads them)."
 )
 def namesrv(
     host: str,

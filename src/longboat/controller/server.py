@@ -14,9 +14,10 @@ stopped heartbeating and submits an election for them (brokerId -1); with
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from longboat.controller.config import ControllerConfig, raft_addr
 from longboat.controller.heartbeats import BrokerHeartbeats
@@ -53,11 +54,30 @@ from longboat.protocol.controller import (
     SyncStateSet,
     decode_broker_names,
 )
-from longboat.remoting import Connection, RemotingClient, RemotingError, RemotingServer, Router
+from longboat.remoting import (
+    Connection,
+    Handler,
+    HandlerResult,
+    RemotingClient,
+    RemotingError,
+    RemotingServer,
+    Router,
+)
 
 log = logging.getLogger(__name__)
 
 NOTIFY_TIMEOUT_S = 3.0
+# The codes only the leading controller answers.
+CONTROLLER_CODES = (
+    RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
+    RequestCode.CONTROLLER_APPLY_BROKER_ID,
+    RequestCode.CONTROLLER_REGISTER_BROKER,
+    RequestCode.CONTROLLER_ELECT_MASTER,
+    RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET,
+    RequestCode.CONTROLLER_GET_REPLICA_INFO,
+    RequestCode.CONTROLLER_GET_SYNC_STATE_DATA,
+    RequestCode.CLEAN_BROKER_DATA,
+)
 
 
 def install(router: Router, controller: Controller) -> None:
@@ -73,6 +93,7 @@ def install(router: Router, controller: Controller) -> None:
     register(RequestCode.CONTROLLER_GET_METADATA_INFO, controller.metadata)
     register(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, controller.sync_state_data)
     register(RequestCode.CLEAN_BROKER_DATA, controller.clean_broker_data)
+    router.use(controller.refuse_unless_leading, codes=CONTROLLER_CODES)
 
 
 class Controller:
@@ -132,10 +153,34 @@ class Controller:
                 return addr
         return None
 
-    async def _submit(self, cmd: Command) -> Outcome:
+    def _leading(self) -> ControllerRaft:
+        """The Raft member, when it leads; raises NotLeader otherwise."""
         if self.raft is None or not self.is_leader:
             raise NotLeader("this controller is not the leader")
-        return await self.raft.submit(cmd)
+        return self.raft
+
+    async def _submit(self, cmd: Command) -> Outcome:
+        return await self._leading().submit(cmd)
+
+    def refuse_unless_leading(
+        self, conn: Connection, cmd: RemotingCommand, next_handler: Handler
+    ) -> HandlerResult:
+        """Router middleware: a handler's NotLeader becomes CONTROLLER_NOT_LEADER (2007)."""
+        try:
+            result = next_handler(conn, cmd)
+        except NotLeader:
+            return self._not_leader(cmd)
+        if not inspect.isawaitable(result):
+            return result
+        return self._awaited(cmd, result)
+
+    async def _awaited(
+        self, cmd: RemotingCommand, result: Awaitable[RemotingCommand | None]
+    ) -> RemotingCommand | None:
+        try:
+            return await result
+        except NotLeader:
+            return self._not_leader(cmd)
 
     def _not_leader(self, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.make_response(
@@ -169,36 +214,28 @@ class Controller:
 
     def next_broker_id(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = GetNextBrokerIdRequestHeader.from_ext(cmd.ext_fields)
-        if not self.is_leader or self.raft is None:
-            return self._not_leader(cmd)
-        next_id = self.raft.read(lambda t: t.next_broker_id(h.brokerName))
+        next_id = self._leading().read(lambda t: t.next_broker_id(h.brokerName))
         ext = GetNextBrokerIdResponseHeader(h.clusterName, h.brokerName, next_id).to_ext()
         return cmd.make_response(ext_fields=ext)
 
     async def apply_broker_id(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = ApplyBrokerIdRequestHeader.from_ext(cmd.ext_fields)
         applied = ApplyBrokerId(h.clusterName, h.brokerName, h.appliedBrokerId, h.registerCheckCode)
-        try:
-            outcome = await self._submit(applied)
-        except NotLeader:
-            return self._not_leader(cmd)
+        outcome = await self._submit(applied)
         ext = BrokerGroupResponseHeader(h.clusterName, h.brokerName).to_ext()
         return cmd.make_response(outcome.code, outcome.remark, ext)
 
     async def register_broker(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = RegisterBrokerToControllerRequestHeader.from_ext(cmd.ext_fields)
-        try:
-            outcome = await self._submit(
-                RegisterBroker(
-                    h.clusterName,
-                    h.brokerName,
-                    h.brokerId,
-                    h.brokerAddress,
-                    self._alive(h.brokerName),
-                )
+        outcome = await self._submit(
+            RegisterBroker(
+                h.clusterName,
+                h.brokerName,
+                h.brokerId,
+                h.brokerAddress,
+                self._alive(h.brokerName),
             )
-        except NotLeader:
-            return self._not_leader(cmd)
+        )
         ext = RegisterBrokerToControllerResponseHeader(
             h.clusterName,
             h.brokerName,
@@ -211,10 +248,7 @@ class Controller:
 
     async def elect_master(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = ElectMasterRequestHeader.from_ext(cmd.ext_fields)
-        try:
-            outcome = await self._elect(h.brokerName, h.brokerId, h.designateElect)
-        except NotLeader:
-            return self._not_leader(cmd)
+        outcome = await self._elect(h.brokerName, h.brokerId, h.designateElect)
         return self._elect_response(cmd, h.clusterName, h.brokerName, outcome)
 
     async def _elect(self, broker_name: str, broker_id: int, designate: bool) -> Outcome:
@@ -258,19 +292,16 @@ class Controller:
     async def alter_sync_state_set(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = AlterSyncStateSetRequestHeader.from_ext(cmd.ext_fields)
         wanted = SyncStateSet.from_json(cmd.body)
-        try:
-            outcome = await self._submit(
-                AlterSyncStateSet(
-                    h.brokerName,
-                    h.masterBrokerId,
-                    h.masterEpoch,
-                    wanted.sync_state_set,
-                    wanted.sync_state_set_epoch,
-                    self._alive(h.brokerName),
-                )
+        outcome = await self._submit(
+            AlterSyncStateSet(
+                h.brokerName,
+                h.masterBrokerId,
+                h.masterEpoch,
+                wanted.sync_state_set,
+                wanted.sync_state_set_epoch,
+                self._alive(h.brokerName),
             )
-        except NotLeader:
-            return self._not_leader(cmd)
+        )
         if outcome.ok:
             log.info(
                 "controller: %s SyncStateSet is now %s (epoch %s)",
@@ -283,9 +314,7 @@ class Controller:
 
     def replica_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = GetReplicaInfoRequestHeader.from_ext(cmd.ext_fields)
-        if not self.is_leader or self.raft is None:
-            return self._not_leader(cmd)
-        outcome = self.raft.read(lambda t: t.replica_info(h.brokerName))
+        outcome = self._leading().read(lambda t: t.replica_info(h.brokerName))
         ext = GetReplicaInfoResponseHeader(
             outcome.master_broker_id, outcome.master_address, outcome.master_epoch
         ).to_ext()
@@ -308,10 +337,9 @@ class Controller:
 
     def sync_state_data(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         names = decode_broker_names(cmd.body)
-        if not self.is_leader or self.raft is None:
-            return self._not_leader(cmd)
+        raft = self._leading()
         alive = {name: self._alive(name) for name in names}
-        info = self.raft.read(lambda t: t.sync_state_data(names, alive))
+        info = raft.read(lambda t: t.sync_state_data(names, alive))
         return cmd.make_response(body=info.to_json())
 
     async def clean_broker_data(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -319,12 +347,9 @@ class Controller:
         ids = frozenset(
             int(x) for x in (h.brokerControllerIdsToClean or "").split(";") if x.strip()
         )
-        try:
-            outcome = await self._submit(
-                CleanBrokerData(h.brokerName, ids, h.isCleanLivingBroker, self._alive(h.brokerName))
-            )
-        except NotLeader:
-            return self._not_leader(cmd)
+        outcome = await self._submit(
+            CleanBrokerData(h.brokerName, ids, h.isCleanLivingBroker, self._alive(h.brokerName))
+        )
         return cmd.make_response(outcome.code, outcome.remark)
 
     # ------------------------------------------------------------------ the leader's scan
