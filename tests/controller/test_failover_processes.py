@@ -92,3 +92,62 @@ async def test_sigkill_of_the_leading_controller(tmp_path: Path) -> None:
         await checker.stop()
         verdict = await checker.verify()
     assert_clean(verdict)
+
+
+async def test_a_paused_slave_leaves_the_sync_state_set_and_comes_back(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=3) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        slave = next(r for r in first.in_sync_replicas if r.broker_id != first.master_broker_id)
+        member = cluster.member_at(slave.broker_address)
+        assert member is not None
+        member.pause()
+        # It stops acknowledging: the master drops it, and sends are acknowledged again
+        # without it.
+        shrunk = await cluster.wait_until(
+            client, lambda i: slave.broker_id not in {r.broker_id for r in i.in_sync_replicas}
+        )
+        assert shrunk.sync_state_set_epoch > first.sync_state_set_epoch
+        await checker.wait_acked(len(checker.acked) + 100)
+        member.resume()
+        await cluster.wait_for(client, in_sync=3)
+        await checker.wait_acked(len(checker.acked) + 100)
+        # Still in sync as far as every acknowledged send goes: the master may fail now.
+        old = cluster.member_at(first.master_address)
+        assert old is not None
+        old.kill()
+        await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+        await checker.wait_acked(len(checker.acked) + 100)
+        await checker.stop()
+        verdict = await checker.verify()
+    assert_clean(verdict)
+
+
+async def test_a_paused_master_is_deposed_and_fenced_then_rejoins(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=3) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        old = cluster.member_at(first.master_address)
+        assert old is not None
+        old.pause()  # alive to the kernel, silent to the controller and its slaves
+        second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+        await checker.wait_acked(len(checker.acked) + 100)
+        old.resume()
+        # Back, it finds itself deposed: no send is acknowledged by it any more.
+        await checker.wait_acked(len(checker.acked) + 100)
+        third = await cluster.replicas(client)
+        assert third is not None and third.master_address == second.master_address
+        # Restarted, it cuts what it alone had and rejoins.
+        old.kill()
+        old.start()
+        await cluster.wait_for(client, in_sync=3)
+        await checker.wait_acked(len(checker.acked) + 100)
+        await checker.stop()
+        verdict = await checker.verify()
+    assert_clean(verdict)

@@ -23,9 +23,10 @@ the controller accepted it, and an addition is waited for first, and proposed on
 slave acknowledged everything the master had when it started waiting for it.  So every
 acknowledged send is on every replica the controller may elect.
 
-Not done here: a master deposed while running (partitioned away, not restarted) whose log
-went past the new master's is not truncated live; it stops following and logs that it must
-be restarted, which truncates it.
+A master deposed while running (paused, or cut off, and not restarted) becomes a slave at
+its next look at the controller, so it refuses sends from then on; if its log went past the
+new master's it is not truncated live: it does not follow, and logs that it must be
+restarted, which cuts it.
 """
 
 from __future__ import annotations
@@ -127,7 +128,6 @@ class ControllerMode:
         self._leader: str | None = None
         self._host: RoleHost | None = None
         self._syncing: asyncio.Lock | None = None
-        self._diverged = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.ha_addr = ""  # as master: where slaves stream from
 
@@ -385,21 +385,24 @@ class ControllerMode:
             raise ControllerError(f"the master at {addr} is not serving as master yet")
         end = self._host.store.max_physical_offset
         point = consistent_point(self.epochs.with_ends(end), cache.epoch_list)
-        if self.epochs.entries and (point is None or end > point):
-            if not self._diverged:
-                log.error(
-                    "controller mode: this log (end %d) holds records the master at %s does "
-                    "not (they agree up to %s): restart this broker to cut them",
-                    end,
-                    addr,
-                    point,
-                )
-            self._diverged = True
-            return
-        self.epochs.replace([(e.epoch, e.start_offset) for e in cache.epoch_list])
+        diverged = bool(self.epochs.entries) and (point is None or end > point)
         self.master_id, self.master_addr, self.master_epoch = master, addr, epoch
         self.role = "SLAVE"
         self.waiting_for = frozenset()
+        if diverged:
+            # Fenced: a slave (it refuses sends) that does not follow, as its log cannot
+            # continue the master's; a restart cuts it (`prepare`).
+            log.error(
+                "controller mode: this log (end %d) holds records the master at %s does not "
+                "(they agree up to %s): serving no writes and not replicating; restart this "
+                "broker to cut them",
+                end,
+                addr,
+                point,
+            )
+            await self._host.become_slave(self.broker_id, addr, "")
+            return
+        self.epochs.replace([(e.epoch, e.start_offset) for e in cache.epoch_list])
         await self._host.become_slave(self.broker_id, addr, ha_addr)
         log.info(
             "controller mode: %s/%d follows %s (epoch %d)",

@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,8 +81,18 @@ class Member:
             self.process.wait(10)
         self.process = None
 
+    def pause(self) -> None:
+        """SIGSTOP: alive to the kernel (connections stay open), silent to everyone."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)
             self.process.send_signal(signal.SIGTERM)
             try:
                 self.process.wait(15)
@@ -227,6 +238,19 @@ class ProcessCluster:
             await asyncio.sleep(0.2)
         return None
 
+    async def wait_until(
+        self, client: RemotingClient, done: Callable[[ReplicasInfo], bool], timeout_s: float = 60.0
+    ) -> ReplicasInfo:
+        """The group's state once `done(state)`; AssertionError after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        info = None
+        while time.monotonic() < deadline:
+            info = await self.replicas(client)
+            if info is not None and done(info):
+                return info
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"the group did not get there within {timeout_s} s: {info}")
+
     async def wait_for(
         self,
         client: RemotingClient,
@@ -236,19 +260,15 @@ class ProcessCluster:
         not_master: str | None = None,
     ) -> ReplicasInfo:
         """The group once it has a master (not `not_master`) and `in_sync` replicas in sync."""
-        deadline = time.monotonic() + timeout_s
-        info = None
-        while time.monotonic() < deadline:
-            info = await self.replicas(client)
-            if (
-                info is not None
-                and info.master_address
+        return await self.wait_until(
+            client,
+            lambda info: (
+                bool(info.master_address)
                 and info.master_address != not_master
                 and len(info.in_sync_replicas) >= in_sync
-            ):
-                return info
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"the group did not settle within {timeout_s} s: {info}")
+            ),
+            timeout_s,
+        )
 
 
 @dataclass(frozen=True, slots=True)
