@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
 
 from longboat.controller.config import free_controller_ports
 from longboat.protocol import RemotingCommand, RequestCode
+from longboat.protocol.controller import ReplicasInfo
 from longboat.protocol.header_fields import Header
 from longboat.remoting import RemotingClient
+from longboat.testing.failover import Placement, ProcessCluster, SendChecker, Verdict
 
 TIMEOUT_S = 10.0
 
@@ -38,3 +42,35 @@ async def eventually(check: Callable[[], object], timeout_s: float = 30.0) -> No
         if time.monotonic() > deadline:
             raise AssertionError(f"not true after {timeout_s} s")
         await asyncio.sleep(0.1)
+
+
+@asynccontextmanager
+async def checked_cluster(
+    root: Path, *, controllers: int, brokers: int, placement: Placement | None = None
+) -> AsyncIterator[tuple[ProcessCluster, RemotingClient, SendChecker, ReplicasInfo]]:
+    """A started cluster of processes whose group has every broker in sync, a client to ask
+    its controllers, and a checker sending steadily; all stopped at the end."""
+    cluster = ProcessCluster.build(
+        root, controllers=controllers, brokers=brokers, placement=placement
+    )
+    cluster.start()
+    client = RemotingClient()
+    assert cluster.namesrv is not None
+    checker = SendChecker(cluster.namesrv.addr)
+    try:
+        first = await cluster.wait_for(client, in_sync=brokers)
+        await checker.start()
+        await checker.wait_acked(100)
+        yield cluster, client, checker, first
+    finally:
+        await checker.close()
+        await client.close()
+        cluster.stop()
+
+
+def assert_clean(verdict: Verdict) -> None:
+    print("checker:", verdict.as_dict())
+    assert verdict.acknowledged > 0
+    assert verdict.lost == []
+    assert verdict.duplicates == 0
+    assert verdict.out_of_order == 0

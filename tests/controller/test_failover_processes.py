@@ -5,43 +5,9 @@ queue, each queue in send order."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 
-from longboat.protocol.controller import ReplicasInfo
-from longboat.remoting import RemotingClient
-from longboat.testing.failover import ProcessCluster, SendChecker, Verdict
-
-
-@asynccontextmanager
-async def checked_cluster(
-    root: Path, *, controllers: int, brokers: int
-) -> AsyncIterator[tuple[ProcessCluster, RemotingClient, SendChecker, ReplicasInfo]]:
-    """A started cluster whose group has every broker in sync, a client to ask its
-    controllers, and a checker sending steadily; all stopped at the end."""
-    cluster = ProcessCluster.build(root, controllers=controllers, brokers=brokers)
-    cluster.start()
-    client = RemotingClient()
-    assert cluster.namesrv is not None
-    checker = SendChecker(cluster.namesrv.addr)
-    try:
-        first = await cluster.wait_for(client, in_sync=brokers)
-        await checker.start()
-        await checker.wait_acked(100)
-        yield cluster, client, checker, first
-    finally:
-        await checker.close()
-        await client.close()
-        cluster.stop()
-
-
-def assert_clean(verdict: Verdict) -> None:
-    print("checker:", verdict.as_dict())
-    assert verdict.acknowledged > 0
-    assert verdict.lost == []
-    assert verdict.duplicates == 0
-    assert verdict.out_of_order == 0
+from .support import assert_clean, checked_cluster
 
 
 async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:

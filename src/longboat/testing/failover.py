@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from longboat.client.config import ClientConfig
 from longboat.client.errors import ClientError
@@ -59,6 +60,8 @@ class Member:
     args: list[str]
     directory: Path
     addr: str
+    # What runs the command (`ip netns exec NAME` for a member in a network namespace).
+    prefix: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -66,7 +69,7 @@ class Member:
         log = open(self.directory / "out.log", "ab")  # noqa: SIM115 (the child keeps it)
         env = {k: v for k, v in os.environ.items() if not k.startswith("LONGBOAT_")}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "longboat.cli", *self.args],
+            [*self.prefix, sys.executable, "-m", "longboat.cli", *self.args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -106,6 +109,24 @@ class Member:
         return self.process is not None and self.process.poll() is None
 
 
+class Placement(Protocol):
+    """Where each member runs: its address, and what runs its command."""
+
+    def host(self, name: str) -> str: ...
+
+    def prefix(self, name: str) -> list[str]: ...
+
+
+class Loopback:
+    """Every member on 127.0.0.1 of this host."""
+
+    def host(self, name: str) -> str:
+        return LOOPBACK
+
+    def prefix(self, name: str) -> list[str]:
+        return []
+
+
 @dataclass
 class ProcessCluster:
     root: Path
@@ -121,10 +142,14 @@ class ProcessCluster:
         controllers: int = 1,
         brokers: int = 3,
         heartbeat_timeout_ms: int = 3000,
+        placement: Placement | None = None,
     ) -> ProcessCluster:
+        """`placement`: where each member ("controller-n0", "namesrv", "broker-0", ...) runs;
+        all on 127.0.0.1 by default.  Ports are probed free on this host's loopback."""
+        place = placement or Loopback()
         cluster = cls(root)
         ports = free_controller_ports(controllers, LOOPBACK)
-        peers = ";".join(f"n{i}-{LOOPBACK}:{p}" for i, p in enumerate(ports))
+        peers = ";".join(f"n{i}-{place.host(f'controller-n{i}')}:{p}" for i, p in enumerate(ports))
         for i, port in enumerate(ports):
             directory = root / f"controller-n{i}"
             directory.mkdir(parents=True, exist_ok=True)
@@ -138,18 +163,22 @@ class ProcessCluster:
                     f"controller-n{i}",
                     ["controller", "-c", str(conf)],
                     directory,
-                    f"{LOOPBACK}:{port}",
+                    f"{place.host(f'controller-n{i}')}:{port}",
+                    place.prefix(f"controller-n{i}"),
                 )
             )
         ns_port = free_port()
+        ns_host = place.host("namesrv")
         cluster.namesrv = Member(
             "namesrv",
-            ["namesrv", "--port", str(ns_port)],
+            ["namesrv", "--host", ns_host, "--port", str(ns_port)],
             root / "namesrv",
-            f"{LOOPBACK}:{ns_port}",
+            f"{ns_host}:{ns_port}",
+            place.prefix("namesrv"),
         )
         controller_addrs = ";".join(m.addr for m in cluster.controllers)
         for i in range(brokers):
+            host = place.host(f"broker-{i}")
             port = free_port()
             directory = root / f"broker-{i}"
             directory.mkdir(parents=True, exist_ok=True)
@@ -160,8 +189,8 @@ class ProcessCluster:
                         f"brokerName={GROUP}",
                         f"listenPort={port}",
                         f"haListenPort={free_port()}",
-                        f"listenHost={LOOPBACK}",
-                        f"brokerIP1={LOOPBACK}",
+                        f"listenHost={host}",
+                        f"brokerIP1={host}",
                         f"namesrvAddr={cluster.namesrv.addr}",
                         f"storePathRootDir={directory / 'store'}",
                         "enableControllerMode=true",
@@ -181,7 +210,13 @@ class ProcessCluster:
                 )
             )
             cluster.brokers.append(
-                Member(f"broker-{i}", ["broker", "-c", str(conf)], directory, f"{LOOPBACK}:{port}")
+                Member(
+                    f"broker-{i}",
+                    ["broker", "-c", str(conf)],
+                    directory,
+                    f"{host}:{port}",
+                    place.prefix(f"broker-{i}"),
+                )
             )
         return cluster
 
