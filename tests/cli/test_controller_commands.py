@@ -16,6 +16,10 @@ import pytest
 from longboat.controller.config import free_controller_ports
 
 from .processes import ServerProcess, cli_env
+from .test_servers import up_args
+
+# Three brokers in one group and three controllers.
+CLUSTER = ("--slaves", "2", "--controllers", "3")
 
 
 @pytest.fixture
@@ -59,17 +63,7 @@ def test_up_with_controllers_elects_a_master_and_cluster_shows_its_sync_state_se
 ) -> None:
     up = ServerProcess(
         [
-            "up",
-            "--data",
-            str(tmp_path / "store"),
-            "--namesrv-port",
-            "0",
-            "--broker-port",
-            "0",
-            "--metrics-port",
-            "0",
-            "--grpc-port",
-            "-1",
+            *up_args(tmp_path / "store"),
             "--dashboard-port",
             "-1",
             "--slaves",

@@ -13,7 +13,7 @@ from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.controller import ReplicasInfo
 from longboat.protocol.header_fields import Header
 from longboat.remoting import RemotingClient
-from longboat.testing.failover import Placement, ProcessCluster, SendChecker, Verdict
+from longboat.testing.failover import Member, Placement, ProcessCluster, SendChecker, Verdict
 
 TIMEOUT_S = 10.0
 
@@ -74,3 +74,20 @@ def assert_clean(verdict: Verdict) -> None:
     assert verdict.lost == []
     assert verdict.duplicates == 0
     assert verdict.out_of_order == 0
+
+
+async def finish(checker: SendChecker) -> Verdict:
+    """A last 100 acknowledged sends, then stop sending and read everything back."""
+    await checker.wait_acked(len(checker.acked) + 100)
+    await checker.stop()
+    return await checker.verify()
+
+
+async def restart_in_sync(
+    cluster: ProcessCluster, client: RemotingClient, member: Member, brokers: int
+) -> None:
+    """SIGKILL `member` (if it runs), start it again on its store, and wait until all
+    `brokers` are back in the SyncStateSet."""
+    member.kill()
+    member.start()
+    await cluster.wait_for(client, in_sync=brokers)

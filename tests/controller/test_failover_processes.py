@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .support import assert_clean, checked_cluster
+from .support import assert_clean, checked_cluster, finish, restart_in_sync
 
 
 async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
@@ -25,11 +25,8 @@ async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
         assert second.master_epoch > first.master_epoch
         await checker.wait_acked(acked_before + 200)
         # The former master comes back: it cuts what it alone had and rejoins as a slave.
-        old.start()
-        await cluster.wait_for(client, in_sync=3)
-        await checker.wait_acked(len(checker.acked) + 100)
-        await checker.stop()
-        verdict = await checker.verify()
+        await restart_in_sync(cluster, client, old, 3)
+        verdict = await finish(checker)
     assert_clean(verdict)
 
 
@@ -54,9 +51,7 @@ async def test_sigkill_of_the_leading_controller(tmp_path: Path) -> None:
         old.kill()
         second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
         assert second.master_epoch == first.master_epoch + 1
-        await checker.wait_acked(len(checker.acked) + 100)
-        await checker.stop()
-        verdict = await checker.verify()
+        verdict = await finish(checker)
     assert_clean(verdict)
 
 
@@ -86,9 +81,7 @@ async def test_a_paused_slave_leaves_the_sync_state_set_and_comes_back(tmp_path:
         assert old is not None
         old.kill()
         await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
-        await checker.wait_acked(len(checker.acked) + 100)
-        await checker.stop()
-        verdict = await checker.verify()
+        verdict = await finish(checker)
     assert_clean(verdict)
 
 
@@ -110,10 +103,6 @@ async def test_a_paused_master_is_deposed_and_fenced_then_rejoins(tmp_path: Path
         third = await cluster.replicas(client)
         assert third is not None and third.master_address == second.master_address
         # Restarted, it cuts what it alone had and rejoins.
-        old.kill()
-        old.start()
-        await cluster.wait_for(client, in_sync=3)
-        await checker.wait_acked(len(checker.acked) + 100)
-        await checker.stop()
-        verdict = await checker.verify()
+        await restart_in_sync(cluster, client, old, 3)
+        verdict = await finish(checker)
     assert_clean(verdict)

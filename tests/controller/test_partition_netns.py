@@ -11,7 +11,7 @@ import pytest
 
 from longboat.testing.netns import Network
 
-from .support import assert_clean, checked_cluster
+from .support import assert_clean, checked_cluster, finish, restart_in_sync
 
 
 @pytest.fixture
@@ -46,10 +46,6 @@ async def test_a_master_cut_off_is_replaced_and_rejoins_after_healing(
         after = await cluster.replicas(client)
         assert after is not None and after.master_address == second.master_address
         # If it stored sends nobody acknowledged, it follows only after a restart cuts them.
-        old.kill()
-        old.start()
-        await cluster.wait_for(client, in_sync=3)
-        await checker.wait_acked(len(checker.acked) + 100)
-        await checker.stop()
-        verdict = await checker.verify()
+        await restart_in_sync(cluster, client, old, 3)
+        verdict = await finish(checker)
     assert_clean(verdict)
