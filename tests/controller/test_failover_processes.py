@@ -5,7 +5,14 @@ queue, each queue in send order."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import time
 from pathlib import Path
+
+from longboat.client.errors import ClientError
+from longboat.client.message import Message, SendStatus
+from longboat.testing.failover import SendChecker
 
 from .support import assert_clean, checked_cluster, finish, restart_in_sync
 
@@ -106,3 +113,47 @@ async def test_a_paused_master_is_deposed_and_fenced_then_rejoins(tmp_path: Path
         await restart_in_sync(cluster, client, old, 3)
         verdict = await finish(checker)
     assert_clean(verdict)
+
+
+async def test_delayed_messages_are_delivered_by_the_master_of_the_moment(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        delayed = SendChecker(checker.config.namesrv_addrs[0], topic="FailoverDelayed")
+        await delayed.producer.start()
+        try:
+            before = await delayed.producer.send(Message("FailoverDelayed", b"0", delay_level=1))
+            assert before.status is SendStatus.SEND_OK
+            old = cluster.member_at(first.master_address)
+            assert old is not None
+            old.kill()
+            await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+            # The new master serves the topic once its copy of the old master's topic table
+            # is registered: until then a send finds no queue.
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    after = await delayed.producer.send(
+                        Message("FailoverDelayed", b"1", delay_level=1)
+                    )
+                    break
+                except ClientError:
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
+            assert after.status is SendStatus.SEND_OK
+            # Both come out on the new master, the first one whether or not the old master
+            # had delivered it before it died (delivery is at least once).
+            deadline = time.monotonic() + 30
+            bodies: list[bytes] = []
+            while not {b"0", b"1"} <= set(bodies) and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
+                with contextlib.suppress(ClientError):  # the route may not be there yet
+                    bodies = await delayed.read_back()
+            assert {b"0", b"1"} <= set(bodies)
+        finally:
+            await delayed.producer.shutdown()
+        assert_clean(await finish(checker))

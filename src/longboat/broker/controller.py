@@ -183,6 +183,7 @@ class BrokerController:
         # plain_acl.yml's rules when ACL is on (remoting's middleware; gRPC asks it too)
         self.access_control: AccessControl | None = None
         self._stop_hooks: list[Hook] = []
+        self._master_hooks: list[tuple[Hook, Hook]] = []
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
@@ -223,6 +224,19 @@ class BrokerController:
         the store is still open."""
         self._stop_hooks.append(hook)
 
+    def add_master_hooks(self, start: Hook, stop: Hook) -> None:
+        """Controller mode: `start` whenever this broker becomes master, `stop` when it stops
+        being master or shuts down as master."""
+        self._master_hooks.append((start, stop))
+
+    async def _run_master_hooks(self, starting: bool) -> None:
+        hooks = self._master_hooks if starting else list(reversed(self._master_hooks))
+        for start, stop in hooks:
+            try:
+                await _maybe_await(start() if starting else stop())
+            except Exception:
+                log.exception("broker master hook %r failed", start if starting else stop)
+
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """`listener(topic, queue_id, new_max_offset, tags_code, properties)` on every append
         (on the appending thread: the event loop for everything the broker stores)."""
@@ -256,7 +270,14 @@ class BrokerController:
 
     @property
     def waits_for_slaves(self) -> bool:
-        return self.ha_master is not None and self.config.broker_role == "SYNC_MASTER"
+        """A send's answer waits for replicas: a SYNC_MASTER's, or in controller mode a
+        master's with allAckInSyncStateSet or inSyncReplicas > 1."""
+        if self.ha_master is None:
+            return False
+        cfg = self.config
+        if self.controller_mode is not None:
+            return cfg.all_ack_in_sync_state_set or cfg.in_sync_replicas > 1
+        return cfg.broker_role == "SYNC_MASTER"
 
     async def await_durable(self, result: PutResult) -> PutResult:
         """Wait for the fsync of a SYNC_FLUSH append (bounded by syncFlushTimeout); a late
@@ -421,8 +442,9 @@ class BrokerController:
         # served, checked periodically; each protocol adds its way to reach producers.
         self.transactions = TransactionService(self)
         self.transactions.load()
-        if not cfg.is_slave:  # a slave's halves are checked by its master
-            self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
+        # A slave's halves are checked by its master; in controller mode the role changes.
+        if not cfg.is_slave or cfg.enable_controller_mode:
+            self.add_periodic(cfg.transaction_check_interval / 1000, self._check_transactions)
         if cfg.metrics_port:
             # Imported only when on: prometheus-client is a tenth of an idle broker's memory.
             from longboat.broker import metrics
@@ -477,6 +499,10 @@ class BrokerController:
         await self.ha_master.start()
         return self.ha_master.port
 
+    def _check_transactions(self) -> None:
+        if not self.config.is_slave:
+            self.transactions.check()
+
     def _install_controller_mode(self, mode: ControllerMode) -> None:
         cfg = self.config
         mode.attach(self)
@@ -495,6 +521,7 @@ class BrokerController:
         if self.slave_sync is not None:
             self.slave_sync.master_addr = None
         self.config = cfg = self.config.updated(brokerId=MASTER_ID, brokerRole="ASYNC_MASTER")
+        was_master = self.ha_master is not None  # re-elected at a new epoch
         if self.ha_master is None:
             self.ha_master = HAMaster(
                 self.store,
@@ -505,6 +532,8 @@ class BrokerController:
             )
             await self.ha_master.start()
         ha_addr = f"{self.store_host}:{self.ha_master.port}"
+        if not was_master:
+            await self._run_master_hooks(starting=True)
         self.registrar.identity = dataclasses.replace(
             self.registrar.identity, broker_id=MASTER_ID, ha_addr=ha_addr
         )
@@ -513,6 +542,7 @@ class BrokerController:
 
     async def become_slave(self, broker_id: int, master_addr: str, master_ha_addr: str) -> None:
         if self.ha_master is not None:
+            await self._run_master_hooks(starting=False)
             await self.ha_master.stop()
             self.ha_master = None
         self.config = cfg = self.config.updated(brokerId=broker_id, brokerRole="SLAVE")
@@ -574,6 +604,8 @@ class BrokerController:
                 await _maybe_await(hook())
             except Exception:
                 log.exception("broker stop hook %r failed", hook)
+        if self.controller_mode is not None and self.ha_master is not None:
+            await self._run_master_hooks(starting=False)
         try:
             await asyncio.wait_for(self.router.drain(), DRAIN_TIMEOUT_S)
         except TimeoutError:

@@ -103,6 +103,11 @@ class FeatureHost(Protocol):
         """Run `job` (plain or async) every `interval_s` seconds while the broker runs."""
         ...
 
+    def add_master_hooks(self, start: Callable[[], object], stop: Callable[[], object]) -> None:
+        """Controller mode: run `start` whenever this broker becomes master, `stop` when it
+        stops being master or shuts down as master (plain or async)."""
+        ...
+
 
 class CoreHost(FeatureHost, Protocol):
     """What the broker's core modules use besides a feature's members."""

@@ -339,7 +339,7 @@ class SendChecker:
     def __init__(self, namesrv: str, topic: str = "FailoverCheck") -> None:
         self.topic = topic
         self.config = ClientConfig([namesrv], client_ip=LOOPBACK, poll_name_server_interval=1.0)
-        self.producer = Producer("failover-checker", config=self.config, send_timeout=15.0)
+        self.producer = Producer(f"checker-{topic}", config=self.config, send_timeout=15.0)
         self.acked: list[Acked] = []
         self.failed = 0
         self._task: asyncio.Task[None] | None = None
@@ -394,24 +394,32 @@ class SendChecker:
         await self.stop()
         await self.producer.shutdown()
 
-    async def verify(self) -> Verdict:
-        """Read every queue back and compare with what was acknowledged."""
+    async def read_queues(self) -> dict[int, list[bytes]]:
+        """Every body the topic holds now, per queue id, in queue order."""
         reader = QueueReader(config=self.config)
         await reader.start()
+        by_queue: dict[int, list[bytes]] = {}
         try:
-            by_queue: dict[int, list[int]] = {}
             for mq in await reader.queues(self.topic):
                 offset, end = await reader.min_offset(mq), await reader.max_offset(mq)
-                seqs = by_queue.setdefault(mq.queue_id, [])
+                bodies = by_queue.setdefault(mq.queue_id, [])
                 while offset < end:
                     result = await reader.pull(mq, offset, group=READER_GROUP, max_msgs=32)
                     if not result.messages:
                         break
-                    seqs += [int(m.body) for m in result.messages]
+                    bodies += [m.body for m in result.messages]
                     offset = result.messages[-1].queue_offset + 1
         finally:
             with contextlib.suppress(ClientError):
                 await reader.shutdown()
+        return by_queue
+
+    async def read_back(self) -> list[bytes]:
+        return [b for bodies in (await self.read_queues()).values() for b in bodies]
+
+    async def verify(self) -> Verdict:
+        """Read every queue back and compare with what was acknowledged."""
+        by_queue = {q: [int(b) for b in bodies] for q, bodies in (await self.read_queues()).items()}
         present = {s for seqs in by_queue.values() for s in seqs}
         lost = [a.seq for a in self.acked if a.seq not in present]
         duplicates = sum(len(seqs) - len(set(seqs)) for seqs in by_queue.values())
