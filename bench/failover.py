@@ -60,8 +60,10 @@ async def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             await checker.wait_acked(len(checker.acked) + 50)
             master = cluster.member_at(info.master_address)
             assert master is not None
-            killed_at = time.monotonic()
             master.kill()
+            # From the moment the process is gone: an answer it sent while dying is not the
+            # new master's.
+            killed_at = time.monotonic()
             seen = len(checker.acked)
             while not any(a.acked_at > killed_at for a in checker.acked[seen - 1 :]):
                 await asyncio.sleep(0.01)
