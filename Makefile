@@ -5,14 +5,14 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test test-quick lint bench demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
+.PHONY: up test test-quick lint bench bench-report demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(PIP) install --quiet -e '.[dev,spark,bench,grpc,msgspec,pydantic]'
+	$(PIP) install --quiet -e '.[dev,spark,bench,grpc,msgspec,pydantic,otel]'
 	touch $(STAMP)
 
 # LONGBOAT_SKIP_NODE=1 skips installing the ali-ons peer; pytest then reports its tests as skipped.
@@ -33,7 +33,7 @@ MVN       ?= mvn
 JAVA_DIR  := tests/peers/java
 JAVA_STAMP := $(JAVA_DIR)/target/.built
 JAVA_INPUTS := $(JAVA_DIR)/pom.xml $(JAVA_DIR)/client/pom.xml $(JAVA_DIR)/server/pom.xml \
-	$(JAVA_DIR)/client5/pom.xml $(shell find $(JAVA_DIR)/client/src $(JAVA_DIR)/client5/src -type f)
+	$(JAVA_DIR)/client5/pom.xml $(JAVA_DIR)/server5/pom.xml $(shell find $(JAVA_DIR)/client/src $(JAVA_DIR)/client5/src -type f)
 
 ifeq ($(LONGBOAT_SKIP_JAVA),1)
 java-peers:
@@ -81,8 +81,14 @@ endif
 rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
 
+## Start Apache RocketMQ 5.3.3: a name server and a proxy in local mode with its broker (random
+## ports, printed: the broker's, the proxy's remoting and gRPC ports); ROCKETMQ5_ARGS=--home DIR.
+.PHONY: rocketmq5-up
+rocketmq5-up: $(STAMP) java-peers
+	cd tests && ../$(PY) -m peers.rocketmq5 $(ROCKETMQ5_ARGS)
+
 ## Longboat beside Apache RocketMQ, the same Java client as the load (bench/README.md); e.g.
-## COMPARE_ARGS=--quick.
+## COMPARE_ARGS="--runs 1 --duration 5".
 bench-rocketmq: $(STAMP) java-peers
 	$(PY) -m bench.rocketmq_compare $(COMPARE_ARGS)
 
@@ -116,10 +122,15 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.protocol_codec
 	$(PY) -m bench.store_bench
+	$(PY) -m bench.report
+
+## bench/README.md again from the latest result of each benchmark (bench/results/).
+bench-report: $(STAMP)
+	$(PY) -m bench.report
 
 demo: $(STAMP)
 	$(VENV)/bin/longboat demo
 
 clean:
 	rm -rf $(VENV) tests/peers/node/node_modules .pytest_cache $(JAVA_DIR)/target \
-		$(JAVA_DIR)/client/target $(JAVA_DIR)/server/target
+		$(JAVA_DIR)/client/target $(JAVA_DIR)/server/target $(JAVA_DIR)/server5/target

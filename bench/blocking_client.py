@@ -25,11 +25,11 @@ import statistics
 import time
 from collections.abc import Callable
 
+from bench import results
 from bench.broker_bench import servers_in_child
-
-from longboat.cli.runtime import run
 from longboat.client import Message, sync
 from longboat.client.producer import Producer
+from longboat.remoting.event_loop import run
 
 TOPIC = "BlockingBench"
 BODY = b"x" * 256
@@ -89,6 +89,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--calls", type=int, default=20_000, help="hand-offs per run")
     parser.add_argument("--sends", type=int, default=3_000, help="sends per run and API")
+    results.add_json_option(parser, "blocking_client")
     args = parser.parse_args()
 
     runs: list[dict[str, float]] = []
@@ -116,19 +117,27 @@ def main() -> None:
     def ratio(a: str, b: str) -> float:
         return statistics.median(r[a] / r[b] for r in runs)
 
-    print(f"\nmedians of {args.runs} runs, µs per call (CPU / wall):")
-    for name in ("LoopThread.run", "run_coroutine_threadsafe"):
-        print(f"  hand-off, {name}: {median(name + ' cpu'):.1f} / {median(name + ' wall'):.1f}")
-    print(
-        "  LoopThread.run / run_coroutine_threadsafe, CPU (runs' median): "
-        f"{ratio('LoopThread.run cpu', 'run_coroutine_threadsafe cpu'):.2f}x"
-    )
-    print(f"  one send at a time, blocking producer: {median('blocking send cpu'):.1f} CPU")
-    print(f"  one send at a time, async producer: {median('async send cpu'):.1f} CPU")
-    print(
-        "  blocking / async, CPU per send (runs' median): "
-        f"{ratio('blocking send cpu', 'async send cpu'):.2f}x"
-    )
+    lines = [
+        *(
+            f"hand-off, {name}: {median(name + ' cpu'):.1f} / {median(name + ' wall'):.1f}"
+            for name in ("LoopThread.run", "run_coroutine_threadsafe")
+        ),
+        "LoopThread.run / run_coroutine_threadsafe, CPU (runs' median): "
+        f"{ratio('LoopThread.run cpu', 'run_coroutine_threadsafe cpu'):.2f}x",
+        f"one send at a time, blocking producer: {median('blocking send cpu'):.1f} CPU",
+        f"one send at a time, async producer: {median('async send cpu'):.1f} CPU",
+        "blocking / async, CPU per send (runs' median): "
+        f"{ratio('blocking send cpu', 'async send cpu'):.2f}x",
+    ]
+    title = f"medians of {args.runs} runs, µs per call (CPU / wall)"
+    print(f"\n{title}:")
+    for line in lines:
+        print(f"  {line}")
+    page = {"targets": [], "tables": [{"title": title, "columns": ["figure"],
+                                       "rows": [[line] for line in lines]}]}  # fmt: skip
+    sizes = {k: v for k, v in vars(args).items() if k != "json"}
+    result = results.record("blocking_client", sizes=sizes, runs=runs, page=page)
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":

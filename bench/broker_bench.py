@@ -47,19 +47,19 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from bench import results
+from bench.wire import bare_pull, bare_send
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
 from longboat.bench.usage import sample
-from longboat.cli.runtime import run
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.headers import (
     PullMessageRequestHeader,
     QueueRequestHeader,
-    SendMessageRequestHeaderV2,
 )
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 BODY = 256
 BATCH = 64
@@ -168,16 +168,6 @@ async def echo_round_trips(port: int, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
-def bare_send(topic: str, queue_id: int, body: bytes, *, batch: bool) -> RemotingCommand:
-    """A send request built once and re-sent (the remoting layer sets a fresh opaque)."""
-    header = SendMessageRequestHeaderV2(
-        "bench_pg", topic, "TBW102", 8, queue_id, 0, int(time.time() * 1000), 0, "TAGS\x01TagA\x02",
-        batch=batch or None,
-    )  # fmt: skip
-    code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
-    return RemotingCommand.request(code, header.to_ext(), body)
-
-
 async def bare_produce(broker: str, messages: int) -> dict[str, float]:
     """Batches of 64 pre-encoded once, 4 in flight over one connection: what the broker can
     take when the client costs next to nothing."""
@@ -207,11 +197,9 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     topic = loadgen.unique("BenchBareWake")
     send = bare_send(topic, 0, b"x" * BODY, batch=False)
     await producer.request(broker, replace(send), 10)
-    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
     samples: list[float] = []
     for offset in range(1, rounds + WARMUP + 1):
-        header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 5000, 0, "*")
-        pull = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
+        pull = bare_pull(pull_at(topic, offset, suspend_ms=5000))
         parked = asyncio.ensure_future(consumer.request(broker, pull, 10))
         await asyncio.sleep(PARK_S)
         t0 = time.perf_counter()
@@ -226,10 +214,11 @@ async def bare_wakeup(broker: str, rounds: int) -> dict[str, float]:
     return latency_figures(samples)
 
 
-def _pull_at(topic: str, offset: int) -> RemotingCommand:
-    flag = int(PullSysFlag.build(commit_offset=False, suspend=True, subscription=True))
-    header = PullMessageRequestHeader("bench", topic, 0, offset, 1, flag, 0, 20_000, 0, "*")
-    return RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
+def pull_at(topic: str, offset: int, *, suspend_ms: int) -> PullMessageRequestHeader:
+    """One message of queue 0 at `offset`, parked up to `suspend_ms` until it is there."""
+    return PullMessageRequestHeader.pulling(
+        group="bench", topic=topic, queue_id=0, offset=offset, max_msgs=1, suspend_ms=suspend_ms
+    )
 
 
 async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
@@ -242,9 +231,9 @@ async def _park_rounds(broker: str, topic: str, parked: int, pipe: Any) -> None:
         RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext()
     )
     while (offset := await loop.run_in_executor(None, pipe.recv)) is not None:
+        pull = bare_pull(pull_at(topic, offset, suspend_ms=20_000))
         pulls = [
-            asyncio.ensure_future(client.request(broker, _pull_at(topic, offset), 30))
-            for _ in range(parked)
+            asyncio.ensure_future(client.request(broker, replace(pull), 30)) for _ in range(parked)
         ]
         # Let every pull task write its request (a loop turn each), then the barrier: one
         # connection's requests are handled in order, so once it is answered every pull
@@ -403,21 +392,52 @@ def report(name: str, figures: dict[str, float]) -> None:
     print(f"  {name:<46} {shown}", flush=True)
 
 
-async def run_cases(table: dict[str, Case], runs: int) -> dict[str, dict[str, float]]:
-    """Run every case `runs` times in turn, printing each run's figures, then the medians;
-    returns the medians by case."""
-    results: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
+class CaseResults(NamedTuple):
+    """Every run's figures by case, their medians, and the comparisons printed after them."""
+
+    per_run: dict[str, list[dict[str, Any]]]
+    medians: dict[str, dict[str, float]]
+    ratios: list[str]
+
+    def say(self, line: str) -> None:
+        """Print a comparison of the medians and keep it for the result."""
+        print(line, flush=True)
+        self.ratios.append(line)
+
+    def record(self, benchmark: str, args: argparse.Namespace) -> dict[str, Any]:
+        """The result document (`bench.results`): the medians table and the comparisons."""
+        shown = [k for k in SHOWN if any(k in f for f in self.medians.values())]
+        rows = [
+            [name, *(f"{figures[k]:,.1f}" if k in figures else "" for k in shown)]
+            for name, figures in self.medians.items()
+        ]
+        runs = len(next(iter(self.per_run.values()), []))
+        page = {
+            "targets": [],
+            "tables": [
+                {"title": f"medians of {runs} runs", "columns": ["case", *shown], "rows": rows},
+                {"title": "comparisons", "columns": ["of the medians"],
+                 "rows": [[line] for line in self.ratios]},
+            ],
+        }  # fmt: skip
+        sizes = {k: v for k, v in vars(args).items() if k != "json"}
+        return results.record(benchmark, sizes=sizes, runs=[self.per_run], page=page)
+
+
+async def run_cases(table: dict[str, Case], runs: int) -> CaseResults:
+    """Run every case `runs` times in turn, printing each run's figures, then the medians."""
+    per_run: dict[str, list[dict[str, Any]]] = {name: [] for name in table}
     for r in range(runs):
         print(f"run {r + 1}/{runs}", flush=True)
         for name, case in table.items():
             figures = await case()
-            results[name].append(figures)
+            per_run[name].append(figures)
             report(name, medians([figures]))
     print(f"\nmedians of {runs} runs", flush=True)
-    summary = {name: medians(figures) for name, figures in results.items()}
+    summary = {name: medians(figures) for name, figures in per_run.items()}
     for name, figures in summary.items():
         report(name, figures)
-    return summary
+    return CaseResults(per_run, summary, [])
 
 
 async def bench(
@@ -426,24 +446,24 @@ async def bench(
     table = cases(args, namesrv, broker, echo_port, pid)
     if args.only:
         table = {name: case for name, case in table.items() if args.only in name}
-    summary = await run_cases(table, args.runs)
+    measured = await run_cases(table, args.runs)
+    summary = measured.medians
     for name in (WAKEUP, BARE_WAKEUP):
         if name not in summary or ECHO not in summary:
             continue
         wake, echo = summary[name], summary[ECHO]
-        print(
+        measured.say(
             f"{name} / echo round trip: p50 {wake['p50_us'] / echo['p50_us']:.2f}x, "
-            f"p99 {wake['p99_us'] / echo['p99_us']:.2f}x",
-            flush=True,
+            f"p99 {wake['p99_us'] / echo['p99_us']:.2f}x"
         )
-    if SEND_ALONE not in summary or SEND_PARKED not in summary:
-        return
-    alone, beside = summary[SEND_ALONE], summary[SEND_PARKED]
-    print(
-        f"send with {PARKED} parked / with none: p50 {beside['p50_us'] / alone['p50_us']:.2f}x, "
-        f"p99 {beside['p99_us'] / alone['p99_us']:.2f}x",
-        flush=True,
-    )
+    if SEND_ALONE in summary and SEND_PARKED in summary:
+        alone, beside = summary[SEND_ALONE], summary[SEND_PARKED]
+        measured.say(
+            f"send with {PARKED} parked / with none: p50 "
+            f"{beside['p50_us'] / alone['p50_us']:.2f}x, p99 "
+            f"{beside['p99_us'] / alone['p99_us']:.2f}x"
+        )
+    print(f"result: {results.save(measured.record('broker_bench', args), args.json)}")
 
 
 def main() -> None:
@@ -459,6 +479,7 @@ def main() -> None:
         action="store_true",
         help="send-beside-parked cases: this process on CPU 0, broker and parker on CPU 1",
     )
+    results.add_json_option(parser, "broker_bench")
     args = parser.parse_args()
 
     with servers_in_child() as (namesrv, broker_addr, echo_port, pid, _):

@@ -30,8 +30,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bench import results
 from bench.broker_bench import servers_in_child
-
 from longboat.client import ClientConfig, Message, PullStatus
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
@@ -183,7 +183,8 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-async def bench(namesrv: str, runs: int, n: int) -> None:
+async def bench(namesrv: str, runs: int, n: int) -> tuple[results.Page, list[dict[str, float]]]:
+    """The medians table, printed and kept, and every run's figures."""
     push: list[Figures] = []
     raw: list[Figures] = []
     e2e: list[float] = []
@@ -233,11 +234,18 @@ async def bench(namesrv: str, runs: int, n: int) -> None:
             e / a,
         ),
     ]
-    print()
-    print("| case | median | baseline (same run) | ratio |")
-    print("|---|---:|---:|---:|")
+    page = results.Page()
+    page.table(f"medians of {runs} runs", ["case", "median", "baseline (same run)", "ratio"],
+               ["---", "---:", "---:", "---:"])  # fmt: skip
     for case, value, baseline, ratio in rows:
-        print(f"| {case} | {value} | {baseline} | {ratio:.2f}x |")
+        page.row(case, value, baseline, f"{ratio:.2f}x")
+    measured = [
+        {"push_msgs_per_s": p.rate, "push_cpu_ms_per_1000": p.cpu_ms_per_1000,
+         "raw_msgs_per_s": r.rate, "raw_cpu_ms_per_1000": r.cpu_ms_per_1000,
+         "live_msgs_per_s": e_, "producer_alone_msgs_per_s": a_}
+        for p, r, e_, a_ in zip(push, raw, e2e, alone, strict=True)
+    ]  # fmt: skip
+    return page, measured
 
 
 def main() -> None:
@@ -245,13 +253,17 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--messages", type=int, default=20000)
     parser.add_argument("--namesrv", help="use running servers instead of starting them")
+    results.add_json_option(parser, "client_bench")
     args = parser.parse_args()
     if args.namesrv:
-        asyncio.run(bench(args.namesrv, args.runs, args.messages))
-        return
-    with servers_in_child() as (namesrv, broker_addr, _, pid, _):
-        print(f"broker {broker_addr} (pid {pid}), name server {namesrv}", flush=True)
-        asyncio.run(bench(namesrv, args.runs, args.messages))
+        page, measured = asyncio.run(bench(args.namesrv, args.runs, args.messages))
+    else:
+        with servers_in_child() as (namesrv, broker_addr, _, pid, _):
+            print(f"broker {broker_addr} (pid {pid}), name server {namesrv}", flush=True)
+            page, measured = asyncio.run(bench(namesrv, args.runs, args.messages))
+    sizes = {"runs": args.runs, "messages": args.messages, "own servers": args.namesrv is None}
+    result = results.record("client_bench", sizes=sizes, runs=measured, page=page.as_dict())
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Controller-mode failover time: SIGKILL of the master -> the first send the new master
 accepts (SEND_OK), over N kills of one cluster of real processes.
 
-    python -m bench.failover [--kills 20] [--brokers 3] [--controllers 1] [--out failover.json]
+    python -m bench.failover [--kills 20] [--brokers 3] [--controllers 1] [--json PATH]
 
 One group of `--brokers` brokers (`allAckInSyncStateSet=true`, the controller's broker
 heartbeat timeout `--heartbeat-timeout-ms`), a name server and `--controllers` controllers,
@@ -9,35 +9,28 @@ all child processes (`longboat.testing.failover`).  A checker sends steadily; ea
 for every broker to be in the SyncStateSet, SIGKILLs the master, times the first acknowledged
 send after the kill, and starts the killed broker again (it rejoins as a slave).  At the end
 the checker reads the topic back: its figures (acknowledged, lost, duplicates, out of order)
-are written with the times, the commit, the host and the date as JSON.
+are recorded with the times as a `bench.results` document (results/failover.json), its page
+checking the targets: median failover at most 5 s and the worst at most 10 s over 20 kills,
+no acknowledged message lost.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import platform
 import statistics
-import subprocess
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from longboat.remoting import RemotingClient
 from longboat.testing.failover import ProcessCluster, SendChecker
 
-
-def commit() -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
-        )
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return out.stdout.strip()
+# The targets: failover time over 20 kills, and nothing acknowledged lost.
+MEDIAN_TARGET_S = 5.0
+WORST_TARGET_S = 10.0
 
 
 async def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
@@ -79,19 +72,41 @@ async def measure(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         await client.close()
         cluster.stop()
     return {
-        "commit": commit(),
-        "host": platform.node(),
-        "cpu": platform.processor() or platform.machine(),
-        "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "kills": args.kills,
-        "brokers": args.brokers,
-        "controllers": args.controllers,
-        "heartbeat_timeout_ms": args.heartbeat_timeout_ms,
         "failover_s": [round(t, 3) for t in times],
         "median_s": round(statistics.median(times), 3),
         "worst_s": round(max(times), 3),
         "checker": verdict.as_dict(),
     }
+
+
+def document(args: argparse.Namespace, run: dict[str, Any]) -> dict[str, Any]:
+    """The run as a `bench.results` document: the targets and one row of figures."""
+    lost = run["checker"]["lost"]
+    page = results.Page()
+    over = f"over {args.kills} kills"
+    median, worst = run["median_s"], run["worst_s"]
+    page.target(f"median failover {over}", f"<= {MEDIAN_TARGET_S:g} s", f"{median} s",
+                median <= MEDIAN_TARGET_S)  # fmt: skip
+    page.target(f"worst failover {over}", f"<= {WORST_TARGET_S:g} s", f"{worst} s",
+                worst <= WORST_TARGET_S)  # fmt: skip
+    page.target("acknowledged messages lost", "0", str(lost), lost == 0)
+    page.table(
+        f"Failover: SIGKILL of the master to the first acknowledged send, {args.kills} kills",
+        ["brokers", "controllers", "median s", "worst s", "acknowledged", "lost", "duplicates",
+         "out of order"],
+    )  # fmt: skip
+    checker = run["checker"]
+    page.row(
+        args.brokers, args.controllers, median, worst, checker["acknowledged"], lost,
+        checker["duplicates"], checker["out_of_order"],
+    )  # fmt: skip
+    return results.record(
+        "failover",
+        sizes={"kills": args.kills, "brokers": args.brokers, "controllers": args.controllers},
+        settings={"heartbeat_timeout_ms": args.heartbeat_timeout_ms},
+        runs=[run], summary={"median_s": median, "worst_s": worst, "lost": lost},
+        page=page.as_dict(),
+    )  # fmt: skip
 
 
 def main() -> None:
@@ -100,12 +115,11 @@ def main() -> None:
     parser.add_argument("--brokers", type=int, default=3)
     parser.add_argument("--controllers", type=int, default=1)
     parser.add_argument("--heartbeat-timeout-ms", type=int, default=3000)
-    parser.add_argument("--out", type=Path, default=Path("failover.json"))
+    results.add_json_option(parser, "failover")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="longboat-failover-") as root:
-        result = asyncio.run(measure(args, Path(root)))
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: result[k] for k in ("median_s", "worst_s", "checker")}))
+        run = asyncio.run(measure(args, Path(root)))
+    print(results.save(document(args, run), args.json))
 
 
 if __name__ == "__main__":

@@ -28,31 +28,30 @@ import time
 from typing import Any
 
 import grpc
+from google.protobuf.duration_pb2 import Duration
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as svc
+from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
+
+from bench import results
 from bench.broker_bench import (
     BATCH,
     BODY,
     PARK_S,
     WARMUP,
     Case,
-    bare_send,
     bare_wakeup,
     echo_round_trips,
     run_cases,
     servers_in_child,
 )
-from google.protobuf.duration_pb2 import Duration
-from rocketmq.grpc_protocol import definition_pb2 as pb
-from rocketmq.grpc_protocol import service_pb2 as svc
-from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
-
+from bench.wire import bare_pull, bare_send
 from longboat.bench import loadgen
 from longboat.bench.stats import latency_figures
-from longboat.cli.runtime import run
-from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.headers import PullMessageRequestHeader
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 QUEUES = 4
 RECEIVE_BATCH = 32
@@ -178,15 +177,13 @@ async def remoting_pull_commit(broker: str, messages: int) -> dict[str, float]:
         offset = 0
         end = total // QUEUES
         while offset < end:
-            flag = int(
-                PullSysFlag.build(commit_offset=offset > 0, suspend=False, subscription=True)
-            )
-            header = PullMessageRequestHeader(
-                "bench-pull", topic, queue_id, offset, RECEIVE_BATCH, flag, offset, 0, 0, "*"
-            )
-            response = await client.request(
-                broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 10
-            )
+            pull = bare_pull(
+                PullMessageRequestHeader.pulling(
+                    group="bench-pull", topic=topic, queue_id=queue_id, offset=offset,
+                    max_msgs=RECEIVE_BATCH, commit_offset=offset if offset > 0 else None,
+                )
+            )  # fmt: skip
+            response = await client.request(broker, pull, 10)
             assert response.code == 0, response.remark
             next_offset = int(response.ext_fields["nextBeginOffset"])
             done += next_offset - offset
@@ -213,20 +210,20 @@ async def bench(args: argparse.Namespace, broker: str, endpoint: str, echo_port:
         GRPC_CONSUME: lambda: grpc_receive_ack(broker, endpoint, args.messages),
         REMOTING_CONSUME: lambda: remoting_pull_commit(broker, args.messages),
     }
-    summary = await run_cases(table, args.runs)
+    measured = await run_cases(table, args.runs)
+    summary = measured.medians
     grpc_wake, remoting_wake = summary[GRPC_WAKEUP], summary[REMOTING_WAKEUP]
     echo = summary[ECHO]
-    print(
+    measured.say(
         f"gRPC wake-up / remoting wake-up: p50 {grpc_wake['p50_us'] / remoting_wake['p50_us']:.2f}x"
         f", p99 {grpc_wake['p99_us'] / remoting_wake['p99_us']:.2f}x; "
-        f"gRPC wake-up / echo: p50 {grpc_wake['p50_us'] / echo['p50_us']:.2f}x",
-        flush=True,
+        f"gRPC wake-up / echo: p50 {grpc_wake['p50_us'] / echo['p50_us']:.2f}x"
     )
-    print(
+    measured.say(
         "gRPC receive+ack / remoting pull+commit throughput: "
-        f"{summary[GRPC_CONSUME]['tps'] / summary[REMOTING_CONSUME]['tps']:.2f}x",
-        flush=True,
+        f"{summary[GRPC_CONSUME]['tps'] / summary[REMOTING_CONSUME]['tps']:.2f}x"
     )
+    print(f"result: {results.save(measured.record('grpc_bench', args), args.json)}")
 
 
 def main() -> None:
@@ -234,6 +231,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=500, help="wake-up rounds per run")
     parser.add_argument("--messages", type=int, default=20_000, help="receive+ack, pull+commit")
+    results.add_json_option(parser, "grpc_bench")
     args = parser.parse_args()
     with servers_in_child(grpc=True) as servers:
         endpoint = f"127.0.0.1:{servers.grpc_port}"

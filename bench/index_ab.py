@@ -23,8 +23,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from bench import results
 from bench.revisions import module_at
-
 from longboat.store.config import StoreConfig
 from longboat.store.index import key_index as this_index
 
@@ -70,7 +70,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--entries", type=int, default=400_000)
     parser.add_argument("--per-sync", type=int, default=65_536, help="entries between syncs")
+    results.add_json_option(parser, "index_ab")
     args = parser.parse_args(argv)
+    page = results.Page()
     modules = {args.against: module_at(args.against, MODULE), "this tree": this_index}
     rnd = random.Random(14)
     hashes = [rnd.getrandbits(32) for _ in range(args.entries)]
@@ -86,18 +88,26 @@ def main(argv: list[str] | None = None) -> None:
         cpu = {name: statistics.median(c for c, _ in r) / n * 1e9 for name, r in figures.items()}
         faults = {name: statistics.median(f for _, f in r) / n for name, r in figures.items()}
         then, now = cpu[args.against], cpu["this tree"]
-        print(
+        page.table(
             f"key-index writes, {n:,} entries in batches of {BATCH}, a sync every "
-            f"{args.per_sync:,}; medians of {args.runs} alternated runs"
+            f"{args.per_sync:,}; medians of {args.runs} alternated runs",
+            ["", args.against, "this tree", "ratio"],
+            ["---", "---:", "---:", "---:"],
         )
-        print(f"| | {args.against} | this tree | ratio |")
-        print("|---|---:|---:|---:|")
-        print(f"| CPU per entry | {then:.0f} ns | {now:.0f} ns | {now / then:.2f} |")
-        print(
-            f"| minor faults per entry | {faults[args.against]:.3f} | {faults['this tree']:.3f} | |"
+        page.row("CPU per entry", f"{then:.0f} ns", f"{now:.0f} ns", f"{now / then:.2f}")
+        page.row(
+            "minor faults per entry",
+            f"{faults[args.against]:.3f}",
+            f"{faults['this tree']:.3f}",
+            "",
         )
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    sizes = {k: v for k, v in vars(args).items() if k != "json"}
+    runs = [{"cpu_s": [c for c, _ in r], "minor_faults": [f for _, f in r], "code": name}
+            for name, r in figures.items()]  # fmt: skip
+    result = results.record("index_ab", sizes=sizes, runs=runs, page=page.as_dict())
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":

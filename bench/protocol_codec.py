@@ -23,10 +23,12 @@ import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import orjson
-from bench.revisions import module_at
 
+from bench import results
+from bench.revisions import module_at
 from longboat.protocol import (
     FrameDecoder,
     RemotingCommand,
@@ -171,7 +173,7 @@ def build_cases(against: str | None = None) -> list[Case]:
                 f"send request encode ({tag})",
                 "frames",
                 1,
-                lambda c=cmd: encode_parts(c),
+                partial(encode_parts, cmd),
                 "orjson.dumps(header)" if tag == "JSON" else None,
             ),
             Case(
@@ -318,18 +320,16 @@ def run(
     ]
 
 
-def format_table(results: list[tuple[Case, float, float, float]]) -> str:
-    medians = {c.name: med for c, med, _, _ in results}
-    lines = [
-        "| workload | median | unit | min .. max | vs floor |",
-        "|---|---:|---|---:|---:|",
-    ]
-    for case, med, lo, hi in results:
+def show(measured: list[tuple[Case, float, float, float]], title: str) -> results.Page:
+    """The table of (case, median, min, max) rows, printed and kept for the result."""
+    medians = {c.name: med for c, med, _, _ in measured}
+    page = results.Page()
+    page.table(title, ["workload", "median", "unit", "min .. max", "vs floor"],
+               ["---", "---:", "---", "---:", "---:"])  # fmt: skip
+    for case, med, lo, hi in measured:
         ratio = f"{med / medians[case.floor]:.2f}x of {case.floor}" if case.floor else ""
-        lines.append(
-            f"| {case.name} | {med:,.0f} | {case.unit}/s | {lo:,.0f} .. {hi:,.0f} | {ratio} |"
-        )
-    return "\n".join(lines)
+        page.row(case.name, f"{med:,.0f}", f"{case.unit}/s", f"{lo:,.0f} .. {hi:,.0f}", ratio)
+    return page
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -341,9 +341,16 @@ def main(argv: list[str] | None = None) -> None:
         metavar="REV",
         help="also decode the large answer and encode the store's batch as REV did",
     )
+    results.add_json_option(parser, "protocol_codec")
     args = parser.parse_args(argv)
-    print(f"protocol codec, median of {args.runs} runs of ~{args.seconds}s per case")
-    print(format_table(run(args.runs, args.seconds, args.against)))
+    measured = run(args.runs, args.seconds, args.against)
+    page = show(
+        measured, f"protocol codec, median of {args.runs} runs of ~{args.seconds}s per case"
+    )
+    sizes = {"runs": args.runs, "seconds": args.seconds, "against": args.against}
+    runs = [{"case": c.name, "median": med, "min": lo, "max": hi} for c, med, lo, hi in measured]
+    result = results.record("protocol_codec", sizes=sizes, runs=runs, page=page.as_dict())
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":

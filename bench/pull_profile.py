@@ -30,24 +30,25 @@ import sys
 import tempfile
 import time
 from dataclasses import replace
+from functools import partial
+from pathlib import Path
 
 import orjson
-from bench.broker_bench import bare_send, start_servers
-from bench.send_profile import cpu_per_request
 
-from longboat.cli.runtime import run
-from longboat.protocol import RemotingCommand, RequestCode
+from bench import results
+from bench.broker_bench import start_servers
+from bench.send_profile import cpu_per_request, profile_result
+from bench.wire import bare_pull, bare_send
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.headers import PullMessageRequestHeader
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 TOPIC = "ProfilePull"
 QUEUES = 4
 GROUPS = 4
 PULL = 32
 BATCH = 64
-FLAGS = PullSysFlag.build(commit_offset=True, suspend=True, subscription=True)
 
 
 async def _pull_everything(addr: str, per_queue: int, run_id: str) -> None:
@@ -57,11 +58,12 @@ async def _pull_everything(addr: str, per_queue: int, run_id: str) -> None:
     async def reader(group: int, queue_id: int) -> None:
         offset = 0
         while offset < per_queue:
-            header = PullMessageRequestHeader(
-                f"profile-{run_id}-{group}", TOPIC, queue_id, offset, PULL, FLAGS, offset,
-                15_000, 0, "*", "TAG",
+            request = bare_pull(
+                PullMessageRequestHeader.pulling(
+                    group=f"profile-{run_id}-{group}", topic=TOPIC, queue_id=queue_id,
+                    offset=offset, max_msgs=PULL, suspend_ms=15_000, commit_offset=offset,
+                )
             )  # fmt: skip
-            request = RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext())
             response = await clients[group].request(addr, request, 10)
             assert response.code == 0, response.remark
             offset = int(response.ext_fields["nextBeginOffset"])
@@ -129,15 +131,15 @@ async def _fill(addr: str, per_queue: int) -> bytes:
         for _ in range(per_queue // BATCH):
             response = await client.request(addr, replace(request), 10)
             assert response.code == 0, response.remark
-    header = PullMessageRequestHeader("profile-fill", TOPIC, 0, 0, PULL, FLAGS, 0, 0, 0, "*", "TAG")
-    pulled = await client.request(
-        addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), 10
+    fill = PullMessageRequestHeader.pulling(
+        group="profile-fill", topic=TOPIC, queue_id=0, offset=0, max_msgs=PULL
     )
+    pulled = await client.request(addr, bare_pull(fill), 10)
     await client.close()
     return pulled.body
 
 
-async def profile(per_queue: int, runs: int, top: int) -> None:
+async def profile(per_queue: int, runs: int, top: int, json_path: Path | None) -> None:
     per_queue -= per_queue % BATCH
     pulls = GROUPS * QUEUES * per_queue // PULL
     with tempfile.TemporaryDirectory(prefix="pull-profile-") as data:
@@ -152,11 +154,11 @@ async def profile(per_queue: int, runs: int, top: int) -> None:
             rows = []
             for i in range(runs):
                 floor_cpu = await cpu_per_request(
-                    lambda i=i: _run_puller(floor_addr, per_queue, f"floor{i}"), pulls
+                    partial(_run_puller, floor_addr, per_queue, f"floor{i}"), pulls
                 )
                 t0 = time.perf_counter()
                 broker_cpu = await cpu_per_request(
-                    lambda i=i: _run_puller(addr, per_queue, f"run{i}"), pulls
+                    partial(_run_puller, addr, per_queue, f"run{i}"), pulls
                 )
                 rows.append((pulls * PULL / (time.perf_counter() - t0), *broker_cpu, *floor_cpu))
             floor.close()
@@ -176,6 +178,9 @@ async def profile(per_queue: int, runs: int, top: int) -> None:
     print(f"broker CPU per pull: {user:.1f} us user + {system:.1f} us system")
     print(f"Python floor CPU per request: {floor_user:.1f} us user + {floor_system:.1f} us system")
     print(f"broker / floor, CPU per request (runs' median): {statistics.median(ratios):.2f}x")
+    sizes = {"messages_per_queue": per_queue, "pull": PULL, "groups": GROUPS, "queues": QUEUES}
+    result = profile_result("pull_profile", "pull", "msgs", sizes, rows)
+    print(f"result: {results.save(result, json_path)}")
     stats = pstats.Stats(profiler)
     print(f"\nunder cProfile: {stats.total_calls / pulls:.0f} Python calls per pull")  # type: ignore[attr-defined]
     stats.sort_stats("tottime").print_stats(top)
@@ -188,11 +193,12 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
     parser.add_argument("--puller", help=argparse.SUPPRESS)
     parser.add_argument("--run-id", help=argparse.SUPPRESS)
+    results.add_json_option(parser, "pull_profile")
     args = parser.parse_args()
     if args.puller:
         run(_pull_everything(args.puller, args.messages, args.run_id))
     else:
-        run(profile(args.messages, args.runs, args.top))
+        run(profile(args.messages, args.runs, args.top, args.json))
 
 
 if __name__ == "__main__":

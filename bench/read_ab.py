@@ -20,9 +20,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from bench import results
 from bench.revisions import module_at
 from bench.store_bench import READ_SHAPES, drain, make_messages, read_config
-
 from longboat.store import MessageStore, message_store
 
 MODULE = "src/longboat/store/queue_read.py"
@@ -40,7 +40,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--against", required=True, help="the revision to compare with")
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--messages", type=int, default=100_000)
+    results.add_json_option(parser, "read_ab")
     args = parser.parse_args(argv)
+    page, runs = results.Page(), []
     base = Path(tempfile.mkdtemp(prefix="longboat-read-ab-"))
     try:
         readers: dict[str, Callable[..., object]] = {
@@ -49,9 +51,11 @@ def main(argv: list[str] | None = None) -> None:
         }
         msgs = make_messages(args.messages, 256)
         gc.freeze()
-        print(f"pull reads, CPU per message, medians of {args.runs} alternated runs")
-        print(f"| shape | {args.against} | this tree | ratio |")
-        print("|---|---:|---:|---:|")
+        page.table(
+            f"pull reads, CPU per message, medians of {args.runs} alternated runs",
+            ["shape", args.against, "this tree", "ratio"],
+            ["---", "---:", "---:", "---:"],
+        )
         for shape in READ_SHAPES:
             with MessageStore(read_config(base / shape.store.__name__, shape)) as store:
                 shape.store(store, msgs)
@@ -62,9 +66,13 @@ def main(argv: list[str] | None = None) -> None:
                         times[name].append(cpu_per_message(store, shape.pull))
                 message_store.read_queue = readers["this tree"]  # type: ignore[assignment]
             before, after = (statistics.median(t) * 1e6 for t in times.values())
-            print(f"| {shape.name} | {before:.3f} µs | {after:.3f} µs | {after / before:.2f} |")
+            page.row(shape.name, f"{before:.3f} µs", f"{after:.3f} µs", f"{after / before:.2f}")
+            runs.append({"shape": shape.name, "s_per_message": times})
     finally:
         shutil.rmtree(base, ignore_errors=True)
+    sizes = {"against": args.against, "runs": args.runs, "messages": args.messages}
+    result = results.record("read_ab", sizes=sizes, runs=runs, page=page.as_dict())
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":

@@ -29,11 +29,12 @@ from multiprocessing.synchronize import Event
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from longboat.bench import loadgen
-from longboat.cli.runtime import run
 from longboat.client import ClientConfig
 from longboat.client.queue_reader import QueueReader
 from longboat.protocol.types import MessageQueue
+from longboat.remoting.event_loop import run
 
 GROUP_NAME = "bench-ha"
 QUEUES = 4
@@ -162,6 +163,19 @@ async def bench(args: argparse.Namespace) -> None:
         print(f"  {role:<13} {shown}", flush=True)
     ratio = medians["SYNC_MASTER"]["tps"] / medians["ASYNC_MASTER"]["tps"]
     print(f"SYNC_MASTER / ASYNC_MASTER produce: {ratio:.2f}x", flush=True)
+    keys = list(next(iter(medians.values())))
+    page = {
+        "targets": [],
+        "tables": [
+            {"title": f"medians of {args.runs} runs", "columns": ["role", *keys],
+             "rows": [[role, *(f"{f[k]:,.1f}" for k in keys)] for role, f in medians.items()]},
+            {"title": "comparison", "columns": ["SYNC_MASTER / ASYNC_MASTER produce"],
+             "rows": [[f"{ratio:.2f}x"]]},
+        ],
+    }  # fmt: skip
+    sizes = {k: v for k, v in vars(args).items() if k != "json"}
+    result = results.record("replication_bench", sizes=sizes, runs=[runs], page=page)
+    print(f"result: {results.save(result, args.json)}")
 
 
 def main() -> None:
@@ -170,6 +184,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=5.0, help="seconds of load per role")
     parser.add_argument("--concurrency", type=int, default=8, help="sends in flight")
     parser.add_argument("--batch", type=int, default=1, help="messages per send")
+    results.add_json_option(parser, "replication_bench")
     run(bench(parser.parse_args()))
 
 

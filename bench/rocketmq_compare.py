@@ -1,165 +1,94 @@
-"""Longboat against Apache RocketMQ, side by side: the same Java client as the load for both.
+"""Longboat against Apache RocketMQ, side by side: the same Java client as the load for all.
 
-    python -m bench.rocketmq_compare [--runs 3] [--single 2000] [--batches 500] [--drain 200000]
-                                     [--rounds 500] [--quick] [--json PATH]
+    python -m bench.rocketmq_compare [--runs 3] [--warmup 3] [--duration 10]
+                                     [--systems longboat,rocketmq-4.9.7,rocketmq-5.3.3]
+                                     [--json PATH] [--plot PATH] [--replot JSON]
 
-Each run starts, one after the other on loopback (the order alternating between runs), Apache
-RocketMQ's name server and broker (two JVMs from Maven Central's jars, `peers.rocketmq`,
-ASYNC_FLUSH, 1 GiB commit-log files as its default) and Longboat (`longboat up`: name server and
-broker in one process, ASYNC_FLUSH, its defaults), each with a fresh store, and measures on each:
+Each run starts every system in turn on loopback (the order rotating between runs), each with a
+fresh store and one system up at a time, each as its users run it (`bench.compare_systems`:
+`longboat up` with its defaults; Apache RocketMQ's name server and broker from Maven Central's
+jars with theirs, ASYNC_FLUSH, 1 GiB commit-log files, 512 MiB heaps), and measures on each:
 
-* cold start: from spawning the server processes to the first send they accept, seen by a Java
-  producer already running and retrying every 20 ms (`Bench --cases firstsend`);
-* idle RSS: the servers' resident memory 2 s after that first send (RocketMQ: both JVMs;
-  Longboat: its one process);
-* then the `Bench` JVM (RocketMQ's 4.9.8 Java client, tests/peers/java) runs the load cases:
-  one-at-a-time sync produce, batched produce (64 x 256 B, 4 in flight), a push consumer's
-  drain of `--drain` messages, a fan-out of `--drain` messages to 4 groups, and the wake-up
-  latency of a parked push consumer (send -> listener, p50/p99/p999); the servers' CPU time
-  around the batched produce, the drain and the fan-out gives broker CPU per message
-  produced, per message consumed and per fan-out delivery, and the load generator's own CPU
-  over the fan-out's consumption (it reports it) what the Java client spent per delivery;
-* Longboat's Python client (`longboat.bench.loadgen`) as a second load generator: batched
-  produce, pulls of 32, and `--parked` pulls parked on one idle queue (broker CPU over 3 s and
-  RSS growth, both brokers' processes measured the same way);
-* finally each system is started again with flushDiskType=SYNC_FLUSH and 16 threads of the
-  Java client send one message at a time each.
+* cold start, apart from the steady state: from spawning the servers to the first send they
+  accept, seen by a Java producer already running and retrying every 20 ms; then the servers'
+  idle RSS 2 s after that send;
+* steady state, the `Bench` JVM (RocketMQ's 4.9.8 Java client, tests/peers/java) as the load:
+  every phase runs `--warmup` seconds on its connections, then is timed over a window of
+  `--duration` seconds, and the servers' CPU time is read at the window's edges (the JVM
+  announces them): one-at-a-time sync produce (1 thread; p50/p99), batched produce (4 threads x
+  64 x 256 B), 8 threads of sync single sends, a push consumer draining a backlog stored for
+  warm-up + duration, a fan-out of such a backlog to 4 groups, and the wake-up latency of a
+  parked push consumer (send -> listener, p50/p99/p999);
+* Longboat's Python client (`longboat.bench.loadgen`) as a second load: batched produce by
+  duration after a warm-up, pulls of 32 over a backlog of `--py-drain`, and `--parked` pulls
+  parked on one idle queue (broker CPU over 3 s and RSS growth);
+* finally each system again with flushDiskType=SYNC_FLUSH and 16 threads of sync single sends.
 
-Figures are the medians over `--runs` runs; the ratio is Longboat / RocketMQ within each run,
-and its median is shown, next to the issue #14 target it is held against.  Java and Maven are
-needed (`make java-peers`).
+Every run's figures go to the JSON (`bench/results/rocketmq_compare.json` unless `--json`),
+with the commit, host, CPU model and date; the ratio is Longboat / each RocketMQ within a run,
+and its median over the runs is held against the row's target.  `python -m bench.report`
+makes the page from it.  Java and Maven are needed (`make java-peers`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-# Apache RocketMQ's launcher and the Java load generator live with the test peers.
-TESTS = Path(__file__).resolve().parent.parent / "tests"
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
+from bench import results
+from bench.compare_systems import LONGBOAT, START_TIMEOUT_S, SYSTEMS, Running, available
+from longboat.bench import loadgen
+from longboat.bench.usage import sample
+from longboat.remoting.event_loop import run as run_async
+from peers.process import PeerProcess
+from peers.rocketmq import CLIENT_DIR, broker_port, peer_args, peer_command
 
-from longboat.bench import loadgen  # noqa: E402
-from longboat.bench.usage import sample  # noqa: E402
-from longboat.cli.runtime import run as run_async  # noqa: E402
-from peers.process import PeerProcess, run_peer  # noqa: E402
-from peers.rocketmq import (  # noqa: E402
-    CLIENT_DIR,
-    SERVER_JVM_OPTIONS,
-    broker_port,
-    peer_args,
-    peer_command,
-    start_rocketmq,
-)
-
+BENCHMARK = "rocketmq_compare"
 # The load generator runs for minutes: full JIT and a heap that holds a drain in flight.
 LOADGEN_JVM_OPTIONS = ("-Xms512m", "-Xmx512m", "-XX:+UseParallelGC")
-ROCKETMQ_OPTIONS = {
-    "flushDiskType": "ASYNC_FLUSH",
-    "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
-    "mappedFileSizeConsumeQueue": 300_000 * 20,
-}
 IDLE_S = 2.0
-START_TIMEOUT_S = 120.0
+WRITERS = 8
+SYNC_FLUSH_WRITERS = 16
 
-# (figure key, label, unit, target as (comparison, Longboat / RocketMQ) or None)
+# (figure key, label, unit, target as (comparison, Longboat / RocketMQ) or None).  The targets
+# are issue #39's (batched produce, its CPU, 8 writers) and the leads to keep (issue #14's).
 ROWS: tuple[tuple[str, str, str, tuple[str, float] | None], ...] = (
-    ("single", "produce one at a time (sync, 1 producer)", "msgs/s", None),
-    ("batch", "batched produce (64 x 256 B, 4 in flight)", "msgs/s", (">=", 1.0)),
-    ("syncflush", "SYNC_FLUSH produce (16 producers, 1 msg each)", "msgs/s", None),
+    ("batch", "batched produce, 4 threads x 64 x 256 B", "msgs/s", (">=", 1.0)),
+    ("cpu_batch", "broker CPU per message, batched", "us", ("<=", 1.0)),
+    ("writers", f"sync produce, {WRITERS} threads, 1 message per send", "msgs/s", (">=", 1.0)),
+    ("cpu_writers", f"broker CPU per message, {WRITERS} threads", "us", None),
+    ("single", "sync produce, 1 thread", "msgs/s", (">=", 1.0)),
+    ("single_p99", "sync produce, 1 thread, p99", "us", ("<=", 1.0)),
     ("drain", "push-consumer drain", "msgs/s", (">=", 1.0)),
+    ("cpu_drain", "broker CPU per message consumed", "us", None),
     ("fanout", "fan-out to 4 groups (all deliveries)", "msgs/s", (">=", 1.0)),
-    ("wakeup_p50", "wake-up p50 (parked push consumer)", "us", ("<=", 0.7)),
-    ("wakeup_p99", "wake-up p99", "us", ("<=", 1.0)),
-    ("wakeup_p999", "wake-up p999", "us", None),
-    ("cold_start", "cold start to first accepted send", "ms", ("<=", 0.2)),
-    ("idle_rss", "idle RSS", "MiB", ("<=", 0.1)),
-    ("cpu_produce", "broker CPU per message produced (batched)", "us", None),
-    ("cpu_consume", "broker CPU per message consumed (drain)", "us", None),
     ("cpu_fanout", "broker CPU per fan-out delivery", "us", None),
     ("client_cpu_fanout", "load generator CPU per fan-out delivery", "us", None),
+    ("wakeup_p50", "wake-up p50 (parked push consumer)", "us", ("<=", 1.0)),
+    ("wakeup_p99", "wake-up p99", "us", ("<=", 1.0)),
+    ("wakeup_p999", "wake-up p999", "us", None),
+    ("syncflush", f"SYNC_FLUSH produce, {SYNC_FLUSH_WRITERS} threads", "msgs/s", None),
     ("parked_cpu", "parked pulls: broker CPU (Python client)", "%", ("<=", 1.0)),
     ("parked_rss", "parked pulls: broker RSS growth", "MiB", None),
     ("py_batch", "batched produce, Python client", "msgs/s", None),
     ("py_consume", "consume, Python client (pulls of 32)", "msgs/s", None),
+    ("cold_start", "cold start to first accepted send", "ms", ("<=", 0.2)),
+    ("idle_rss", "idle RSS", "MiB", ("<=", 0.1)),
 )
-SYSTEMS = ("longboat", "rocketmq")
+# The rows of the cold start, reported apart from the steady state.
+COLD = frozenset({"cold_start", "idle_rss"})
 # Rows shown side by side without a ratio: a JVM's RSS hardly moves while pulls park (its heap
 # was reserved at start), so RocketMQ's growth is a few MiB of either sign and a ratio to it
 # would be noise (it ranged over 7x-2,445x in five runs).
 NO_RATIO = frozenset({"parked_rss"})
-
-
-@dataclass
-class Running:
-    """Servers of one system: the name server address, their pids, and how to stop them."""
-
-    namesrv: str
-    pids: list[int]
-    stop: Callable[[], None]
-
-
-def start_longboat(
-    home: Path, namesrv_port: int, broker_port_number: int, flush: str = "ASYNC_FLUSH"
-) -> Running:
-    log = (home / "longboat.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "longboat.cli", "up", "--data", str(home / "store"),
-         "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port_number),
-         "--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        env={**os.environ, "LONGBOAT_FLUSH_DISK_TYPE": flush},
-    )  # fmt: skip
-
-    # Ready once both servers listen (as RocketMQ's starter waits for "boot success"); the
-    # cold start is timed by the Java producer's first accepted send, not by this wait.
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while b"Ctrl-C stops" not in (home / "longboat.log").read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"longboat up did not start: see {home / 'longboat.log'}")
-        time.sleep(0.02)
-
-    def stop() -> None:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
-
-    return Running(f"127.0.0.1:{namesrv_port}", [proc.pid], stop)
-
-
-def start_apache(
-    home: Path, namesrv_port: int, broker_port_number: int, flush: str = "ASYNC_FLUSH"
-) -> Running:
-    cluster = start_rocketmq(
-        home,
-        namesrv_port=namesrv_port,
-        broker_port_number=broker_port_number,
-        broker_options={**ROCKETMQ_OPTIONS, "flushDiskType": flush},
-    )
-    return Running(cluster.namesrv_addr, [p.proc.pid for p in cluster.processes], cluster.stop)
-
-
-STARTERS: dict[str, Callable[..., Running]] = {
-    "longboat": start_longboat,
-    "rocketmq": start_apache,
-}
+Figures = dict[str, float | None]
 
 
 def rss_mib(pids: list[int]) -> float:
@@ -170,6 +99,10 @@ def rss_mib(pids: list[int]) -> float:
             if line.startswith("VmRSS:"):
                 total_kib += int(line.split()[1])
     return total_kib / 1024
+
+
+def cpu_s(pids: list[int]) -> float:
+    return sum(sample(pid).cpu_s for pid in pids)
 
 
 def bench_command(**options: object) -> list[str]:
@@ -186,7 +119,7 @@ def cold_start(system: str, home: Path) -> tuple[float, Running]:
     with PeerProcess(f"{system} cold start", command, CLIENT_DIR) as peer:
         peer.wait_for("started", 60)
         spawned_ms = time.time() * 1000
-        running = STARTERS[system](home, namesrv_port, broker)
+        running = SYSTEMS[system].start(home, namesrv_port, broker, "ASYNC_FLUSH")
         try:
             accepted = peer.wait_for("figures", START_TIMEOUT_S)
             peer.wait(30)
@@ -196,36 +129,42 @@ def cold_start(system: str, home: Path) -> tuple[float, Running]:
     return float(accepted["acceptedAtMs"]) - spawned_ms, running
 
 
-def cpu_s(pids: list[int]) -> float:
-    return sum(sample(pid).cpu_s for pid in pids)
-
-
 def java_cases(
-    system: str, running: Running, sizes: argparse.Namespace, run: int, cases: str
+    system: str, running: Running, sizes: argparse.Namespace, run: int, cases: str, **extra: object
 ) -> dict[str, dict[str, Any]]:
-    """One `Bench` JVM running `cases`; its figures by case."""
-    events = run_peer(
-        f"{system} {cases}",
-        bench_command(
-            namesrv=running.namesrv, cases=cases, topic_prefix=f"run{run}",
-            single=sizes.single, batches=sizes.batches, drain=sizes.drain, rounds=sizes.rounds,
-            groups=4, producers=16, timeout_ms=sizes.timeout * 1000,
-        ),
-        CLIENT_DIR,
-        timeout=sizes.timeout + 60,
+    """One `Bench` JVM running `cases`; its figures by case, each with `brokerCpuS`: the
+    servers' CPU time over the case's measured window."""
+    command = bench_command(
+        namesrv=running.namesrv, cases=cases, topic_prefix=f"run{run}",
+        warmup_ms=int(sizes.warmup * 1000), duration_ms=int(sizes.duration * 1000),
+        groups=4, timeout_ms=sizes.timeout * 1000, **extra,
     )  # fmt: skip
-    return {e["case"]: e for e in events if e.get("event") == "figures"}
+    figures: dict[str, dict[str, Any]] = {}
+    opened: dict[str, float] = {}
+    with PeerProcess(f"{system} {cases}", command, CLIENT_DIR) as peer:
+        for event in peer.events(sizes.timeout + 60):
+            if event.get("event") == "window":
+                if event["edge"] == "open":
+                    opened[event["case"]] = cpu_s(running.pids)
+                else:
+                    opened[event["case"]] = cpu_s(running.pids) - opened[event["case"]]
+            elif event.get("event") == "figures":
+                figures[event["case"]] = {**event, "brokerCpuS": opened.get(event["case"])}
+            elif event.get("event") == "error":
+                raise RuntimeError(f"{system} {cases}: {event}")
+        peer.wait(30)
+    return figures
 
 
-def python_cases(running: Running, broker_pid: int, sizes: argparse.Namespace) -> dict[str, float]:
+def python_cases(running: Running, broker_pid: int, sizes: argparse.Namespace) -> Figures:
     """Longboat's Python client as the load: batched produce, pulls of 32, parked pulls."""
-    opts = loadgen.LoadOptions(namesrv=running.namesrv, size=256, duration=60.0)
+    opts = loadgen.LoadOptions(namesrv=running.namesrv, size=256, duration=sizes.duration)
 
-    async def go() -> dict[str, float]:
-        produced = await loadgen.produce(
-            replace(opts, messages=sizes.batches * 64, batch=64, concurrency=4)
-        )
-        consumed = await loadgen.consume(replace(opts, batch=32), preloaded=sizes.drain)
+    async def go() -> Figures:
+        batched = replace(opts, batch=64, concurrency=4)
+        await loadgen.produce(replace(batched, duration=sizes.warmup))
+        produced = await loadgen.produce(batched)
+        consumed = await loadgen.consume(replace(opts, batch=32), preloaded=sizes.py_drain)
         parked = await loadgen.holds(opts, count=sizes.parked, window_s=3.0, pid=broker_pid)
         return {
             "py_batch": produced.tps,
@@ -237,118 +176,186 @@ def python_cases(running: Running, broker_pid: int, sizes: argparse.Namespace) -
     return run_async(go())
 
 
-def one_system(system: str, sizes: argparse.Namespace, run: int) -> dict[str, float | None]:
+def per_message_us(case: Mapping[str, Any]) -> float | None:
+    """Broker CPU µs per message of a case's window (None when nothing was counted)."""
+    if not case["messages"] or case["brokerCpuS"] is None:
+        return None
+    return float(case["brokerCpuS"]) * 1e6 / float(case["messages"])
+
+
+def one_system(system: str, sizes: argparse.Namespace, run: int) -> Figures:
     with tempfile.TemporaryDirectory(prefix=f"compare-{system}-") as home:
         start_ms, running = cold_start(system, Path(home))
         try:
             time.sleep(IDLE_S)
-            figures: dict[str, float | None] = {
-                "cold_start": start_ms,
-                "idle_rss": rss_mib(running.pids),
-            }
-            by_case = java_cases(system, running, sizes, run, "single,wakeup")
-            before = cpu_s(running.pids)
-            by_case |= java_cases(system, running, sizes, run, "batch")
-            produced = cpu_s(running.pids)
-            by_case |= java_cases(system, running, sizes, run, "drain")
-            drained = cpu_s(running.pids)
-            by_case |= java_cases(system, running, sizes, run, "fanout")
-            fanned = cpu_s(running.pids)
+            figures: Figures = {"cold_start": start_ms, "idle_rss": rss_mib(running.pids)}
+            by_case = java_cases(system, running, sizes, run, "single,batch,wakeup,drain,fanout")
+            by_case["writers"] = java_cases(
+                system, running, sizes, run, "syncsend", producers=WRITERS
+            )["syncsend"]
             figures |= python_cases(running, running.pids[-1], sizes)
         finally:
             running.stop()
         sync_home = Path(home) / "sync"
         sync_home.mkdir()
-        syncing = STARTERS[system](sync_home, broker_port(), broker_port(), "SYNC_FLUSH")
+        syncing = SYSTEMS[system].start(sync_home, broker_port(), broker_port(), "SYNC_FLUSH")
         try:
-            by_case |= java_cases(system, syncing, sizes, run, "syncsend")
+            by_case |= java_cases(
+                system, syncing, sizes, run, "syncsend", producers=SYNC_FLUSH_WRITERS
+            )
         finally:
             syncing.stop()
-    per_produced = (produced - before) * 1e6 / by_case["batch"]["messages"]
-    drain_n = by_case["drain"]["messages"]
-    # The drain case stores its messages first (batched, as measured above), then consumes.
-    # Not measurable when storing them cost less than that rate (a JVM warmed up by then):
-    # the difference is then at or below zero.
-    per_consumed = ((drained - produced) * 1e6 - per_produced * drain_n) / drain_n
-    # The fan-out case stores its messages the same way, then 4 groups take them all.
-    fill = by_case["fanout"]["messages"]
-    deliveries = fill * by_case["fanout"]["groups"]
-    per_delivery = ((fanned - drained) * 1e6 - per_produced * fill) / deliveries
+    fanout = by_case["fanout"]
     figures.update(
         single=by_case["single"]["msgsPerS"],
+        single_p99=by_case["single"]["p99Us"],
         batch=by_case["batch"]["msgsPerS"],
-        syncflush=by_case["syncsend"]["msgsPerS"],
+        cpu_batch=per_message_us(by_case["batch"]),
+        writers=by_case["writers"]["msgsPerS"],
+        cpu_writers=per_message_us(by_case["writers"]),
         drain=by_case["drain"]["msgsPerS"],
-        fanout=by_case["fanout"]["msgsPerS"],
+        cpu_drain=per_message_us(by_case["drain"]),
+        fanout=fanout["msgsPerS"],
+        cpu_fanout=per_message_us(fanout),
+        client_cpu_fanout=(
+            fanout["clientCpuS"] * 1e6 / fanout["messages"] if fanout["messages"] else None
+        ),
         wakeup_p50=by_case["wakeup"]["p50Us"],
         wakeup_p99=by_case["wakeup"]["p99Us"],
         wakeup_p999=by_case["wakeup"]["p999Us"],
-        cpu_produce=per_produced,
-        cpu_consume=per_consumed if per_consumed > 0 else None,
-        cpu_fanout=per_delivery if per_delivery > 0 else None,
-        client_cpu_fanout=by_case["fanout"]["clientCpuS"] * 1e6 / deliveries,
+        syncflush=by_case["syncsend"]["msgsPerS"],
     )
     return figures
 
 
 def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """Run both systems `sizes.runs` times, interleaved; the per-run figures and the summary."""
-    runs: list[dict[str, dict[str, float | None]]] = []
+    """Every system of `sizes.systems` `sizes.runs` times, the order rotating; the result
+    document (`bench.results.record`) with the summary."""
+    systems: list[str] = sizes.systems
+    runs: list[dict[str, Figures]] = []
     for run in range(sizes.runs):
-        order = SYSTEMS if run % 2 == 0 else tuple(reversed(SYSTEMS))
-        figures = {}
+        order = systems[run % len(systems) :] + systems[: run % len(systems)]
+        figures: dict[str, Figures] = {}
         for system in order:
             figures[system] = one_system(system, sizes, run)
             log(f"run {run + 1}/{sizes.runs} {system}: {json.dumps(figures[system])}")
         runs.append(figures)
-    return {"settings": settings(sizes), "runs": runs, "summary": summarize(runs)}
+    summary = summarize(runs, systems)
+    return results.record(
+        BENCHMARK,
+        sizes=size_settings(sizes),
+        settings=settings(systems),
+        runs=runs,
+        summary=summary,
+        page=page(summary, systems, len(runs)),
+    )
 
 
-def summarize(runs: list[dict[str, dict[str, float | None]]]) -> dict[str, Any]:
-    """Per row: each system's median, min and max, the median of the per-run ratios and the
-    target's verdict.  A figure a run could not measure (None, or absent from runs recorded
-    before the row existed) leaves that run out of the row's ratio; a row no run measured
-    for both, or one of `NO_RATIO`, has no ratio."""
+def peers_of(systems: list[str]) -> list[str]:
+    return [s for s in systems if s != LONGBOAT.name]
+
+
+def summarize(runs: list[dict[str, Figures]], systems: list[str]) -> dict[str, Any]:
+    """Per row: each system's median, min and max, and against each peer the median of the
+    per-run ratios (Longboat / peer) with the target's verdict.  A figure a run could not
+    measure (None, or absent from runs recorded before the row existed) leaves that run out
+    of the row's ratio; a row no run measured for both, or one of `NO_RATIO`, has no ratio."""
     summary: dict[str, Any] = {}
     for key, _label, _unit, target in ROWS:
-        ratios = [
-            _ratio(ours, theirs)
-            for r in runs
-            if key not in NO_RATIO
-            and (ours := r["longboat"].get(key)) is not None
-            and (theirs := r["rocketmq"].get(key)) is not None
-        ]
-        ratio = statistics.median(ratios) if ratios else None
-        met = None
-        if target is not None and ratio is not None:
-            op, bound = target
-            met = ratio >= bound if op == ">=" else ratio <= bound
         cells: dict[str, Any] = {}
-        for system in SYSTEMS:
-            values = [v for r in runs if (v := r[system].get(key)) is not None]
+        for system in systems:
+            values = [v for r in runs if (v := r.get(system, {}).get(key)) is not None]
             cells[system] = (
                 {"median": statistics.median(values), "min": min(values), "max": max(values)}
                 if values
                 else None
             )
+        against: dict[str, Any] = {}
+        for peer in peers_of(systems):
+            ratios = [
+                _ratio(ours, theirs)
+                for r in runs
+                if key not in NO_RATIO
+                and (ours := r.get(LONGBOAT.name, {}).get(key)) is not None
+                and (theirs := r.get(peer, {}).get(key)) is not None
+            ]
+            ratio = statistics.median(ratios) if ratios else None
+            met = None
+            if target is not None and ratio is not None:
+                op, bound = target
+                met = ratio >= bound if op == ">=" else ratio <= bound
+            against[peer] = {"ratio": ratio, "ratios": ratios, "met": met}
         summary[key] = {
-            **cells,
-            "ratio": ratio,
-            "ratios": ratios,
+            "figures": cells,
+            "against": against,
             "target": None if target is None else f"{target[0]} {target[1]}",
-            "met": met,
         }
     return summary
 
 
-def ratio_label(row: dict[str, Any], runs: int) -> str:
-    """A row's ratio as printed and drawn, saying how many runs it rests on when some could
-    not measure it (a derived CPU figure can be missing, see `summarize`)."""
-    if row["ratio"] is None:
+def page(summary: Mapping[str, Any], systems: list[str], runs: int) -> dict[str, Any]:
+    """What `bench.report` shows: each target's verdict against each peer, then the steady
+    state and the cold start as tables (cells: median and range over the runs)."""
+    peers = peers_of(systems)
+    targets = [
+        {
+            "figure": f"{label} ({unit}), Longboat ÷ {peer}",
+            "target": f"{row['target']}x",
+            "value": ratio_label(row["against"][peer], runs),
+            "met": row["against"][peer]["met"],
+        }
+        for key, label, unit, _target in ROWS
+        if (row := summary[key])["target"] is not None
+        for peer in peers
+    ]
+    columns = ["figure", *systems, *(f"÷ {peer}" for peer in peers), "target"]
+
+    def rows(cold: bool) -> list[list[str]]:
+        return [
+            [
+                f"{label} ({unit})",
+                *(cell(summary[key]["figures"].get(s)) for s in systems),
+                *(
+                    f"{ratio_label(a, runs)} {verdict(a['met'])}".strip()
+                    for a in (summary[key]["against"][peer] for peer in peers)
+                ),
+                summary[key]["target"] or "",
+            ]
+            for key, label, unit, _target in ROWS
+            if (key in COLD) == cold
+        ]
+
+    return {
+        "targets": targets,
+        "tables": [
+            {"title": "steady state", "columns": columns, "rows": rows(cold=False)},
+            {"title": "cold start", "columns": columns, "rows": rows(cold=True)},
+        ],
+    }
+
+
+def ratio_label(ratio: Mapping[str, Any], runs: int) -> str:
+    """A ratio as printed and drawn, saying how many runs it rests on when some could not
+    measure it (a derived CPU figure can be missing, see `summarize`)."""
+    if ratio["ratio"] is None:
         return "-"
-    label = f"{row['ratio']:.2f}x"
-    measured = len(row["ratios"])
+    label = f"{ratio['ratio']:.2f}x"
+    measured = len(ratio["ratios"])
     return label if measured >= runs else f"{label} ({measured} of {runs} runs)"
+
+
+def verdict(met: bool | None) -> str:
+    return "" if met is None else ("met" if met else "missed")
+
+
+def cell(figure: Mapping[str, float] | None) -> str:
+    """A system's figure: median (min-max) over the runs."""
+    if figure is None:
+        return "not measured"
+    digits = 1 if figure["max"] < 100 else 0
+    return (
+        f"{figure['median']:,.{digits}f} ({figure['min']:,.{digits}f}-{figure['max']:,.{digits}f})"
+    )
 
 
 def _ratio(ours: float, theirs: float) -> float:
@@ -356,51 +363,54 @@ def _ratio(ours: float, theirs: float) -> float:
     return ours / max(theirs, 0.01)
 
 
-def settings(sizes: argparse.Namespace) -> dict[str, Any]:
+def size_settings(sizes: argparse.Namespace) -> dict[str, Any]:
     return {
         "runs": sizes.runs,
-        "single": sizes.single,
-        "batches": sizes.batches,
-        "drain": sizes.drain,
-        "rounds": sizes.rounds,
+        "warmup_s": sizes.warmup,
+        "duration_s": sizes.duration,
+        "py_drain": sizes.py_drain,
         "parked": sizes.parked,
-        "load generator": "Apache RocketMQ Java client 4.9.8, " + " ".join(LOADGEN_JVM_OPTIONS),
-        "rocketmq": "Apache RocketMQ 4.9.7 name server + broker, each "
-        + " ".join(SERVER_JVM_OPTIONS)
-        + ", "
-        + ", ".join(f"{k}={v}" for k, v in ROCKETMQ_OPTIONS.items()),
-        "longboat": "longboat up (name server + broker, one process), flushDiskType=ASYNC_FLUSH",
+        "body_bytes": 256,
+        "batch": 64,
     }
 
 
-def report(result: dict[str, Any]) -> None:
+def settings(systems: list[str]) -> dict[str, Any]:
+    return {
+        "load generator": "Apache RocketMQ Java client 4.9.8, " + " ".join(LOADGEN_JVM_OPTIONS),
+        **{name: SYSTEMS[name].describe() for name in systems},
+    }
+
+
+def report(result: Mapping[str, Any]) -> None:
+    """The result as a table on stdout: every system's cell, every peer's ratio and verdict."""
     runs = len(result["runs"])
+    systems = list(result["settings"].keys() - {"load generator"})
+    systems.sort(key=lambda s: (s != LONGBOAT.name, s))
     for name, value in result["settings"].items():
         print(f"{name}: {value}")
     print()
-    header = f"{'figure':44} {'Longboat':>20} {'RocketMQ':>20} {'LB/RMQ':>7}  target"
-    print(header)
+    print(
+        f"{'figure':46}"
+        + "".join(f" {s:>24}" for s in systems)
+        + "".join(f"  LB/{p}" for p in peers_of(systems))
+    )
     for key, label, unit, _target in ROWS:
         row = result["summary"][key]
-
-        def cell(system: str, row: dict[str, Any] = row) -> str:
-            f = row[system]
-            if f is None:
-                return "not measured"
-            digits = 1 if f["max"] < 100 else 0
-            return f"{f['median']:,.{digits}f} ({f['min']:,.{digits}f}-{f['max']:,.{digits}f})"
-
-        verdict = "" if row["met"] is None else ("met" if row["met"] else "missed")
-        print(
-            f"{label + ' ' + unit:44} {cell('longboat'):>20} {cell('rocketmq'):>20} "
-            f"{ratio_label(row, runs):>7}  {row['target'] or '-'} {verdict}"
+        ratios = "".join(
+            f"  {ratio_label(r, runs)} {verdict(r['met'])}".rstrip()
+            for r in row["against"].values()
         )
-    print("\ncells: median (min-max) over the runs; LB/RMQ: median of the per-run ratios")
+        print(
+            f"{label + ' ' + unit:46}"
+            + "".join(f" {cell(row['figures'].get(s)):>24}" for s in systems)
+            + f"{ratios}  target {row['target'] or '-'}"
+        )
+    print("\ncells: median (min-max) over the runs; LB/x: median of the per-run ratios")
 
 
-def plot(result: dict[str, Any], path: Path) -> None:
-    """Longboat / RocketMQ per row on a log axis, the target of each row marked: the
-    side-by-side picture bench/README.md shows."""
+def plot(result: Mapping[str, Any], path: Path) -> None:
+    """Longboat / each RocketMQ per row on a log axis, the target of each row marked."""
     from longboat.bench.plot import pyplot
 
     plt = pyplot()
@@ -408,14 +418,22 @@ def plot(result: dict[str, Any], path: Path) -> None:
     rows = [
         (label, unit, result["summary"][key])
         for key, label, unit, _ in ROWS
-        if result["summary"][key]["ratio"] is not None
+        if any(r["ratio"] is not None for r in result["summary"][key]["against"].values())
     ]
-    fig, ax = plt.subplots(figsize=(9, 0.42 * len(rows) + 1.2))
+    peers = sorted({p for _l, _u, row in rows for p in row["against"]})
+    height = 0.8 / max(1, len(peers))
+    fig, ax = plt.subplots(figsize=(9, 0.45 * len(rows) * max(1, len(peers)) ** 0.5 + 1.4))
     for i, (_label, _unit, row) in enumerate(reversed(rows)):
-        ratio = max(row["ratio"], 1e-3)
-        colour = {True: "tab:green", False: "tab:red", None: "tab:gray"}[row["met"]]
-        ax.barh(i, ratio, color=colour)
-        ax.text(ratio * 1.05, i, ratio_label(row, runs), va="center", fontsize=8)
+        for j, peer in enumerate(peers):
+            against = row["against"].get(peer)
+            if against is None or against["ratio"] is None:
+                continue
+            y = i - 0.4 + height * (j + 0.5)
+            ratio = max(against["ratio"], 1e-3)
+            colour = {True: "tab:green", False: "tab:red", None: "tab:gray"}[against["met"]]
+            ax.barh(y, ratio, height=height * 0.9, color=colour, alpha=1.0 - 0.35 * j)
+            ax.text(ratio * 1.05, y, f"{ratio_label(against, runs)} ({peer})", va="center",
+                    fontsize=7)  # fmt: skip
         if row["target"]:
             ax.plot([float(row["target"].split()[1])] * 2, [i - 0.4, i + 0.4], "k--", lw=1)
     ax.set_yticks(range(len(rows)), [f"{label} ({unit})" for label, unit, _ in reversed(rows)])
@@ -424,7 +442,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     ax.set_xlim(low, high * 10)  # room for the labels right of the longest bar
     ax.axvline(1.0, color="black", lw=0.8)
     ax.set_xlabel("Longboat / RocketMQ (median of the runs; dashed: the target)")
-    fig.suptitle("Longboat against Apache RocketMQ 4.9, same load generator, same run")
+    fig.suptitle("Longboat against Apache RocketMQ, same Java load, steady state")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -433,21 +451,30 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.rocketmq_compare", description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--single", type=int, default=2000, help="one-at-a-time sends")
-    parser.add_argument("--batches", type=int, default=500, help="batches of 64 messages")
-    parser.add_argument("--drain", type=int, default=200_000, help="messages the consumer drains")
-    parser.add_argument("--rounds", type=int, default=500, help="wake-ups timed")
+    parser.add_argument("--warmup", type=float, default=3.0, help="seconds before each window")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds each window")
+    parser.add_argument(
+        "--systems",
+        type=lambda text: text.split(","),
+        default=None,
+        help=f"of {', '.join(SYSTEMS)} [default: those available here]",
+    )
+    parser.add_argument("--py-drain", type=int, default=200_000, help="Python client's backlog")
     parser.add_argument("--parked", type=int, default=10_000, help="pulls parked at once")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per load run")
-    parser.add_argument("--quick", action="store_true", help="smaller sizes: drain 20,000 ...")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds per load generator")
+    parser.add_argument(
+        "--json", type=Path, default=None, help="where the result goes [bench/results/]"
+    )
     parser.add_argument("--plot", type=Path, help="also draw the ratios (PNG) here")
     parser.add_argument(
         "--replot", type=Path, help="no run: summarize, print and draw the runs of this JSON"
     )
     options = parser.parse_args(argv)
-    if options.quick:
-        options.single, options.batches, options.drain, options.rounds = 1000, 200, 20_000, 200
+    if options.systems is None:
+        options.systems = available()
+    unknown = set(options.systems) - set(SYSTEMS)
+    if unknown or LONGBOAT.name not in options.systems:
+        parser.error(f"--systems: longboat and any of {', '.join(SYSTEMS)}")
     return options
 
 
@@ -455,12 +482,13 @@ def main() -> None:
     options = parse()
     if options.replot:
         result = json.loads(options.replot.read_text())
-        result["summary"] = summarize(result["runs"])
+        systems = sorted(result["runs"][0], key=lambda s: (s != LONGBOAT.name, s))
+        result["summary"] = summarize(result["runs"], systems)
+        result["page"] = page(result["summary"], systems, len(result["runs"]))
     else:
         result = compare(options)
+        print(f"result: {results.save(result, options.json)}")
     report(result)
-    if options.json:
-        options.json.write_text(json.dumps(result, indent=2))
     if options.plot:
         plot(result, options.plot)
 

@@ -7,7 +7,8 @@ a child process sends `--sends` SEND_MESSAGE_V2 requests (256-byte body, one tag
 time over one connection, each awaited, built once with `longboat.protocol` so the client
 costs next to nothing.  Printed: the broker's user and system CPU per send without a profiler
 (from the kernel's counters, the child's own share excluded), then, for a second run of the
-same sends under cProfile, the functions by own time and the Python calls per send.
+same sends under cProfile, the functions by own time and the Python calls per send.  The
+runs' figures go to `bench/results/send_profile.json` (`--json` elsewhere).
 
 Each run also sends the same requests to the *Python floor*: a uvloop protocol in this
 process that parses each frame's JSON header with orjson and answers with a small header
@@ -30,15 +31,19 @@ import struct
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import orjson
-from bench.broker_bench import bare_send, start_servers
 
+from bench import results
+from bench.broker_bench import start_servers
+from bench.wire import bare_send
 from longboat.bench.usage import sample
-from longboat.cli.runtime import run
 from longboat.remoting import RemotingClient
+from longboat.remoting.event_loop import run
 
 BODY = b"x" * 256
 
@@ -105,7 +110,61 @@ async def cpu_per_request(
     )
 
 
-async def profile(sends: int, runs: int, top: int) -> None:
+# The single-send target: the broker's CPU per send at most this many times the floor's.
+FLOOR_TARGET = 2.0
+
+
+def profile_result(
+    benchmark: str,
+    kind: str,
+    rate_unit: str,
+    sizes: dict[str, Any],
+    rows: Sequence[tuple[float, ...]],
+    targets: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The result document of a request profile's runs: rows of (`rate_unit`/s, broker user,
+    system µs, floor user, system µs) per `kind` of request, as this module and
+    `bench.pull_profile` measure them."""
+    figures = (f"{rate_unit}_per_s", "broker_user_us", "broker_system_us", "floor_user_us",
+               "floor_system_us")  # fmt: skip
+    ratios = [floor_ratio(r) for r in rows]
+    table = [
+        [f"{i + 1}", f"{r[0]:,.0f}", f"{r[1] + r[2]:.1f}", f"{r[3] + r[4]:.1f}", f"{q:.2f}x"]
+        for i, (r, q) in enumerate(zip(rows, ratios, strict=True))
+    ]
+    columns = ["run", f"{rate_unit}/s", f"broker CPU µs/{kind}", "floor CPU µs/request",
+               "broker ÷ floor"]  # fmt: skip
+    return results.record(
+        benchmark,
+        sizes=sizes,
+        runs=[dict(zip(figures, row, strict=True)) for row in rows],
+        summary={"broker_over_floor": statistics.median(ratios)},
+        page={
+            "targets": list(targets),
+            "tables": [{"title": "per run", "columns": columns, "rows": table}],
+        },
+    )
+
+
+def floor_ratio(row: Sequence[float]) -> float:
+    """The broker's CPU per request over the floor's, in one run's row."""
+    return (row[1] + row[2]) / max(row[3] + row[4], 1e-9)
+
+
+def record(sends: int, rows: Sequence[tuple[float, ...]]) -> dict[str, Any]:
+    """This profile's result, with the single-send target held against the runs' median."""
+    ratio = statistics.median(floor_ratio(r) for r in rows)
+    target = {
+        "figure": "single-send broker CPU ÷ the Python floor's (same run)",
+        "target": f"<= {FLOOR_TARGET}x",
+        "value": f"{ratio:.2f}x",
+        "met": ratio <= FLOOR_TARGET,
+    }
+    sizes = {"sends": sends, "runs": len(rows), "body_bytes": len(BODY)}
+    return profile_result("send_profile", "send", "sends", sizes, rows, [target])
+
+
+async def profile(sends: int, runs: int, top: int, json_path: Path | None) -> None:
     loop = asyncio.get_running_loop()
     floor = await loop.create_server(_FloorProtocol, "127.0.0.1", 0)
     floor_addr = f"127.0.0.1:{floor.sockets[0].getsockname()[1]}"
@@ -136,6 +195,7 @@ async def profile(sends: int, runs: int, top: int) -> None:
                 f"broker / floor, CPU per request (runs' median): {statistics.median(ratios):.2f}x"
             )
             print(f"broker RSS: {sample(os.getpid()).rss / 2**20:.1f} MiB")
+            print(f"result: {results.save(record(sends, rows), json_path)}")
             profiler = cProfile.Profile()
             profiler.enable()
             await _run_sender(addr, sends)
@@ -155,11 +215,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="interleaved floor/broker runs")
     parser.add_argument("--top", type=int, default=25, help="functions listed by own time")
     parser.add_argument("--sender", help=argparse.SUPPRESS)
+    results.add_json_option(parser, "send_profile")
     args = parser.parse_args()
     if args.sender:
         run(_send_one_at_a_time(args.sender, args.sends))
     else:
-        run(profile(args.sends, args.runs, args.top))
+        run(profile(args.sends, args.runs, args.top, args.json))
 
 
 if __name__ == "__main__":

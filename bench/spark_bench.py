@@ -24,7 +24,8 @@ through the same streaming query (`Trigger.AvailableNow`, 4 input partitions, sa
   with `df.write.format("longboat")` (at-least-once, published by the tasks); rows/s = rows /
   wall time of the write.  Baseline: the same DataFrame into the noop sink.
 
-`--reader-only` and `--encoder-only` time the connector's two ends without Spark (below).
+`--reader-only` and `--encoder-only` time the connector's two ends without Spark (below).  The
+full run's cases, ratios and every run's figures go to `bench/results/spark_bench.json`.
 """
 
 from __future__ import annotations
@@ -50,10 +51,13 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from bench import results
 from longboat.spark.arrow import SCHEMA, arrow_schema
 
 TOPIC = "spark-bench"
 QUEUES = 4
+# The Spark stream's target: the connector at this share of the engine's ceiling, into noop.
+STREAM_TARGET = 0.7
 BODY = b"o" * 100
 SLICE_ROWS = 8192
 
@@ -148,13 +152,16 @@ class ReplayedStream(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"files": 0}
 
-    def latestOffset(self) -> dict[str, int]:
+    # Spark still accepts the zero-argument form (no admission control): every file is one
+    # offset, all of them in the first micro-batch, as the synthetic stream does.
+    def latestOffset(self) -> dict[str, int]:  # type: ignore[override]
         return {"files": len(self.paths)}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[ReplayedFile]:
         return [ReplayedFile(p) for p in self.paths[start["files"] : end["files"]]]
 
-    def read(self, partition: ReplayedFile) -> Any:
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, ReplayedFile)
         with pa.memory_map(partition.path) as source:
             reader = pa.ipc.open_file(source)
             for i in range(reader.num_record_batches):
@@ -197,7 +204,8 @@ class SyntheticBatch(DataSourceReader):
     def partitions(self) -> list[Slice]:
         return _split(self.rows)
 
-    def read(self, partition: Slice) -> Any:
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, Slice)
         return _slices(partition.rows)
 
 
@@ -208,13 +216,15 @@ class SyntheticStream(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"rows": 0}
 
-    def latestOffset(self) -> dict[str, int]:
+    # The zero-argument form, as ReplayedStream's.
+    def latestOffset(self) -> dict[str, int]:  # type: ignore[override]
         return {"rows": self.rows}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[Slice]:
         return _split(end["rows"] - start["rows"])
 
-    def read(self, partition: Slice) -> Any:
+    def read(self, partition: InputPartition) -> Any:
+        assert isinstance(partition, Slice)
         return _slices(partition.rows)
 
 
@@ -275,7 +285,6 @@ def reader_alone(namesrv: str, runs: int, against: str | None, tags: str | None)
     then the columnar decode alone over the same pull answers, grouped as `read_range` groups
     them; with `against`, alternated with that revision's decoder (`bench.revisions`)."""
     from bench.revisions import module_at
-
     from longboat.spark.arrow import decode_to_batch
     from longboat.spark.options import parse_read_options
     from longboat.spark.source import ARROW_BATCH_ROWS, BatchReader, read_range
@@ -317,7 +326,9 @@ def reader_alone(namesrv: str, runs: int, against: str | None, tags: str | None)
         for name, decode in decoders.items():
             c0, rows = time.process_time(), 0
             for part, body in grouped:
-                rows += decode(body, part.topic, part.broker, part.end, None).num_rows
+                batch = decode(body, part.topic, part.broker, part.end, None)
+                assert batch is not None  # every body here holds rows
+                rows += batch.num_rows
             times[name].append((time.process_time() - c0) / rows * 1e6)
             print(f"decode alone {run + 1}, {name}: {times[name][-1]:.2f} us CPU/row")
     if against is not None:
@@ -410,6 +421,7 @@ def main() -> None:
     parser.add_argument(
         "--encoder-only", action="store_true", help="time the sink's encode alone, no Spark"
     )
+    results.add_json_option(parser, "spark_bench")
     args = parser.parse_args()
     if args.encoder_only:
         encoder_alone(args.rows, args.runs)
@@ -420,7 +432,7 @@ def main() -> None:
     from longboat.cli.demo import longboat_up, spark_session
     from longboat.spark import register
 
-    results: dict[str, list[float]] = {}
+    rates: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="spark-bench-") as tmp, contextlib.ExitStack() as st:
         namesrv = st.enter_context(longboat_up(Path(tmp) / "store"))
         t0 = time.perf_counter()
@@ -450,42 +462,62 @@ def main() -> None:
                     ("longboat-32", "longboat", lb32),
                 ):
                     value = stream_rows_per_s(spark, source, opts, sink)
-                    results.setdefault(f"{name} → {sink}", []).append(value)
+                    rates.setdefault(f"{name} → {sink}", []).append(value)
                 if sink == "noop":
-                    results.setdefault("longboat replayed → noop", []).append(
+                    rates.setdefault("longboat replayed → noop", []).append(
                         stream_rows_per_s(spark, "replayed", replayed, sink)
                     )
             sink_topic = f"{TOPIC}-sink-{run}"
-            results.setdefault("synthetic → noop (batch write)", []).append(
+            rates.setdefault("synthetic → noop (batch write)", []).append(
                 write_rows_per_s(spark, args.rows, "noop", {})
             )
-            results.setdefault("synthetic → longboat sink", []).append(
+            rates.setdefault("synthetic → longboat sink", []).append(
                 write_rows_per_s(
                     spark, args.rows, "longboat", {"namesrv": namesrv, "topic": sink_topic}
                 )
             )
             print(f"run {run + 1}/{args.runs} done", flush=True)
-    med = {k: statistics.median(v) for k, v in results.items()}
+    med = {k: statistics.median(v) for k, v in rates.items()}
     print(f"\nrows={args.rows} runs={args.runs} pull batch={args.pull_batch}, Spark local[2]")
     print(f"{'case':40} {'median rows/s':>14}  {'runs':>30}")
-    for k, v in results.items():
+    for k, v in rates.items():
         print(f"{k:40} {med[k]:>14,.0f}  {', '.join(f'{x:,.0f}' for x in v):>30}")
-    _print_ratio("longboat replayed/synthetic → noop", results, "longboat replayed → noop",
-                 "synthetic → noop")  # fmt: skip
-    for sink in ("noop", "parquet"):
-        for name in ("longboat", "longboat-32"):
-            _print_ratio(f"{name}/synthetic → {sink}", results, f"{name} → {sink}",
-                         f"synthetic → {sink}")  # fmt: skip
-    _print_ratio("longboat sink/noop (batch write)", results, "synthetic → longboat sink",
-                 "synthetic → noop (batch write)")  # fmt: skip
+    ratios = [
+        ("longboat replayed/synthetic → noop", "longboat replayed → noop", "synthetic → noop"),
+        *(
+            (f"{name}/synthetic → {sink}", f"{name} → {sink}", f"synthetic → {sink}")
+            for sink in ("noop", "parquet")
+            for name in ("longboat", "longboat-32")
+        ),
+        ("longboat sink/noop (batch write)", "synthetic → longboat sink",
+         "synthetic → noop (batch write)"),
+    ]  # fmt: skip
+    page = results.Page()
+    page.table("cases", ["case", "median rows/s", "runs"], ["---", "---:", "---"])
+    for k, v in rates.items():
+        page.row(k, f"{med[k]:,.0f}", ", ".join(f"{x:,.0f}" for x in v))
+    page.table("ratios", ["ratio", "of the medians", "per-run median"], ["---", "---:", "---:"])
+    for label, case, base in ratios:
+        of_medians, per_run = ratio(rates, case, base)
+        print(f"ratio {label}: {of_medians:.2f} (per-run median {per_run:.2f})")
+        page.row(label, f"{of_medians:.2f}", f"{per_run:.2f}")
+        if label == "longboat/synthetic → noop":
+            page.target(
+                "Spark stream ÷ the synthetic Arrow source, into noop", f">= {STREAM_TARGET}",
+                f"{of_medians:.2f}", of_medians >= STREAM_TARGET,
+            )  # fmt: skip
+    sizes = {"rows": args.rows, "runs": args.runs, "pull_batch": args.pull_batch}
+    runs = [{k: v[i] for k, v in rates.items()} for i in range(args.runs)]
+    result = results.record("spark_bench", sizes=sizes, runs=runs, page=page.as_dict())
+    print(f"result: {results.save(result, args.json)}")
     sys.stdout.flush()
 
 
-def _print_ratio(label: str, results: dict[str, list[float]], case: str, base: str) -> None:
+def ratio(rates: dict[str, list[float]], case: str, base: str) -> tuple[float, float]:
     """The ratio of the medians, and the median of the per-run ratios."""
-    per_run = [a / b for a, b in zip(results[case], results[base], strict=True)]
-    of_medians = statistics.median(results[case]) / statistics.median(results[base])
-    print(f"ratio {label}: {of_medians:.2f} (per-run median {statistics.median(per_run):.2f})")
+    per_run = [a / b for a, b in zip(rates[case], rates[base], strict=True)]
+    of_medians = statistics.median(rates[case]) / statistics.median(rates[base])
+    return of_medians, statistics.median(per_run)
 
 
 if __name__ == "__main__":

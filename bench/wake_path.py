@@ -32,14 +32,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from bench import results
 from bench.broker_bench import start_servers
 from bench.peers.base import Client
 from bench.peers.longboat_system import LongboatClient
 from bench.peers.redis_streams import RedisStreams, RedisStreamsClient
-
 from longboat.bench.stats import percentile
-from longboat.cli.runtime import run
 from longboat.protocol import RequestCode
+from longboat.remoting.event_loop import run
 
 SETTLE_S = 0.002  # as bench.peers' wakeup: time the parked read gets to reach the server
 STREAM = "WakePath"
@@ -132,9 +132,9 @@ def _client(system: str, endpoint: dict[str, Any]) -> Client:
 
 
 def _broker(ready: Any, stop: Any, logs: Any) -> None:
-    from longboat.broker.hold import HoldService
-    from longboat.broker.pull import HeldPullReader
-    from longboat.broker.send import SendProcessor
+    from longboat.broker.handlers.pull import HeldPullReader
+    from longboat.broker.handlers.send import SendProcessor
+    from longboat.broker.state.hold import HoldService
     from longboat.remoting.connection import RemotingProtocol
 
     log: Log = []
@@ -282,6 +282,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
+    results.add_json_option(parser, "wake_path")
     args = parser.parse_args()
     systems = [s for s in args.systems.split(",") if s]
     for system in systems:
@@ -304,10 +305,20 @@ def main() -> None:
                 medians[system].setdefault(hop, []).append(p50)
                 p90 = percentile(samples, 90)
                 print(f"  {hop:45s} p50 {p50:8.1f} µs   p90 {p90:8.1f} µs")
+    tables = []
     for system in systems:
-        print(f"{system}, median of the {args.runs} runs' medians:")
+        title = f"{system}, median of the {args.runs} runs' medians"
+        print(f"{title}:")
+        rows = []
         for hop, values in medians[system].items():
             print(f"  {hop:45s} {statistics.median(values):8.1f} µs")
+            rows.append([hop, f"{statistics.median(values):.1f}"])
+        tables.append({"title": title, "columns": ["hop", "µs"], "rows": rows})
+    sizes = {k: v for k, v in vars(args).items() if k != "json"}
+    result = results.record(
+        "wake_path", sizes=sizes, runs=[medians], page={"targets": [], "tables": tables}
+    )
+    print(f"result: {results.save(result, args.json)}")
 
 
 if __name__ == "__main__":

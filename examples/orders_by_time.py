@@ -1,9 +1,8 @@
-"""The batch job: read back the orders the broker stored in a time range, revenue by region.
+"""Run the batch job: revenue by region of the orders the broker stored in the last minutes.
 
     python examples/orders_by_time.py --namesrv 127.0.0.1:9876 --since-minutes 10
 
-Store time (when the broker took the message) selects the range: `startingTimestamp` /
-`endingTimestamp` become, per queue, the first offset stored at or after each time.
+The job itself is `longboat.demo.orders_by_time`.
 """
 
 from __future__ import annotations
@@ -11,33 +10,9 @@ from __future__ import annotations
 import argparse
 import time
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+from pyspark.sql import SparkSession
 
-ORDER_SCHEMA = "order_id string, region string, customer string, amount double, ts long"
-
-
-def orders_between(
-    spark: SparkSession, namesrv: str, topic: str, start_ms: int, end_ms: int
-) -> DataFrame:
-    return (
-        spark.read.format("longboat")
-        .option("namesrv", namesrv)
-        .option("topic", topic)
-        .option("startingTimestamp", str(start_ms))
-        .option("endingTimestamp", str(end_ms))
-        .load()
-        .select(F.from_json(F.col("body").cast("string"), ORDER_SCHEMA).alias("o"), "tags")
-        .select("o.*", "tags")
-    )
-
-
-def revenue_by_region(orders: DataFrame) -> DataFrame:
-    return (
-        orders.groupBy("region")
-        .agg(F.count("*").alias("orders"), F.round(F.sum("amount"), 2).alias("revenue"))
-        .orderBy("region")
-    )
+from longboat.demo.orders_by_time import orders_between, revenue_by_region
 
 
 def main() -> None:

@@ -19,14 +19,19 @@ also reach into the broker's state (its store, tables and `put_message`) between
 `broker = await loopback_broker(message_delay_level="100ms")` returns the running
 `BrokerController`; its name server's address is `broker.config.namesrv_addr`.
 
+`small_disk` is a real 96 MiB filesystem (a tmpfs mounted for the test, which needs root; the
+test is skipped, saying so, where mount is refused), for disk-full tests.
+
 `rocketmq_cluster` is Apache RocketMQ itself (a name server and a broker, two JVMs started once
-per session; see `peers.rocketmq`), and `java_peers` the guard every test running a Java peer
+per session; see `peers.rocketmq`), `rocketmq5_cluster` Apache RocketMQ 5.3.3 (a name server and
+a proxy in local mode hosting its broker; see `peers.rocketmq5`), `any_rocketmq` each of the two
+in turn (a test requesting it runs twice), and `java_peers` the guard every test running a Java peer
 program requests: it skips with the reason when LONGBOAT_SKIP_JAVA=1 and fails, saying what to
 run, when `make java-peers` has not built them.
 
 `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`); the tests that use
-the RocketMQ cluster, and those that use the SparkSession, each stay on one worker, so a run
-starts each of them once (`pytest_collection_modifyitems` below).
+a RocketMQ cluster (4.9.7, 5.3.3), and those that use the SparkSession, each stay on one
+worker, so a run starts each of them once (`pytest_collection_modifyitems` below).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import asyncio
 import itertools
 import logging
 import os
+import subprocess
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
@@ -59,6 +65,7 @@ from peers.rocketmq import (
     java_skip_reason,
     start_rocketmq,
 )
+from peers.rocketmq5 import SERVER5_DIR, AnyRocketMQ, RocketMQ5Cluster, start_rocketmq5
 from peers.tls_certs import Certificate, self_signed
 
 # Servers the suite spawns serve gRPC on a free port (`longboat up`, which serves it on
@@ -208,13 +215,35 @@ async def loopback_broker(
         await server.stop()
 
 
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 96 MiB tmpfs, unmounted after the broker on it stopped (fixtures tear down
+    in reverse: request this one before `loopback_cluster`); skipped where mount is refused."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a 96 MiB tmpfs (root needed): {done.stderr.strip()}")
+    try:
+        yield mount_point
+    finally:
+        subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
 # Session fixtures that start something heavy: the tests using one run on one xdist worker.
-_ONE_WORKER_FIXTURES = ("rocketmq_cluster", "spark")
+_ONE_WORKER_FIXTURES = ("rocketmq_cluster", "rocketmq5_cluster", "spark")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        fixtures = getattr(item, "fixturenames", ())
+        fixtures = list(getattr(item, "fixturenames", ()))
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "any_rocketmq" in callspec.params:
+            fixtures.insert(0, callspec.params["any_rocketmq"])  # the one it stands for
         for name in _ONE_WORKER_FIXTURES:
             if name in fixtures:
                 item.add_marker(pytest.mark.xdist_group(name))
@@ -250,6 +279,7 @@ def java_peers() -> None:
         classpath(CLIENT_DIR)
         classpath(CLIENT5_DIR)
         classpath(SERVER_DIR)
+        classpath(SERVER5_DIR)
     except RuntimeError as exc:
         pytest.fail(str(exc), pytrace=False)
 
@@ -261,6 +291,25 @@ def rocketmq_cluster(
     cluster = start_rocketmq(tmp_path_factory.mktemp("rocketmq"))
     yield cluster
     cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def rocketmq5_cluster(
+    java_peers: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RocketMQ5Cluster]:
+    cluster = start_rocketmq5(tmp_path_factory.mktemp("rocketmq5"))
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(
+    params=["rocketmq_cluster", "rocketmq5_cluster"], ids=["rocketmq4.9.7", "rocketmq5.3.3"]
+)
+def any_rocketmq(request: pytest.FixtureRequest) -> AnyRocketMQ:
+    """Each Apache RocketMQ of the session in turn: a test requesting it runs against 4.9.7
+    and against 5.3.3 (each on the worker that holds that cluster)."""
+    cluster: AnyRocketMQ = request.getfixturevalue(request.param)
+    return cluster
 
 
 @pytest.fixture(scope="session")

@@ -30,8 +30,8 @@ from bench.peers.workloads import WORKLOADS, Sizes  # noqa: E402
 TINY = Sizes(
     rounds=20,
     warmup=2,
-    single_messages=100,
-    produce_messages=500,
+    warmup_s=0.2,
+    duration_s=0.5,
     produce_batch=16,
     fanout_messages=200,
     fanout_groups=4,
@@ -63,10 +63,11 @@ def test_workloads_return_sane_figures(name: str) -> None:
     assert 0 < wk["p50_us"] <= wk["p99_us"] <= wk["p999_us"] <= wk["max_us"]
 
     pb = res["produce_batch"]
-    assert pb["messages"] == TINY.produce_messages and pb["msgs_per_s"] > 0
+    assert pb["messages"] > 0 and pb["messages"] % TINY.produce_batch == 0
+    assert pb["msgs_per_s"] > 0 and pb["seconds"] >= TINY.duration_s
 
     ps = res["produce_single"]
-    assert ps["messages"] == TINY.single_messages and ps["msgs_per_s"] > 0
+    assert ps["messages"] > 0 and ps["msgs_per_s"] > 0 and ps["seconds"] >= TINY.duration_s
     for produced in (pb, ps):
         assert produced["server_cpu_us_per_msg"] >= 0 and produced["client_cpu_us_per_msg"] > 0
 
@@ -106,8 +107,7 @@ def test_redis_with_the_blocking_client_runs_only_the_workloads_it_can() -> None
             "consume_fanout_1000",
         }
     )
-    assert res["produce_batch"]["messages"] == TINY.produce_messages
-    assert res["produce_single"]["messages"] == TINY.single_messages
+    assert res["produce_batch"]["messages"] > 0 and res["produce_single"]["messages"] > 0
     for workload in ("consume_fanout", "consume_fanout_1000"):
         fo = res[workload]
         assert fo["messages_per_group"] == [TINY.fanout_messages] * TINY.fanout_groups

@@ -1,5 +1,7 @@
 """Side-by-side peer benchmark: the same workloads against Redis Streams, NATS JetStream and
-(later) Longboat, each through a Python asyncio client in its own process.
+Longboat, each through a Python client, one process per client role.
 
-Run it with ``python -m bench.peers``; see ``bench/peers/README.md`` for how to add a system.
+Run it with ``python -m bench.peers``: the produce workloads run a warm-up, then a timed window
+on the same connection; the wake-up, fan-out and parked workloads are described with their
+figures, and how to add a system, in ``bench/peers/README.md``.
 """

@@ -8,8 +8,9 @@ import signal
 import sys
 from pathlib import Path
 
+from bench import results
 from bench.peers.registry import SYSTEMS
-from bench.peers.report import plot_report, print_report, write_json
+from bench.peers.report import page, plot_report, print_report
 from bench.peers.runner import run_bench
 from bench.peers.workloads import WORKLOADS, Sizes
 
@@ -27,12 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3, help="runs per workload and system")
     ap.add_argument("--parked", type=int, default=d.parked, help="K parked polls")
     ap.add_argument("--idle-window", type=float, default=d.idle_window_s, help="seconds")
-    ap.add_argument("--single-messages", type=int, default=d.single_messages)
-    ap.add_argument("--produce-messages", type=int, default=d.produce_messages)
+    ap.add_argument("--warmup", type=float, default=d.warmup_s, help="produce warm-up, seconds")
+    ap.add_argument("--duration", type=float, default=d.duration_s, help="produce window, s")
     ap.add_argument("--produce-batch", type=int, default=d.produce_batch)
     ap.add_argument("--fanout-messages", type=int, default=d.fanout_messages)
     ap.add_argument("--time-limit", type=float, default=d.time_limit_s, help="per role, seconds")
-    ap.add_argument("--json", type=Path, default=Path("bench-peers.json"), help="output file")
+    ap.add_argument("--json", type=Path, help="output file [bench/results/peers.json]")
     ap.add_argument("--install", action="store_true", help="apt-get missing server binaries")
     ap.add_argument("--plot", type=Path, help="also draw the medians side by side (PNG)")
     ap.add_argument(
@@ -50,17 +51,19 @@ def main(argv: list[str] | None = None) -> int:
         rounds=args.rounds,
         parked=args.parked,
         idle_window_s=args.idle_window,
-        single_messages=args.single_messages,
-        produce_messages=args.produce_messages,
+        warmup_s=args.warmup,
+        duration_s=args.duration,
         produce_batch=args.produce_batch,
         fanout_messages=args.fanout_messages,
         time_limit_s=args.time_limit,
     )
+    environment = results.environment()
     doc = run_bench(args.systems, args.workloads, sizes, args.runs, install=args.install)
     doc["command"] = " ".join(["python -m bench.peers", *(sys.argv[1:] if argv is None else argv)])
-    write_json(doc, args.json)
+    doc = {"format": results.FORMAT, "benchmark": "peers", "environment": environment, **doc}
+    written = results.save({**doc, "page": page(doc)}, args.json)
     print_report(doc)
-    print(f"wrote {args.json}")
+    print(f"wrote {written}")
     if args.plot is not None:
         print(f"wrote {plot_report(doc, args.plot)}")
     return 1 if doc["errors"] else 0

@@ -24,7 +24,6 @@ from typing import Any
 
 from bench.peers.base import Client, Fetched, System
 from bench.peers.procs import HOST, ServerProcess, free_port
-
 from longboat.bench.loadgen import ROUTE_WAIT_S, LoadOptions, Puller, client_config, unique
 from longboat.client import Message, MessageQueue
 from longboat.client.admin import Admin

@@ -1,8 +1,7 @@
-"""The medians table (rich when installed, plain text otherwise) and the JSON document."""
+"""The medians table (rich when installed, plain text otherwise) and the page of a run."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -97,18 +96,19 @@ def _print_plain(title: str, header: list[str], rows: list[list[str]]) -> None:
         )
 
 
-def markdown_table(doc: Mapping[str, Any]) -> str:
-    """The same table as Markdown, for pasting into README files."""
+def page(doc: Mapping[str, Any]) -> dict[str, Any]:
+    """What `bench.report` shows of a run (`bench.results`): the medians table, no targets."""
     systems = _measured(doc)
-    header = ["workload", "figure", *systems]
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * 2 + "---:|" * len(systems)]
-    lines += ["| " + " | ".join(r) + " |" for r in table_rows(doc["medians"], systems)]
-    return "\n".join(lines)
-
-
-def write_json(doc: Mapping[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    return {
+        "targets": [],
+        "tables": [
+            {
+                "title": f"medians of {doc['runs']} runs",
+                "columns": ["workload", "figure", *systems],
+                "rows": table_rows(doc["medians"], systems),
+            }
+        ],
+    }
 
 
 def plot_report(doc: Mapping[str, Any], path: Path) -> Path:

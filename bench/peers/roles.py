@@ -1,7 +1,7 @@
 """Workload roles: async functions run inside a role process against a ``Client``.
 
-Each role is written once for all systems. Every loop is bounded by a count and by
-``time_limit_s``; timestamps that cross processes use ``time.monotonic_ns`` (CLOCK_MONOTONIC,
+Each role is written once for all systems. Every loop is bounded by a count or a duration and
+by ``time_limit_s``; timestamps that cross processes use ``time.monotonic_ns`` (CLOCK_MONOTONIC,
 system-wide on Linux) carried in the first 8 bytes of the body.
 """
 
@@ -141,6 +141,52 @@ async def produce(
     return {"messages": sent, "seconds": elapsed, "cpu_s": cpu_s}
 
 
+async def produce_for(
+    client: Client,
+    *,
+    stream: str,
+    warmup_s: float,
+    duration_s: float,
+    batch: int,
+    body_size: int,
+    window: Any,
+    time_limit_s: float,
+    single: bool = False,
+) -> dict[str, Any]:
+    """Send as fast as acks come back (``single``: one ``send`` at a time, each awaited) for
+    ``warmup_s`` uncounted, then count a window of ``duration_s`` on the same connection;
+    ``window`` hears "open" and "close" so the runner reads the server's CPU at its edges.
+    `cpu_s` is this process's CPU over the window: the client's share of each message."""
+    await client.create_stream(stream, [])
+    body = b"x" * body_size
+    bodies = [body] * batch
+
+    async def send() -> int:
+        if single:
+            await client.send(stream, body)
+            return 1
+        await client.send_batch(stream, bodies)
+        return batch
+
+    try:
+        opens = time.monotonic() + min(warmup_s, time_limit_s)
+        while time.monotonic() < opens:
+            await send()
+        window.put("open")
+        sent = 0
+        start_cpu = time.process_time()
+        start = time.monotonic()
+        closes = start + min(duration_s, time_limit_s)
+        while time.monotonic() < closes:
+            sent += await send()
+        elapsed = time.monotonic() - start
+        cpu_s = time.process_time() - start_cpu
+        window.put("close")
+    finally:
+        await client.delete_stream(stream)
+    return {"messages": sent, "seconds": elapsed, "cpu_s": cpu_s}
+
+
 async def drain(
     client: Client,
     *,
@@ -214,6 +260,7 @@ ROLES: dict[str, Role] = {
     "wakeup_consumer": wakeup_consumer,
     "wakeup_producer": wakeup_producer,
     "produce": produce,
+    "produce_for": produce_for,
     "drain": drain,
     "park": park,
 }

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
 from bench.peers.base import System
 from bench.peers.child import event_loop_name
 from bench.peers.install import install_missing

@@ -29,9 +29,10 @@ class Sizes:
     warmup: int = 20
     settle_s: float = 0.002
     body_size: int = 256
-    produce_messages: int = 200_000
+    # The produce workloads: each runs `warmup_s` on its connection, then a timed window.
+    warmup_s: float = 3.0
+    duration_s: float = 10.0
     produce_batch: int = 64
-    single_messages: int = 20_000
     fanout_messages: int = 50_000
     fanout_groups: int = 4
     fanout_batch: int = 32
@@ -123,25 +124,45 @@ def wakeup(system: System, sizes: Sizes) -> dict[str, Any]:
 
 def produce_batch(system: System, sizes: Sizes) -> dict[str, Any]:
     """Batched produce throughput from one producer process, and the server's and the
-    producer's CPU per message (the server sampled as in `produce_single`)."""
+    producer's CPU per message."""
+    return {**_produce_for(system, sizes, "pb", single=False), "batch": sizes.produce_batch}
+
+
+def produce_single(system: System, sizes: Sizes) -> dict[str, Any]:
+    """One producer sending one message at a time, each awaited: the per-request cost."""
+    return _produce_for(system, sizes, "ps", single=True)
+
+
+def _produce_for(system: System, sizes: Sizes, prefix: str, *, single: bool) -> dict[str, Any]:
+    """A producer's window of `duration_s` after `warmup_s` on the same connection; the
+    server's CPU is read at the window's edges, which the producer announces."""
     pid = system.server_pid()
+    window = _ctx.Queue()
     with Roles(system, sizes) as roles:
-        before = sample(pid)
         roles.start(
             "producer",
-            "produce",
-            stream=_stream("pb"),
-            messages=sizes.produce_messages,
-            batch=sizes.produce_batch,
+            "produce_for",
+            stream=_stream(prefix),
+            warmup_s=sizes.warmup_s,
+            duration_s=sizes.duration_s,
+            batch=1 if single else sizes.produce_batch,
             body_size=sizes.body_size,
+            single=single,
+            window=window,
         )
-        res = roles.collect(["producer"])["producer"]
+        wait = sizes.warmup_s + sizes.duration_s + sizes.time_limit_s
+        if window.get(timeout=wait) != "open":
+            raise RuntimeError("the producer did not open its window")
+        before = sample(pid)
+        if window.get(timeout=wait) != "close":
+            raise RuntimeError("the producer did not close its window")
         after = sample(pid)
+        res = roles.collect(["producer"])["producer"]
     return {
         "msgs_per_s": res["messages"] / res["seconds"],
         **_cpu_per_message(before, after, res["cpu_s"], res["messages"]),
         "messages": res["messages"],
-        "batch": sizes.produce_batch,
+        "seconds": res["seconds"],
     }
 
 
@@ -153,31 +174,6 @@ def _cpu_per_message(
     return {
         "server_cpu_us_per_msg": 1e6 * (after.cpu_s - before.cpu_s) / messages,
         "client_cpu_us_per_msg": 1e6 * client_cpu_s / messages,
-    }
-
-
-def produce_single(system: System, sizes: Sizes) -> dict[str, Any]:
-    """One producer sending one message at a time, each awaited: the per-request cost.  The
-    server's CPU is sampled around the whole role (its start-up and connect included, a few
-    requests), so CPU per message is a slight overestimate, the same for every system."""
-    pid = system.server_pid()
-    with Roles(system, sizes) as roles:
-        before = sample(pid)
-        roles.start(
-            "producer",
-            "produce",
-            stream=_stream("ps"),
-            messages=sizes.single_messages,
-            batch=1,
-            body_size=sizes.body_size,
-            single=True,
-        )
-        res = roles.collect(["producer"])["producer"]
-        after = sample(pid)
-    return {
-        "msgs_per_s": res["messages"] / res["seconds"],
-        **_cpu_per_message(before, after, res["cpu_s"], res["messages"]),
-        "messages": res["messages"],
     }
 
 

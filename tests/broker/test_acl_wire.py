@@ -5,6 +5,7 @@ and the name server's route-changing commands protected too."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -62,8 +63,15 @@ async def send(cluster: Cluster, topic: str, access_key: str | None, secret: str
 
 
 async def consume(
-    cluster: Cluster, topic: str, group: str, key: str, secret: str, timeout: float = 15.0
+    cluster: Cluster,
+    topic: str,
+    group: str,
+    key: str,
+    secret: str,
+    timeout: float = 15.0,
+    until: Callable[[], bool] = lambda: False,
 ) -> list[bytes]:
+    """What the group reads, once something arrived or `until()` holds."""
     consumer = LitePullConsumer(
         group, config=client(cluster, key, secret), consume_from=ConsumeFrom.FIRST_OFFSET
     )
@@ -71,7 +79,7 @@ async def consume(
         consumer.subscribe(topic)
         deadline = time.monotonic() + timeout
         got: list[bytes] = []
-        while not got and time.monotonic() < deadline:
+        while not got and not until() and time.monotonic() < deadline:
             got += [m.body for m in await consumer.poll(timeout=0.5)]
         return got
 
@@ -129,15 +137,27 @@ def test_producers_are_allowed_and_refused_as_the_file_says(cluster: Cluster) ->
     refused(cluster, send(cluster, "Orders", "nobody12", "whatever1"), "nobody12")
 
 
-def test_consumers_need_sub_on_the_topic_and_the_group(cluster: Cluster) -> None:
+def test_consumers_need_sub_on_the_topic_and_the_group(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
     cluster.runner.run(send(cluster, "Orders", "producer1", "producer-secret"))
     got = cluster.runner.run(consume(cluster, "Orders", "readers", "consumer1", "consumer-secret"))
     assert got == [b"hello"]
-    # The producer's account may not read; the consumer's may not use another group (the
-    # lite pull consumer keeps retrying in the background: nothing arrives).
+    # The producer's account may not read; the consumer's may not use another group: their
+    # requests reach the broker and are refused (logged), and nothing arrives.
     run = cluster.runner.run
-    assert run(consume(cluster, "Orders", "readers", "producer1", "producer-secret", 3)) == []
-    assert run(consume(cluster, "Orders", "others", "consumer1", "consumer-secret", 3)) == []
+
+    def refused(key: str, what: str) -> Callable[[], bool]:
+        reason = f"AccessKey '{key}' has no SUB permission on {what}"
+        return lambda: any(reason in r.getMessage() for r in caplog.records)
+
+    with caplog.at_level(logging.INFO, logger="longboat.acl.access_control"):
+        seen = refused("producer1", "group 'readers'")
+        got = run(consume(cluster, "Orders", "readers", "producer1", "producer-secret", 20, seen))
+        assert got == [] and seen()
+        seen = refused("consumer1", "group 'others'")
+        got = run(consume(cluster, "Orders", "others", "consumer1", "consumer-secret", 20, seen))
+        assert got == [] and seen()
 
 
 def test_admin_codes_need_an_admin_account(cluster: Cluster) -> None:
@@ -149,7 +169,9 @@ def test_admin_codes_need_an_admin_account(cluster: Cluster) -> None:
     cluster.runner.run(create("adminuser", "admin-secret"))
 
 
-def test_the_file_is_reloaded_when_it_changes(cluster: Cluster, acl_file: Path) -> None:
+def test_the_file_is_reloaded_when_it_changes(
+    cluster: Cluster, acl_file: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     refused(cluster, send(cluster, "Other", "producer1", "producer-secret"))
     acl_file.write_text(
         ACL.replace("      - Orders=PUB\n", "      - Orders=PUB\n      - Other=PUB\n", 1)
@@ -162,9 +184,14 @@ def test_the_file_is_reloaded_when_it_changes(cluster: Cluster, acl_file: Path) 
         except BrokerError:
             assert time.monotonic() < deadline, "the changed file was not picked up"
             time.sleep(0.3)
-    # A broken file keeps the rules in force.
+    # A broken file keeps the rules in force: every send passes until the broker logged that
+    # it read the file and could not use it, and after.
     acl_file.write_text("accounts: [oops")
-    time.sleep(1.0)
+    deadline = time.monotonic() + 10
+    with caplog.at_level(logging.ERROR, logger="longboat.acl.access_control"):
+        while "cannot be used" not in caplog.text:
+            assert time.monotonic() < deadline, "the broken file was not read"
+            cluster.runner.run(send(cluster, "Other", "producer1", "producer-secret"))
     cluster.runner.run(send(cluster, "Other", "producer1", "producer-secret"))
 
 

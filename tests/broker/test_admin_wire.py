@@ -7,7 +7,6 @@ from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import (
     ConsumerOffsetSerializeWrapper,
-    ConsumeStats,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicConfigSerializeWrapper,
@@ -20,6 +19,7 @@ from longboat.protocol.headers import (
     GetConsumeStatsRequestHeader,
     GetRouteInfoRequestHeader,
 )
+from longboat.protocol.table_bodies import ConsumeStats
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 from longboat.store import MessageInner

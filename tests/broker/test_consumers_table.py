@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from longboat.broker.consumers import ConsumerManager
+from longboat.broker.state.consumers import ConsumerManager
 from longboat.protocol.bodies import ConsumerData, SubscriptionData
 from longboat.remoting import Connection
 

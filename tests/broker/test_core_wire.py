@@ -13,7 +13,7 @@ from dataclasses import asdict
 
 from conftest import Cluster
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, encode_frame
-from longboat.protocol.bodies import TopicRouteData, decode_consumer_id_list
+from longboat.protocol.bodies import TopicRouteData
 from longboat.protocol.headers import (
     ConsumerGroupHeader,
     EarliestMsgStoreTimeResponseHeader,
@@ -26,6 +26,7 @@ from longboat.protocol.headers import (
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.properties import Prop
 from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.table_bodies import decode_consumer_id_list
 from longboat.remoting import Connection, Router
 from longboat.store import FlushDiskType
 

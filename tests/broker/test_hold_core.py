@@ -12,9 +12,12 @@ from collections.abc import Callable
 import pytest
 
 from conftest import Cluster
-from longboat.broker.hold import RECHECK_INTERVAL_S
-from longboat.protocol import ResponseCode
+from longboat.broker.core.message_filter import MessageFilter
+from longboat.broker.core.pull import PullRequest
+from longboat.broker.state.hold import RECHECK_INTERVAL_S
+from longboat.protocol import RemotingCommand, ResponseCode
 from longboat.protocol.properties import Prop
+from longboat.remoting import Connection
 from longboat.store import MessageInner
 
 from .wire import Wire, eventually, pulled, records, sent
@@ -116,23 +119,28 @@ async def test_held_pull_times_out_with_pull_not_found_at_its_own_timeout(wire: 
 
 
 async def test_send_landing_during_hold_registration_wakes_the_pull(
-    loopback_cluster: Callable[..., Cluster],
+    loopback_cluster: Callable[..., Cluster], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The lost wake-up race, made deterministic: the message is stored after the pull's empty
     read and before its registration, so the arrival listener finds nobody to wake; only the
-    re-check after registering can answer it."""
+    re-check after registering can answer it.  (The hold service's own `hold` is wrapped for
+    this one broker: the race needs a step between the two, which production code never has.)"""
     cluster = loopback_cluster()
     broker = cluster.broker
     w = Wire(cluster.broker_addr)
     await created(w, queues=1)
     raced: list[int] = []
+    register = broker.hold.hold
 
-    def land_a_message(topic: str, queue_id: int) -> None:
-        broker.hold.before_hold = None
-        result = broker.store_message(MessageInner(topic, queue_id, b"raced", {Prop.TAGS: "TagA"}))
-        raced.append(result.records[0].queue_offset)
+    def land_a_message_then_register(
+        conn: Connection, command: RemotingCommand, pull: PullRequest, flt: MessageFilter
+    ) -> bool:
+        monkeypatch.setattr(broker.hold, "hold", register)
+        message = MessageInner(pull.topic, pull.queue_id, b"raced", {Prop.TAGS: "TagA"})
+        raced.append(broker.appender.store_message(message).records[0].queue_offset)
+        return register(conn, command, pull, flt)
 
-    broker.hold.before_hold = land_a_message
+    monkeypatch.setattr(broker.hold, "hold", land_a_message_then_register)
     response = await w.pull(TOPIC, 0, 1, subscription="TagA", suspend_ms=LONG_MS, timeout=10)
     assert raced == [1]
     assert response.code == ResponseCode.SUCCESS

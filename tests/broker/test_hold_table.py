@@ -12,11 +12,12 @@ import asyncio
 import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
-from longboat.broker.hold import WAKE_BATCH, HeldPull, HoldService
-from longboat.broker.message_filter import MessageFilter
+from longboat.broker.core.message_filter import MessageFilter
+from longboat.broker.state.hold import WAKE_BATCH, HeldPull, HoldService
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.remoting import Connection
 
@@ -27,16 +28,29 @@ TAG_A, TAG_B, TAG_C = 101, 202, 303
 SUSPEND_MS = 30_000
 
 
+@dataclass(frozen=True, slots=True)
+class Pull:
+    """What the table reads of a parked pull."""
+
+    topic: str
+    queue_id: int
+    queue_offset: int
+    suspend_timeout_ms: int
+
+
+Held = HeldPull[Pull, MessageFilter]
+
+
 @dataclass
 class Rig:
     """A started hold service over a fake store's max offsets."""
 
-    service: HoldService
+    service: HoldService[Pull, MessageFilter]
     timers: FakeTimers
     clock: FakeClock
     max_offsets: dict[tuple[str, int], int] = field(default_factory=dict)
-    answered: list[HeldPull] = field(default_factory=list)
-    heard: list[tuple[HeldPull, RemotingCommand, float | None]] = field(default_factory=list)
+    answered: list[Held] = field(default_factory=list)
+    heard: list[tuple[Held, RemotingCommand, float | None]] = field(default_factory=list)
     transports: dict[Connection, RecordingTransport] = field(default_factory=dict)
     answer_takes_s: float = 0.0  # of the fake clock, per re-read
 
@@ -56,8 +70,8 @@ class Rig:
     ) -> tuple[bool, RemotingCommand, Connection]:
         conn = conn or self.connection()
         request = RemotingCommand.request(RequestCode.PULL_MESSAGE, {"queueOffset": str(offset)})
-        flt = MessageFilter(codes=codes)
-        held = self.service.hold(conn, request, None, TOPIC, queue, offset, flt, suspend_ms)
+        pull = Pull(TOPIC, queue, offset, suspend_ms)
+        held = self.service.hold(conn, request, pull, MessageFilter(codes=codes))
         return held, request, conn
 
     def arrive(self, tags_code: int, *, queue: int = 0) -> None:
@@ -70,16 +84,16 @@ class Rig:
         return self.transports[conn].written
 
     def held_pull_answered(
-        self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+        self, held: HeldPull[Any, Any], response: RemotingCommand, wake_latency_s: float | None
     ) -> None:
         self.heard.append((held, response, wake_latency_s))
 
 
-def answer(rig: Rig, held: HeldPull) -> RemotingCommand:
+def answer(rig: Rig, held: Held) -> RemotingCommand:
     """The answerer: what the pull module would re-read, reduced to the offset it stood at."""
     rig.answered.append(held)
     rig.clock.now += rig.answer_takes_s
-    return held.request.make_response(remark=f"re-read from {held.offset}")
+    return held.command.make_response(remark=f"re-read from {held.offset}")
 
 
 def make_rig(
@@ -92,7 +106,7 @@ def make_rig(
     """`defer` runs the answers of woken pulls; at once unless a test holds them back."""
     timers, clock = FakeTimers(), FakeClock()
     rig: Rig
-    service = HoldService(
+    service: HoldService[Pull, MessageFilter] = HoldService(
         lambda topic, queue: rig.max_offsets.get((topic, queue), 0),
         lambda held: answer(rig, held),
         long_polling=long_polling,
@@ -122,7 +136,7 @@ async def test_an_arrival_past_the_offset_answers_the_pull_once(rig: Rig) -> Non
     held, request, conn = rig.hold(offset=0)
     assert held and rig.service.held_count == 1 and rig.timers.pending == 1
     rig.arrive(TAG_A)
-    assert [h.request for h in rig.answered] == [request]
+    assert [h.command for h in rig.answered] == [request]
     assert [r.opaque for r in rig.written(conn)] == [request.opaque]
     assert rig.written(conn)[0].remark == "re-read from 0"
     assert rig.service.held_count == 0 and rig.timers.pending == 0  # its timer went with it
@@ -139,7 +153,7 @@ async def test_the_deadline_answers_a_pull_nothing_woke(rig: Rig) -> None:
     rig.timers.advance(0.499)
     assert rig.answered == [] and rig.service.held_count == 2
     rig.timers.advance(0.001)
-    assert len(rig.answered) == 2 and request in [h.request for h in rig.answered]
+    assert len(rig.answered) == 2 and request in [h.command for h in rig.answered]
     assert len(rig.written(conn)) == 1
     assert (rig.service.woken, rig.service.expired, rig.service.held_count) == (0, 2, 0)
     rig.arrive(TAG_A, queue=1)  # too late: nobody is parked any more
@@ -149,7 +163,7 @@ async def test_the_deadline_answers_a_pull_nothing_woke(rig: Rig) -> None:
 async def test_shutdown_answers_every_held_pull_and_holds_no_more(rig: Rig) -> None:
     parked = [rig.hold(queue=q)[1] for q in range(3)]
     assert rig.service.answer_all() == 3
-    assert sorted(h.request.opaque for h in rig.answered) == sorted(r.opaque for r in parked)
+    assert sorted(h.command.opaque for h in rig.answered) == sorted(r.opaque for r in parked)
     assert rig.service.held_count == 0 and rig.timers.pending == 0
     held, _, _ = rig.hold()
     assert not held  # answered at once by the caller from now on
@@ -266,7 +280,7 @@ async def test_observers_hear_every_answer_with_the_wake_latency_of_woken_ones(r
 
     class Second:
         def held_pull_answered(
-            self, held: HeldPull, response: RemotingCommand, wake_latency_s: float | None
+            self, held: HeldPull[Any, Any], response: RemotingCommand, wake_latency_s: float | None
         ) -> None:
             second.append(wake_latency_s)
 
@@ -276,7 +290,7 @@ async def test_observers_hear_every_answer_with_the_wake_latency_of_woken_ones(r
     rig.answer_takes_s = 0.002
     rig.arrive(TAG_A)
     rig.timers.advance(0.1)
-    assert [(h.request, r.opaque, lat) for h, r, lat in rig.heard] == [
+    assert [(h.command, r.opaque, lat) for h, r, lat in rig.heard] == [
         (woken_request, woken_request.opaque, pytest.approx(0.002)),
         (timed_request, timed_request.opaque, None),
     ]

@@ -225,6 +225,27 @@ def test_a_non_scalar_ext_value_is_answered_and_the_connection_kept(cluster: Clu
     assert after is not None and (after.opaque, after.code) == (8, ResponseCode.SUCCESS)
 
 
+def test_a_peers_first_bad_request_is_logged_at_info_the_rest_at_debug(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def scenario() -> RemotingCommand | None:
+        peer = await RawPeer.open(cluster.broker_addr)
+        try:
+            for opaque in (21, 22, 23):
+                bad = rocketmq_frame(RequestCode.GET_MAX_OFFSET, opaque, b"\x7f\xff" + b"abcd")
+                answer = await peer.exchange(bad)
+                assert answer is not None and answer.opaque == opaque
+            return await peer.exchange(query_max_offset(24))
+        finally:
+            peer.close()
+
+    with caplog.at_level(logging.DEBUG, "longboat.remoting"):
+        after = cluster.runner.run(scenario())
+    assert after is not None and after.code == ResponseCode.SUCCESS  # every one was handled
+    levels = [r.levelno for r in caplog.records if "bad request" in r.getMessage()]
+    assert levels == [logging.INFO, logging.DEBUG, logging.DEBUG]
+
+
 def test_a_binary_header_with_bad_ext_lengths_is_answered(cluster: Cluster) -> None:
     async def scenario() -> tuple[RemotingCommand | None, RemotingCommand | None]:
         peer = await RawPeer.open(cluster.broker_addr)

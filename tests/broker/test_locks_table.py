@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from longboat.broker.locks import QueueLockTable
+from longboat.broker.state.queue_locks import QueueLockTable
 from longboat.protocol.types import MessageQueue
 
 from .fakes import FakeClock

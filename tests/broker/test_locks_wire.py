@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import LockBatchRequest, decode_lock_batch_response
+from longboat.protocol.table_bodies import LockBatchRequest, decode_lock_batch_response
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 

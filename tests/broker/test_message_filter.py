@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from longboat.broker.message_filter import FilterRefused, message_filter
+from longboat.broker.core.message_filter import message_filter
+from longboat.broker.core.refusal import Refusal
 from longboat.protocol import ResponseCode
 from longboat.protocol.tags import java_string_hash
 
@@ -21,13 +22,13 @@ def test_the_pulls_of_one_subscription_share_its_filter() -> None:
 def test_sql92_is_refused_while_disabled_even_after_it_was_built_enabled() -> None:
     assert message_filter("SQL92", "price > 1", property_filter_enabled=True).sql is not None
     for _ in range(2):
-        with pytest.raises(FilterRefused) as refused:
+        with pytest.raises(Refusal) as refused:
             message_filter("SQL92", "price > 1", property_filter_enabled=False)
         assert refused.value.code == ResponseCode.SYSTEM_ERROR
 
 
 def test_a_bad_expression_is_refused_every_time() -> None:
     for _ in range(2):
-        with pytest.raises(FilterRefused) as refused:
+        with pytest.raises(Refusal) as refused:
             message_filter("SQL92", "price >", property_filter_enabled=True)
         assert refused.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED

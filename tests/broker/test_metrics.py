@@ -74,6 +74,18 @@ async def test_scrape_counts_traffic_holds_lag_and_dlq(loopback_cluster) -> None
     assert value(samples, "longboat_bytes_in_total", topic=topic) > 400
     assert value(samples, "longboat_store_size_bytes") > 0
     assert value(samples, "longboat_dispatch_lag_bytes") == 0
+    # The same figures under RocketMQ 5's names and labels.
+    node = {"cluster": cluster.config.broker_cluster_name, "node_type": "broker"}
+    node["node_id"] = cluster.config.broker_name
+    sent = {**node, "topic": topic, "message_type": "normal", "is_system": "false"}
+    assert value(samples, "rocketmq_messages_in_total", **sent) == 7
+    assert value(samples, "rocketmq_throughput_in_total", **sent) == value(
+        samples, "longboat_bytes_in_total", topic=topic
+    )
+    storage = {**node, "storage_type": "local", "storage_medium": "disk"}
+    assert value(samples, "rocketmq_storage_size", **storage) == value(
+        samples, "longboat_store_size_bytes"
+    )
 
     consumer = LitePullConsumer(
         group,
@@ -105,6 +117,14 @@ async def test_scrape_counts_traffic_holds_lag_and_dlq(loopback_cluster) -> None
     assert value(samples, "longboat_consumer_lag_messages", **queue) == 8 - 2
     assert value(samples, "longboat_consumer_lag_seconds", **queue) >= 0
     assert ("longboat_consumer_lag_seconds", tuple(sorted(queue.items()))) in samples
+    pulled = {**node, "topic": topic, "is_retry": "false", "is_system": "false"}
+    assert value(samples, "rocketmq_messages_out_total", **pulled) == 8
+    assert value(samples, "rocketmq_throughput_out_total", **pulled) > 400
+    of_group = {**pulled, "consumer_group": group}
+    assert value(samples, "rocketmq_consumer_lag_messages", **of_group) == 8 - 2
+    assert value(samples, "rocketmq_consumer_ready_messages", **of_group) == 8 - 2
+    assert value(samples, "rocketmq_consumer_inflight_messages", **of_group) == 0
+    assert ("rocketmq_consumer_lag_latency", tuple(sorted(of_group.items()))) in samples
     # The flush thread syncs on its own schedule (a busy disk can hold one sync for seconds).
     await wait_for(lambda: broker.store.flush_stats[0] >= 1, timeout=60)
     assert value(scrape(port), "longboat_flush_latency_seconds_count") >= 1
@@ -117,6 +137,8 @@ async def test_scrape_counts_traffic_holds_lag_and_dlq(loopback_cluster) -> None
     samples = scrape(port)
     assert value(samples, "longboat_retry_messages_total", group="g1") == 2
     assert value(samples, "longboat_dlq_messages_total", group="g1") == 1
+    dlq = {**node, "consumer_group": "g1", "is_system": "false"}
+    assert value(samples, "rocketmq_send_to_dlq_messages_total", **dlq) == 1
 
 
 async def test_endpoint_is_off_by_default_and_stops_with_the_broker(loopback_cluster) -> None:

@@ -11,12 +11,6 @@ from collections.abc import Callable
 
 from conftest import Cluster
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import (
-    MessageQueue,
-    decode_group_list,
-    decode_offset_table,
-    decode_topic_stats,
-)
 from longboat.protocol.fastjson import loads
 from longboat.protocol.headers import (
     CreateTopicRequestHeader,
@@ -24,6 +18,12 @@ from longboat.protocol.headers import (
     ResetOffsetRequestHeader,
     TopicRequestHeader,
 )
+from longboat.protocol.table_bodies import (
+    decode_group_list,
+    decode_offset_table,
+    decode_topic_stats,
+)
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, Router
 
 from .test_core_wire import route

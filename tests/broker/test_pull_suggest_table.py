@@ -1,5 +1,5 @@
 """The pull answer's suggestWhichBrokerId and a slave's changes to the answer
-(`broker/pull_suggest.py`), driven by hand: RocketMQ 4.x's rule row by row."""
+(`broker/core/pull_suggest.py`), driven by hand: RocketMQ 4.x's rule row by row."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import cast
 import pytest
 
 from longboat.broker.config import BrokerConfig
-from longboat.broker.pull_suggest import PullSuggestion, physical_memory
-from longboat.broker.subscription_groups import SubscriptionGroupTable
+from longboat.broker.core.pull_suggest import PullSuggestion, physical_memory
+from longboat.broker.state.subscription_groups import SubscriptionGroupTable
 from longboat.protocol import ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.store import GetResult, GetStatus, MessageStore

@@ -1,11 +1,14 @@
 """Master and slave brokers in one broker group, over real sockets on loopback: the slave
 learns its master from the name server, copies its commit log with RocketMQ's HA stream and
-serves what it copied; a SYNC_MASTER answers a send only once the slave has it; a slave
-refuses sends; a slave stopped and started again catches up."""
+serves what it copied; a SYNC_MASTER answers a send only once the slave has it, else
+FLUSH_SLAVE_TIMEOUT (a slave that stops acknowledging) or SLAVE_NOT_AVAILABLE (none, or one
+further behind than haSlaveFallbehindMax); a slave refuses sends; a slave stopped and started
+again catches up."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from longboat.client.producer import Producer
 from longboat.client.queue_reader import QueueReader
 from longboat.namesrv import NameServer
 from longboat.protocol import ResponseCode
+from longboat.protocol.ha import encode_report
 from longboat.protocol.types import MessageQueue
 
 GROUP_NAME = "ha-group"
@@ -107,6 +111,53 @@ async def test_a_sync_master_answers_once_its_slave_has_the_message(
             mq = MessageQueue(TOPIC, GROUP_NAME, queue_id)
             got += await read_all(reader, slave.broker_addr, mq)
     assert sorted(got) == sorted([b"before the slave"] + [f"order {i}".encode() for i in range(50)])
+
+
+async def silent_slave(master: BrokerController) -> asyncio.StreamWriter:
+    """A slave that connects to the master's HA port, reports an empty log once and then
+    never acknowledges anything (a frozen or partitioned slave)."""
+    assert master.ha_master is not None
+    _, writer = await asyncio.open_connection("127.0.0.1", master.ha_master.port)
+    writer.write(encode_report(0))
+    await writer.drain()
+    ha = master.ha_master
+    await until(lambda: any(s.ack_offset >= 0 for s in ha.slaves), "the slave reported")
+    return writer
+
+
+@pytest.mark.parametrize(
+    ("fallbehind_max", "body_size", "expected"),
+    [
+        # Close enough to wait for, but it never acknowledges: stored, the wait times out.
+        (256 * 1024 * 1024, 10, SendStatus.FLUSH_SLAVE_TIMEOUT),
+        # Further behind than haSlaveFallbehindMax: not waited for at all.
+        (1024, 3000, SendStatus.SLAVE_NOT_AVAILABLE),
+    ],
+)
+async def test_a_sync_master_tells_what_its_slave_failed_to_do(
+    namesrv: NameServer,
+    start_broker: StartBroker,
+    fallbehind_max: int,
+    body_size: int,
+    expected: SendStatus,
+) -> None:
+    master = await start_broker(
+        "master",
+        broker_role="SYNC_MASTER",
+        sync_flush_timeout=300,
+        ha_slave_fallbehind_max=fallbehind_max,
+    )
+    async with Admin(config=config_for(namesrv)) as admin:
+        await admin.create_topic(TOPIC, queue_nums=1)
+    writer = await silent_slave(master)
+    try:
+        async with Producer("ha-producer", config=config_for(namesrv)) as producer:
+            result = await producer.send(Message(TOPIC, os.urandom(body_size)))
+        assert result.status is expected
+        # Stored on the master all the same.
+        assert master.store.max_offset(TOPIC, 0) == 1
+    finally:
+        writer.close()
 
 
 async def test_a_slave_refuses_sends_and_catches_up_after_a_restart(

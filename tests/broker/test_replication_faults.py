@@ -36,7 +36,8 @@ class BrokerGroup:
     processes: dict[str, ServerProcess] = field(default_factory=dict)
     addrs: dict[str, str] = field(default_factory=dict)
 
-    def start(self, name: str, role: str) -> str:
+    def start(self, name: str, role: str, *extra: str) -> str:
+        """Start (or restart, on the same store) broker `name`; `extra` are more flags."""
         args = [
             "broker",
             "--brokerName", GROUP_NAME,
@@ -52,6 +53,7 @@ class BrokerGroup:
             "--haSendHeartbeatInterval", "200",
             "--slaveSynchronizeInterval", "200",
             "--syncFlushTimeout", "3000",
+            *extra,
         ]  # fmt: skip
         proc = ServerProcess(args, self.home / "cli")
         self.processes[name] = proc

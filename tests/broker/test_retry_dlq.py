@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from longboat.broker import BrokerController
-from longboat.broker.retry_policy import route_retry_send
+from longboat.broker.core.retry_policy import route_retry_send
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.headers import ConsumerSendMsgBackRequestHeader

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from longboat.broker.delay_levels import SCHEDULE_TOPIC, DelayLevels, reroute_delayed
-from longboat.broker.schedule import Phase, ScheduleService
+from longboat.broker.services.delay_schedule import Phase, ScheduleService
 from longboat.protocol.message import decode_record
 from longboat.protocol.properties import Prop
 from longboat.store import MessageInner, MessageStore, PutResult, StoreConfig

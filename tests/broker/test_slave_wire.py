@@ -1,7 +1,7 @@
 """A slave copies its master's metadata (RocketMQ's SlaveSynchronize): topic table, consumer
 offsets, delay-level progress and group settings, every `slaveSynchronizeInterval`; when the
 master is gone it keeps what it copied, and takes the master's word again when it returns.
-It serves pulls by RocketMQ's rules (`broker/pull_suggest.py`).  Real brokers on loopback; the
+It serves pulls by RocketMQ's rules (`broker/core/pull_suggest.py`).  Real brokers on loopback; the
 same copy from an Apache RocketMQ master is in `tests/java/test_slave_sync_rocketmq.py`."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from broker.wire import Wire, eventually, pulled, records, sent
 from conftest import broker_config
 from longboat.broker import BrokerController
 from longboat.broker.config import BrokerConfig
-from longboat.broker.schedule import DELAY_OFFSET_FILE
+from longboat.broker.services.delay_schedule import DELAY_OFFSET_FILE
 from longboat.namesrv import NameServer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.bodies import SubscriptionGroupConfig, TopicConfig

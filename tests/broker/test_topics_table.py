@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from longboat.broker.topics import TopicManager
+from longboat.broker.state.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC
 from longboat.protocol.types import PERM_INHERIT, PERM_READ, PERM_READ_WRITE
@@ -33,6 +33,8 @@ class Topics:
     auto_create: bool = True
     clock: FakeClock = field(default_factory=FakeClock)
     changes: int = 0
+    # What each re-registration carries: the changed topics' names, or None (the whole table).
+    registered: list[list[str] | None] = field(default_factory=list)
     manager: TopicManager = field(init=False)
 
     def __post_init__(self) -> None:
@@ -52,8 +54,9 @@ class Topics:
         self.manager.bootstrap()
         return self.manager
 
-    def changed(self) -> None:
+    def changed(self, configs: list[TopicConfig] | None) -> None:
         self.changes += 1
+        self.registered.append(None if configs is None else [c.topic_name for c in configs])
 
     def shape(self, topic: str) -> tuple[int, int, int] | None:
         config = self.manager.get(topic)
@@ -191,3 +194,13 @@ def test_admin_changes_bump_the_data_version_with_the_clock(topics: Topics) -> N
     assert topics.manager.delete_topic("A") and not topics.manager.delete_topic("A")
     assert topics.manager.wrapper().data_version.counter == start.counter + 3
     assert topics.changes == 3  # create, replace, delete; not the failed delete
+
+
+def test_a_creation_registers_that_topic_alone_and_a_deletion_the_whole_table(
+    topics: Topics,
+) -> None:
+    topics.manager.create_topic(TopicConfig("A", 3, 3, PERM_READ_WRITE))
+    topics.manager.ensure_retry_topic("g")
+    topics.manager.create_on_send("B", AUTO_CREATE_TOPIC_KEY, 4)
+    assert topics.manager.delete_topic("A")
+    assert topics.registered == [["A"], ["%RETRY%g"], ["B"], None]

@@ -5,7 +5,6 @@ producer of its group (whose answer decides it), a half never decided is discard
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import Callable
 
@@ -104,6 +103,11 @@ async def test_rollback_drops_the_half_and_a_wrong_request_is_refused(
     await w.close()
 
 
+def checks_of(producer: CheckingProducer, half: tuple[int, int]) -> int:
+    """How many check-backs the producer heard for `half`."""
+    return sum(1 for header, _ in producer.checks if header.commitLogOffset == half[1])
+
+
 class CheckingProducer:
     """A producer connection that hears CHECK_TRANSACTION_STATE and answers as `decide` says."""
 
@@ -152,8 +156,11 @@ async def test_an_undecided_half_is_checked_back_and_the_answer_decides(
         return await visible(reader) == [b"decided by the check"]
 
     await eventually(committed, "the committed message")
-    await asyncio.sleep(0.3)  # several check rounds: a decided half is not asked again
-    assert len(producer.checks) == 1
+    # A half sent afterwards is checked: a check round ran since the decision, and the
+    # decided half was not asked about again.
+    marker = await send_half(producer.wire, b"marker")
+    await eventually(lambda: checks_of(producer, marker) > 0, "the marker's check-back")
+    assert checks_of(producer, half) == 1
     await producer.wire.close()
     await reader.close()
 
@@ -164,14 +171,15 @@ async def test_a_half_never_decided_is_discarded_after_check_max(
     cluster = loopback_cluster(**FAST_CHECKS, transaction_check_max=3)
     producer = CheckingProducer(cluster.broker_addr, lambda: UNKNOWN)
     await producer.join()
-    await send_half(producer.wire, b"never decided")
+    first = await send_half(producer.wire, b"never decided")
 
     async def discarded() -> bool:
         return await visible(producer.wire, TRANS_CHECK_MAX_TIME_TOPIC) == [b"never decided"]
 
     await eventually(discarded, "the half to be discarded")
-    await asyncio.sleep(0.3)
-    assert len(producer.checks) == 3
+    marker = await send_half(producer.wire, b"marker")  # its check: a later round ran
+    await eventually(lambda: checks_of(producer, marker) > 0, "the marker's check-back")
+    assert checks_of(producer, first) == 3
     assert await visible(producer.wire) == []
     await producer.wire.close()
 
@@ -184,10 +192,10 @@ async def test_check_backs_before_a_restart_count_towards_check_max(
     cluster = loopback_cluster(**FAST_CHECKS, transaction_check_max=3)
     producer = CheckingProducer(cluster.broker_addr, lambda: UNKNOWN)
     await producer.join()
-    await send_half(producer.wire, b"never decided")
-    await eventually(lambda: len(producer.checks) >= 2, "two check-backs")
+    first = await send_half(producer.wire, b"never decided")
+    await eventually(lambda: checks_of(producer, first) >= 2, "two check-backs")
     await producer.wire.close()
-    before = len(producer.checks)
+    before = checks_of(producer, first)
     cluster.restart_broker()
 
     producer = CheckingProducer(cluster.broker_addr, lambda: UNKNOWN)
@@ -197,9 +205,10 @@ async def test_check_backs_before_a_restart_count_towards_check_max(
         return await visible(producer.wire, TRANS_CHECK_MAX_TIME_TOPIC) == [b"never decided"]
 
     await eventually(discarded, "the half to be discarded")
-    await asyncio.sleep(0.3)
+    marker = await send_half(producer.wire, b"marker")  # its check: a later round ran
+    await eventually(lambda: checks_of(producer, marker) > 0, "the marker's check-back")
     # Rounds that reached no producer (while it rejoined) count too, as in RocketMQ.
-    assert before + len(producer.checks) <= 3
+    assert before + checks_of(producer, first) <= 3
     await producer.wire.close()
 
 
@@ -220,12 +229,17 @@ async def test_decisions_and_undecided_halves_survive_a_restart(
     producer = CheckingProducer(cluster.broker_addr, lambda: COMMIT)
     await producer.join()
     await eventually(lambda: bool(producer.checks), "a check-back of the undecided half")
-    await asyncio.sleep(0.3)
+    marker = await send_half(producer.wire, b"marker")  # its check: a later round ran
+    await eventually(lambda: checks_of(producer, marker) > 0, "the marker's check-back")
     # Only the half left undecided is asked about, once; nothing decided is applied twice.
-    assert [h.tranStateTableOffset for h, _ in producer.checks] == [pending[0]]
+    assert [h.tranStateTableOffset for h, _ in producer.checks] == [pending[0], marker[0]]
 
     async def both() -> bool:
-        return sorted(await visible(producer.wire)) == [b"committed after", b"committed before"]
+        return sorted(await visible(producer.wire)) == [
+            b"committed after",
+            b"committed before",
+            b"marker",
+        ]
 
     await eventually(both, "both commits, each once")
     await producer.wire.close()

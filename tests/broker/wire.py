@@ -28,7 +28,6 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.message import MessageExt, decode_records
 from longboat.protocol.properties import Prop, properties_to_string
-from longboat.protocol.sysflags import PullSysFlag
 from longboat.remoting import RemotingClient, Router
 
 TIMEOUT_S = 10.0
@@ -150,23 +149,17 @@ def pull_header(
     expression_type: str = "TAG",
 ) -> PullMessageRequestHeader:
     """A pull; `subscription=None` leaves the subscription to the group's heartbeat."""
-    flag = PullSysFlag.build(
-        commit_offset=commit_offset >= 0,
-        suspend=suspend_ms > 0,
-        subscription=subscription is not None,
-    )
-    return PullMessageRequestHeader(
-        consumerGroup=group,
+    return PullMessageRequestHeader.pulling(
+        group=group,
         topic=topic,
-        queueId=queue_id,
-        queueOffset=offset,
-        maxMsgNums=max_nums,
-        sysFlag=int(flag),
-        commitOffset=max(commit_offset, 0),
-        suspendTimeoutMillis=suspend_ms,
-        subVersion=sub_version,
+        queue_id=queue_id,
+        offset=offset,
+        max_msgs=max_nums,
+        suspend_ms=suspend_ms,
+        commit_offset=commit_offset if commit_offset >= 0 else None,
         subscription=subscription,
-        expressionType=expression_type if subscription is not None else None,
+        expression_type=expression_type,
+        sub_version=sub_version,
     )
 
 

@@ -9,15 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
 from conftest import Cluster, start_cluster
-from longboat.cli.main import cli
 from longboat.client import ClientConfig
 from longboat.client.admin import QueueOffset
 from longboat.client.sync import Admin, LitePullConsumer
 from longboat.dashboard.server import DashboardServer
 
+from .invoke import Invoke, cli_against
 from .processes import ServerProcess
 
 
@@ -29,17 +28,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture
-def longboat(cluster: Cluster, monkeypatch: pytest.MonkeyPatch):
+def longboat(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> Invoke:
     """Runs `longboat ARGS` in-process against the cluster (through $LONGBOAT_NAMESRV)."""
-    monkeypatch.setenv("LONGBOAT_NAMESRV", cluster.namesrv_addr)
-    monkeypatch.setenv("COLUMNS", "250")
-
-    def invoke(*args: str, input: str | None = None, code: int = 0) -> Result:
-        result = CliRunner().invoke(cli, list(args), input=input, catch_exceptions=False)
-        assert result.exit_code == code, (args, result.output)
-        return result
-
-    return invoke
+    return cli_against(cluster.namesrv_addr, monkeypatch)
 
 
 def admin(cluster: Cluster) -> Admin:

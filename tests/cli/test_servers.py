@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import socket
@@ -283,3 +284,50 @@ def test_up_runs_a_local_cluster_of_masters_and_slaves(servers, tmp_path: Path) 
     assert members[("broker-a", 0)]["addr"] == addrs["broker-a/0"]
     assert members[("broker-a", 1)]["addr"] == addrs["broker-a/1"]
     assert up.interrupt(signal.SIGINT) == 0
+
+
+def test_up_runs_each_broker_group_in_a_process_of_its_own(servers, tmp_path: Path) -> None:
+    """`up --brokers 2`: broker-a and broker-b each serve from their own process and store
+    (so both take writes, each on its core); a topic is served by both, every message sent
+    comes back, and SIGTERM to `up` stops both processes cleanly."""
+    data = tmp_path / "store"
+    up = start(servers, tmp_path, *up_args(data), "--brokers", "2")
+    namesrv = up.address_of("name server")
+    pids = {
+        name: int(m.group(1))
+        for name in ("broker-a/0", "broker-b/0")
+        if (m := re.search(rf"{name}\W.*pid (\d+)", up.output))
+    }
+    assert len(set(pids.values())) == 2 and up.proc.pid not in pids.values(), up.output
+    assert (data / "broker-a" / "0").is_dir() and (data / "broker-b" / "0").is_dir()
+    config = ClientConfig([namesrv], client_ip="127.0.0.1")
+    sent = [f"m{i}".encode() for i in range(40)]
+    with Producer("cli-test", config=config) as producer:
+        results = [producer.send(Message(TOPIC, body)) for body in sent]
+    assert {r.message_queue.broker_name for r in results} == {"broker-a", "broker-b"}
+    assert sorted(consume_all(namesrv, "cli-procs", len(sent))) == sorted(sent)
+    assert up.interrupt(signal.SIGTERM) == 0
+    for pid in pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # exited and reaped by `up`
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_a_killed_up_takes_its_broker_processes_with_it(servers, tmp_path: Path) -> None:
+    up = start(servers, tmp_path, *up_args(tmp_path / "store"), "--brokers", "2")
+    pids = [int(p) for p in re.findall(r"pid (\d+)", up.output)]
+    assert len(pids) == 2 and all(running(pid) for pid in pids), up.output
+    up.kill()  # SIGKILL: `up` stops nothing itself
+    deadline = time.monotonic() + 60
+    while any(running(pid) for pid in pids):
+        assert time.monotonic() < deadline, [pid for pid in pids if running(pid)]
+        time.sleep(0.2)
+
+
+def running(pid: int) -> bool:
+    """Alive and not a zombie waiting for its new parent to reap it."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in status

@@ -12,9 +12,9 @@ from longboat.client.admin import Admin
 from longboat.client.producer import Producer
 from longboat.client.push import ConsumeFrom, PushConsumer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import decode_offset_table
 from longboat.protocol.headers import ResetOffsetRequestHeader
 from longboat.protocol.message import MessageExt
+from longboat.protocol.table_bodies import decode_offset_table
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import RemotingClient
 

@@ -17,20 +17,15 @@ from longboat.client import ClientConfig, Message
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.producer import Producer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
-from longboat.protocol.bodies import (
-    BrokerData,
-    ConsumerData,
-    MessageQueue,
-    QueueData,
-    TopicRouteData,
-    encode_offset_table,
-)
+from longboat.protocol.bodies import BrokerData, ConsumerData, QueueData, TopicRouteData
 from longboat.protocol.headers import (
     ConsumerGroupHeader,
     ResetOffsetRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
+from longboat.protocol.table_bodies import encode_offset_table
+from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 
 Handler = Callable[[Connection, RemotingCommand], RemotingCommand | None]

@@ -31,6 +31,18 @@ async def send_orders(namesrv: str, topic: str) -> None:
             await producer.send(Message(topic, f"o{i}".encode(), properties=props))
 
 
+async def send_markers(namesrv: str, topic: str, queues: int) -> None:
+    """One message matching SELECTOR at the end of each queue, `marker-<queue id>`."""
+    props = {"region": "eu", "amount": "50"}
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        for q in range(queues):
+            await producer.send(
+                Message(topic, f"marker-{q}".encode(), properties=props),
+                selector=lambda mqs, msg, arg: next(mq for mq in mqs if mq.queue_id == arg),
+                arg=q,
+            )
+
+
 async def test_push_consumer_by_sql_gets_only_matching_messages(
     loopback_cluster: Callable[..., Cluster],
 ) -> None:
@@ -49,8 +61,11 @@ async def test_push_consumer_by_sql_gets_only_matching_messages(
     consumer.register_listener(listener)
     async with consumer:
         await deliveries.wait_for_bodies({"o0", "o3", "o5"})
-        await asyncio.sleep(0.5)  # nothing else follows
-    assert sorted(deliveries.bodies()) == ["o0", "o3", "o5"]
+        # A matching marker behind every queue's orders: once both arrived, each queue was
+        # read past every order, so whatever else was to be delivered has been.
+        await send_markers(namesrv, topic, 2)
+        await deliveries.wait_for_bodies({"marker-0", "marker-1"})
+    assert sorted(deliveries.bodies()) == ["marker-0", "marker-1", "o0", "o3", "o5"]
 
 
 async def test_lite_pull_consumer_by_sql_gets_only_matching_messages(

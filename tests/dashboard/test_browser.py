@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from client.test_tracing_e2e import traced_round_trip
 from conftest import Cluster, start_cluster
 from longboat.client import ClientConfig, Message, MessageExt
 from longboat.client.admin import Admin, QueueOffset
@@ -194,7 +195,7 @@ def test_every_page_shows_the_cluster(site: Site) -> None:
     assert "TBW102" not in cell_texts(page, "td")
     # As `longboat topic list`: brokers, write and read queues, permission.
     row = page.locator("tr", has=page.get_by_role("link", name=TOPIC))
-    assert cell_texts(row, "td") == [
+    assert cell_texts(row, "td")[:6] == [
         TOPIC,
         "normal",
         site.cluster.config.broker_name,
@@ -366,7 +367,7 @@ def test_a_group_that_stored_no_offset_claims_no_lag(site: Site) -> None:
     page = site.open("/groups")
     row = page.locator("tr", has=page.get_by_role("link", name="dash-nothing"))
     row.wait_for(timeout=WAIT_MS)
-    assert cell_texts(row, "td") == ["dash-nothing", "no offsets", "0", "-"]
+    assert cell_texts(row, "td")[:4] == ["dash-nothing", "no offsets", "0", "-"]
     row.get_by_role("link", name="dash-nothing").click()
     page.wait_for_selector("#group-lag:text-is('unknown (no offset stored)')", timeout=WAIT_MS)
 
@@ -391,6 +392,33 @@ def test_the_chart_has_a_colour_key_and_the_site_an_icon(site: Site) -> None:
     icon = page.request.get(f"{site.dashboard.url}favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"] == "image/svg+xml"
     assert icon.body().startswith(b"<svg")
+
+
+def test_a_refresh_keeps_what_is_being_typed(site: Site) -> None:
+    topic = "DashTyping"  # its own topic: the other tests count TOPIC's messages
+    site.admin(lambda a: a.create_topic(topic, queue_nums=1))
+    page = site.open(f"/topic/{topic}")
+    queues = page.locator("table:has(caption:text-is('queues')) tbody")
+    before = queues.inner_text()
+    body = page.locator("#send-body")
+    body.fill("")
+    body.type("half a")
+    page.locator("#send-tags").fill("tag-typed")
+    body.focus()
+
+    async def one_more() -> None:
+        async with Producer("dash-typing", config=site.config) as producer:
+            await producer.send(Message(topic, b"changes the figures"))
+
+    site.run(one_more())
+    # The figures changed on the page: a refresh ran while the form held typed text.
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while queues.inner_text() == before:
+        assert time.monotonic() < deadline, "the page did not refresh its figures"
+        page.wait_for_timeout(100)
+    page.keyboard.type(" sentence")  # the focus stayed in the field
+    assert body.input_value() == "half a sentence"
+    assert page.locator("#send-tags").input_value() == "tag-typed"
 
 
 def lag_series(page: Any) -> list[int]:
@@ -528,3 +556,73 @@ def test_acl_brokers_ask_for_keys_and_the_page_uses_them(
         assert cluster.runner.run(route_queues()) == 8
     finally:
         cluster.runner.run(dashboard.stop())
+
+
+def test_a_message_page_shows_its_trace_as_a_timeline(site: Site) -> None:
+    trace_topic = "DashTraces"
+    ids, producer_group, group = site.run(
+        traced_round_trip(site.cluster.namesrv_addr, trace_topic, [b'{"order": "traced"}']), 90
+    )
+    page = site.open(f"/messages?id={ids[0]}")
+    card = page.get_by_role("region", name=f"message {ids[0]}")
+    card.get_by_label("Trace topic").fill(trace_topic)
+    card.get_by_role("button", name="Show trace").click()
+    rows = card.locator("div.trace table tbody tr")
+    rows.nth(3).wait_for(timeout=WAIT_MS)
+    cells = [[c.strip() for c in rows.nth(i).locator("td").all_inner_texts()] for i in range(4)]
+    assert [(r[1], r[2]) for r in cells] == [
+        ("sent", producer_group),
+        ("stored", "broker"),
+        ("delivered", group),
+        ("delivered", group),
+    ]
+    assert [(r[4], r[6]) for r in cells[2:]] == [("0", "failed"), ("1", "success")]
+    site.shot("message-trace")
+
+
+def test_the_topics_page_shows_each_topic_s_in_and_out_rates(site: Site) -> None:
+    """And the groups page each group's consume rate."""
+    topic, group = "DashRates", "dash-rates"
+    site.admin(lambda a: a.create_topic(topic, queue_nums=2))
+
+    async def traffic(stop: asyncio.Event) -> None:
+        """A producer sending about 50 messages a second and a group consuming them."""
+        consumer = await member(site.config, group, topic)
+        try:
+            async with Producer("dash-rates-pg", config=site.config) as producer:
+                while not stop.is_set():
+                    await producer.send(Message(topic, b"tick"))
+                    await asyncio.sleep(0.02)
+        finally:
+            await consumer.shutdown()
+
+    loop = site.cluster.runner.loop
+    stop = site.run(make_event())
+    running = asyncio.run_coroutine_threadsafe(traffic(stop), loop)
+    try:
+        page = site.open("/topics")
+        page.get_by_label("Search topics").fill("dashrates")
+        row = page.locator("tr", has=page.get_by_role("link", name=topic))
+        deadline = time.monotonic() + 30
+        while True:
+            cells = cell_texts(row, "td")
+            if len(cells) == 8 and "-" not in cells[6:] and min(map(float, cells[6:])) > 0:
+                break
+            assert time.monotonic() < deadline, f"no rates shown: {cells}"
+            time.sleep(0.5)
+        # And the group's consume rate on the groups page.
+        page = site.open("/groups")
+        row = page.locator("tr", has=page.get_by_role("link", name=group))
+        while True:
+            cells = cell_texts(row, "td")
+            if len(cells) == 5 and cells[4] != "-" and float(cells[4]) > 0:
+                break
+            assert time.monotonic() < deadline + 30, f"no consume rate shown: {cells}"
+            time.sleep(0.5)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        running.result(30)
+
+
+async def make_event() -> asyncio.Event:
+    return asyncio.Event()

@@ -137,7 +137,7 @@ def test_lark_is_imported_only_when_a_selector_is_compiled() -> None:
     selector compiled brings it in."""
     script = (
         "import sys\n"
-        "import longboat.cli.main, longboat.client.sync, longboat.broker.message_filter\n"
+        "import longboat.cli.main, longboat.client.sync, longboat.broker.core.message_filter\n"
         "import longboat.client.consume.pull_loop\n"
         "print('lark' in sys.modules)\n"
         "from longboat.filter.sql92 import compile_sql92\n"

@@ -4,7 +4,7 @@ records the snapshot already holds (a crash between compaction's two steps)."""
 
 from __future__ import annotations
 
-from longboat.broker.grpc.pop_state import PopTable, QueuePop, Record
+from longboat.broker.core.pop_table import PopTable, QueuePop, Record
 
 KEY = ("g", "t", 0)
 

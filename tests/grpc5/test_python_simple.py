@@ -52,6 +52,36 @@ def receive_all(consumer, want: int, invisible_s: int = 30, timeout_s: float = 2
     return got
 
 
+def receive_until(consumer, body: bytes, invisible_s: int = 30, timeout_s: float = 20.0) -> list:
+    """Everything received up to and including the first delivery of `body`."""
+    got: list = []
+    deadline = time.monotonic() + timeout_s
+    while not any(m.body == body for m in got):
+        assert time.monotonic() < deadline, f"{body!r} never came: {[m.body for m in got]}"
+        got += consumer.receive(32, invisible_s)
+    return got
+
+
+def only_the_marker_comes(consumer, producer, marker: Message) -> None:
+    """An absence check with a positive signal: a marker sent now is received, and nothing
+    else comes before or with it (whatever was due by then would have)."""
+    producer.send(marker)
+    got = receive_until(consumer, marker.body)
+    assert [m.body for m in got] == [marker.body]
+    consumer.ack(got[0])
+
+
+def only_the_control_comes_back(consumer, producer, topic: str) -> None:
+    """An absence check for redeliveries: a control message received now for 1 s and not
+    acked comes back (a redelivery round ran), and nothing else comes back before or with it."""
+    producer.send(message(topic, b"control"))
+    first = receive_until(consumer, b"control", invisible_s=1)
+    assert [m.body for m in first] == [b"control"]
+    again = receive_until(consumer, b"control")
+    assert [(m.body, m.delivery_attempt) for m in again] == [(b"control", 2)]
+    consumer.ack(again[0])
+
+
 def test_send_receive_ack_intact_and_filtered_by_tag(grpc5: Grpc5) -> None:
     topic, group = grpc5.topic(), grpc5.group()
     with grpc5.producer(topic) as producer:
@@ -78,9 +108,8 @@ def test_send_receive_ack_intact_and_filtered_by_tag(grpc5: Grpc5) -> None:
                 assert m.properties == {"p": str(i)}
             consumer.ack(m)
         # Acked, and the TagB ones are not this subscription's: nothing more comes.
-        assert consumer.receive(32, 1) == []
-        time.sleep(1.2)
-        assert consumer.receive(32, 1) == []
+        with grpc5.producer(topic) as producer:
+            only_the_marker_comes(consumer, producer, message(topic, b"marker", tag="TagA"))
         service = grpc5.cluster.broker.grpc.service  # type: ignore[union-attr]
         assert consumer.client_id in service.sessions  # its Telemetry stream is open
     # Clean shutdown: the clients said goodbye (NotifyClientTermination), their streams ended.
@@ -102,7 +131,10 @@ def test_an_sql92_subscription_receives_only_the_matching_messages(grpc5_factory
         for m in got:
             consumer.ack(m)
         assert sorted(m.body for m in got) == [b"body-5", b"body-7"]
-        assert consumer.receive(32, 1) == []
+        marker = message(topic, b"marker", tag="TagA")
+        marker.add_property("amount", "100")
+        with env.producer(topic) as producer:
+            only_the_marker_comes(consumer, producer, marker)
 
 
 def test_long_polling_receive_wakes_on_arrival(grpc5: Grpc5) -> None:
@@ -120,9 +152,11 @@ def test_long_polling_receive_wakes_on_arrival(grpc5: Grpc5) -> None:
 
 def test_unacked_message_redelivered_with_attempt_counted(grpc5: Grpc5) -> None:
     topic, group = grpc5.topic(), grpc5.group()
-    with grpc5.producer(topic) as producer:
+    with (
+        grpc5.producer(topic) as producer,
+        grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=5) as consumer,
+    ):
         producer.send(message(topic, b"retry me"))
-    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=5) as consumer:
         first = receive_all(consumer, 1, invisible_s=1)
         assert [(m.body, m.delivery_attempt) for m in first] == [(b"retry me", 1)]
         # Not acked: it comes back once its invisible second is over, attempt 2.
@@ -134,22 +168,23 @@ def test_unacked_message_redelivered_with_attempt_counted(grpc5: Grpc5) -> None:
             consumer.ack(first[0])
         assert stale.value.code == 40013  # INVALID_RECEIPT_HANDLE
         consumer.ack(second[0])
-        time.sleep(1.2)
-        assert consumer.receive(32, 1) == []
+        only_the_control_comes_back(consumer, producer, topic)
 
 
 def test_change_invisible_duration_then_ack_with_new_handle(grpc5: Grpc5) -> None:
     topic, group = grpc5.topic(), grpc5.group()
-    with grpc5.producer(topic) as producer:
+    with (
+        grpc5.producer(topic) as producer,
+        grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer,
+    ):
         producer.send(message(topic, b"slow work"))
-    with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=2) as consumer:
         [m] = receive_all(consumer, 1, invisible_s=1)
         old_handle = m.receipt_handle
         consumer.change_invisible_duration(m, 30)
         assert m.receipt_handle != old_handle
-        # Re-armed for 30 s: the original second passing does not bring it back.
-        time.sleep(1.5)
-        assert consumer.receive(32, 1) == []
+        # Re-armed for 30 s: a message received for a second after it comes back, this
+        # one does not.
+        only_the_control_comes_back(consumer, producer, topic)
         consumer.ack(m)
 
 
@@ -223,11 +258,14 @@ def test_dead_letter_after_max_attempts(grpc5: Grpc5) -> None:
         attempts = [m.delivery_attempt for m in receive_all(consumer, 1, invisible_s=1)]
         attempts += [m.delivery_attempt for m in receive_all(consumer, 1, invisible_s=1)]
         assert attempts == [1, 2]
-        # The third time it is due, it goes to %DLQ%<group> instead.
-        time.sleep(1.2)
-        assert consumer.receive(32, 1) == []
-    store = grpc5.cluster.broker.store
-    dlq = f"%DLQ%{group}"
+        # The third time it is due, it goes to %DLQ%<group> instead: received no more until
+        # the DLQ holds it.
+        store = grpc5.cluster.broker.store
+        dlq = f"%DLQ%{group}"
+        deadline = time.monotonic() + 20
+        while not store.get_messages(dlq, 0, 0, 10).records:
+            assert time.monotonic() < deadline, "nothing reached the DLQ"
+            assert consumer.receive(32, 1) == []
     got = store.get_messages(dlq, 0, 0, 10)
     assert len(got.records) == 1
     from longboat.protocol.message import decode_record
@@ -258,7 +296,8 @@ def test_unacked_comes_back_after_restart_acked_never(grpc5_factory) -> None:
         assert all(m.delivery_attempt == 2 for m in again)
         for m in again:
             consumer.ack(m)
-        assert consumer.receive(32, 1) == []
+        with env.producer(topic) as producer:
+            only_the_marker_comes(consumer, producer, message(topic, b"marker"))
 
 
 def test_delay_message_arrives_at_its_delivery_time(grpc5: Grpc5) -> None:
@@ -291,13 +330,19 @@ def test_delay_message_arrives_at_its_delivery_time(grpc5: Grpc5) -> None:
 def test_recalled_delay_message_is_never_delivered(grpc5: Grpc5) -> None:
     topic, group = grpc5.topic(), grpc5.group()
     with grpc5.producer(topic) as producer:
+        due = int(time.time()) + 2
         msg = message(topic, b"cancel me")
-        msg.delivery_timestamp = int(time.time()) + 2
+        msg.delivery_timestamp = due
         receipt = producer.send(msg)
+        # A control due at the same second, not recalled: it arrives, the recalled one not.
+        control = message(topic, b"control")
+        control.delivery_timestamp = due
+        producer.send(control)
         assert producer.recall_message(topic, receipt.recall_handle) == receipt.message_id
         # A second recall finds nothing pending.
         with pytest.raises(Exception, match="recall"):
             producer.recall_message(topic, receipt.recall_handle)
     with grpc5.simple_consumer(group, {topic: FilterExpression()}, await_s=4) as consumer:
-        time.sleep(2)
-        assert consumer.receive(32, 30) == []
+        got = receive_until(consumer, b"control")
+        assert [m.body for m in got] == [b"control"]
+        consumer.ack(got[0])

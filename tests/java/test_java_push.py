@@ -136,6 +136,16 @@ async def test_consume_from_first_last_and_timestamp_for_a_new_group(
             peer.__exit__()
 
 
+def consume_together(first: PeerProcess, second: PeerProcess, timeout: float = 60) -> None:
+    """Wait for the second member's first delivery, then for one of the first member's at
+    or after it: both members are consuming at once."""
+    joined = next(e for e in second.events(timeout) if e["event"] == "msg")
+    for e in first.events(timeout):
+        if e["event"] == "msg" and e["deliveredAt"] >= joined["deliveredAt"]:
+            return
+    raise AssertionError("the first member stopped consuming once the second joined")
+
+
 async def test_orderly_keeps_order_per_key_while_members_join_and_leave(
     java_peers: None, loopback_cluster: Callable[..., Cluster]
 ) -> None:
@@ -168,7 +178,7 @@ async def test_orderly_keeps_order_per_key_while_members_join_and_leave(
         producing = asyncio.create_task(produce())
         with member("second") as second:
             await asyncio.to_thread(second.wait_for, "ready", 60)
-            await asyncio.sleep(1.5)  # both members consume
+            await asyncio.to_thread(consume_together, first, second)
             first_events = await asyncio.to_thread(first.stop, 30)
             await asyncio.sleep(1.0)  # the second alone
             stop_producing.set()
@@ -184,6 +194,10 @@ async def test_orderly_keeps_order_per_key_while_members_join_and_leave(
 
     runs = {"first": deliveries(first_events), "second": deliveries(second_events)}
     assert runs["first"] and runs["second"], "both members consumed"
+    # The members overlapped (each on its own queues), not a plain hand-over.
+    assert min(e["deliveredAt"] for e in runs["second"]) <= max(
+        e["deliveredAt"] for e in runs["first"]
+    ), "the second member consumed only after the first had stopped"
     assert not missing()
     per_member: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for name, run in runs.items():

@@ -1,5 +1,5 @@
 """Longboat slaves and Apache RocketMQ: a Longboat slave copies a RocketMQ master's metadata
-(SlaveSynchronize's four requests, `broker/ha/slave_sync.py`) from the session's
+(SlaveSynchronize's four requests, `broker/services/ha/slave_sync.py`) from the session's
 `rocketmq_cluster` broker — its topic table, consumer offsets, delay-level progress and group
 settings, read from the bodies a Java broker writes — and RocketMQ's Java consumer reads from a
 Longboat slave while its master is down."""
@@ -16,7 +16,7 @@ from client.client_e2e import config_for, unique
 from client.push_support import send
 from conftest import broker_config
 from longboat.broker import BrokerController
-from longboat.broker.schedule import DELAY_OFFSET_FILE
+from longboat.broker.services.delay_schedule import DELAY_OFFSET_FILE
 from longboat.client.admin import Admin
 from longboat.namesrv import NameServer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode

@@ -14,16 +14,15 @@ import pytest
 from broker.wire import Wire, eventually, records, sent
 from conftest import broker_config
 from longboat.broker import BrokerController
-from longboat.broker.registration import MasterAddresses
+from longboat.broker.services.registration import MasterAddresses
 from longboat.namesrv import NameServer
-from longboat.protocol import RequestCode, ResponseCode, fastjson
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
     ClusterInfo,
     DataVersion,
     RegisterBrokerBody,
     TopicConfig,
     TopicRouteData,
-    decode_topic_list,
 )
 from longboat.protocol.codes import VERSION_STANDARD_ROUTE_JSON
 from longboat.protocol.headers import (
@@ -32,6 +31,10 @@ from longboat.protocol.headers import (
     QueryDataVersionResponseHeader,
     RegisterBrokerRequestHeader,
 )
+from longboat.protocol.register_body import encode_compressed
+from longboat.protocol.table_bodies import decode_topic_list
+from longboat.remoting import Connection
+from longboat.remoting.router import Handler, HandlerResult
 
 CLUSTER = "TestCluster"
 
@@ -318,3 +321,58 @@ async def test_a_slave_learns_its_master_from_its_registration_and_outlives_it(
         for b in (slave, first, second):
             if b is not None:
                 await b.stop()
+
+
+async def test_a_compressed_registration_of_many_topics_is_routed(namesrv: NameServer) -> None:
+    """RocketMQ's compressedRegister form (header compressed=true) of 5,000 topics."""
+    table = {f"Z{i}": TopicConfig(f"Z{i}", 4, 4, 6) for i in range(5_000)}
+    body = encode_compressed(RegisterBrokerBody(table, DataVersion(1, 1)))
+    header = RegisterBrokerRequestHeader(
+        brokerName="zipped",
+        brokerAddr="127.0.0.1:10911",
+        clusterName=CLUSTER,
+        haServerAddr="127.0.0.1:10912",
+        brokerId=0,
+        compressed=True,
+        bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
+    )
+    w = Wire(namesrv.addr)
+    try:
+        assert (await w.call(RequestCode.REGISTER_BROKER, header, body)).code == 0
+        found = await route(w, "Z4999")
+        assert found is not None and found.queue_datas[0].write_queue_nums == 4
+        broken = (await w.call(RequestCode.REGISTER_BROKER, header, body[:-9])).code
+        assert broken == ResponseCode.SYSTEM_ERROR  # crc32 no longer matches
+    finally:
+        await w.close()
+
+
+async def test_a_created_topic_is_registered_alone_and_merged(
+    namesrv: NameServer, tmp_path: Path
+) -> None:
+    """After the broker's first (whole) registration, a topic created by a send is sent as
+    an increment carrying that topic only; the name server routes it beside the others."""
+    bodies: list[tuple[bool, set[str]]] = []
+
+    def record(conn: Connection, cmd: RemotingCommand, handler: Handler) -> HandlerResult:
+        header = RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
+        table = RegisterBrokerBody.from_json(cmd.body).topic_config_table
+        bodies.append((bool(header.incremental), set(table)))
+        return handler(conn, cmd)
+
+    namesrv.router.use(record, codes=[RequestCode.REGISTER_BROKER])
+    broker = BrokerController(broker_config(tmp_path / "b", namesrv.addr))
+    await broker.start()
+    try:
+        assert bodies and not bodies[0][0] and "First" not in bodies[0][1]
+        w = Wire(broker.broker_addr)
+        sent(await w.send("First", b"x"))
+        sent(await w.send("Second", b"x"))
+        await w.close()
+        await eventually(lambda: namesrv.routes.route("Second") is not None, "Second routed")
+        increments = [topics for incremental, topics in bodies if incremental]
+        assert {"First"} in increments and {"Second"} in increments
+        assert namesrv.routes.route("First") is not None
+        assert namesrv.routes.route(bodies[0][1].pop()) is not None  # from the whole table
+    finally:
+        await broker.stop()

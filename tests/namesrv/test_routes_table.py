@@ -294,3 +294,12 @@ def test_delete_topic_removes_it_from_the_routes_until_the_broker_registers_it_a
     assert r.state() == {"brokers": {"a": {0: A0}}, "topics": {"T": ["a"]}}
     r.register("a", A0, configs=topics("T", "U"), v=2)
     assert r.state() == ONE_MASTER
+
+
+def test_an_incremental_registration_merges_and_a_whole_table_replaces() -> None:
+    r = Routes()
+    r.register("a", A0, configs=topics("T", "U"), v=1)
+    r.table.register(CLUSTER, "a", A0, 0, "", topics("New"), version(2), incremental=True)
+    assert r.state()["topics"] == {"T": ["a"], "U": ["a"], "New": ["a"]}
+    r.register("a", A0, configs=topics("T", "New"), v=3)  # U deleted on the broker
+    assert r.state()["topics"] == {"T": ["a"], "New": ["a"]}

@@ -22,12 +22,13 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from peers.process import PeerProcess, run_peer
 
@@ -37,6 +38,8 @@ CLIENT_DIR = JAVA_DIR / "client"
 CLIENT5_DIR = JAVA_DIR / "client5"
 PEER5_PROGRAM = "dev.longboat.peers5.Grpc5"
 SERVER_DIR = JAVA_DIR / "server"
+# The guard every server JVM runs under, so none outlives the test session (see its docstring).
+LIFELINE = Path(__file__).resolve().parent / "lifeline.py"
 SKIP_VARIABLE = "LONGBOAT_SKIP_JAVA"
 PEER_PACKAGE = "dev.longboat.peers"
 START_TIMEOUT_S = 90.0
@@ -145,7 +148,7 @@ def start_java_peer(program: str, **options: object) -> PeerProcess:
 # --- A real RocketMQ cluster -------------------------------------------------------------------
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -164,12 +167,12 @@ def broker_port() -> int:
     """A listenPort whose neighbours are free too: the broker also binds listenPort - 2 (its
     "fast" VIP channel) and listenPort + 1 (HA), and fails to start if either is taken."""
     while True:
-        port = _free_port()
+        port = free_port()
         if port > 1026 and _bindable(port - 2) and _bindable(port + 1):
             return port
 
 
-def _properties(values: Mapping[str, object]) -> str:
+def properties_text(values: Mapping[str, object]) -> str:
     return "".join(f"{k}={v}\n" for k, v in values.items())
 
 
@@ -210,7 +213,9 @@ class RocketMQProcess:
         )
 
     def stop(self) -> None:
-        """SIGTERM (RocketMQ's shutdown hooks unregister and flush), SIGKILL if it lingers."""
+        """SIGTERM (RocketMQ's shutdown hooks unregister and flush), SIGKILL if it lingers.
+
+        Both go to the lifeline guard: it passes SIGTERM on, and its death takes the JVM."""
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:
@@ -218,6 +223,8 @@ class RocketMQProcess:
             except subprocess.TimeoutExpired:
                 os.kill(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
 
 
 @dataclass
@@ -230,20 +237,29 @@ class RocketMQCluster:
     broker_name: str
     cluster_name: str
     processes: list[RocketMQProcess] = field(default_factory=list)
+    version: str = "4.9.7"
+    grpc_endpoint: None = None  # RocketMQ 4.x serves remoting only
 
     def stop(self) -> None:
         for process in reversed(self.processes):
             process.stop()
 
 
-def _spawn(
-    name: str, home: Path, main_class: str, config: Path, jvm_options: tuple[str, ...]
+def spawn_server(
+    name: str,
+    home: Path,
+    module_dir: Path,
+    main_class: str,
+    args: tuple[str, ...],
+    jvm_options: tuple[str, ...],
 ) -> RocketMQProcess:
+    """Start one RocketMQ JVM under ``home`` (its output in ``home/logs/<name>.out``), guarded by
+    `peers.lifeline` so it dies with this process however this process dies."""
     output = home / "logs" / f"{name}.out"
     command = java_command(
-        SERVER_DIR,
+        module_dir,
         main_class,
-        ("-c", str(config)),
+        args,
         (
             *jvm_options,
             f"-Drocketmq.home.dir={home}",
@@ -255,14 +271,75 @@ def _spawn(
     )
     with output.open("wb") as out:
         proc = subprocess.Popen(
-            command,
+            [sys.executable, str(LIFELINE), *command],
             cwd=home,
+            stdin=subprocess.PIPE,  # the lifeline: never written, closed by our death
             stdout=out,
             stderr=subprocess.STDOUT,
             env={**os.environ, "ROCKETMQ_HOME": str(home)},
             start_new_session=True,  # a Ctrl-C in a terminal reaches Python, which stops it
         )
     return RocketMQProcess(name, proc, output)
+
+
+def start_namesrv(home: Path, module_dir: Path, port: int = 0) -> tuple[RocketMQProcess, str]:
+    """Start RocketMQ's name server (the version ``module_dir`` holds) on a loopback port;
+    return it and its address."""
+    port = port or free_port()
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "logs").mkdir(exist_ok=True)
+    # 4.x reads its logback config from ROCKETMQ_HOME/conf; 5.x has its own in the jar.
+    (home / "conf" / "logback_namesrv.xml").write_text(_logback(home / "logs" / "namesrv.log"))
+    conf = home / "conf" / "namesrv.properties"
+    conf.write_text(
+        properties_text(
+            {
+                "listenPort": port,
+                "kvConfigPath": home / "namesrv" / "kvConfig.json",
+                "configStorePath": home / "namesrv" / "namesrv.properties",
+            }
+        )
+    )
+    process = spawn_server(
+        "namesrv",
+        home,
+        module_dir,
+        "org.apache.rocketmq.namesrv.NamesrvStartup",
+        ("-c", str(conf)),
+        SERVER_JVM_OPTIONS,
+    )
+    process.wait_started("The Name Server boot success", START_TIMEOUT_S)
+    return process, f"127.0.0.1:{port}"
+
+
+def broker_settings(home: Path, namesrv_addr: str, port: int) -> dict[str, object]:
+    """broker.conf as the suite runs RocketMQ's broker (docs/compatibility.md says why each)."""
+    store = home / "store"
+    return {
+        "brokerClusterName": "RocketMQCluster",
+        "brokerName": "rocketmq-broker-a",
+        "brokerId": 0,
+        "brokerIP1": "127.0.0.1",
+        "namesrvAddr": namesrv_addr,
+        "listenPort": port,
+        "storePathRootDir": store,
+        "storePathCommitLog": store / "commitlog",
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "enablePropertyFilter": "true",
+        "flushDiskType": "ASYNC_FLUSH",
+        "messageDelayLevel": SHORT_DELAY_LEVELS,
+        # A transaction's undecided half is checked back after 1 s, not 6 s to a minute.
+        "transactionCheckInterval": 1000,
+        "transactionTimeOut": 1000,
+        # Small files: the defaults preallocate a 1 GiB commit log and a ~400 MiB index file.
+        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
+        "mappedFileSizeConsumeQueue": 30_000 * 20,
+        "maxHashSlotNum": 50_000,
+        "maxIndexNum": 200_000,
+        "warmMapedFileEnable": "false",
+        "diskMaxUsedSpaceRatio": 95,
+    }
 
 
 def start_rocketmq(
@@ -276,54 +353,21 @@ def start_rocketmq(
     """Start a name server and a broker with their ``ROCKETMQ_HOME`` and store under ``home``.
 
     Ports are random free loopback ports unless given. ``broker_options`` are broker.conf
-    entries overriding the defaults below (e.g. ``{"autoCreateTopicEnable": "false"}``).
+    entries overriding `broker_settings` (e.g. ``{"autoCreateTopicEnable": "false"}``).
     With ``namesrv_addr`` (``host:port;...``, any name servers: RocketMQ's or Longboat's) no
     name server is started: the broker registers with those.
     """
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
-    own_namesrv = namesrv_addr is None
-    ns_port = namesrv_port or _free_port()
-    b_port = broker_port_number or broker_port()
-    namesrv_addr = namesrv_addr or f"127.0.0.1:{ns_port}"
-    (home / "conf" / "logback_namesrv.xml").write_text(_logback(home / "logs" / "namesrv.log"))
     (home / "conf" / "logback_broker.xml").write_text(_logback(home / "logs" / "broker.log"))
-    namesrv_conf = home / "conf" / "namesrv.properties"
-    namesrv_conf.write_text(
-        _properties(
-            {
-                "listenPort": ns_port,
-                "kvConfigPath": home / "namesrv" / "kvConfig.json",
-                "configStorePath": home / "namesrv" / "namesrv.properties",
-            }
-        )
-    )
-    store = home / "store"
-    broker = {
-        "brokerClusterName": "RocketMQCluster",
-        "brokerName": "rocketmq-broker-a",
-        "brokerId": 0,
-        "brokerIP1": "127.0.0.1",
-        "namesrvAddr": namesrv_addr,
-        "listenPort": b_port,
-        "storePathRootDir": store,
-        "storePathCommitLog": store / "commitlog",
-        "autoCreateTopicEnable": "true",
-        "autoCreateSubscriptionGroup": "true",
-        "enablePropertyFilter": "true",
-        "flushDiskType": "ASYNC_FLUSH",
-        "messageDelayLevel": SHORT_DELAY_LEVELS,
-        # Small files: the defaults preallocate a 1 GiB commit log and a ~400 MiB index file.
-        "mappedFileSizeCommitLog": 16 * 1024 * 1024,
-        "mappedFileSizeConsumeQueue": 30_000 * 20,
-        "maxHashSlotNum": 50_000,
-        "maxIndexNum": 200_000,
-        "warmMapedFileEnable": "false",
-        "diskMaxUsedSpaceRatio": 95,
-    }
+    processes: list[RocketMQProcess] = []
+    if namesrv_addr is None:
+        namesrv, namesrv_addr = start_namesrv(home, SERVER_DIR, namesrv_port)
+        processes.append(namesrv)
+    broker = broker_settings(home, namesrv_addr, broker_port_number or broker_port())
     broker.update(broker_options or {})
     broker_conf = home / "conf" / "broker.conf"
-    broker_conf.write_text(_properties(broker))
+    broker_conf.write_text(properties_text(broker))
 
     cluster = RocketMQCluster(
         home,
@@ -331,20 +375,20 @@ def start_rocketmq(
         f"127.0.0.1:{broker['listenPort']}",
         str(broker["brokerName"]),
         str(broker["brokerClusterName"]),
+        processes,
     )
-    # Each JVM's startup class prints its line once serving (the broker's after its first
-    # registration with the name server).
-    starts = [("broker", "BrokerStartup", broker_conf, "boot success")]
-    if own_namesrv:
-        starts.insert(
-            0, ("namesrv", "NamesrvStartup", namesrv_conf, "The Name Server boot success")
-        )
+    # BrokerStartup prints its line once serving, after its first registration.
     try:
-        for name, startup, conf, marker in starts:
-            main_class = f"org.apache.rocketmq.{name}.{startup}"
-            process = _spawn(name, home, main_class, conf, SERVER_JVM_OPTIONS)
-            cluster.processes.append(process)
-            process.wait_started(marker, START_TIMEOUT_S)
+        process = spawn_server(
+            "broker",
+            home,
+            SERVER_DIR,
+            "org.apache.rocketmq.broker.BrokerStartup",
+            ("-c", str(broker_conf)),
+            SERVER_JVM_OPTIONS,
+        )
+        cluster.processes.append(process)
+        process.wait_started("boot success", START_TIMEOUT_S)
     except BaseException:
         cluster.stop()
         raise
@@ -363,7 +407,20 @@ def main() -> None:
         home, namesrv_port=options.namesrv_port, broker_port_number=options.broker_port
     )
     print(f"Apache RocketMQ name server {cluster.namesrv_addr}, broker {cluster.broker_addr}")
-    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops both")
+    serve_until_interrupted(cluster, home)
+
+
+class StartedCluster(Protocol):
+    """What `serve_until_interrupted` needs of a cluster (4.x's or 5.x's)."""
+
+    processes: list[RocketMQProcess]
+
+    def stop(self) -> None: ...
+
+
+def serve_until_interrupted(cluster: StartedCluster, home: Path) -> None:
+    """Keep a cluster started by hand until Ctrl-C or until one of its JVMs exits."""
+    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops it")
     try:
         while all(p.proc.poll() is None for p in cluster.processes):
             time.sleep(0.5)

@@ -21,24 +21,13 @@ from longboat.protocol.bodies import (
     BrokerData,
     ClusterInfo,
     ConsumerData,
-    ConsumeStats,
     DataVersion,
     HeartbeatData,
-    LockBatchRequest,
-    OffsetWrapper,
     QueueData,
     RegisterBrokerBody,
     SubscriptionData,
     TopicConfig,
     TopicRouteData,
-    decode_consumer_id_list,
-    decode_lock_batch_response,
-    decode_offset_table,
-    decode_topic_list,
-    encode_consumer_id_list,
-    encode_lock_batch_response,
-    encode_offset_table,
-    encode_topic_list,
 )
 from longboat.protocol.compression import COMPRESS_OVER, decompress_body, maybe_compress
 from longboat.protocol.ids import (
@@ -58,6 +47,19 @@ from longboat.protocol.message import (
 )
 from longboat.protocol.properties import properties_to_string, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag, PullSysFlag
+from longboat.protocol.table_bodies import (
+    ConsumeStats,
+    LockBatchRequest,
+    OffsetWrapper,
+    decode_consumer_id_list,
+    decode_lock_batch_response,
+    decode_offset_table,
+    decode_topic_list,
+    encode_consumer_id_list,
+    encode_lock_batch_response,
+    encode_offset_table,
+    encode_topic_list,
+)
 from longboat.protocol.tags import TagExpression, java_string_hash, tags_code
 from longboat.protocol.types import MessageQueue
 

@@ -19,18 +19,7 @@ from hypothesis import strategies as st
 
 from longboat.protocol import FrameDecoder, FrameTooLarge, ProtocolError, fastjson
 from longboat.protocol.batch import BatchItem, decode_batch, encode_batch
-from longboat.protocol.bodies import (
-    ClusterInfo,
-    ConsumeStats,
-    HeartbeatData,
-    LockBatchRequest,
-    RegisterBrokerBody,
-    TopicRouteData,
-    decode_consumer_id_list,
-    decode_lock_batch_response,
-    decode_offset_table,
-    decode_topic_list,
-)
+from longboat.protocol.bodies import ClusterInfo, HeartbeatData, RegisterBrokerBody, TopicRouteData
 from longboat.protocol.header_codec import decode_json_header, decode_rocketmq_header
 from longboat.protocol.headers import (
     ConsumerSendMsgBackRequestHeader,
@@ -38,6 +27,14 @@ from longboat.protocol.headers import (
     SendMessageRequestHeaderV2,
 )
 from longboat.protocol.message import MessageExt, decode_record, decode_records, encode_message
+from longboat.protocol.table_bodies import (
+    ConsumeStats,
+    LockBatchRequest,
+    decode_consumer_id_list,
+    decode_lock_batch_response,
+    decode_offset_table,
+    decode_topic_list,
+)
 
 from .vector_data import load_vectors
 

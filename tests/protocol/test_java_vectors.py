@@ -20,7 +20,7 @@ from longboat.protocol import (
     encode_frame,
 )
 from longboat.protocol.batch import decode_batch
-from longboat.protocol.bodies import HeartbeatData, LockBatchRequest, SubscriptionGroupConfig
+from longboat.protocol.bodies import HeartbeatData, SubscriptionGroupConfig
 from longboat.protocol.compression import COMPRESS_OVER, decompress_body
 from longboat.protocol.header_fields import Header
 from longboat.protocol.headers import (
@@ -44,6 +44,7 @@ from longboat.protocol.headers import (
 from longboat.protocol.message import MessageExt, decode_records
 from longboat.protocol.properties import Prop, string_to_properties
 from longboat.protocol.sysflags import MessageSysFlag, PullSysFlag
+from longboat.protocol.table_bodies import LockBatchRequest
 
 from .vector_data import JAVA, Vector, vectors
 

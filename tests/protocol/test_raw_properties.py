@@ -11,6 +11,7 @@ from longboat.protocol.properties import (
     RawProperties,
     property_marker,
     raw_property,
+    raw_property_each,
     string_to_properties,
 )
 
@@ -44,6 +45,33 @@ def test_raw_property_cases() -> None:
     assert raw_property(b"K\x01TAGS\x01a", tags) is None  # inside K's value
     assert raw_property(b"TAGS\x01a\x02TAGS\x01b", tags) == b"b"  # the last wins
     assert raw_property(b"TAGS\x01a\x02TAGS\x01", tags) == b"a"  # an empty value is skipped
+
+
+@settings(max_examples=400, deadline=None)
+@given(texts=st.lists(_TEXT, min_size=1, max_size=6), name=st.sampled_from(["TAGS", "UNIQ_KEY"]))
+def test_a_batch_read_at_once_agrees_with_each_message_read_alone(
+    texts: list[str], name: str
+) -> None:
+    """`raw_property_each` answers only when every message has the name once, with a value,
+    and then what `raw_property` reads from each."""
+    props = [t.encode() for t in texts]
+    marker = property_marker(name)
+    each = raw_property_each(props, b"\x02".join(props), marker)
+    alone = [raw_property(p, marker) for p in props]
+    if each is not None:
+        assert each == alone
+    if all(p.count(marker) == 1 and (p.startswith(marker) or b"\x02" + marker in p)
+           and v for p, v in zip(props, alone, strict=True)):  # fmt: skip
+        assert each == alone
+
+
+def test_a_batch_read_at_once_cases() -> None:
+    tags = property_marker("TAGS")
+    batch = [b"TAGS\x01a\x02UNIQ_KEY\x01u1", b"UNIQ_KEY\x01u2\x02TAGS\x01b"]
+    assert raw_property_each(batch, b"\x02".join(batch), tags) == [b"a", b"b"]
+    for odd in ([b"TAGS\x01a", b"UNIQ_KEY\x01u"], [b"TAGS\x01a", b"TAGS\x01"],
+                [b"TAGS\x01a", b"K\x01TAGS\x01b"], [b"TAGS\x01a\x02TAGS\x01b"]):  # fmt: skip
+        assert raw_property_each(odd, b"\x02".join(odd), tags) is None
 
 
 @settings(max_examples=100, deadline=None)

@@ -14,11 +14,7 @@ import orjson
 import pytest
 
 from longboat.protocol import FrameDecoder, RemotingCommand, SerializeType, encode_frame
-from longboat.protocol.bodies import (
-    HeartbeatData,
-    TopicRouteData,
-    decode_consumer_id_list,
-)
+from longboat.protocol.bodies import HeartbeatData, TopicRouteData
 from longboat.protocol.compression import COMPRESS_OVER, decompress_body
 from longboat.protocol.header_fields import Header
 from longboat.protocol.headers import (
@@ -43,6 +39,7 @@ from longboat.protocol.properties import (
     string_to_properties,
 )
 from longboat.protocol.sysflags import MessageSysFlag, PullSysFlag
+from longboat.protocol.table_bodies import decode_consumer_id_list
 from longboat.protocol.tags import java_string_hash
 
 from .vector_data import SHARED_ALI_ONS, VECTOR_DIR, Vector, java_ext, vectors

@@ -19,8 +19,9 @@ from longboat.client.producer import Producer
 from longboat.namesrv import NameServer
 from longboat.protocol import RemotingCommand
 from longboat.remoting import RemotingClient, RemotingError, RemotingServer, Router
+from longboat.remoting.errors import ConnectError
 from longboat.remoting.tls import ServerTls, TlsMode, client_context
-from peers.tls_certs import Certificate
+from peers.tls_certs import Certificate, self_signed
 
 ECHO = 999
 
@@ -64,6 +65,23 @@ async def test_the_server_mode_decides_who_is_served(
         # A client that checks the certificate against the CA accepts this one.
         verified = RemotingClient(tls=client_context(str(tls_cert.cert)))
         assert await answered(addr, verified) is tls_served
+    finally:
+        await server.close()
+
+
+async def test_a_client_with_a_ca_file_refuses_a_server_the_ca_did_not_sign(
+    tls_cert: Certificate, tmp_path: Path
+) -> None:
+    server = await echo_server(TlsMode.ENFORCING, tls_cert)
+    addr = f"127.0.0.1:{server.port}"
+    other_ca = await asyncio.to_thread(self_signed, tmp_path)  # same names, another key
+    try:
+        client = RemotingClient(tls=client_context(str(other_ca.cert)))
+        with pytest.raises(ConnectError, match="certificate verify failed"):
+            await client.request(addr, RemotingCommand.request(ECHO), timeout=3)
+        await client.close()
+        # The server itself is fine: the right CA is served.
+        assert await answered(addr, RemotingClient(tls=client_context(str(tls_cert.cert))))
     finally:
         await server.close()
 

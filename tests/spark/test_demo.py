@@ -1,4 +1,4 @@
-"""The order pipeline of examples/ end to end, small, on the test session's Spark."""
+"""The order pipeline of `longboat.demo` end to end, small, on the test session's Spark."""
 
 from __future__ import annotations
 

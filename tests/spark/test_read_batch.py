@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +16,7 @@ from longboat.spark.options import OptionError, parse_read_options
 from spark.conftest import SparkCluster, load
 
 pytestmark = pytest.mark.spark
+TESTS = Path(__file__).resolve().parent.parent
 
 
 def read(spark: Any, namesrv: str, **options: str) -> Any:
@@ -188,10 +192,20 @@ def test_compressed_and_plain_bodies_in_one_range(spark, spark_cluster: SparkClu
     ]
 
 
-def test_format_is_registered_by_installing_the_package(spark, spark_cluster: SparkCluster) -> None:
-    # A new session has none of the explicit registrations of `spark`: pyspark_longboat's
-    # DefaultSource is what makes the format known there.
+def test_format_is_registered_by_installing_the_package(
+    spark_cluster: SparkCluster, tmp_path: Path
+) -> None:
+    # A fresh interpreter and JVM that never call register(): pyspark_longboat's DefaultSource,
+    # found on the Python path, is what makes the format known there.
     topic = spark_cluster.new_topic(queues=1)
     spark_cluster.produce(topic, 3)
-    other = spark.newSession()
-    assert load(other.read, spark_cluster.namesrv, topic=topic).count() == 3
+    driver = subprocess.run(
+        [sys.executable, "-m", "spark.fresh_driver", spark_cluster.namesrv, topic, str(tmp_path)],
+        cwd=TESTS,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert driver.returncode == 0, driver.stderr[-3000:]
+    assert "longboat.spark imported before the read: False" in driver.stdout, driver.stdout
+    assert "rows: 3" in driver.stdout, driver.stdout

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from longboat.protocol.message import decode_record
 from longboat.store import GetStatus, MessageStore, PutStatus
+from longboat.store.retention import DiskSpace
 
 from .helpers import assert_consistent, message, small_config
 
@@ -27,11 +28,15 @@ class Clock:
 
 
 class Disk:
+    """A disk used at `ratio`, so large that the next segment's reservation changes nothing."""
+
+    TOTAL = 1 << 50
+
     def __init__(self) -> None:
         self.ratio = 0.10
 
-    def __call__(self, _path: Path) -> float:
-        return self.ratio
+    def __call__(self, _path: Path) -> DiskSpace:
+        return DiskSpace(int(self.ratio * self.TOTAL), self.TOTAL)
 
 
 def open_store(root: Path, clock: Clock, disk: Disk) -> MessageStore:

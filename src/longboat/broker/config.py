@@ -101,11 +101,26 @@ class BrokerConfig:
     mapped_file_size_consume_queue: int = 300_000 * CONSUME_QUEUE_ENTRY_SIZE
     flush_interval_commit_log: int = 500
     sync_flush_timeout: int = 5000
+    # Percent watermarks of the store's disk (RocketMQ's names, defaults and bounds: the
+    # store takes diskMaxUsedSpaceRatio within 10..95, diskSpaceWarningLevelRatio within
+    # 35..90, diskSpaceCleanForciblyRatio within 30..85); see StoreConfig.
     disk_max_used_space_ratio: int = 75
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    clean_file_forcibly_enable: bool = True
+    # RocketMQ's key-index file sizes: hash slots and entries per file (files are sparse).
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 5_000_000 * 4
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6000
+    # Message traces (RocketMQ's keys): the region and trace switch every send answer carries
+    # (a client writes no trace of a message whose broker says traceOn=false), and with
+    # traceTopicEnable the trace topic msgTraceTopicName is created at start (one queue), so
+    # traces need no auto-creation.
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     max_transfer_bytes_on_message_in_memory: int = 256 * 1024
     max_transfer_count_on_message_in_memory: int = 32
     # Ours: the most client connections served at once (over it, requests are answered
@@ -166,6 +181,9 @@ class BrokerConfig:
     ha_master_address: str = ""
     ha_send_heartbeat_interval: int = 5000
     ha_housekeeping_interval: int = 20_000
+    # RocketMQ's haSlaveFallbehindMax: a SYNC_MASTER send does not wait for a slave further
+    # behind than this many bytes (answered SLAVE_NOT_AVAILABLE at once).
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
     # Ours (RocketMQ hard-codes 10 s): how often a slave copies its master's metadata.
     slave_synchronize_interval: int = 10_000
     # Reads from slaves (RocketMQ's keys and defaults): with slaveReadEnable a pull answer
@@ -266,7 +284,12 @@ class BrokerConfig:
             max_message_size=self.max_message_size,
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=int(self.delete_when),
-            disk_max_used_ratio=self.disk_max_used_space_ratio / 100,
+            disk_max_used_space_ratio=_percent(self.disk_max_used_space_ratio, 10, 95),
+            disk_space_warning_level_ratio=_percent(self.disk_space_warning_level_ratio, 35, 90),
+            disk_space_clean_forcibly_ratio=_percent(self.disk_space_clean_forcibly_ratio, 30, 85),
+            clean_file_forcibly_enable=self.clean_file_forcibly_enable,
+            index_hash_slots=self.max_hash_slot_num,
+            index_max_entries=self.max_index_num,
             store_host=self.advertised_ip,
             store_port=store_port,
             max_transfer_bytes=self.max_transfer_bytes_on_message_in_memory,
@@ -369,6 +392,7 @@ class BrokerConfig:
                 "a port is 0..65535 (0 = any free port, -1 = listenPort + 1)",
             ),
             ("ha_send_heartbeat_interval", self.ha_send_heartbeat_interval > 0, "must be > 0"),
+            ("ha_slave_fallbehind_max", self.ha_slave_fallbehind_max > 0, "must be > 0"),
             (
                 "access_message_in_memory_max_ratio",
                 0 <= self.access_message_in_memory_max_ratio <= 100,
@@ -434,6 +458,11 @@ class BrokerConfig:
 
 
 # --------------------------------------------------------------------------- key spellings
+
+
+def _percent(value: int, low: int, high: int) -> float:
+    """A percent setting as the store's fraction, held within RocketMQ's bounds for it."""
+    return min(max(value, low), high) / 100
 
 
 def attribute_name(key: str) -> str:

@@ -2,12 +2,12 @@
 feature modules, and runs the start/stop lifecycle.  It wires; the logic lives in the modules.
 
 Feature modules (the seam, see README.md in this package): each exposes
-`install(host) -> None`, typed against `FeatureHost` or, for the core, `CoreHost`
-(`feature_host.py`), called once during `start()` after the store is open and the managers
-exist.  An install registers request handlers and middleware on `host.router` and, as it
-needs, arrival listeners (`add_arrival_listener`), periodic jobs (`add_periodic`), start and
-stop hooks (`add_start_hook` / `add_stop_hook`) and connection-closed listeners.  This is the
-only module that imports the handler modules.
+`install(host) -> None`, typed against `FeatureHost` (`feature_host.py`) or, for the
+broker's own request handling, `CoreHost` (`core_host.py`), called once during `start()`
+after the store is open and the managers exist.  An install registers request handlers and
+middleware on `host.router` and, as it needs, arrival listeners (`add_arrival_listener`),
+periodic jobs (`add_periodic`), start and stop hooks (`add_start_hook` / `add_stop_hook`) and
+connection-closed listeners.  This is the only module that imports the handler modules.
 
 Lifecycle (state as data):
 
@@ -35,54 +35,53 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from longboat.acl import BROKER_ADMIN_CODES, AccessControl
-from longboat.broker import (
-    admin,
-    broker_stats,
+from longboat.broker import grpc
+from longboat.broker.config import BrokerConfig
+from longboat.broker.core.admission import Admission
+from longboat.broker.core.append import Appender
+from longboat.broker.core.message_filter import MessageFilter
+from longboat.broker.core.pull import Deliveries, PullRequest
+from longboat.broker.core.transactions import TransactionService
+from longboat.broker.core_host import CoreHost
+from longboat.broker.handlers import (
     client_requests,
-    consumer_admin,
-    grpc,
+    end_transaction,
     locks,
     lookups,
     offset_requests,
+    offset_reset,
     pull,
-    retry,
-    schedule,
+    runtime_info,
     send,
-    transactions,
+    send_back,
+    topic_admin,
 )
-from longboat.broker.config import BrokerConfig
-from longboat.broker.consumers import ConsumerManager
-from longboat.broker.controller_mode import ControllerMode
-from longboat.broker.delay_levels import reroute_delayed
-from longboat.broker.deliveries import Deliveries
-from longboat.broker.feature_host import CoreHost
-from longboat.broker.ha.master import HAMaster
-from longboat.broker.ha.slave import HASlave
-from longboat.broker.ha.slave_sync import SlaveSynchronize
-from longboat.broker.hold import RECHECK_INTERVAL_S, HoldService
-from longboat.broker.producers import ProducerTable
-from longboat.broker.pull_suggest import PullSuggestion
-from longboat.broker.registration import BrokerIdentity, MasterAddresses, NameServerRegistrar
-from longboat.broker.subscription_groups import SubscriptionGroupTable
-from longboat.broker.topics import TopicManager
-from longboat.broker.transaction_service import TransactionService
+from longboat.broker.services import delay_schedule
+from longboat.broker.services.controller_mode import ControllerMode
+from longboat.broker.services.ha.master import HAMaster
+from longboat.broker.services.ha.slave import HASlave
+from longboat.broker.services.ha.slave_sync import SlaveSynchronize
+from longboat.broker.services.registration import (
+    BrokerIdentity,
+    MasterAddresses,
+    NameServerRegistrar,
+)
+from longboat.broker.state.consumers import ConsumerManager
+from longboat.broker.state.hold import HoldService
+from longboat.broker.state.producers import ProducerTable
+from longboat.broker.state.subscription_groups import SubscriptionGroupTable
+from longboat.broker.state.topics import TopicManager
 from longboat.protocol import RequestCode
 from longboat.protocol.acl_signature import signer
+from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.types import MASTER_ID
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
-from longboat.store import (
-    ConsumerOffsetTable,
-    EncodedBatch,
-    MessageInner,
-    MessageStore,
-    PutResult,
-    PutStatus,
-)
+from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
 from longboat.store.message_store import ArrivalListener
 
 if TYPE_CHECKING:
-    from longboat.broker.metrics import BrokerMetrics
+    from longboat.broker.services.metrics import BrokerMetrics
 
 log = logging.getLogger(__name__)
 
@@ -93,27 +92,21 @@ Hook = Callable[[], Awaitable[Any] | Any]
 # where two modules register the same code (the later one wins), which none do; middleware
 # (metrics) wraps every handler of its codes whenever it is installed.
 VIP_PORT_OFFSET = 2
-# What a slave answers every write: its store follows the master's log and takes no other.
-_SLAVE_REFUSAL = PutResult(
-    PutStatus.SERVICE_NOT_AVAILABLE,
-    error="this broker is a slave (brokerRole=SLAVE): send to the master of its broker group",
-)
 
 CORE_FEATURES: tuple[Feature, ...] = (
     send.install,
-    pull.install,
     client_requests.install,
     offset_requests.install,
 )
 EXTRA_FEATURES: tuple[Feature, ...] = (
-    retry.install,
-    schedule.install,
+    send_back.install,
+    delay_schedule.install,
     locks.install,
     lookups.install,
-    admin.install,
-    consumer_admin.install,
-    broker_stats.install,
-    transactions.install,
+    topic_admin.install,
+    offset_reset.install,
+    runtime_info.install,
+    end_transaction.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
 
@@ -188,7 +181,6 @@ class BrokerController:
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
         self.deliveries = Deliveries()
-        self._pending_durable = 0
         self.metrics: BrokerMetrics | None = None  # set at start when metricsPort > 0
         self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0
         # Replication: a master's HA server, or a slave's stream from its master (at start).
@@ -202,7 +194,9 @@ class BrokerController:
         self.offsets: ConsumerOffsetTable
         self.topics: TopicManager
         self.subscription_groups: SubscriptionGroupTable
-        self.hold: HoldService
+        self.hold: HoldService[PullRequest, MessageFilter]
+        self.admission: Admission
+        self.appender: Appender
         self.transactions: TransactionService
         self.registrar: NameServerRegistrar
 
@@ -247,86 +241,9 @@ class BrokerController:
 
     # ------------------------------------------------------------------ storing
 
-    def store_message(self, msg: MessageInner) -> PutResult:
-        """Append one message now (on the loop, so appends keep arrival order); a DELAY
-        property reroutes it to its schedule-topic queue first.  Durability under SYNC_FLUSH
-        is awaited separately (`await_durable`)."""
-        if self.config.is_slave:
-            return _SLAVE_REFUSAL
-        reroute_delayed(msg, self.delay_levels, int(self.clock() * 1000))
-        return self.store.put_message(msg)
-
-    def store_encoded(self, batch: EncodedBatch) -> PutResult:
-        """Append messages that keep their encoded properties: a batch (one topic and queue;
-        batches may not be delayed) or a plain single send."""
-        if self.config.is_slave:
-            return _SLAVE_REFUSAL
-        return self.store.put_encoded_batch(batch)
-
-    @property
-    def flush_backlog_full(self) -> bool:
-        """Too many appends are waiting for an fsync: the disk is behind, refuse more."""
-        return self._pending_durable >= self.config.max_pending_sync_flushes
-
-    @property
-    def waits_for_slaves(self) -> bool:
-        """A send's answer waits for replicas: a SYNC_MASTER's, or in controller mode a
-        master's with allAckInSyncStateSet or inSyncReplicas > 1."""
-        if self.ha_master is None:
-            return False
-        cfg = self.config
-        if self.controller_mode is not None:
-            return cfg.all_ack_in_sync_state_set or cfg.in_sync_replicas > 1
-        return cfg.broker_role == "SYNC_MASTER"
-
-    async def await_durable(self, result: PutResult) -> PutResult:
-        """Wait for the fsync of a SYNC_FLUSH append (bounded by syncFlushTimeout); a late
-        one turns into FLUSH_DISK_TIMEOUT (stored, but not yet known durable).  Then, on a
-        SYNC_MASTER, for a slave to acknowledge it, as RocketMQ's handleHA: no slave fit to
-        wait for answers SLAVE_NOT_AVAILABLE at once, one late FLUSH_SLAVE_TIMEOUT."""
-        if result.status is not PutStatus.PUT_OK:
-            return result
-        timeout = self.config.sync_flush_timeout / 1000
-        if result.durable is not None:
-            self._pending_durable += 1
-            try:
-                await asyncio.wait_for(asyncio.wrap_future(result.durable), timeout)
-            except TimeoutError:
-                result.status = PutStatus.FLUSH_DISK_TIMEOUT
-                return result
-            finally:
-                self._pending_durable -= 1
-        if self.controller_mode is not None:
-            if self.ha_master is not None and result.appended is not None:
-                await self._await_in_sync(result, timeout)
-        elif self.waits_for_slaves and result.appended is not None:
-            assert self.ha_master is not None
-            end = result.appended.end
-            if not self.ha_master.slave_ok(end):
-                result.status = PutStatus.SLAVE_NOT_AVAILABLE
-            elif not await self.ha_master.wait_replicated(end, timeout):
-                result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
-        return result
-
-    async def _await_in_sync(self, result: PutResult, timeout: float) -> None:
-        """Controller mode: with allAckInSyncStateSet, wait for every other member of the
-        SyncStateSet (as the master counts it, `ControllerMode.waiting_for`); else, with
-        inSyncReplicas > 1, for one slave."""
-        assert self.ha_master is not None and self.controller_mode is not None
-        assert result.appended is not None
-        cfg = self.config
-        if cfg.all_ack_in_sync_state_set:
-            ids: frozenset[int] | None = self.controller_mode.waiting_for
-        elif cfg.in_sync_replicas > 1:
-            ids = None
-        else:
-            return
-        if not await self.ha_master.wait_replicated(result.appended.end, timeout, ids=ids):
-            result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
-
     async def put_message(self, msg: MessageInner) -> PutResult:
         """Store one message the way the send path does, durability included."""
-        return await self.await_durable(self.store_message(msg))
+        return await self.appender.put_message(msg)
 
     # ------------------------------------------------------------------ name servers
 
@@ -334,9 +251,15 @@ class BrokerController:
         """Register with every name server now; True when all accepted."""
         return await self.registrar.register()
 
-    def register_soon(self) -> None:
+    async def registered(self) -> None:
+        """Wait until the topic changes made so far are registered with the name servers
+        (only those topics, unless something needed the whole table)."""
+        await self.registrar.settle()
+
+    def register_soon(self, changed: list[TopicConfig] | None = None) -> None:
+        """Register `changed` topics (None: the whole table) with the name servers soon."""
         if self.phase in (Phase.STARTING, Phase.RUNNING):
-            self.registrar.register_soon()
+            self.registrar.register_soon(changed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -406,6 +329,7 @@ class BrokerController:
             default_queue_nums=cfg.default_topic_queue_nums,
             schedule_queue_nums=self.delay_levels.max_level,
             on_change=self.register_soon,
+            trace_topic=cfg.msg_trace_topic_name if cfg.trace_topic_enable else None,
         )
         self.topics.bootstrap()
         ha_port = await self._start_replication()
@@ -420,24 +344,20 @@ class BrokerController:
                 f"{self.store_host}:{ha_port}",
             ),
             self.topics.wrapper,
+            self.topics.data_version,
             timeout_s=cfg.register_broker_timeout_mills / 1000,
         )
         self.registrar.add_master_listener(self._master_changed)
-        self.hold = HoldService(
-            self.store.max_offset,
-            pull.HeldPullReader(
-                self.store,
-                PullSuggestion(cfg, self.store, self.subscription_groups),
-                self.deliveries,
-            ),
-            long_polling=cfg.long_polling_enable,
-            short_polling_ms=cfg.short_polling_time_mills,
-            max_held=cfg.max_held_pull_requests,
+        self.admission = Admission(cfg, self.topics)
+        self.appender = Appender(
+            cfg,
+            self.store,
+            self.delay_levels,
+            self.clock,
+            self.ha_master if cfg.broker_role == "SYNC_MASTER" else None,
         )
-        self.hold.start()
-        self.store.add_arrival_listener(self.hold.on_arrival)
-        if cfg.long_polling_enable:
-            self.add_periodic(RECHECK_INTERVAL_S, self.hold.recheck)
+        # The pull path builds its hold service (answered by its own reader).
+        self.hold = pull.install(self)
         # Transactional halves of both protocols: decisions read back before anything is
         # served, checked periodically; each protocol adds its way to reach producers.
         self.transactions = TransactionService(self)
@@ -447,7 +367,7 @@ class BrokerController:
             self.add_periodic(cfg.transaction_check_interval / 1000, self._check_transactions)
         if cfg.metrics_port:
             # Imported only when on: prometheus-client is a tenth of an idle broker's memory.
-            from longboat.broker import metrics
+            from longboat.broker.services import metrics
 
             self.metrics = metrics.install(self)
         for install in self._features:
@@ -488,13 +408,17 @@ class BrokerController:
                 self.topics,
                 self.offsets,
                 self.subscription_groups,
-                self.store.config.config_dir / schedule.DELAY_OFFSET_FILE,
+                self.store.config.config_dir / delay_schedule.DELAY_OFFSET_FILE,
                 cfg.register_broker_timeout_mills / 1000,
             )
             self.add_periodic(cfg.slave_synchronize_interval / 1000, self.slave_sync.sync_all)
             return cfg.ha_port or self.server.port + 1
         self.ha_master = HAMaster(
-            self.store, host=cfg.bind_host, port=cfg.ha_port, heartbeat_s=heartbeat_s
+            self.store,
+            host=cfg.bind_host,
+            port=cfg.ha_port,
+            heartbeat_s=heartbeat_s,
+            fall_behind_max=cfg.ha_slave_fallbehind_max,
         )
         await self.ha_master.start()
         return self.ha_master.port
@@ -528,9 +452,11 @@ class BrokerController:
                 host=cfg.bind_host,
                 port=cfg.ha_port,
                 heartbeat_s=cfg.ha_send_heartbeat_interval / 1000,
+                fall_behind_max=cfg.ha_slave_fallbehind_max,
                 expect_hello=True,
             )
             await self.ha_master.start()
+        self._role_to_appender()
         ha_addr = f"{self.store_host}:{self.ha_master.port}"
         if not was_master:
             await self._run_master_hooks(starting=True)
@@ -541,11 +467,13 @@ class BrokerController:
         return ha_addr
 
     async def become_slave(self, broker_id: int, master_addr: str, master_ha_addr: str) -> None:
+        # Sends are refused from here on, before the master's services stop.
+        self.config = cfg = self.config.updated(brokerId=broker_id, brokerRole="SLAVE")
+        self._role_to_appender()
         if self.ha_master is not None:
             await self._run_master_hooks(starting=False)
             await self.ha_master.stop()
             self.ha_master = None
-        self.config = cfg = self.config.updated(brokerId=broker_id, brokerRole="SLAVE")
         self.registrar.identity = dataclasses.replace(self.registrar.identity, broker_id=broker_id)
         if self.ha_slave is None:
             self.ha_slave = HASlave(
@@ -560,6 +488,22 @@ class BrokerController:
             self.slave_sync.master_addr = master_addr
             self._periodic_tasks.append(asyncio.ensure_future(self.slave_sync.sync_all()))
         await self.registrar.register()
+
+    def _role_to_appender(self) -> None:
+        """Controller mode: the append path follows the role.  A slave refuses sends; a
+        master's sends wait for every other member of the SyncStateSet (allAckInSyncStateSet,
+        as the master counts it: `ControllerMode.waiting_for`) or, with inSyncReplicas > 1,
+        for one slave."""
+        mode = self.controller_mode
+        assert mode is not None
+        cfg = self.config
+        waits = cfg.all_ack_in_sync_state_set or cfg.in_sync_replicas > 1
+        replication = self.ha_master if waits and not cfg.is_slave else None
+
+        def in_sync() -> frozenset[int] | None:
+            return mode.waiting_for if cfg.all_ack_in_sync_state_set else None
+
+        self.appender.role_changed(cfg, replication, in_sync)
 
     def connected_slaves(self) -> dict[int, int]:
         if self.ha_master is None:

@@ -1,16 +1,15 @@
-"""`longboat demo`: the order pipeline of `examples/` end to end, with progress on screen.
+"""`longboat demo`: the order pipeline of `longboat.demo` end to end, with progress on screen.
 
 Starts `longboat up` (unless --namesrv points at a running one), produces order events,
 runs the streaming job (per-minute revenue by region → Parquet, large-order alerts → a topic,
 exactly once) until it has caught up, then the batch job over a store-time range, and shows
-what each produced.  The pipeline itself lives in `examples/` (plain scripts a user copies);
-this command loads them from the source tree.
+what each produced.  The pipeline itself is `longboat.demo` (an installed wheel carries it;
+the repository's `examples/` run its pieces one by one); this module only drives and shows it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import socket
 import subprocess
@@ -20,7 +19,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import click
@@ -30,7 +28,6 @@ from rich.table import Table
 from longboat.cli.render import format_progress
 from longboat.cli.runtime import console
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
 ORDERS_TOPIC = "demo-orders"
 ALERTS_TOPIC = "demo-order-alerts"
 
@@ -46,26 +43,16 @@ class DemoResult:
     range_expected: int
 
 
-def load_example(name: str) -> ModuleType:
-    path = EXAMPLES / f"{name}.py"
-    if not path.exists():
-        raise click.ClickException(f"the demo needs the source tree's examples/ ({path} missing)")
-    spec = importlib.util.spec_from_file_location(f"longboat_examples_{name}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def run_demo(
     spark: Any, namesrv: str, workdir: Path, *, orders: int = 5000, max_per_trigger: int = 2000
 ) -> DemoResult:
     """The whole pipeline against `namesrv` with `spark`; outputs under `workdir`."""
-    events_mod = load_example("order_events")
-    stream_mod = load_example("revenue_stream")
-    batch_mod = load_example("orders_by_time")
+    # The jobs import pyspark: loaded here, so the CLI starts without the spark extra.
     from longboat.client import ClientConfig
     from longboat.client.sync import Admin
+    from longboat.demo import orders_by_time as batch_mod
+    from longboat.demo import revenue_stream as stream_mod
+    from longboat.demo.orders import produce_orders
 
     with Admin(config=ClientConfig([namesrv], client_ip="127.0.0.1")) as admin:
         admin.create_topic(ORDERS_TOPIC, queue_nums=4)
@@ -75,13 +62,13 @@ def run_demo(
         task = progress.add_task("producing order events", total=orders)
         t_start = int(time.time() * 1000)
         half = orders // 2
-        first = events_mod.produce_orders(
+        first = produce_orders(
             namesrv, ORDERS_TOPIC, half, on_progress=lambda n: progress.advance(task, n)
         )
         time.sleep(0.01)
         t_half = int(time.time() * 1000)
         time.sleep(0.01)
-        rest = events_mod.produce_orders(
+        rest = produce_orders(
             namesrv,
             ORDERS_TOPIC,
             orders - half,
@@ -259,7 +246,7 @@ def spark_session() -> Any:
     help="Where outputs and checkpoints go [default: a new temporary directory].",
 )
 def demo(namesrv: str | None, orders: int, workdir: Path | None) -> None:
-    """Run the order pipeline (examples/) end to end on a local Spark."""
+    """Run the order pipeline (longboat.demo) end to end on a local Spark."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="longboat-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     console.print(f"[bold]longboat demo[/] — outputs in {workdir}")

@@ -1,4 +1,4 @@
-"""`longboat message get|find`: look messages up by id or by key."""
+"""`longboat message get|find|trace`: look messages up by id or by key; show a trace."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from longboat.cli.progress import LateProgress
 from longboat.cli.render import format_option, message_record, message_table, print_json
 from longboat.cli.runtime import console, fail
 from longboat.cli.runtime import run as run_async
+from longboat.cli.trace_view import timeline_table
 from longboat.client.message import MessageExt
+from longboat.client.tracing.timeline import Timeline, message_timeline, timeline_json
+from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 
 
 @click.group()
 def message() -> None:
-    """Look messages up by id or by key."""
+    """Look messages up by id or by key; show a message's trace."""
 
 
 @message.command()
@@ -69,6 +72,41 @@ def find(key: str, topic: str | None, max_num: int, output: str, namesrv: str) -
             "not found",
         )
     show(found, output)
+
+
+@message.command()
+@click.argument("msg_id")
+@click.option("-t", "--topic", help="The message's topic [default: the one its trace names].")
+@click.option(
+    "--trace-topic",
+    default=DEFAULT_TRACE_TOPIC,
+    show_default=True,
+    help="Where the clients wrote their trace records (msgTraceTopicName).",
+)
+@format_option
+@namesrv_option
+def trace(msg_id: str, topic: str | None, trace_topic: str, output: str, namesrv: str) -> None:
+    """Show the trace of the message with MSG_ID (the producer's id) as a timeline: its
+    send (producer group, host, cost), its store time on the broker, and each consumer
+    group's delivery attempts (client, retries, consume cost, result).  Only clients that
+    write traces leave any (Java's enableMsgTrace, Longboat's enable_trace)."""
+
+    async def go() -> Timeline:
+        async with admin_for(namesrv) as admin:
+            return await message_timeline(admin, msg_id, topic, trace_topic)
+
+    timeline = run_async(go())
+    if not (timeline.sends or timeline.attempts or timeline.transactions):
+        fail(
+            f"no trace of {msg_id} in {trace_topic}: traces are written only by clients that "
+            "enable them (enableMsgTrace, enable_trace=True), to the trace topic they name "
+            "(--trace-topic), and only while the brokers keep them",
+            "not found",
+        )
+    if output == "json":
+        print_json(timeline_json(timeline))
+    else:
+        console.print(timeline_table(timeline))
 
 
 def show(messages: list[MessageExt], output: str) -> None:

@@ -13,10 +13,10 @@ import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Coroutine, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn
 
 import click
 from rich.console import Console, ConsoleDimensions
@@ -32,9 +32,9 @@ from longboat.client.errors import (
     MessageNotFoundError,
     TransportError,
 )
-from longboat.remoting.event_loop import new_event_loop
 
-T = TypeVar("T")
+# A command's coroutine runs to completion on uvloop when it is installed.
+from longboat.remoting.event_loop import run as run
 
 # Written to a file or pipe, a table keeps whole names: nothing reads a pipe's width, and rich's
 # fallback of 80 columns would cut "TrialOrders" into "TrialOr…".
@@ -152,12 +152,6 @@ def configure_logging(verbose: bool, *, level: int = logging.WARNING) -> None:
         handler = PlainLogHandler()
     root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else level)
-
-
-def run(coro: Coroutine[Any, Any, T]) -> T:
-    """Run a command's coroutine to completion on uvloop when it is installed."""
-    with asyncio.Runner(loop_factory=new_event_loop) as runner:
-        return runner.run(coro)
 
 
 class CommandError(click.ClickException):

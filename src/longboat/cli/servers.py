@@ -1,5 +1,6 @@
 """Server commands: `longboat up` (name server + broker in one process, or a local cluster of
-broker groups with `--brokers N --slaves M`), `longboat namesrv`, `longboat broker`.
+broker groups with `--brokers N --slaves M`, each broker a `longboat broker` child process so
+the groups take writes on all the host's cores), `longboat namesrv`, `longboat broker`.
 
 Lifecycle of a server process (state as data):
 
@@ -28,6 +29,7 @@ from rich.table import Table
 
 from longboat.broker import BrokerConfig, BrokerController
 from longboat.broker.config import default_data_dir
+from longboat.cli.broker_process import BrokerProcess
 from longboat.cli.connect import client_config
 from longboat.cli.controller_settings import (
     config_file_option,
@@ -101,20 +103,25 @@ def listening_table(
     broker: BrokerController | None,
     dashboard: DashboardServer | None = None,
     *,
-    group_members: Sequence[BrokerController] = (),
+    group_members: Sequence[BrokerProcess] = (),
 ) -> Table:
     """Called once every server is started: the ports shown are the bound ones.  A local
-    cluster (`group_members`) gets one row per broker: name/id, address, role, store."""
+    cluster (`group_members`, each broker in its own process) gets one row per broker:
+    name/id, address (as registered with `namesrv`), role, store, process id."""
     table = Table(title="longboat", show_header=False, title_justify="left")
     table.add_column(style="bold")
     table.add_column()
     if namesrv is not None:
         table.add_row("name server", namesrv.addr)
+    registered = namesrv.routes.cluster_info().broker_addr_table if namesrv else {}
     for member in group_members:
         cfg = member.config
+        known = registered.get(cfg.broker_name)
+        addr = known.broker_addrs.get(cfg.broker_id, "?") if known else "?"
+        pid = member.proc.pid if member.proc else "?"
         table.add_row(
             f"{cfg.broker_name}/{cfg.broker_id}",
-            f"{member.broker_addr} {cfg.broker_role}, store {cfg.store_path_root_dir}",
+            f"{addr} {cfg.broker_role}, store {cfg.store_path_root_dir}, pid {pid}",
         )
     if broker is not None:
         cfg = broker.config
@@ -168,7 +175,7 @@ def server_logging() -> None:
     type=click.IntRange(1, MAX_GROUPS),
     default=1,
     show_default=True,
-    help="Broker groups (broker-a, broker-b, ...).",
+    help="Broker groups (broker-a, broker-b, ...), each broker a process of its own.",
 )
 @click.option(
     "--slaves",
@@ -205,8 +212,9 @@ def up(
     master_role: str,
 ) -> None:
     """Run a name server and a broker in this process, on 127.0.0.1; with --brokers/--slaves,
-    a local cluster: that many broker groups of a master and its slaves; with --controllers,
-    controllers too, which elect each group's master (controller mode).
+    a local cluster: that many broker groups of a master and its slaves, each broker in a
+    process of its own (one Python process takes writes on one core); with --controllers,
+    controllers too (in this process), which elect each group's master (controller mode).
 
     Ctrl-C (or SIGTERM) stops all cleanly: held pulls are answered, the stores are flushed and
     the brokers unregister.  Other broker settings come from $LONGBOAT_<SETTING> variables.
@@ -238,6 +246,7 @@ def up(
     )
     namesrv = NameServer(LOOPBACK, namesrv_port)
     broker: list[BrokerController] = []
+    children: list[BrokerProcess] = []
     configs = cluster_configs(config, brokers, slaves, master_role)
     elected = controller_servers(controllers, config.store_path_root_dir / "controller")
     if elected:
@@ -250,9 +259,13 @@ def up(
         ]
 
     def broker_factory(member: BrokerConfig) -> Callable[[], Server]:
-        def make_broker() -> BrokerController:
+        def make_broker() -> Server:
             # After the name server started: its port is the bound one even when 0 was asked.
-            broker.append(BrokerController(member.updated(namesrv_addr=namesrv.addr)))
+            named = member.updated(namesrv_addr=namesrv.addr)
+            if len(configs) > 1:  # a local cluster: a process per broker, each on its core
+                children.append(BrokerProcess(named, BrokerConfig.load()))
+                return children[-1]
+            broker.append(BrokerController(named))
             return broker[-1]
 
         return make_broker
@@ -275,10 +288,10 @@ def up(
 
     def describe() -> Table:
         board = dashboard[0] if dashboard else None
-        if len(broker) == 1:
+        if broker:
             table = listening_table(namesrv, broker[0], board)
         else:
-            table = listening_table(namesrv, None, board, group_members=broker)
+            table = listening_table(namesrv, None, board, group_members=children)
         for server in elected:
             controller_rows(table, server)
         return table

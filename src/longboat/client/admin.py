@@ -38,6 +38,7 @@ from longboat.protocol.bodies import (
     ClientConnection,
     ClusterInfo,
     ConsumerConnection,
+    SubscriptionGroupConfig,
     TopicConfig,
     TopicRouteData,
 )
@@ -504,9 +505,23 @@ class Admin(InstanceUser):
             planned.append((addr, mq, offset))
         # Every target is known (and in range) before the first offset moves.
         for addr, mq, offset in planned:
-            await api.update_consumer_offset(addr, group, mq, offset)
+            await self._commit_for(addr, group, mq, offset)
             result[mq] = offset
         return result
+
+    async def _commit_for(self, addr: str, group: str, mq: MessageQueue, offset: int) -> None:
+        """Commit `offset` for `group`, registering the group first on a broker that does not
+        know it: RocketMQ 5 refuses an offset of a group no member ever announced
+        (SUBSCRIPTION_GROUP_NOT_EXIST), where 4.x and Longboat store it. The group gets
+        RocketMQ's default settings, as its first heartbeat would have given it."""
+        api = self.instance.api
+        try:
+            await api.update_consumer_offset(addr, group, mq, offset)
+        except BrokerError as exc:
+            if exc.code != ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
+                raise
+            await api.create_subscription_group(addr, SubscriptionGroupConfig(group_name=group))
+            await api.update_consumer_offset(addr, group, mq, offset)
 
     # ------------------------------------------------------------------ lookups
 

@@ -24,6 +24,7 @@ from typing import Any, TypedDict, TypeVar
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import ClientUsageError
 from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
+from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 
 DEFAULT_OFFSET_STORE_DIR = Path.home() / ".longboat" / "offsets"
 
@@ -137,6 +138,12 @@ class PushConsumerSettings(ConsumerSettings):
     # Start even when no name server answers (RocketMQ's behaviour), instead of raising
     # TransportError after one request timeout per name server.
     lenient_start: bool = False
+    # RocketMQ's trace records of each delivery, written to trace_topic (Java's
+    # enableMsgTrace / customizedTraceTopic); OpenTelemetry receive and process spans (the
+    # `otel` extra).  See docs/client.md, Tracing.
+    enable_trace: bool = False
+    trace_topic: str = DEFAULT_TRACE_TOPIC
+    open_telemetry: bool = False
 
     def __post_init__(self) -> None:
         ConsumerSettings.__post_init__(self)
@@ -214,6 +221,9 @@ class PushConsumerOptions(ConsumerOptions, total=False):
     local_retry_delay: float
     offset_store_dir: Path | str
     lenient_start: bool
+    enable_trace: bool
+    trace_topic: str
+    open_telemetry: bool
 
 
 class LitePullOptions(ConsumerOptions, total=False):

@@ -146,6 +146,8 @@ class SendResult:
     queue_offset: int
     region_id: str | None = None
     transaction_id: str | None = None
+    # The broker's trace switch (traceOn): False asks clients to write no trace of it.
+    trace_on: bool = True
 
     @property
     def msg_ids(self) -> list[str]:

@@ -42,6 +42,8 @@ from longboat.client.errors import (
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
+from longboat.client.tracing.hooks import begin_send
+from longboat.client.tracing.setup import Tracing
 from longboat.protocol.batch import join_batch
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
 from longboat.protocol.compression import COMPRESS_OVER, maybe_compress
@@ -59,6 +61,7 @@ from longboat.protocol.topic_names import (
     RETRY_GROUP_TOPIC_PREFIX,
 )
 from longboat.protocol.topic_names import validate_topic as topic_problem
+from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -100,7 +103,13 @@ class Producer(InstanceUser):
         retry_times: int | None = None,
         compress_over: int = COMPRESS_OVER,
         max_message_size: int = MAX_MESSAGE_SIZE,
+        enable_trace: bool = False,
+        trace_topic: str = DEFAULT_TRACE_TOPIC,
+        open_telemetry: bool = False,
     ) -> None:
+        """`enable_trace`: write RocketMQ's trace records of every `send` to `trace_topic`
+        (as Java's `enableMsgTrace`); `open_telemetry`: a span per `send`, its context
+        carried in the message (needs the `otel` extra).  See docs/client.md, Tracing."""
         super().__init__(config, namesrv_addrs)
         self.group = group
         self.send_timeout = send_timeout
@@ -112,6 +121,10 @@ class Producer(InstanceUser):
             self.config.client_ip, now_ms=_now_ms, pid=os.getpid(), rng=random.Random()
         )
         self._pending: set[asyncio.Task[Any]] = set()
+        self._tracing = Tracing(
+            self.send, self.config, enable_trace=enable_trace, trace_topic=trace_topic,
+            open_telemetry=open_telemetry,
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -125,6 +138,7 @@ class Producer(InstanceUser):
             await instance.release()
             raise
         self._instance = instance
+        self._tracing.start()
 
     async def shutdown(self) -> None:
         """Wait for async sends in flight, unregister the group, release the instance."""
@@ -133,6 +147,11 @@ class Producer(InstanceUser):
             return
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
+        self._instance = instance  # the last trace records are sent as this producer
+        try:
+            await self._tracing.close()
+        finally:
+            self._instance = None
         await instance.unregister_producer(self.group)
         await instance.release()
 
@@ -167,11 +186,19 @@ class Producer(InstanceUser):
         and remark), BrokerBusyError, or SendTimeoutError."""
         instance = self.instance
         msg = _message_of(msg, payload)
+        end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
-        return await self._send_with_retries(
-            instance, msg.topic, header, body, uniq, chooser, timeout
-        )
+        send = self._send_with_retries(instance, msg.topic, header, body, uniq, chooser, timeout)
+        if end is None:
+            return await send
+        try:
+            result = await send
+        except BaseException as exc:
+            end(uniq, None, exc)
+            raise
+        end(uniq, result, None)
+        return result
 
     def send_async(
         self,

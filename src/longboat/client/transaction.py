@@ -26,6 +26,7 @@ from typing import Any
 from longboat.client.errors import ClientUsageError
 from longboat.client.message import Message, MessageExt, SendResult
 from longboat.client.producer import DEFAULT_PRODUCER_GROUP, Producer
+from longboat.client.tracing.hooks import begin_send
 from longboat.protocol.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
@@ -111,9 +112,17 @@ class TransactionProducer(Producer):
         )
         header, body, uniq = self._prepare(half)
         header = replace(header, sysFlag=header.sysFlag | MessageSysFlag.TRANSACTION_PREPARED_TYPE)
-        result = await self._send_with_retries(
-            instance, msg.topic, header, body, uniq, None, timeout
-        )
+        traced = begin_send(self._tracing.observers, self.group, half)
+        try:
+            result = await self._send_with_retries(
+                instance, msg.topic, header, body, uniq, None, timeout
+            )
+        except BaseException as exc:
+            if traced is not None:
+                traced(uniq, None, exc)
+            raise
+        if traced is not None:
+            traced(uniq, result, None)
         if not result.ok:
             return TransactionSendResult(result, LocalTransactionState.ROLLBACK_MESSAGE)
         try:
@@ -135,6 +144,10 @@ class TransactionProducer(Producer):
             await instance.api.end_transaction(addr, end)
         except Exception as exc:  # the half stays undecided: the check-back will ask
             log.warning("END_TRANSACTION for %s failed (%s): the broker will check back", uniq, exc)
+        if self._tracing.message_tracer is not None:
+            self._tracing.message_tracer.end_transaction(
+                self.group, msg, uniq, addr, state.name, from_check=False
+            )
         return TransactionSendResult(result, state)
 
     # ------------------------------------------------------------------ check-back
@@ -167,6 +180,10 @@ class TransactionProducer(Producer):
             await self.instance.api.end_transaction(conn.peer, end)
         except Exception as exc:  # the broker asks again next round
             log.info("answering a transaction check to %s failed: %s", conn.peer, exc)
+        if self._tracing.message_tracer is not None:
+            self._tracing.message_tracer.end_transaction(
+                self.group, msg, end.msgId, conn.peer, state.name, from_check=True
+            )
 
 
 async def _resolve(

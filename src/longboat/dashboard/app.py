@@ -36,10 +36,12 @@ from longboat.client.errors import (
 from longboat.client.message import Message
 from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
+from longboat.client.tracing.timeline import message_timeline, timeline_json
 from longboat.dashboard import views
 from longboat.dashboard.sampler import LagSampler
 from longboat.dashboard.sessions import COOKIE, Clients, Sessions
 from longboat.protocol import ResponseCode
+from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 
 STATIC = Path(__file__).parent / "static"
@@ -98,6 +100,7 @@ def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.A
         web.get("/api/groups/{group}/dlq", get_dlq),
         web.get("/api/messages", get_messages),
         web.post("/api/messages/resend", post_resend),
+        web.get("/api/messages/trace", get_trace),
         web.get("/api/session", get_session),
         web.post("/api/session", post_session),
         web.delete("/api/session", delete_session),
@@ -169,7 +172,8 @@ async def get_cluster(request: web.Request) -> web.Response:
 
 
 async def get_topics(request: web.Request) -> web.Response:
-    return web.json_response(await views.topics_view(admin_of(request)))
+    rates = request.app[SAMPLER].topic_rates()
+    return web.json_response(await views.topics_view(admin_of(request), rates))
 
 
 async def get_topic(request: web.Request) -> web.Response:
@@ -230,7 +234,8 @@ async def post_send(request: web.Request) -> web.Response:
 
 
 async def get_groups(request: web.Request) -> web.Response:
-    return web.json_response(await views.groups_view(admin_of(request)))
+    rates = request.app[SAMPLER].consume_rates()
+    return web.json_response(await views.groups_view(admin_of(request), rates))
 
 
 async def get_group(request: web.Request) -> web.Response:
@@ -299,6 +304,17 @@ async def get_messages(request: web.Request) -> web.Response:
         end = int(q.get("end") or now)
         found = await views.messages_in_range(admin, topic, begin, end)
     return web.json_response({"messages": [views.message_json(m) for m in found]})
+
+
+async def get_trace(request: web.Request) -> web.Response:
+    """?id=...[&topic=...][&traceTopic=...]: the message's trace as a timeline (what clients
+    that write traces recorded; empty lists when none did)."""
+    q = request.query
+    trace_topic = q.get("traceTopic") or DEFAULT_TRACE_TOPIC
+    timeline = await message_timeline(
+        admin_of(request), q["id"].strip(), q.get("topic") or None, trace_topic
+    )
+    return web.json_response(timeline_json(timeline))
 
 
 async def post_resend(request: web.Request) -> web.Response:

@@ -3,6 +3,10 @@ the dashboard itself every `interval` seconds and kept for `window` seconds (an 
 
 Brokers keep no history of offsets, so the chart starts when the dashboard does.  The consume
 rate between two samples is how far the group's offsets moved, per second.
+
+The Topics page's rates come from the same samples: a topic's in rate is how far the ends of
+its queues moved between the last two samples, per second; its out rate, how far every
+group's offsets on it moved (summed over the groups).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from longboat.client.admin import Admin, is_retry_queue, total_lag
 from longboat.client.errors import ClientError
@@ -27,6 +31,8 @@ class Sample:
     at: float
     lag: int
     consumed: int
+    # The same, per topic (the out rates of the Topics page).
+    consumed_by_topic: dict[str, int] = field(default_factory=dict)
 
 
 class LagSampler:
@@ -43,6 +49,8 @@ class LagSampler:
         self.window = window
         self.clock = clock
         self._history: dict[str, deque[Sample]] = {}
+        # Per user topic, its last two (time, sum of its queues' ends).
+        self._ends: dict[str, deque[tuple[float, int]]] = {}
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
@@ -63,17 +71,53 @@ class LagSampler:
             await asyncio.sleep(self.interval)
 
     async def sample_all(self) -> None:
-        groups = await self.admin.groups()
-        await asyncio.gather(*(self.sample(g) for g in groups), return_exceptions=True)
+        groups, topics = await asyncio.gather(self.admin.groups(), self.admin.user_topics())
+        await asyncio.gather(
+            *(self.sample(g) for g in groups),
+            *(self.sample_topic(t) for t in topics),
+            return_exceptions=True,
+        )
+
+    async def sample_topic(self, topic: str) -> None:
+        ends = sum(q.max_offset for q in await self.admin.topic_status(topic))
+        self._ends.setdefault(topic, deque(maxlen=2)).append((self.clock(), ends))
 
     async def sample(self, group: str) -> None:
         progress = await self.admin.group_progress(group, with_lag_time=False)
-        consumed = sum(p.consumer_offset or 0 for p in progress if not is_retry_queue(p.mq))
+        by_topic: dict[str, int] = {}
+        for p in progress:
+            if not is_retry_queue(p.mq):
+                by_topic[p.mq.topic] = by_topic.get(p.mq.topic, 0) + (p.consumer_offset or 0)
         now = self.clock()
         history = self._history.setdefault(group, deque())
-        history.append(Sample(now, total_lag(progress), consumed))
+        history.append(Sample(now, total_lag(progress), sum(by_topic.values()), by_topic))
         while history and history[0].at < now - self.window:
             history.popleft()
+
+    def topic_rates(self) -> dict[str, dict[str, float]]:
+        """Per topic sampled twice: messages in and out per second over the last interval."""
+        rates: dict[str, dict[str, float]] = {}
+        for topic, ends in self._ends.items():
+            if len(ends) == 2 and ends[1][0] > ends[0][0]:
+                rate = max(0, ends[1][1] - ends[0][1]) / (ends[1][0] - ends[0][0])
+                rates[topic] = {"in": round(rate, 2), "out": 0.0}
+        for history in self._history.values():
+            if len(history) < 2 or history[-1].at <= history[-2].at:
+                continue
+            before, after = history[-2], history[-1]
+            for topic, consumed in after.consumed_by_topic.items():
+                moved = max(0, consumed - before.consumed_by_topic.get(topic, consumed))
+                row = rates.setdefault(topic, {"in": 0.0, "out": 0.0})
+                row["out"] = round(row["out"] + moved / (after.at - before.at), 2)
+        return rates
+
+    def consume_rates(self) -> dict[str, float]:
+        """Per group sampled twice: its consume rate (messages/s) over the last interval."""
+        return {
+            group: series[-1]["rate"]
+            for group in self._history
+            if len(series := self.series(group)) >= 2
+        }
 
     def series(self, group: str) -> list[dict[str, float]]:
         """Samples oldest first: time (epoch s), lag, and the consume rate (messages/s) since

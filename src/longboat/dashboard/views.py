@@ -73,15 +73,22 @@ def runtime_json(runtime: dict[str, str]) -> Json:
     }
 
 
-async def topics_view(admin: Admin) -> Json:
+async def topics_view(admin: Admin, rates: dict[str, dict[str, float]] | None = None) -> Json:
     """Every topic with its kind and, as `longboat topic list`, its brokers, queues and
-    permission (null when no broker serves it any more)."""
+    permission (null when no broker serves it any more), and its in and out rates (messages
+    per second, from the sampler; null until sampled twice)."""
+    rates = rates or {}
     info, topics = await asyncio.gather(admin.cluster_info(), admin.topics())
     reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
     routes = await asyncio.gather(*(admin.route_or_none(t) for t in topics))
     return {
         "topics": [
-            {"name": t, "kind": topic_kind(t, reserved), "route": r and route_totals_json(r)}
+            {
+                "name": t,
+                "kind": topic_kind(t, reserved),
+                "route": r and route_totals_json(r),
+                "rates": rates.get(t),
+            }
             for t, r in zip(topics, routes, strict=True)
         ]
     }
@@ -92,9 +99,14 @@ async def topic_view(admin: Admin, topic: str) -> Json:
     return topic_json(topic, route, status)
 
 
-async def groups_view(admin: Admin) -> Json:
+async def groups_view(admin: Admin, rates: dict[str, float] | None = None) -> Json:
+    """Every group's row; `rate`, its consume rate from the sampler (null until sampled
+    twice)."""
     names = await admin.groups()
-    return {"groups": await asyncio.gather(*(group_row(admin, g) for g in names))}
+    rows = await asyncio.gather(*(group_row(admin, g) for g in names))
+    for row in rows:
+        row["rate"] = (rates or {}).get(row["name"])
+    return {"groups": rows}
 
 
 async def group_row(admin: Admin, group: str) -> Json:

@@ -13,8 +13,9 @@ State (RocketMQ's RouteInfoManager, one table per question a client asks):
 Invariants: every address in `brokers` has a lease in `live` and vice versa; a broker name is in
 `brokers` iff it has at least one address; a topic is in `topics` iff some broker name serves it.
 Queue data comes only from masters (id 0) and is replaced when the master's data version
-changed (or on its first registration): topics missing from the new table are dropped for that
-broker, so a deleted topic leaves the routes (RocketMQ 4.x keeps it until the broker expires).
+changed (or on its first registration): topics missing from a whole table are dropped for that
+broker, so a deleted topic leaves the routes (RocketMQ 4.x keeps it until the broker expires);
+an incremental registration (the topics created since the last one) is merged instead.
 A broker leaves — with its queue data — when it unregisters, when its connection closes, or
 when its lease is older than the expiry (120 s).
 """
@@ -82,7 +83,11 @@ class RouteTable:
         topic_configs: dict[str, TopicConfig],
         data_version: DataVersion,
         channel: Hashable | None = None,
+        *,
+        incremental: bool = False,
     ) -> Registered:
+        """`incremental`: `topic_configs` holds only created or changed topics, merged into
+        the broker's; otherwise it is the broker's whole table."""
         self._clusters.setdefault(cluster, set()).add(broker_name)
         data = self._brokers.get(broker_name)
         if data is None:
@@ -102,18 +107,21 @@ class RouteTable:
             broker_name, broker_id, self._clock(), data_version, ha_addr, channel
         )
         if broker_id == MASTER_ID and (previous is None or previous.data_version != data_version):
-            self._replace_queue_data(broker_name, topic_configs)
+            self._update_queue_data(broker_name, topic_configs, whole=not incremental)
         if broker_id == MASTER_ID:
             return Registered(None, None)
         master = data.broker_addrs.get(MASTER_ID)
         master_lease = self._live.get(master) if master else None
         return Registered(master, master_lease.ha_addr if master_lease else None)
 
-    def _replace_queue_data(self, broker_name: str, configs: dict[str, TopicConfig]) -> None:
-        for topic, queues in list(self._topics.items()):
-            dropped = topic not in configs and queues.pop(broker_name, None) is not None
-            if dropped and not queues:
-                del self._topics[topic]
+    def _update_queue_data(
+        self, broker_name: str, configs: dict[str, TopicConfig], *, whole: bool
+    ) -> None:
+        if whole:
+            for topic, queues in list(self._topics.items()):
+                dropped = topic not in configs and queues.pop(broker_name, None) is not None
+                if dropped and not queues:
+                    del self._topics[topic]
         for topic, cfg in configs.items():
             self._topics.setdefault(topic, {})[broker_name] = QueueData(
                 broker_name,

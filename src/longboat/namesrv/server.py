@@ -22,12 +22,7 @@ from pathlib import Path
 from longboat.acl import NAMESRV_WRITE_CODES, AccessControl
 from longboat.namesrv.routes import BROKER_EXPIRY_S, RouteTable
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
-from longboat.protocol.bodies import (
-    DataVersion,
-    RegisterBrokerBody,
-    TopicConfigSerializeWrapper,
-    encode_topic_list,
-)
+from longboat.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
 from longboat.protocol.codes import VERSION_REGISTER_BODY, VERSION_STANDARD_ROUTE_JSON
 from longboat.protocol.headers import (
     BrokerIdentityHeader,
@@ -36,6 +31,8 @@ from longboat.protocol.headers import (
     RegisterBrokerRequestHeader,
     RegisterBrokerResponseHeader,
 )
+from longboat.protocol.register_body import decode_compressed
+from longboat.protocol.table_bodies import encode_topic_list
 from longboat.remoting import Connection, ConnectionLimits, RemotingServer, Router
 from longboat.remoting.tls import ServerTls
 
@@ -129,13 +126,11 @@ class NameServer:
         header = RegisterBrokerRequestHeader.from_ext(cmd.ext_fields)
         if header.bodyCrc32 and header.bodyCrc32 != zlib.crc32(cmd.body) & 0x7FFFFFFF:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
-        if header.compressed:
-            return cmd.make_response(
-                ResponseCode.SYSTEM_ERROR,
-                "compressed registration bodies are not supported; set compressedRegister=false",
-            )
         if not cmd.body:
             wrapper = TopicConfigSerializeWrapper()
+        elif header.compressed:
+            body = decode_compressed(cmd.body)
+            wrapper = TopicConfigSerializeWrapper(body.topic_config_table, body.data_version)
         elif cmd.version >= VERSION_REGISTER_BODY:
             body = RegisterBrokerBody.from_json(cmd.body)
             wrapper = TopicConfigSerializeWrapper(body.topic_config_table, body.data_version)
@@ -150,6 +145,7 @@ class NameServer:
             wrapper.topic_config_table,
             wrapper.data_version,
             conn,
+            incremental=bool(header.incremental),
         )
         ext = RegisterBrokerResponseHeader(
             haServerAddr=registered.ha_addr, masterAddr=registered.master_addr

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from longboat.protocol.header_fields import Header, JavaInt
+from longboat.protocol.sysflags import PullSysFlag
 
 # --------------------------------------------------------------------------- sending
 
@@ -84,6 +85,46 @@ class PullMessageRequestHeader(Header):
     subVersion: int = 0
     subscription: str | None = None
     expressionType: str | None = None
+
+    @classmethod
+    def pulling(
+        cls,
+        *,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msgs: int,
+        suspend_ms: int = 0,
+        commit_offset: int | None = None,
+        subscription: str | None = "*",
+        expression_type: str = "TAG",
+        sub_version: int = 0,
+        lite: bool = False,
+    ) -> PullMessageRequestHeader:
+        """A pull whose flags follow from what it carries, the one place they are set:
+        `suspend_ms` > 0 lets the broker hold it that long, `commit_offset` stores the group's
+        offset with it, `subscription` (an expression of `expression_type`; None leaves it to
+        the group's heartbeat) travels with it, `lite` marks a lite-pull consumer's."""
+        flag = PullSysFlag.build(
+            commit_offset=commit_offset is not None,
+            suspend=suspend_ms > 0,
+            subscription=subscription is not None,
+            lite_pull=lite,
+        )
+        return cls(
+            consumerGroup=group,
+            topic=topic,
+            queueId=queue_id,
+            queueOffset=offset,
+            maxMsgNums=max_msgs,
+            sysFlag=flag,
+            commitOffset=commit_offset or 0,
+            suspendTimeoutMillis=suspend_ms,
+            subVersion=sub_version,
+            subscription=subscription,
+            expressionType=None if subscription is None else expression_type,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,6 +312,11 @@ class GetRouteInfoRequestHeader(Header):
 
 @dataclass(frozen=True, slots=True)
 class RegisterBrokerRequestHeader(Header):
+    """`compressed`: the body is the compact zlib form (protocol.register_body).
+    `incremental` (Longboat's; RocketMQ's name server ignores it and merges every
+    registration): the body holds only the topics created or changed since the last one, to
+    merge; without it the body is the whole table, and topics missing from it are dropped."""
+
     brokerName: str
     brokerAddr: str
     clusterName: str
@@ -278,6 +324,7 @@ class RegisterBrokerRequestHeader(Header):
     brokerId: int
     compressed: bool | None = None
     bodyCrc32: JavaInt | None = None
+    incremental: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,12 +53,13 @@ def offset_msg_id_suffix(commit_log_offset: int) -> str:
 def joined_offset_msg_ids(prefix: str, commit_log_offsets: Sequence[int]) -> str:
     """The offset ids of one broker's records (`prefix` from `offset_msg_id_prefix`), joined
     by commas as a batch's send answer carries them.  The offsets are packed and hexed in one
-    call each rather than formatted one by one: this runs for every batch a broker stores."""
+    call each, split by `hex`'s own separator and prefixed by one `replace`, rather than
+    formatted one by one: this runs for every batch a broker stores."""
     count = len(commit_log_offsets)
     if count == 1:
         return prefix + offset_msg_id_suffix(commit_log_offsets[0])
-    digits = struct.pack(f">{count}Q", *commit_log_offsets).hex().upper()
-    return prefix + f",{prefix}".join([digits[i : i + 16] for i in range(0, 16 * count, 16)])
+    digits = struct.pack(f">{count}Q", *commit_log_offsets).hex(",", 8).upper()
+    return prefix + digits.replace(",", f",{prefix}")
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[str, int, int]:

@@ -6,7 +6,10 @@ The reader accepts both and, like Java, skips segments without a name or value.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
+from itertools import repeat
 
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
@@ -51,6 +54,8 @@ class Prop:
     SHARDING_KEY = "__SHARDINGKEY"
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
     START_DELIVER_TIME = "__STARTDELIVERTIME"
+    # RocketMQ 5's trace context (W3C traceparent), the v2 system property trace_context.
+    TRACE_CONTEXT = "TRACE_CONTEXT"
 
 
 KEY_SEPARATOR = " "
@@ -125,3 +130,27 @@ class RawProperties(Mapping[str, str]):
 def property_marker(name: str) -> bytes:
     """What `raw_property` looks for: the encoded name and its separator."""
     return f"{name}{NAME_VALUE_SEPARATOR}".encode()
+
+
+_SEPARATOR_BYTE = PROPERTY_SEPARATOR.encode()
+
+
+def raw_property_each(props: Sequence[bytes], joined: bytes, marker: bytes) -> list[bytes] | None:
+    """`raw_property(p, marker)` for every `p` of a batch, read with a few C-speed calls (counts
+    and one regex scan of `joined`, the properties joined by PROPERTY_SEPARATOR) instead of a
+    call per message; None unless every message holds the name exactly once, at the start of
+    a segment and with a value, the case a producer's batch nearly always is (the caller then
+    reads message by message)."""
+    k = len(props)
+    if (
+        list(map(bytes.count, props, repeat(marker))).count(1) != k
+        or joined.count(_SEPARATOR_BYTE + marker) + joined.startswith(marker) != k
+    ):
+        return None
+    values: list[bytes] = _value_pattern(marker).findall(joined)
+    return None if b"" in values else values
+
+
+@cache
+def _value_pattern(marker: bytes) -> re.Pattern[bytes]:
+    return re.compile(re.escape(marker) + b"([^" + re.escape(_SEPARATOR_BYTE) + b"]*)")

@@ -55,9 +55,6 @@ class Router:
         self._middlewares.append((middleware, None if codes is None else frozenset(codes)))
         self._chains = {code: self._chain(code) for code in self._handlers}
 
-    def handles(self, code: int) -> bool:
-        return int(code) in self._handlers
-
     def _chain(self, code: int) -> Handler:
         handler = self._handlers[code]
         for middleware, codes in reversed(self._middlewares):

@@ -13,6 +13,7 @@ the log (`last_store_ms`), whatever the clock does.
 
 from __future__ import annotations
 
+import errno
 import logging
 import struct
 import threading
@@ -124,6 +125,9 @@ class Appender:
                 new_max = self._queues.max_offset(topic, queue_id)
         except OSError as exc:
             log.error("commit log: append failed: %s", exc)
+            if exc.errno == errno.ENOSPC:  # filled by another writer between two checks
+                self._maintenance.check_disk()
+                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=f"append failed: {exc}")
             return PutResult(PutStatus.UNKNOWN_ERROR, error=f"append failed: {exc}")
         arrivals = self._arrivals
         try:
@@ -187,6 +191,10 @@ class Appender:
                 error=f"{len(sizes)} message(s) of {size} bytes do not fit one commit-log "
                 f"segment of {commit_log.segment_size} bytes",
             )
+        if commit_log.allocates(size):
+            refusal = self._maintenance.check_disk()
+            if refusal is not None:
+                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=refusal)
         actual = commit_log.reserve(size)
         offsets = list(accumulate(sizes[:-1], initial=actual))
         if actual != start:  # rolled to a new segment: move the offsets written in

@@ -9,6 +9,10 @@ not close (crash, SIGKILL, power loss).  The checkpoint records two commit-log o
 
 After an unclean stop, recovery trusts nothing past min(dispatched, commit_log_flushed): it
 re-verifies the log from there and rebuilds queues and index for what it finds.
+
+It also records the store time of the newest record dispatched (RocketMQ's
+physicMsgTimestamp), so store times keep increasing across a restart without reading the
+newest entry of every queue.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ class Checkpoint:
     commit_log_flushed: int = 0
     dispatched: int = 0
     timestamp_ms: int = 0
+    newest_store_ms: int | None = None  # None: a checkpoint written before it was recorded
 
     @property
     def recover_from(self) -> int:
@@ -45,6 +50,9 @@ def load_checkpoint(root: Path) -> Checkpoint | None:
             commit_log_flushed=int(data["commitLogFlushed"]),
             dispatched=int(data["dispatched"]),
             timestamp_ms=int(data.get("timestamp", 0)),
+            newest_store_ms=(
+                int(data["physicMsgTimestamp"]) if "physicMsgTimestamp" in data else None
+            ),
         )
     except (KeyError, TypeError, ValueError):
         return None
@@ -57,6 +65,7 @@ def save_checkpoint(root: Path, cp: Checkpoint) -> None:
             "commitLogFlushed": cp.commit_log_flushed,
             "dispatched": cp.dispatched,
             "timestamp": cp.timestamp_ms,
+            "physicMsgTimestamp": cp.newest_store_ms or 0,
         },
     )
 

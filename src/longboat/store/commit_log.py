@@ -83,10 +83,21 @@ class CommitLog:
         if used and used + size + END_MARKER_SIZE > self.segment_size:
             seg = self.chain.segment_for_write(offset)
             remaining = self.segment_size - used
+            # The next file first: when it cannot be allocated (ENOSPC) this one stays open,
+            # with no end marker, and the log is as it was.
+            self.chain.segment_for_write(offset + remaining)
             seg.write(offset, _SIZE_MAGIC.pack(remaining, BLANK_MAGIC))
             offset += remaining
             self.write_offset = offset
         return offset
+
+    def allocates(self, size: int) -> bool:
+        """Whether appending `size` bytes makes the log allocate a segment file."""
+        offset = self.write_offset
+        used = offset % self.segment_size
+        if used and used + size + END_MARKER_SIZE > self.segment_size:
+            return True
+        return self.chain.find(offset) is None
 
     def write(self, offset: int, data: bytes) -> None:
         """Copy `data` in at `offset` (from `reserve`) and move the write offset past it."""

@@ -26,16 +26,21 @@ class StoreConfig:
     flush_interval_ms: int = 500
     sync_flush_timeout_ms: int = 5000
     max_message_size: int = 4 * 1024 * 1024
-    # Retention: hours a segment is kept, hour of day for deletion, disk-usage ratio that
-    # forces deletion at once.
+    # Retention: hours a segment is kept, hour of day for deletion.
     file_reserved_time_hours: float = 72.0
     delete_when: int = 4
-    disk_max_used_ratio: float = 0.75
-    # Past this disk-usage ratio the oldest segments go even if not expired (RocketMQ's
-    # diskSpaceCleanForciblyRatio); past the warning ratio appends are refused until
-    # retention frees space, rather than letting the disk fill.
+    # Disk watermarks, as fractions of the filesystem holding `root_dir`, counting the next
+    # commit-log segment's reservation as used (see retention).  RocketMQ's
+    # diskMaxUsedSpaceRatio: past it expired segments go at once, whatever the hour.
+    disk_max_used_space_ratio: float = 0.75
+    # RocketMQ's diskSpaceCleanForciblyRatio: past it retention runs every disk check, and
+    # with `clean_file_forcibly_enable` the oldest segment goes even unexpired (unconsumed
+    # messages with it); without, only expired ones do and appends stop at the warning level.
     disk_space_clean_forcibly_ratio: float = 0.85
-    disk_space_warning_ratio: float = 0.90
+    clean_file_forcibly_enable: bool = True
+    # RocketMQ's diskSpaceWarningLevelRatio: past it appends are refused (SERVICE_NOT_AVAILABLE)
+    # until retention or the operator frees space; they resume by themselves.
+    disk_space_warning_level_ratio: float = 0.90
     # Address written into every record's store-host field and into offset message ids.
     store_host: str = "127.0.0.1"
     store_port: int = 10911

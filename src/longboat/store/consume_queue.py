@@ -20,7 +20,7 @@ import struct
 from collections.abc import Callable
 from pathlib import Path
 
-from longboat.store.segments import SegmentChain
+from longboat.store.segments import MappedSegment, SegmentChain
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = ENTRY.size  # 20
@@ -37,11 +37,26 @@ class ConsumeQueue:
         "topic",
     )
 
-    def __init__(self, root: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
+    def __init__(
+        self,
+        root: Path,
+        topic: str,
+        queue_id: int,
+        entries_per_file: int,
+        *,
+        adopt: Callable[[Path], MappedSegment | None] | None = None,
+    ) -> None:
+        """`adopt(directory)` may give a new queue a ready-made first segment
+        (queue_spares), sparing the send path the creation of its files."""
         self.topic = topic
         self.queue_id = queue_id
         self.entries_per_file = entries_per_file
-        self.chain = SegmentChain(root / topic / str(queue_id), entries_per_file * ENTRY_SIZE)
+        self.chain = SegmentChain(
+            root / topic / str(queue_id),
+            entries_per_file * ENTRY_SIZE,
+            random_access=True,
+            adopt=adopt,
+        )
         self.min_offset = 0
         self.max_offset = 0
         self.synced_offset = 0
@@ -50,11 +65,12 @@ class ConsumeQueue:
 
     def load(self, log_min_offset: int) -> None:
         """Map the files and find the ends: max just past the last written entry, min at the
-        first entry whose record the commit log still holds."""
+        first entry whose record the commit log still holds.  The search for max stays below
+        the last file's data end, so it reads (and keeps resident) only pages holding entries."""
         self.chain.load()
         first = self.chain.min_offset // ENTRY_SIZE
         last = self.chain.last
-        end = last.end // ENTRY_SIZE if last is not None else first
+        end = max(first, last.data_end() // ENTRY_SIZE) if last is not None else first
         self.max_offset = self._first_where(first, end, lambda e: e[1] <= 0)
         self.min_offset = first
         self.synced_offset = self.max_offset

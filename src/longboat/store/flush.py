@@ -1,4 +1,5 @@
-"""The flush thread: makes the commit log durable, with group commit under SYNC_FLUSH.
+"""A flush thread: makes a log durable (the commit log; the consumer-offset journal, see
+offsets), with group commit under SYNC_FLUSH.
 
 Under SYNC_FLUSH every append asks for durability up to its end offset and gets a future.
 The thread takes *all* pending requests, runs one fdatasync covering everything written so
@@ -24,13 +25,15 @@ log = logging.getLogger(__name__)
 
 
 class FlushService:
-    def __init__(self, flush: Callable[[], int], interval_s: float) -> None:
+    def __init__(
+        self, flush: Callable[[], int], interval_s: float, *, name: str = "longboat-store-flush"
+    ) -> None:
         self._flush = flush
         self._interval = interval_s
         self._cond = threading.Condition()
         self._pending: list[tuple[int, concurrent.futures.Future[bool]]] = []
         self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="longboat-store-flush", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         # How many syncs ran and how many requests they covered (group-commit evidence).
         self.syncs = 0
         self.requests = 0
@@ -65,7 +68,7 @@ class FlushService:
         try:
             covered = self._flush()
         except OSError as exc:
-            log.error("commit log: sync failed: %s", exc)
+            log.error("%s: sync failed: %s", self._thread.name, exc)
             for _, fut in pending:
                 fut.set_exception(exc)
             return

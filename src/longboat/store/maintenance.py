@@ -2,10 +2,13 @@
 
 Every `checkpoint_interval_ms` the thread syncs the queues and index appended to since the
 last round and records how far they and the log are durable (the checkpoint recovery trusts),
-then checks the disk: past `disk_space_warning_ratio` appends are refused (`refusal` says why,
-the append path reads it) until retention frees space.  Every `retention_check_interval_ms` it
-deletes expired commit-log segments (policy: retention); consumer offsets are written every
-`consumer_offset_persist_interval_ms` when they changed.
+then checks the disk: past `disk_space_warning_level_ratio` appends are refused (`refusal` says
+why, the append path reads it, and checks again itself before the log rolls into a new
+segment) until retention or the operator frees space.  Every `retention_check_interval_ms` it
+deletes expired commit-log segments (policy: retention); consumer offsets are snapshotted every
+`consumer_offset_persist_interval_ms` when they changed, which compacts their journal (every
+change is already journaled when it is made, see offsets), and the topic table's change log is
+folded into its snapshot when it has grown long (topics).
 
 A failing round is logged and the next one runs anyway.  The thread shares the store's append
 lock for what must not interleave with an append: reading how far dispatch reached together
@@ -26,6 +29,7 @@ from longboat.store.index.key_index import KeyIndex
 from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_table import QueueTable
 from longboat.store.retention import RetentionPolicy
+from longboat.store.topics import TopicConfigTable
 
 log = logging.getLogger(__name__)
 
@@ -40,22 +44,27 @@ class StoreMaintenance:
         queues: QueueTable,
         index: KeyIndex,
         offsets: ConsumerOffsetTable,
+        topics: TopicConfigTable,
         retention: RetentionPolicy,
         clock: Callable[[], float],
         dispatched: Callable[[], int],
+        newest_store_ms: Callable[[], int],
         is_open: Callable[[], bool],
     ) -> None:
-        """`dispatched()` is the commit-log offset dispatch has reached and `is_open()` whether
-        the store takes appends; both are read under `lock`."""
+        """`dispatched()` is the commit-log offset dispatch has reached, `newest_store_ms()`
+        the newest store time given to a record and `is_open()` whether the store takes
+        appends; all are read under `lock`."""
         self.config = config
         self._lock = lock
         self._log = commit_log
         self._queues = queues
         self._index = index
         self._offsets = offsets
+        self._topics = topics
         self._retention = retention
         self._clock = clock
         self._dispatched = dispatched
+        self._newest_store_ms = newest_store_ms
         self._is_open = is_open
         self.refusal: str | None = None  # why appends are refused (disk full), if they are
         self._stop = threading.Event()
@@ -76,17 +85,20 @@ class StoreMaintenance:
         """Sync queues and index, then record how far they and the log are durable."""
         with self._lock:
             dispatched = self._dispatched()
+            newest_store_ms = self._newest_store_ms()
             dirty = self._queues.take_dirty()
             index_dirty = self._index.take_dirty()
         for cq in dirty:
             cq.sync()
         self._index.sync(index_dirty)
+        self._topics.sync()
         save_checkpoint(
             self.config.root_dir,
             Checkpoint(
                 commit_log_flushed=self._log.flushed_offset,
                 dispatched=dispatched,
                 timestamp_ms=int(self._clock() * 1000),
+                newest_store_ms=newest_store_ms,
             ),
         )
 
@@ -114,18 +126,24 @@ class StoreMaintenance:
         )
         return len(dropped)
 
-    def check_disk(self) -> None:
+    def check_disk(self) -> str | None:
+        """Measure the disk (the next segment counted as used, see retention) and set
+        `refusal` past `disk_space_warning_level_ratio`, clear it below; returns it.
+
+        Caller: this thread every round, and the append path (under the store lock) before it
+        allocates a segment, so a burst between two rounds cannot run the disk out.
+        Affects: `refusal`, read without a lock by every append."""
         ratio = self._retention.disk_ratio()
-        if ratio >= self.config.disk_space_warning_ratio:
+        limit = self.config.disk_space_warning_level_ratio
+        if ratio >= limit:
             if self.refusal is None:
-                log.error("store: disk %.0f%% full; refusing appends", ratio * 100)
-            self.refusal = (
-                f"disk {ratio:.0%} full (over {self.config.disk_space_warning_ratio:.0%}); "
-                "appends resume once retention frees space"
-            )
+                log.error("store: disk %.0f%% full with the next segment; refusing appends",
+                          ratio * 100)  # fmt: skip
+            self.refusal = disk_full(ratio, limit)
         elif self.refusal is not None:
             log.warning("store: disk back to %.0f%%; accepting appends", ratio * 100)
             self.refusal = None
+        return self.refusal
 
     def _run(self) -> None:
         cfg = self.config
@@ -146,5 +164,14 @@ class StoreMaintenance:
                 if now >= next_offsets and self._offsets.dirty:
                     next_offsets = now + cfg.consumer_offset_persist_interval_ms / 1000
                     self._offsets.persist()
+                self._topics.compact()
             except Exception:
                 log.exception("store maintenance failed; retrying next tick")
+
+
+def disk_full(ratio: float, limit: float) -> str:
+    """Why appends are refused: the disk's use (next segment counted) and the level passed."""
+    return (
+        f"the broker's disk is full [{ratio:.2f} with the next commit-log segment, "
+        f"diskSpaceWarningLevelRatio {limit:.2f}]; appends resume once space is freed"
+    )

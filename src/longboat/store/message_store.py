@@ -44,7 +44,7 @@ from longboat.store.queue_read import read_queue
 from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
 from longboat.store.results import GetResult, PutResult
-from longboat.store.retention import RetentionPolicy, filesystem_usage
+from longboat.store.retention import DiskSpace, RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
 
 __all__ = ["ArrivalListener", "MessageStore"]
@@ -59,12 +59,12 @@ class MessageStore:
         *,
         clock: Callable[[], float] = time.time,
         tags_code_resolver: Callable[[MessageExt], int | None] | None = None,
-        disk_usage: Callable[[Path], float] = filesystem_usage,
+        disk_usage: Callable[[Path], DiskSpace] = filesystem_usage,
     ) -> None:
         """`tags_code_resolver` recomputes a tags code that was overridden at put time
         (`MessageInner.tags_code`) when recovery rebuilds a queue from the log; it returns
-        None to fall back to the TAGS hash.  `disk_usage` returns the used fraction of the
-        filesystem holding a path (tests pass a fake)."""
+        None to fall back to the TAGS hash.  `disk_usage` returns the bytes used and in all on
+        the filesystem holding a path (tests pass a fake)."""
         self.config = config
         self._tags_code_resolver = tags_code_resolver
         self._lock = threading.Lock()
@@ -81,7 +81,14 @@ class MessageStore:
         self._flusher = FlushService(
             self._log.flush, config.flush_interval_ms / 1000 if not self._sync else 1.0
         )
-        self.offsets = ConsumerOffsetTable(config.config_dir / "consumerOffset.json")
+        self.offsets = ConsumerOffsetTable(
+            config.config_dir / "consumerOffset.json",
+            sync_every_commit=self._sync,
+            flush_interval_s=config.flush_interval_ms / 1000,
+        )
+        self.topic_configs = TopicConfigTable(
+            config.config_dir / "topics.json", clock=clock, sync_each_change=self._sync
+        )
         indexer, life = self._indexer, self._life
         self._maintenance = StoreMaintenance(
             config,
@@ -90,9 +97,11 @@ class MessageStore:
             queues=self._queues,
             index=self._index,
             offsets=self.offsets,
+            topics=self.topic_configs,
             retention=RetentionPolicy(config, disk_usage),
             clock=clock,
             dispatched=lambda: indexer.dispatched,
+            newest_store_ms=lambda: self._appender.last_store_ms,
             is_open=lambda: life.is_open,
         )
         self._appender = Appender(
@@ -109,7 +118,6 @@ class MessageStore:
             clock=clock,
             tags_code_of=self._recovered_tags_code,
         )
-        self.topic_configs = TopicConfigTable(config.config_dir / "topics.json", clock=clock)
         self.last_recovery: RecoveryReport | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -154,7 +162,12 @@ class MessageStore:
             tags_code_of=self._recovered_tags_code,
         )
         self._indexer.dispatched = self._log.write_offset
-        self._appender.last_store_ms = self._queues.newest_store_time()
+        if checkpoint is None or checkpoint.newest_store_ms is None:
+            self._appender.last_store_ms = self._queues.newest_store_time()
+        else:
+            self._appender.last_store_ms = max(
+                checkpoint.newest_store_ms, self.last_recovery.newest_store_ms
+            )
         self._log.flush()
         self._maintenance.checkpoint()
         self.offsets.load()
@@ -176,7 +189,8 @@ class MessageStore:
         self._maintenance.stop()
         self._flusher.stop()
         self._maintenance.checkpoint()
-        self.offsets.persist()
+        self.offsets.close()
+        self.topic_configs.close()
         with self._lock:
             self._queues.close()
             self._index.close()

@@ -10,6 +10,9 @@ The log is the truth; queues and index are derived from it.  Recovery:
   4. ends the log just past the last good record, zeroing the rest and logging what was cut,
      and drops any queue entry that points past that end.
 
+Queues are mapped lazily (queue_table): steps 1 and 4 apply to the queues mapped (those the
+scan re-dispatched into) and, through `trust_below`, to every other one when it is mapped.
+
 Afterwards every queue entry points at a whole, verified record; the index may still hold
 entries for cut records, which lookups discard by re-reading the record.
 """
@@ -35,6 +38,7 @@ class RecoveryReport:
     end: int
     records: int
     problem: str | None
+    newest_store_ms: int = 0  # the store time of the last record scanned (0: none)
 
 
 def recover(
@@ -57,20 +61,20 @@ def recover(
         )
         scan_from = segment_start
         index_from = min(index_from, scan_from)
-    for cq in queues:
-        cq.truncate_to_log(scan_from)
+    queues.trust_below(scan_from)
     start = max(min(scan_from, index_from), commit_log.min_offset)
     scan = commit_log.scan(start)
     redispatch = Redispatch(
         queues, index, tags_code_of, queue_from=scan_from, index_from=index_from
     )
+    newest_store_ms = 0
     for msg in scan:
         redispatch.add(msg)
+        newest_store_ms = msg.store_timestamp
     redispatch.finish(scan.end)
     records = redispatch.records
     commit_log.set_end(scan.end, scan.problem)
-    for cq in queues:
-        cq.truncate_to_log(scan.end)
+    queues.trust_below(scan.end)
     if records or scan.problem:
         log.info(
             "commit log: recovered from offset %d to %d (%d records checked)",
@@ -78,4 +82,4 @@ def recover(
             scan.end,
             records,
         )
-    return RecoveryReport(start, scan.end, records, scan.problem)
+    return RecoveryReport(start, scan.end, records, scan.problem, newest_store_ms)

@@ -1,9 +1,15 @@
 """Topic configs, persisted as RocketMQ's `config/topics.json` shape
-(`{"dataVersion": {...}, "topicConfigTable": {name: TopicConfig}}`).
+(`{"dataVersion": {...}, "topicConfigTable": {name: TopicConfig}}`) plus a change log beside it.
 
 Every change bumps the DataVersion (the name server compares it to tell a changed broker
-from a heartbeat) and is written atomically before the call returns: topic changes are rare
-and a created topic that vanished in a crash would surprise every client routed to it.
+from a heartbeat) and is written before the call returns: a created topic that vanished in a
+crash would surprise every client routed to it.  A change is one line appended to
+`topics.json.log` (change_log), not a rewrite of the table, so creating the 100,000th topic
+costs what the first did; `compact` (the store's maintenance thread) folds the log into
+`topics.json` once it holds as many changes as the table has topics.  Durability follows the
+commit log's: with `sync_each_change` (SYNC_FLUSH) each change is fdatasync'd before the call
+returns; otherwise it survives a process crash at once and a power loss after the next
+`sync` (every checkpoint), as an ASYNC_FLUSH message does.
 """
 
 from __future__ import annotations
@@ -12,28 +18,55 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from longboat.protocol.bodies import DataVersion, TopicConfig
+from longboat.store.change_log import ChangeLog
 from longboat.store.json_file import read_json, write_json_atomic
+
+# Below this many logged changes the log is left alone: a small table's log is cheap to replay.
+COMPACT_AFTER_CHANGES = 1000
 
 
 class TopicConfigTable:
-    def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        clock: Callable[[], float] = time.time,
+        sync_each_change: bool = True,
+    ) -> None:
         self.path = path
+        self._sync_each_change = sync_each_change
         self._clock = clock
         self._table: dict[str, TopicConfig] = {}
         self._version = DataVersion()
         self._lock = threading.Lock()
+        self._changes = ChangeLog(path.with_name(path.name + ".log"))
 
     def load(self) -> None:
+        """The snapshot, then every change logged after it: a change the snapshot already
+        holds (a crash between a compaction's snapshot and its cut of the log) is skipped by
+        its version counter."""
         data = read_json(self.path) or {}
         table = {
             name: TopicConfig.from_dict(cfg)
             for name, cfg in (data.get("topicConfigTable") or {}).items()
         }
+        version = DataVersion.from_dict(data.get("dataVersion"))
         with self._lock:
+            for change in self._changes.replay():
+                changed = DataVersion.from_dict(change.get("dataVersion"))
+                if changed.counter <= version.counter:
+                    continue
+                version = changed
+                if "put" in change:
+                    config = TopicConfig.from_dict(change["put"])
+                    table[config.topic_name] = config
+                else:
+                    table.pop(change["delete"], None)
             self._table = table
-            self._version = DataVersion.from_dict(data.get("dataVersion"))
+            self._version = version
 
     @property
     def data_version(self) -> DataVersion:
@@ -51,24 +84,50 @@ class TopicConfigTable:
         """Create or replace a topic's config, durably."""
         with self._lock:
             self._table[config.topic_name] = config
-            self._bump_and_persist()
+            self._log({"put": config.to_dict()})
 
     def delete(self, topic: str) -> bool:
         """Remove a topic's config, durably; False when there was none."""
         with self._lock:
             if self._table.pop(topic, None) is None:
                 return False
-            self._bump_and_persist()
+            self._log({"delete": topic})
             return True
 
-    def _bump_and_persist(self) -> None:
+    def _log(self, change: dict[str, Any]) -> None:
         self._version = DataVersion(
             timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
         )
+        change = {"dataVersion": self._version.to_dict(), **change}
+        self._changes.append(change, sync=self._sync_each_change)
+
+    def sync(self) -> None:
+        """Make every change durable (caller: the maintenance thread, at each checkpoint)."""
+        with self._lock:
+            self._changes.sync()
+
+    def compact(self) -> bool:
+        """Fold the logged changes into the snapshot when the log is as long as the table
+        (and past COMPACT_AFTER_CHANGES); True when it did.  Changes go on meanwhile: the
+        table is copied under the lock, written outside it.  Caller: the maintenance thread."""
+        with self._lock:
+            if self._changes.records < max(COMPACT_AFTER_CHANGES, len(self._table)):
+                return False
+            table = dict(self._table)
+            version = self._version
+            covered = self._changes.position()
         write_json_atomic(
             self.path,
             {
-                "dataVersion": self._version.to_dict(),
-                "topicConfigTable": {n: c.to_dict() for n, c in self._table.items()},
+                "dataVersion": version.to_dict(),
+                "topicConfigTable": {n: c.to_dict() for n, c in table.items()},
             },
         )
+        with self._lock:
+            self._changes.drop_before(covered)
+        return True
+
+    def close(self) -> None:
+        with self._lock:
+            self._changes.sync()
+            self._changes.close()

@@ -9,18 +9,18 @@ shutdown, answering parked receives.  The modules:
 | module        | job                                                              |
 |---------------|------------------------------------------------------------------|
 | `schema`      | the v2 message classes (from the client package's schema)        |
-| `service`     | the RPCs                                                         |
+| `service`     | the RPCs: decode, call the core, encode                          |
+| `status`      | the core's refusal reasons as v2 codes: the one table            |
 | `settings`    | the Telemetry settings answer                                    |
 | `auth`        | ACL: the `authorization` metadata against plain_acl.yml          |
 | `messages`    | v2 `Message` <-> the store's records                             |
-| `pop`         | pop consumption: receive, ack, invisibility, dead letters        |
-| `pop_state`   | the pop table and its invariants (pure)                          |
-| `pop_store`   | the pop table on disk (snapshot + journal)                       |
 | `wakeups`     | parked receives, woken by arrivals                               |
-| `timer`       | DELAY messages held to their delivery time; RecallMessage        |
 
-Transactions are the broker's (`longboat.broker.transaction_service`, shared with remoting): the
-service stores TRANSACTION sends as halves, ends them, and reaches producers over Telemetry.
+What the RPCs serve is the broker's core, shared with remoting: the send checks and the
+append (`core/admission.py`, `core/append.py`), pop consumption (`core/pop.py`, its table
+`core/pop_table.py` and journal `core/pop_journal.py`), transactions (`core/transactions.py`:
+TRANSACTION sends stored as halves, ended, producers reached over Telemetry), and DELAY
+messages held to their delivery time with RecallMessage (`services/delivery_timer.py`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,11 @@ class GrpcEndpoint:
     async def start(self) -> None:
         import grpc
 
+        from longboat.broker.core.pop import PopService
         from longboat.broker.grpc.auth import AclInterceptor, GrpcAccess
-        from longboat.broker.grpc.pop import PopService
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
-        from longboat.broker.grpc.timer import TimerService
+        from longboat.broker.services.delivery_timer import TimerService
 
         ctl = self.controller
         pop = PopService(ctl)

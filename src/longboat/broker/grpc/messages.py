@@ -11,6 +11,7 @@ reads the same to a 4.x remoting consumer and the other way round:
 | message_id              | UNIQ_KEY                                            |
 | message_group           | __SHARDINGKEY                                       |
 | delivery_timestamp      | TIMER_DELIVER_MS                                    |
+| trace_context           | TRACE_CONTEXT                                       |
 | born_timestamp/_host    | the record's born timestamp and host                |
 | user_properties         | properties of their own names                       |
 
@@ -88,6 +89,8 @@ def to_inner(msg: Any, queue_id: int, max_body: int) -> MessageInner:
         props[Prop.SHARDING_KEY] = sp.message_group
     if sp.HasField("delivery_timestamp"):
         props[Prop.TIMER_DELIVER_MS] = str(timestamp_ms(sp.delivery_timestamp))
+    if sp.trace_context:
+        props[Prop.TRACE_CONTEXT] = sp.trace_context
     try:
         born_host = host_bytes(sp.born_host) if sp.born_host else _LOOPBACK
     except ValueError:
@@ -152,6 +155,9 @@ def to_v2(
     deliver_ms = props.get(Prop.TIMER_DELIVER_MS)
     if deliver_ms and deliver_ms.isdigit():
         sp.delivery_timestamp.FromMilliseconds(int(deliver_ms))
+    trace_context = props.get(Prop.TRACE_CONTEXT)
+    if trace_context:
+        sp.trace_context = trace_context
     if receipt_handle is not None:
         sp.receipt_handle = receipt_handle
     if attempt is not None:

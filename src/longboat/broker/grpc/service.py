@@ -1,10 +1,13 @@
 """`apache.rocketmq.v2.MessagingService` over the broker's store: the RPCs RocketMQ 5 clients
 call, answered the way RocketMQ's proxy answers them.
 
-Every answer carries an in-band `Status`; bad input gets its v2 code and a message that says
-whose fault it is (TOPIC_NOT_FOUND, CONSUMER_GROUP_NOT_FOUND, INVALID_RECEIPT_HANDLE,
-ILLEGAL_INVISIBLE_TIME, MESSAGE_BODY_TOO_LARGE, ...), and the endpoint keeps serving.  gRPC
-status codes other than OK are left to transport failures.
+Each RPC decodes its request, calls the core (`longboat.broker.core`: admission, the append
+and its durability, pop, transactions) and encodes what comes back; the send policy is the
+core's, shared with remoting, and a core `Refusal` becomes its v2 status through the one table
+of `status.py`.  What is the adapter's own: v2 validation (message types, invisible times,
+group names, receipt handles), the v2 message codec (`messages.py`), Telemetry sessions and
+the parked receives.  Every answer carries an in-band `Status`; bad input gets its v2 code and
+a message that says whose fault it is, and the endpoint keeps serving.
 
 Handlers run on the broker's event loop (grpc.aio shares it), so a send appends in-line like
 a remoting send, and pop-table transitions need no lock.
@@ -19,24 +22,25 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from longboat.broker.core.append import outcome
+from longboat.broker.core.message_filter import SQL92, message_filter
+from longboat.broker.core.pop import PopService
+from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.core.transactions import TransactionService
 from longboat.broker.grpc.messages import BadMessage, timestamp_ms, to_inner, to_v2
-from longboat.broker.grpc.pop import PopService, StaleHandle
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
-from longboat.broker.grpc.timer import MAX_DELAY_MS, RecallRefused, TimerService
+from longboat.broker.grpc.status import V2_CODES, refused, status
 from longboat.broker.grpc.wakeups import ReceiveWakeups
-from longboat.broker.message_filter import SQL92, FilterRefused, message_filter
-from longboat.broker.transaction_service import TransactionService, UnknownTransaction
+from longboat.broker.services.delivery_timer import MAX_DELAY_MS, TimerService
 from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.bodies import TopicConfig
-from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import validate_topic
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 from longboat.store import PutStatus
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
     from longboat.broker.grpc.auth import GrpcAccess
 
 log = logging.getLogger(__name__)
@@ -52,17 +56,6 @@ ACCEPTED_TYPES = (
     pb.MessageType.DELAY,
     pb.MessageType.TRANSACTION,
 )
-_PUT_CODES = {
-    PutStatus.PUT_OK: Code.OK,
-    PutStatus.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,
-    PutStatus.FLUSH_SLAVE_TIMEOUT: Code.SLAVE_PERSISTENCE_TIMEOUT,
-    PutStatus.SLAVE_NOT_AVAILABLE: Code.HA_NOT_AVAILABLE,
-    PutStatus.MESSAGE_ILLEGAL: Code.BAD_REQUEST,
-    PutStatus.PROPERTIES_SIZE_EXCEEDED: Code.MESSAGE_PROPERTIES_TOO_LARGE,
-    PutStatus.SERVICE_NOT_AVAILABLE: Code.INTERNAL_SERVER_ERROR,
-    PutStatus.OS_PAGECACHE_BUSY: Code.TOO_MANY_REQUESTS,
-    PutStatus.UNKNOWN_ERROR: Code.INTERNAL_SERVER_ERROR,
-}
 
 
 class TelemetrySession:
@@ -87,19 +80,6 @@ class TelemetrySession:
             and settings.HasField("publishing")
             and any(t.name == topic for t in settings.publishing.topics)
         )
-
-
-class Refused(Exception):
-    """A request answered with a non-OK status."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
-
-def status(code: int = Code.OK, message: str = "OK") -> Any:
-    return pb.Status(code=code, message=message)
 
 
 def _metadata(context: Any, key: str) -> str:
@@ -133,33 +113,19 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
     # ------------------------------------------------------------------ checks
 
     def _topic(self, resource: Any, perm: int) -> TopicConfig:
-        name = resource.name
-        problem = validate_topic(name)
-        if problem is not None:
-            raise Refused(Code.ILLEGAL_TOPIC, f"{problem} (the client's error)")
-        config = self.controller.topics.get(name)
-        if config is None:
-            raise Refused(
-                Code.TOPIC_NOT_FOUND,
-                f"topic {name!r} does not exist on broker {self.controller.config.broker_name}; "
-                "create it first (longboat topic create)",
-            )
-        if not config.perm & perm:
-            what = "sending to" if perm == PERM_WRITE else "consuming from"
-            raise Refused(Code.FORBIDDEN, f"{what} topic {name!r} is not permitted")
-        return config
+        return self.controller.admission.known_topic(resource.name, perm)
 
     def _group(self, resource: Any) -> str:
         name = resource.name
         if not name or not name.strip():
-            raise Refused(Code.ILLEGAL_CONSUMER_GROUP, "the consumer group name is blank")
+            raise Refusal(Reason.ILLEGAL_GROUP, "the consumer group name is blank")
         ctl = self.controller
         if (
             not ctl.config.auto_create_subscription_group
             and name not in ctl.subscription_groups.configured()
         ):
-            raise Refused(
-                Code.CONSUMER_GROUP_NOT_FOUND,
+            raise Refusal(
+                Reason.GROUP_NOT_FOUND,
                 f"consumer group {name!r} does not exist and autoCreateSubscriptionGroup is off",
             )
         return str(name)
@@ -170,8 +136,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         low = cfg.grpc_min_invisible_time_mills if receive else 0
         high = cfg.grpc_max_invisible_time_mills
         if not low <= ms <= high:
-            raise Refused(
-                Code.ILLEGAL_INVISIBLE_TIME,
+            raise Refusal(
+                Reason.ILLEGAL_INVISIBLE_TIME,
                 f"the invisible time {ms} ms is out of range [{low}, {high}] ms",
             )
         return ms
@@ -200,8 +166,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
     async def QueryRoute(self, request: Any, context: Any) -> Any:
         try:
             config = self._topic(request.topic, PERM_READ | PERM_WRITE)
-        except Refused as refused:
-            return svc.QueryRouteResponse(status=status(refused.code, refused.message))
+        except Refusal as refusal:
+            return svc.QueryRouteResponse(status=refused(refusal))
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
         queues = []
         for queue_id in range(max(config.read_queue_nums, config.write_queue_nums)):
@@ -223,8 +189,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         try:
             self._topic(request.topic, PERM_READ)
             self._group(request.group)
-        except Refused as refused:
-            return svc.QueryAssignmentResponse(status=status(refused.code, refused.message))
+        except Refusal as refusal:
+            return svc.QueryAssignmentResponse(status=refused(refusal))
         endpoints = self._endpoints(request.endpoints if request.HasField("endpoints") else None)
         queue = self._queue(request.topic, -1, pb.Permission.READ_WRITE, endpoints)
         return svc.QueryAssignmentResponse(
@@ -294,20 +260,15 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 pb.TransactionResolution.COMMIT,
                 pb.TransactionResolution.ROLLBACK,
             ):
-                raise Refused(Code.BAD_REQUEST, "the resolution is neither COMMIT nor ROLLBACK")
+                raise Refusal(Reason.BAD_REQUEST, "the resolution is neither COMMIT nor ROLLBACK")
             result = self.transactions.end(request.topic.name, request.transaction_id, commit)
-        except Refused as refused:
-            return svc.EndTransactionResponse(status=status(refused.code, refused.message))
-        except UnknownTransaction as unknown:
-            return svc.EndTransactionResponse(
-                status=status(Code.INVALID_TRANSACTION_ID, str(unknown))
-            )
-        if result is not None:
-            result = await self.controller.await_durable(result)
-            code = _PUT_CODES[result.status]
-            if code != Code.OK:
-                text = f"{result.status.value}: {result.error or ''}".rstrip(": ")
-                return svc.EndTransactionResponse(status=status(code, text))
+            if result is not None:
+                result = await self.controller.appender.await_durable(result)
+                late = outcome(result)
+                if late is not None:
+                    return svc.EndTransactionResponse(status=status(V2_CODES[late], late.gloss))
+        except Refusal as refusal:
+            return svc.EndTransactionResponse(status=refused(refusal))
         return svc.EndTransactionResponse(status=status())
 
     # ------------------------------------------------------------------ producing
@@ -334,41 +295,39 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         return svc.SendMessageResponse(status=top, entries=entries)
 
     async def _send_one(self, msg: Any) -> Any:
+        """Admit, append and await one message through the core; its result entry."""
         ctl = self.controller
         sp = msg.system_properties
         message_id = sp.message_id
+        recall_handle = transaction_id = ""
         try:
-            if not ctl.config.broker_permission & PERM_WRITE:
-                raise Refused(Code.FORBIDDEN, f"broker {ctl.config.broker_name} is read-only")
-            config = self._topic(msg.topic, PERM_WRITE)
+            config = ctl.admission.send_topic(msg.topic.name)
             deliver_ms = self._check_type(sp)
             inner = to_inner(msg, self._queue_for(config, msg), ctl.config.max_message_size)
-        except (Refused, BadMessage) as refused:
-            code = refused.code
-            text = refused.message if isinstance(refused, Refused) else str(refused)
-            return svc.SendResultEntry(status=status(code, text), message_id=message_id)
-        inner.properties[Prop.CLUSTER] = ctl.config.broker_cluster_name
-        if ctl.flush_backlog_full:
+            ctl.admission.stamp_cluster(inner.properties)
+            if sp.message_type == pb.MessageType.TRANSACTION:
+                ctl.admission.admit_half(in_batch=False)
+            ctl.appender.admit_waiting()
+            if sp.message_type == pb.MessageType.TRANSACTION:
+                result = self.transactions.prepare(inner)
+                if result.status is PutStatus.PUT_OK:
+                    transaction_id = self.transactions.transaction_id(result, message_id)
+            elif deliver_ms is not None:
+                result = self.timer.schedule(inner, deliver_ms)
+                if result.status is PutStatus.PUT_OK:
+                    recall_handle = self.timer.recall_handle(result, message_id)
+            else:
+                result = ctl.appender.store_message(inner)
+            result = await ctl.appender.await_durable(result)
+            late = outcome(result)
+        except Refusal as refusal:
+            return svc.SendResultEntry(status=refused(refusal), message_id=message_id)
+        except BadMessage as bad:
+            return svc.SendResultEntry(status=status(bad.code, str(bad)), message_id=message_id)
+        if late is not None:
             return svc.SendResultEntry(
-                status=status(Code.TOO_MANY_REQUESTS, "the disk is behind: try again later"),
-                message_id=message_id,
+                status=status(V2_CODES[late], late.gloss), message_id=message_id
             )
-        recall_handle = transaction_id = ""
-        if sp.message_type == pb.MessageType.TRANSACTION:
-            result = self.transactions.prepare(inner)
-            if result.status is PutStatus.PUT_OK:
-                transaction_id = self.transactions.transaction_id(result, message_id)
-        elif deliver_ms is not None:
-            result = self.timer.schedule(inner, deliver_ms)
-            if result.status is PutStatus.PUT_OK:
-                recall_handle = self.timer.recall_handle(result, message_id)
-        else:
-            result = ctl.store_message(inner)
-        result = await ctl.await_durable(result)
-        code = _PUT_CODES[result.status]
-        if code != Code.OK:
-            text = f"{result.status.value}: {result.error or ''}".rstrip(": ")
-            return svc.SendResultEntry(status=status(code, text), message_id=message_id)
         return svc.SendResultEntry(
             status=status(),
             message_id=message_id,
@@ -382,15 +341,15 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         delivery time (epoch ms) of a message to hold back, else None."""
         kind = sp.message_type
         if kind not in ACCEPTED_TYPES:
-            raise Refused(
-                Code.UNSUPPORTED,
+            raise Refusal(
+                Reason.UNSUPPORTED_TYPE,
                 f"message type {pb.MessageType.Name(kind)} is not served by this broker",
             )
         if (kind == pb.MessageType.FIFO) != sp.HasField("message_group") or (
             kind == pb.MessageType.DELAY
         ) != sp.HasField("delivery_timestamp"):
-            raise Refused(
-                Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE,
+            raise Refusal(
+                Reason.TYPE_CONFLICT,
                 f"a {pb.MessageType.Name(kind)} message needs a message group exactly when it "
                 "is FIFO and a delivery timestamp exactly when it is DELAY",
             )
@@ -399,8 +358,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         deliver_ms = timestamp_ms(sp.delivery_timestamp)
         now_ms = int(self.pop.now() * 1000)
         if deliver_ms - now_ms > MAX_DELAY_MS:
-            raise Refused(
-                Code.ILLEGAL_DELIVERY_TIME,
+            raise Refusal(
+                Reason.ILLEGAL_DELIVERY_TIME,
                 f"the delivery time is more than {MAX_DELAY_MS // 3_600_000} h ahead",
             )
         return deliver_ms if deliver_ms > now_ms else None
@@ -409,10 +368,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         try:
             self._topic(request.topic, PERM_WRITE)
             message_id = self.timer.recall(request.topic.name, request.recall_handle)
-        except Refused as refused:
-            return svc.RecallMessageResponse(status=status(refused.code, refused.message))
-        except RecallRefused as refused:
-            return svc.RecallMessageResponse(status=status(Code.NOT_FOUND, str(refused)))
+        except Refusal as refusal:
+            return svc.RecallMessageResponse(status=refused(refusal))
         return svc.RecallMessageResponse(status=status(), message_id=message_id)
 
     # ------------------------------------------------------------------ consuming
@@ -428,8 +385,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 if request.HasField("invisible_duration")
                 else DEFAULT_INVISIBLE_MS
             )
-        except Refused as refused:
-            yield svc.ReceiveMessageResponse(status=status(refused.code, refused.message))
+        except Refusal as refusal:
+            yield svc.ReceiveMessageResponse(status=refused(refusal))
             return
         batch = max(1, min(request.batch_size or 1, RECEIVE_BATCH_SIZE))
         wait_s = (
@@ -469,14 +426,11 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         as remoting pulls) evaluated on each message's properties."""
         if expression.type != pb.FilterType.SQL:
             return TagExpression.parse(expression.expression), None
-        try:
-            flt = message_filter(
-                SQL92,
-                expression.expression,
-                property_filter_enabled=self.controller.config.enable_property_filter,
-            )
-        except FilterRefused as refused:
-            raise Refused(Code.ILLEGAL_FILTER_EXPRESSION, refused.remark) from None
+        flt = message_filter(
+            SQL92,
+            expression.expression,
+            property_filter_enabled=self.controller.config.enable_property_filter,
+        )
         return TagExpression.parse("*"), flt.sql
 
     async def _pop_waiting(
@@ -534,15 +488,15 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         try:
             group = self._group(request.group)
             self._topic(request.topic, PERM_READ)
-        except Refused as refused:
-            return svc.AckMessageResponse(status=status(refused.code, refused.message))
+        except Refusal as refusal:
+            return svc.AckMessageResponse(status=refused(refusal))
         entries = []
         for entry in request.entries:
             try:
                 self.pop.ack(group, request.topic.name, entry.receipt_handle)
                 result = status()
-            except StaleHandle as stale:
-                result = status(Code.INVALID_RECEIPT_HANDLE, str(stale))
+            except Refusal as refusal:
+                result = refused(refusal)
             entries.append(
                 svc.AckMessageResultEntry(
                     message_id=entry.message_id,
@@ -570,16 +524,10 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             handle = self.pop.change_invisible(
                 group, request.topic.name, request.receipt_handle, invisible_ms
             )
-        except Refused as refused:
+        except Refusal as refusal:
             # The client takes the handle before it reads the status: keep its old one.
             return svc.ChangeInvisibleDurationResponse(
-                status=status(refused.code, refused.message),
-                receipt_handle=request.receipt_handle,
-            )
-        except StaleHandle as stale:
-            return svc.ChangeInvisibleDurationResponse(
-                status=status(Code.INVALID_RECEIPT_HANDLE, str(stale)),
-                receipt_handle=request.receipt_handle,
+                status=refused(refusal), receipt_handle=request.receipt_handle
             )
         # This message is visible again after `invisible_ms` (at once for 0, which the
         # clients send for a retry whose backoff rounds down to 0 s): wake the topic's parked
@@ -596,12 +544,6 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             self._topic(request.topic, PERM_READ)
             self.pop.forward_to_dlq(group, request.topic.name, request.receipt_handle)
             self.wakeups.wake_topic(request.topic.name)
-        except Refused as refused:
-            return svc.ForwardMessageToDeadLetterQueueResponse(
-                status=status(refused.code, refused.message)
-            )
-        except StaleHandle as stale:
-            return svc.ForwardMessageToDeadLetterQueueResponse(
-                status=status(Code.INVALID_RECEIPT_HANDLE, str(stale))
-            )
+        except Refusal as refusal:
+            return svc.ForwardMessageToDeadLetterQueueResponse(status=refused(refusal))
         return svc.ForwardMessageToDeadLetterQueueResponse(status=status())

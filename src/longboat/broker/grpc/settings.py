@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from longboat.broker.grpc.schema import pb
 
 if TYPE_CHECKING:
-    from longboat.broker.feature_host import CoreHost
+    from longboat.broker.core_host import CoreHost
 
 RECEIVE_BATCH_SIZE = 32
 LONG_POLLING_TIMEOUT_S = 20

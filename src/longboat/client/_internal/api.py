@@ -30,16 +30,11 @@ from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, Respo
 from longboat.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
-    ConsumeStats,
     HeartbeatData,
-    LockBatchRequest,
+    SubscriptionGroupConfig,
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicRouteData,
-    decode_consumer_id_list,
-    decode_kv_table,
-    decode_lock_batch_response,
-    decode_topic_list,
 )
 from longboat.protocol.codes import SEND_STORED_CODES
 from longboat.protocol.controller import BrokerReplicasInfo
@@ -66,7 +61,14 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.message import MessageExt, decode_record, decode_records
 from longboat.protocol.properties import Prop
-from longboat.protocol.sysflags import PullSysFlag
+from longboat.protocol.table_bodies import (
+    ConsumeStats,
+    LockBatchRequest,
+    decode_consumer_id_list,
+    decode_kv_table,
+    decode_lock_batch_response,
+    decode_topic_list,
+)
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import MessageQueue
@@ -221,6 +223,7 @@ class ClientAPI:
             queue_offset=rh.queueOffset,
             region_id=rh.MSG_REGION,
             transaction_id=rh.transactionId,
+            trace_on=rh.TRACE_ON != "false",
         )
 
     async def send_oneway(
@@ -266,23 +269,18 @@ class ClientAPI:
         messages are decompressed, checked against the exact tags of `expression` (the broker
         only filtered by hash) and carry MIN/MAX_OFFSET; without it only `body` is set."""
         tags = TagExpression.parse(expression) if isinstance(expression, str) else expression
-        header = PullMessageRequestHeader(
-            consumerGroup=group,
+        header = PullMessageRequestHeader.pulling(
+            group=group,
             topic=mq.topic,
-            queueId=mq.queue_id,
-            queueOffset=offset,
-            maxMsgNums=max_msgs,
-            sysFlag=PullSysFlag.build(
-                commit_offset=commit_offset is not None,
-                suspend=suspend > 0,
-                subscription=True,
-                lite_pull=lite,
-            ),
-            commitOffset=commit_offset or 0,
-            suspendTimeoutMillis=int(suspend * 1000),
-            subVersion=sub_version,
+            queue_id=mq.queue_id,
+            offset=offset,
+            max_msgs=max_msgs,
+            suspend_ms=int(suspend * 1000),
+            commit_offset=commit_offset,
             subscription=tags.expression if sql is None else sql,
-            expressionType="TAG" if sql is None else "SQL92",
+            expression_type="TAG" if sql is None else "SQL92",
+            sub_version=sub_version,
+            lite=lite,
         )
         cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext())
         response = await self._call(addr, cmd, timeout, ok=_PULL_STATUS)
@@ -535,6 +533,11 @@ class ClientAPI:
         return [m for m in found if m.topic == topic and key in m.key_list]
 
     # ------------------------------------------------------------------ admin
+
+    async def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker (create, or replace its settings)."""
+        cmd = self._command(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
+        await self._call(addr, cmd)
 
     async def create_topic(self, addr: str, config: TopicConfig) -> None:
         """UPDATE_AND_CREATE_TOPIC on one broker (create, or update queue counts and perm)."""

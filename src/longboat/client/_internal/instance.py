@@ -40,12 +40,7 @@ from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
 from longboat.client.tasks import ended
 from longboat.protocol import RemotingCommand, RequestCode
-from longboat.protocol.bodies import (
-    ConsumerData,
-    HeartbeatData,
-    TopicRouteData,
-    decode_offset_table,
-)
+from longboat.protocol.bodies import ConsumerData, HeartbeatData, TopicRouteData
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -54,6 +49,7 @@ from longboat.protocol.headers import (
 )
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
+from longboat.protocol.table_bodies import decode_offset_table
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY, DEFAULT_TOPIC_QUEUE_NUMS
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection, RemotingClient, Router

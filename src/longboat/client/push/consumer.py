@@ -62,12 +62,14 @@ from longboat.client.push.listener import (
     PayloadListener,
     check_annotation,
 )
+from longboat.client.push.observed import observed_listener
 from longboat.client.push.orderly import OrderlyConsumeService
 from longboat.client.push.redelivery import (
     Redelivery,
     restore_retry_topic,
     retry_topic,
 )
+from longboat.client.push.tracing import ConsumerTracing
 from longboat.client.push.typed import as_message_listener
 from longboat.client.rebalance.service import RebalanceService
 from longboat.client.tasks import ended
@@ -128,6 +130,7 @@ class PushConsumer(InstanceUser):
         self._rebalance: RebalanceService | None = None
         self._resets: set[asyncio.Task[None]] = set()
         self._producer: Producer | None = None
+        self._tracing: ConsumerTracing | None = None
         self._persist_task: asyncio.Task[None] | None = None
         # Why this consumer stopped consuming: its listener returned the other kind's result.
         self.listener_error: ListenerKindError | None = None
@@ -230,6 +233,7 @@ class PushConsumer(InstanceUser):
             self._producer.owner = self
             await self._producer.start()
             redelivery = Redelivery(instance, self.group, self._producer)
+        self._tracing = await ConsumerTracing.start(self.group, self.settings, self.config)
         self._service = self._make_service(instance, redelivery)
         self._service.start()
         instance.register_consumer(self)
@@ -283,10 +287,11 @@ class PushConsumer(InstanceUser):
     def _make_service(
         self, instance: ClientInstance, redelivery: Redelivery | None
     ) -> ConsumeService:
-        assert self._listener is not None
+        assert self._listener is not None and self._tracing is not None
+        listener = observed_listener(self._listener, self._tracing.observers, self.group)
         if self._orderly:
             return OrderlyConsumeService(
-                self._listener,  # type: ignore[arg-type]
+                listener,
                 instance=instance,
                 group=self.group,
                 workers=self.settings.consume_thread_max,
@@ -300,7 +305,7 @@ class PushConsumer(InstanceUser):
                 consume_timeout=self.settings.consume_timeout,
             )
         return ConcurrentConsumeService(
-            self._listener,  # type: ignore[arg-type]
+            listener,
             workers=self.settings.consume_thread_max,
             batch_max=self.settings.consume_message_batch_max_size,
             max_reconsume_times=DEFAULT_MAX_RECONSUME_TIMES
@@ -332,6 +337,8 @@ class PushConsumer(InstanceUser):
         await asyncio.gather(*(o.pull.stop() for o in owned.values()))
         if self._service is not None:
             await self._service.stop(self.settings.shutdown_timeout)
+        if self._tracing is not None:
+            await self._tracing.close()
         for mq, o in owned.items():
             o.pq.dropped = True
             self._record(mq, o.pq)
@@ -348,7 +355,7 @@ class PushConsumer(InstanceUser):
         if self._producer is not None:
             await self._producer.shutdown()
         await instance.release()
-        self._service = self._store = self._rebalance = self._producer = None
+        self._service = self._store = self._rebalance = self._producer = self._tracing = None
         self._persist_task = None
 
     def _listener_failed(self, error: ListenerKindError) -> None:
@@ -519,7 +526,9 @@ class PushConsumer(InstanceUser):
         if mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             for msg in msgs:
                 restore_retry_topic(msg, self.group)
-        assert self._service is not None
+        assert self._service is not None and self._tracing is not None
+        for observer in self._tracing.observers:
+            observer.received(self.group, msgs)
         self._service.submit(mq, pq, msgs)
 
     def _consumed(self, mq: MessageQueue, pq: ProcessQueue, offset: int | None) -> None:

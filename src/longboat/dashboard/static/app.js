@@ -119,10 +119,11 @@ const pages = {
       const rows = last.topics.filter(t => (system.checked || t.kind === "normal") &&
         t.name.toLowerCase().includes(q));
       box.replaceChildren(table(`${rows.length} topic(s)`,
-        [["topic"], ["kind"], ["brokers"], ["write queues", 1], ["read queues", 1], ["perm"]],
+        [["topic"], ["kind"], ["brokers"], ["write queues", 1], ["read queues", 1], ["perm"], ["in msgs/s", 1], ["out msgs/s", 1]],
         rows.map(t => [link(`#/topic/${enc(t.name)}`, t.name), t.kind,
           ...(t.route ? [t.route.brokers.join(", "), t.route.writeQueues, t.route.readQueues, t.route.perm] :
-            ["-", "-", "-", "-"])])));
+            ["-", "-", "-", "-"]),
+          t.rates ? t.rates.in.toFixed(1) : "-", t.rates ? t.rates.out.toFixed(1) : "-"])));
     };
     search.addEventListener("input", draw);
     system.addEventListener("change", draw);
@@ -174,9 +175,10 @@ const pages = {
     return async () => {
       const data = await api("/api/groups");
       box.replaceChildren(table(`${data.groups.length} group(s)`,
-        [["group"], ["state"], ["members", 1], ["lag", 1]],
+        [["group"], ["state"], ["members", 1], ["lag", 1], ["consume msgs/s", 1]],
         data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
-          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-"])));
+          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-",
+          g.rate === null || g.rate === undefined ? "-" : g.rate.toFixed(1)])));
     };
   },
 
@@ -349,7 +351,35 @@ function messageCard(m) {
       m.delivery.map(d => [d.group, d.broker, d.consumerOffset ?? "no offset stored", d.consumed ? "consumed" : "not consumed"])) : null,
     h("label", {class: "inline"}, "Show body as", modes), pre,
     h("form", {"aria-label": "Resend", onsubmit: e => { e.preventDefault(); resend(m, group.value); }},
-      field("Resend to group", group), h("button", {type: "submit"}, "Resend")));
+      field("Resend to group", group), h("button", {type: "submit"}, "Resend")),
+    traceSection(m));
+}
+
+// A message's trace (what clients writing traces recorded), as a timeline: sent, stored,
+// each group's delivery attempts.
+function traceSection(m) {
+  const traceTopic = h("input", {class: "trace-topic", size: 20, value: "RMQ_SYS_TRACE_TOPIC"});
+  const out = h("div", {class: "trace"});
+  const show = async () => {
+    try {
+      const t = await api(`/api/messages/trace?${new URLSearchParams({id: m.msgId, topic: m.topic, traceTopic: traceTopic.value})}`);
+      const rows = [];
+      for (const s of t.sends) rows.push([fmtTime(s.time), "sent", s.group, `${s.clientHost} → ${s.storeHost}`, "", `${s.costMs} ms`, s.success ? "success" : "failed"]);
+      if (t.stored.time) rows.push([fmtTime(t.stored.time), "stored", "broker", t.stored.storeHost, "", "", ""]);
+      for (const x of t.transactions) rows.push([fmtTime(x.time), x.fromCheck ? "checked" : "ended", x.group, x.clientHost, "", "", x.state]);
+      for (const [group, attempts] of Object.entries(t.deliveries)) {
+        for (const a of attempts) rows.push([fmtTime(a.started_ms), "delivered", group, a.client_host, a.retry_times,
+          a.cost_ms === null ? "" : `${a.cost_ms} ms`, a.success === null ? "pending" : a.success ? "success" : "failed"]);
+      }
+      const traced = t.sends.length || t.transactions.length || Object.keys(t.deliveries).length;
+      out.replaceChildren(traced ? table("trace", [["time"], ["what"], ["who"], ["client"], ["retries", 1], ["cost", 1], ["result"]], rows)
+        : h("p", {}, `no trace of this message in ${traceTopic.value}`));
+    } catch (err) { out.replaceChildren(h("p", {class: "error"}, err.message)); }
+  };
+  return h("div", {},
+    h("form", {"aria-label": "Trace", onsubmit: e => { e.preventDefault(); show(); }},
+      field("Trace topic", traceTopic), h("button", {type: "submit"}, "Show trace")),
+    out);
 }
 
 // ------------------------------------------------------------------ lag chart (hand-drawn SVG)

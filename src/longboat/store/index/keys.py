@@ -9,7 +9,6 @@ the same message: the last non-empty occurrence of a name wins, KEYS split on sp
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Sequence
 from itertools import repeat
@@ -20,13 +19,12 @@ from longboat.protocol.properties import (
     Prop,
     property_marker,
     raw_property,
+    raw_property_each,
 )
 
 _KEYS_MARKER = property_marker(Prop.KEYS)
 _UNIQ_KEY_MARKER = property_marker(Prop.UNIQ_KEY)
 _SEPARATOR = PROPERTY_SEPARATOR.encode()
-_UNIQ_KEY_SEGMENT = _SEPARATOR + _UNIQ_KEY_MARKER
-_UNIQ_KEY_VALUE = re.compile(re.escape(_UNIQ_KEY_MARKER) + b"([^" + re.escape(_SEPARATOR) + b"]*)")
 
 
 def topic_seed(topic: str) -> int:
@@ -50,16 +48,10 @@ def encoded_batch_hashes(
     case is read from the whole batch with a few C-speed calls (one join, counts, one regex
     scan) instead of a function call per message.  Anything else (KEYS, a name repeated, an
     empty value, a marker inside a value) takes the per-message path."""
-    k = len(props)
     joined = _SEPARATOR.join(props)
-    if (
-        _KEYS_MARKER not in joined
-        # Exactly one UNIQ_KEY per message, each at the start of a property:
-        and list(map(bytes.count, props, repeat(_UNIQ_KEY_MARKER))).count(1) == k
-        and joined.count(_UNIQ_KEY_SEGMENT) + joined.startswith(_UNIQ_KEY_MARKER) == k
-    ):
-        values = _UNIQ_KEY_VALUE.findall(joined)
-        if b"" not in values:
+    if _KEYS_MARKER not in joined:
+        values = raw_property_each(props, joined, _UNIQ_KEY_MARKER)
+        if values is not None:
             return list(map(zlib.crc32, values, repeat(seed))), list(offsets)
     hashes: list[int] = []
     owners: list[int] = []

@@ -80,6 +80,20 @@ final class Peer {
         return new AclClientRPCHook(new SessionCredentials(accessKey, require("secret-key")));
     }
 
+    /**
+     * --trace TOPIC: the client writes message traces (enableMsgTrace) to TOPIC, or to
+     * RMQ_SYS_TRACE_TOPIC for "default".
+     */
+    boolean trace() {
+        return options.containsKey("trace");
+    }
+
+    /** The customized trace topic of --trace (null: RocketMQ's default). */
+    String traceTopic() {
+        String topic = options.get("trace");
+        return topic == null || topic.equals("default") ? null : topic;
+    }
+
     /** --tls true: the client connects with TLS (setUseTLS; the server is not verified). */
     boolean tls() {
         return Boolean.parseBoolean(options.getOrDefault("tls", "false"));

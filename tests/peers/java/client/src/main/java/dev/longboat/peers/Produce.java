@@ -26,21 +26,23 @@ import org.apache.rocketmq.common.message.Message;
  * comma-separated (--count messages each, in turn): sync (default), async, oneway, batch (one
  * send of all), ordered (MessageQueueSelector: message i carries sharding key "k" +
  * (i % --shard-keys) and goes to queue hash(key) % queues, in order). --interval-ms paces
- * sync, oneway and ordered sends.
+ * sync, oneway and ordered sends. --linger-ms: time before the producer stops (its trace
+ * writer's last sends, with --trace).
  */
 public final class Produce {
     private static final String USAGE = "Produce --namesrv HOST:PORT --topic T [--count N]"
             + " [--mode sync|async|oneway|batch|ordered] [--tags A,B] [--keys PREFIX]"
             + " [--body TEXT] [--body-size B] [--props k=v,...] [--delay-level L]"
             + " [--shard-keys K] [--interval-ms MS] [--group PG] [--timeout-ms MS]"
-            + " [--access-key AK --secret-key SK] [--tls true]";
+            + " [--access-key AK --secret-key SK] [--tls true] [--trace TOPIC|default] [--linger-ms MS]";
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
         String topic = peer.require("topic");
         int count = (int) peer.number("count", 1);
         DefaultMQProducer producer =
-                new DefaultMQProducer(peer.get("group", "java-peer-producer"), peer.aclHook());
+                new DefaultMQProducer(peer.get("group", "java-peer-producer"), peer.aclHook(),
+                        peer.trace(), peer.traceTopic());
         producer.setNamesrvAddr(peer.require("namesrv"));
         producer.setUseTLS(peer.tls());
         producer.setInstanceName("produce-" + ProcessHandle.current().pid());
@@ -56,6 +58,7 @@ public final class Produce {
                 }
                 send(peer, producer, mode, messages);
             }
+            Thread.sleep(peer.number("linger-ms", 0));
             Peer.emit("done", Peer.fields("sent", count * modes.size()));
         } catch (MQClientException e) {
             failWithCode(e, e.getResponseCode());

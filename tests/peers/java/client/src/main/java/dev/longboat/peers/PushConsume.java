@@ -40,7 +40,7 @@ public final class PushConsume {
             + " [--tags EXPR] [--sql SELECTOR] [--expect N] [--until-deliveries N] [--linger-ms MS] [--listener concurrently|orderly]"
             + " [--model clustering|broadcasting] [--from first|last|timestamp]"
             + " [--timestamp yyyyMMddHHmmss] [--fail-first K] [--max-reconsume N]"
-            + " [--consume-ms MS] [--instance NAME] [--timeout-ms MS]";
+            + " [--consume-ms MS] [--instance NAME] [--timeout-ms MS] [--trace TOPIC|default]";
 
     private static final Map<String, AtomicInteger> deliveries = new ConcurrentHashMap<>();
     private static final Set<String> consumed = ConcurrentHashMap.newKeySet();
@@ -59,7 +59,8 @@ public final class PushConsume {
         CountDownLatch enough = new CountDownLatch(1);
 
         DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(
-                peer.require("group"), peer.aclHook(), new AllocateMessageQueueAveragely());
+                peer.require("group"), peer.aclHook(), new AllocateMessageQueueAveragely(),
+                peer.trace(), peer.traceTopic());
         consumer.setNamesrvAddr(peer.require("namesrv"));
         consumer.setUseTLS(peer.tls());
         consumer.setInstanceName(peer.get("instance", "push-" + ProcessHandle.current().pid()));

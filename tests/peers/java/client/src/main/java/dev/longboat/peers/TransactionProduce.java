@@ -22,7 +22,7 @@ import org.apache.rocketmq.common.message.MessageExt;
 public final class TransactionProduce {
     private static final String USAGE = "TransactionProduce --namesrv HOST:PORT --topic T"
             + " [--count N] [--decide commit,rollback,unknown] [--check-answer commit]"
-            + " [--group PG] [--linger-ms MS] [--timeout-ms MS]";
+            + " [--group PG] [--linger-ms MS] [--timeout-ms MS] [--trace TOPIC|default]";
 
     public static void main(String[] args) throws Exception {
         Peer peer = new Peer(USAGE, args);
@@ -33,7 +33,8 @@ public final class TransactionProduce {
         AtomicInteger checks = new AtomicInteger();
 
         TransactionMQProducer producer =
-                new TransactionMQProducer(peer.get("group", "java-peer-tx-producer"), peer.aclHook());
+                new TransactionMQProducer(null, peer.get("group", "java-peer-tx-producer"), peer.aclHook(),
+                        peer.trace(), peer.traceTopic());
         producer.setNamesrvAddr(peer.require("namesrv"));
         producer.setInstanceName("tx-" + ProcessHandle.current().pid());
         producer.setSendMsgTimeout(10000);

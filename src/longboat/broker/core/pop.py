@@ -1,0 +1,332 @@
+"""Pop consumption over the store: what ReceiveMessage, AckMessage, ChangeInvisibleDuration
+and ForwardMessageToDeadLetterQueue do to a consumer group's view of a topic.
+
+The bookkeeping and its invariants are `pop_table`'s; this module reads the consume queues for
+it, dead-letters messages past the group's maximum attempts, keeps the group's consumer
+offsets (the lowest offset not yet done, per queue) up to date so `group describe` and lag
+read the same as for a remoting group, and persists the table through `pop_journal`.
+
+A pop covers every readable queue of the topic (RocketMQ's proxy pops the broker's queues
+together, queue id -1), starting one queue further on each call so no queue starves.  A new
+group starts at the group's committed offset when it has one, else at the queue's first
+offset: everything still stored is delivered.
+
+Receipt handles are `queue:offset:seq` (opaque to clients).  seq values start from the
+broker's start time in microseconds, so no handle issued before a restart matches one issued
+after it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from longboat.broker.core.append import Appender
+from longboat.broker.core.pop_journal import PopJournal
+from longboat.broker.core.pop_table import InFlight, PopTable, QueuePop, Record
+from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.feature_host import FeatureHost
+from longboat.filter.sql92 import Sql92Filter
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.message import MessageExt, decode_record
+from longboat.protocol.properties import Prop
+from longboat.protocol.tags import TagExpression
+from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX
+from longboat.protocol.types import PERM_READ
+from longboat.store import GetStatus, MessageInner, PutStatus
+
+
+class PopHost(FeatureHost, Protocol):
+    """What pop consumption needs of the broker: a feature's host and the append path
+    (dead letters are stored as a send is)."""
+
+    @property
+    def appender(self) -> Appender: ...
+
+
+log = logging.getLogger(__name__)
+
+# Compact the journal into a snapshot after this many records (and at stop).
+COMPACT_AFTER_RECORDS = 10_000
+
+
+@dataclass(slots=True)
+class Popped:
+    """One message handed to a consumer."""
+
+    message: MessageExt
+    handle: str
+    attempt: int
+
+
+def make_handle(queue_id: int, offset: int, seq: int) -> str:
+    return f"{queue_id}:{offset}:{seq}"
+
+
+def parse_handle(handle: str) -> tuple[int, int, int]:
+    try:
+        queue_id, offset, seq = (int(part) for part in handle.split(":"))
+    except ValueError:
+        raise Refusal(
+            Reason.STALE_HANDLE, f"{handle!r} is not a receipt handle this broker issued"
+        ) from None
+    return queue_id, offset, seq
+
+
+class PopService:
+    def __init__(
+        self,
+        controller: PopHost,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.controller = controller
+        self._clock = clock
+        self._journal = PopJournal(controller.config.store_path_root_dir / "config")
+        self.table = PopTable(self._journal.append)
+        self._turn: dict[tuple[str, str], int] = {}
+
+    def now(self) -> float:
+        return self._clock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        snapshot, records = self._journal.load()
+        self.table.restore(snapshot, records)
+        self.table.start_seq_at(int(self._clock() * 1_000_000))
+        self._journal.open()
+        self.compact()
+
+    def compact(self) -> None:
+        self._journal.compact(self.table.snapshot())
+
+    def maybe_compact(self) -> None:
+        if self._journal.records_since_compaction >= COMPACT_AFTER_RECORDS:
+            self.compact()
+
+    def close(self) -> None:
+        self.compact()
+        self._journal.close()
+
+    # ------------------------------------------------------------------ popping
+
+    def max_attempts(self, group: str) -> int:
+        """Deliveries before a message is dead-lettered: the group's retryMaxTimes + 1, as
+        RocketMQ 5 counts them."""
+        return self.controller.subscription_groups.get(group).retry_max_times + 1
+
+    def pop(
+        self,
+        group: str,
+        topic: str,
+        *,
+        max_msgs: int,
+        expression: TagExpression,
+        invisible_ms: int,
+        fifo: bool,
+        sql: Sql92Filter | None = None,
+    ) -> list[Popped]:
+        """Up to `max_msgs` visible messages of `topic` for `group`, now invisible for
+        `invisible_ms`; expired ones past the maximum attempts are dead-lettered instead."""
+        ctl = self.controller
+        config = ctl.topics.get(topic)
+        if config is None or not config.perm & PERM_READ:
+            return []
+        nums = max(1, config.read_queue_nums)
+        turn = self._turn.get((group, topic), 0)
+        self._turn[(group, topic)] = (turn + 1) % nums
+        now = self._clock()
+        until = now + invisible_ms / 1000
+        out: list[Popped] = []
+        for i in range(nums):
+            left = max_msgs - len(out)
+            if left <= 0:
+                break
+            queue_id = (turn + i) % nums
+            out += self._pop_queue(
+                group, topic, queue_id, left, (expression, sql), now, until, fifo
+            )
+        return out
+
+    def _open(self, group: str, topic: str, queue_id: int) -> QueuePop:
+        store = self.controller.store
+        q = self.table.queue(group, topic, queue_id)
+        if q is None:
+            committed = self.controller.offsets.query(group, topic, queue_id)
+            start = committed if committed is not None else store.min_offset(topic, queue_id)
+            q = self.table.open_queue(group, topic, queue_id, start)
+        low = store.min_offset(topic, queue_id)
+        if q.committed < low:
+            self.table.skip_to((group, topic, queue_id), q, low)
+        return q
+
+    def _pop_queue(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        max_msgs: int,
+        expression: tuple[TagExpression, Sql92Filter | None],
+        now: float,
+        until: float,
+        fifo: bool,
+    ) -> list[Popped]:
+        key = (group, topic, queue_id)
+        q = self._open(group, topic, queue_id)
+        out: list[Popped] = []
+        expired = q.expired(now)
+        if fifo and q.inflight and (not expired or expired[0] != min(q.inflight)):
+            return out  # the queue's oldest message is still out: nothing after it goes
+        limit = self.max_attempts(group)
+        for offset in expired:
+            if len(out) >= max_msgs:
+                break
+            ext = self._read_one(topic, queue_id, offset)
+            if ext is None:  # gone from the store (retention): nothing to deliver
+                self.table.finish(key, q, offset)
+                continue
+            if q.inflight[offset].attempt >= limit:
+                self._dead_letter(group, ext, q.inflight[offset].attempt)
+                self.table.finish(key, q, offset)
+                continue
+            f = self.table.redeliver(key, q, offset, until)
+            out.append(Popped(ext, make_handle(queue_id, offset, f.seq), f.attempt))
+        if (fifo and q.inflight) or len(out) >= max_msgs:
+            self._commit(key, q)
+            return out
+        out += self._read_new(key, q, max_msgs - len(out), expression, until)
+        self._commit(key, q)
+        return out
+
+    def _read_new(
+        self,
+        key: tuple[str, str, int],
+        q: QueuePop,
+        max_msgs: int,
+        expression: tuple[TagExpression, Sql92Filter | None],
+        until: float,
+    ) -> list[Popped]:
+        _, topic, queue_id = key
+        tags, sql = expression
+        codes = None if tags.matches_all else tags.codes
+        got = self.controller.store.get_messages(
+            topic,
+            queue_id,
+            q.scanned,
+            max_msgs,
+            tag_filter=None if codes is None else codes.__contains__,
+        )
+        if got.status not in (GetStatus.FOUND, GetStatus.NO_MATCHED_MESSAGE):
+            return []
+        taken: list[int] = []
+        messages: list[MessageExt] = []
+        for record, offset in zip(got.records, got.queue_offsets, strict=True):
+            try:
+                ext = decode_record(record)
+            except ProtocolError:
+                log.warning("pop: skipping an undecodable record at %s offset %d", key, offset)
+                continue
+            # The tags code is a hash: the tag itself decides (a collision is filtered here);
+            # an SQL92 expression is evaluated on the properties.
+            if (tags.matches_all or tags.matches_tag(ext.tags)) and (
+                sql is None or sql.matches(ext.properties)
+            ):
+                taken.append(offset)
+                messages.append(ext)
+        delivered = self.table.deliver_new(key, q, taken, got.next_begin_offset, until)
+        return [
+            Popped(ext, make_handle(queue_id, offset, f.seq), f.attempt)
+            for ext, offset, f in zip(messages, taken, delivered, strict=True)
+        ]
+
+    def _read_one(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
+        got = self.controller.store.get_messages(topic, queue_id, offset, 1)
+        if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
+            return None
+        try:
+            return decode_record(got.records[0])
+        except ProtocolError:
+            return None
+
+    def _dead_letter(self, group: str, ext: MessageExt, attempts: int) -> None:
+        """Store a copy in `%DLQ%<group>` (in-line, on the loop, as the send path appends)."""
+        ctl = self.controller
+        ctl.topics.ensure_dlq_topic(group)
+        props = dict(ext.properties)
+        props.setdefault(Prop.RETRY_TOPIC, ext.topic)
+        props.setdefault(Prop.ORIGIN_MESSAGE_ID, ext.msg_id)
+        copy = MessageInner.moved(
+            ext, DLQ_GROUP_TOPIC_PREFIX + group, 0, props, reconsume_times=attempts
+        )
+        result = ctl.appender.store_message(copy)
+        if result.status is not PutStatus.PUT_OK:
+            log.error(
+                "pop: dead-lettering %s of group %s failed: %s %s",
+                ext.msg_id,
+                group,
+                result.status.value,
+                result.error or "",
+            )
+
+    def _commit(self, key: tuple[str, str, int], q: QueuePop) -> None:
+        group, topic, queue_id = key
+        self.controller.offsets.commit(group, topic, queue_id, q.committed, answered=False)
+
+    # ------------------------------------------------------------------ by handle
+
+    def _in_flight(
+        self, group: str, topic: str, handle: str
+    ) -> tuple[tuple[str, str, int], QueuePop, int, InFlight]:
+        queue_id, offset, seq = parse_handle(handle)
+        key = (group, topic, queue_id)
+        q = self.table.queue(*key)
+        f = q.inflight.get(offset) if q is not None else None
+        if q is None or f is None or f.seq != seq:
+            raise Refusal(
+                Reason.STALE_HANDLE,
+                f"receipt handle {handle!r} is stale: the message was acked, delivered again "
+                "or re-armed since, or the broker restarted",
+            )
+        return key, q, offset, f
+
+    def ack(self, group: str, topic: str, handle: str) -> None:
+        """Done with the message; Refusal (STALE_HANDLE) when the handle is not the current one."""
+        key, q, offset, _ = self._in_flight(group, topic, handle)
+        self.table.finish(key, q, offset)
+        self._commit(key, q)
+
+    def change_invisible(self, group: str, topic: str, handle: str, invisible_ms: int) -> str:
+        """Re-arm the message's invisibility from now; its new handle."""
+        key, q, offset, _ = self._in_flight(group, topic, handle)
+        f = self.table.rearm(q, offset, self._clock() + invisible_ms / 1000)
+        return make_handle(key[2], offset, f.seq)
+
+    def forward_to_dlq(self, group: str, topic: str, handle: str) -> None:
+        """The client gave up on the message (FIFO push consumer): dead-letter it now."""
+        key, q, offset, f = self._in_flight(group, topic, handle)
+        ext = self._read_one(topic, key[2], offset)
+        if ext is not None:
+            self._dead_letter(group, ext, f.attempt)
+        self.table.finish(key, q, offset)
+        self._commit(key, q)
+
+    def next_visible_at(self, group: str, topic: str) -> float | None:
+        """The next instant an in-flight message of the group's topic becomes visible again
+        (None: none will).  Messages already visible but held back (FIFO) are not counted:
+        an ack, not the clock, releases them."""
+        now = self._clock()
+        times = [
+            f.until
+            for (g, tp, _), q in self.table.items()
+            if g == group and tp == topic
+            for f in q.inflight.values()
+            if f.until > now
+        ]
+        return min(times, default=None)
+
+
+__all__ = ["PopService", "Popped", "Record"]

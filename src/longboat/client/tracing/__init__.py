@@ -1,0 +1,1 @@
+"""Message traces (RocketMQ 4.x trace records) and OpenTelemetry spans for the client."""

@@ -1,0 +1,140 @@
+"""The differential harness: a target, what an observation is, and the helpers scenarios share.
+
+A scenario (differential/scenarios.py) is a function of a `Target` returning an `Observation`,
+a flat mapping of field name -> JSON-able value of what a user sees; `observe` runs one. The
+helpers make topics, send the raw requests the client would refuse, and reduce a refusal to
+what a user can rely on (its response code, whether the remark names the subject).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from client.client_e2e import config_for, unique
+from longboat.client.admin import Admin
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.errors import BrokerError, ClientError
+from longboat.client.lite_pull import LitePullConsumer
+from longboat.protocol.headers import SendMessageRequestHeaderV2
+from longboat.protocol.message import MessageExt
+from longboat.protocol.properties import properties_to_string
+from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
+from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
+
+Observation = dict[str, Any]
+WAIT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """A cluster to run a scenario against: its name server (remoting) and its RocketMQ 5
+    gRPC endpoint (Longboat's broker's, or RocketMQ 5's proxy; None where there is none)."""
+
+    namesrv: str
+    grpc_endpoint: str | None = None
+
+
+Scenario = Callable[[Target], Awaitable[Observation]]
+
+
+async def new_topic(ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE) -> str:
+    topic = unique("Diff")
+    async with Admin(config=config_for(ns)) as admin:
+        await admin.create_topic(topic, queue_nums=queues, perm=perm)
+    return topic
+
+
+def refusal(exc: BaseException, *subjects: str) -> Observation:
+    """What a user learns from a refusal: its response code, and whether the remark names the
+    topic or group concerned (the wording itself is each system's own)."""
+    if isinstance(exc, BrokerError):
+        code = exc.code_name if exc.code_name != "UNKNOWN" else str(exc.code)
+        return {"code": code, "names_subject": all(s in exc.remark for s in subjects)}
+    return {"code": type(exc).__name__, "names_subject": all(s in str(exc) for s in subjects)}
+
+
+async def outcome(action: Awaitable[object], *subjects: str) -> Observation:
+    """ "ok", or the refusal `action` met."""
+    try:
+        await action
+    except ClientError as exc:
+        return refusal(exc, *subjects)
+    return {"code": "ok"}
+
+
+async def master_addr(admin: Admin) -> tuple[str, str]:
+    """The one master broker's name and address."""
+    ((name, addr),) = (await admin.master_brokers()).items()
+    return name, addr
+
+
+async def raw_send(
+    admin: Admin,
+    topic: str,
+    body: bytes,
+    queue_id: int = 0,
+    properties: dict[str, str] | None = None,
+) -> None:
+    """SEND_MESSAGE_V2 as the producer would send it, without the client's own checks."""
+    name, addr = await master_addr(admin)
+    header = SendMessageRequestHeaderV2(
+        producerGroup=unique("raw_pg"),
+        topic=topic,
+        defaultTopic=AUTO_CREATE_TOPIC_KEY,
+        defaultTopicQueueNums=4,
+        queueId=queue_id,
+        sysFlag=0,
+        bornTimestamp=int(time.time() * 1000),
+        flag=0,
+        properties=properties_to_string({"UNIQ_KEY": unique("RAW"), **(properties or {})}),
+        reconsumeTimes=0,
+        unitMode=False,
+    )
+    mq = MessageQueue(topic, name, queue_id)
+    await admin.instance.api.send(addr, mq, header, body, msg_id="raw", timeout=10)
+
+
+def queue_bodies(msgs: list[MessageExt]) -> list[list[str]]:
+    """Bodies per queue in offset order, queues in the order of their first message."""
+    by_queue: dict[int, list[MessageExt]] = {}
+    for m in msgs:
+        by_queue.setdefault(m.queue_id, []).append(m)
+    return [
+        [m.body.decode() for m in sorted(q, key=lambda m: m.queue_offset)]
+        for q in by_queue.values()
+    ]
+
+
+async def subscribed(
+    ns: str, topic: str, last: str, expression: str = "*", sql: str | None = None
+) -> list[str]:
+    """Bodies a new group subscribed to the one-queue `topic` gets from its first offset, up
+    to the body `last` (sent last of those that match: nothing can follow it)."""
+    consumer = LitePullConsumer(
+        unique("filter_g"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+    )
+    consumer.subscribe(topic, expression, sql=sql)
+    await consumer.start()
+    got: list[str] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while last not in got and time.monotonic() < deadline:
+            got += [m.body.decode() for m in await consumer.poll(timeout=1)]
+    finally:
+        await consumer.shutdown()
+    return got
+
+
+async def observe(scenario: Scenario, target: Target) -> Observation:
+    """Run `scenario` against `target`; its observation flattened one level (a field holding
+    a mapping becomes ``field.key`` fields), so each difference is one row."""
+    flat: Observation = {}
+    for name, value in (await scenario(target)).items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{k}": v for k, v in value.items()})
+        else:
+            flat[name] = value
+    return flat

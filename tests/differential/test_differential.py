@@ -1,0 +1,123 @@
+"""Each scenario of `scenarios` on Longboat and on Apache RocketMQ (4.9.7 and 5.3.3), compared
+field by field.
+
+Where the two observations differ, the field must be a row of the table "Accepted differences"
+in docs/compatibility.md, whose cells hold both observed values (JSON) and the reason; a row
+whose values are no longer what the systems do fails too, so the table stays the truth. A
+failure prints the row to add or correct.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import Cluster, start_cluster
+from differential.harness import Observation, Target, observe
+from differential.scenarios import SCENARIOS
+from peers.rocketmq import SHORT_DELAY_LEVELS
+from peers.rocketmq5 import AnyRocketMQ
+
+pytestmark = pytest.mark.java
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "compatibility.md"
+TABLE_HEADING = "### Accepted differences"
+COLUMNS = {"4.9.7": 1, "5.3.3": 2}  # each RocketMQ version's cell in `Row.cells`
+SAME = "same"  # a RocketMQ cell saying that version does what Longboat does
+MISSING = "(absent)"
+GRPC_SCENARIOS = {"grpc_java5"}
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    field: str
+    cells: tuple[str, ...]  # Longboat, RocketMQ 4.9.7, RocketMQ 5.3.3 (JSON or SAME)
+    reason: str
+
+
+def accepted_rows() -> dict[tuple[str, str], Row]:
+    """The table's rows, by (scenario, field)."""
+    text = DOC.read_text()
+    lines = text[text.index(TABLE_HEADING) :].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| scenario"))
+    rows: dict[tuple[str, str], Row] = {}
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
+        scenario, field, *values, reason = cells
+        rows[scenario, field] = Row(scenario, field, tuple(values), reason)
+    return rows
+
+
+def as_cell(value: Any) -> str:
+    return MISSING if value is MISSING else json.dumps(value, ensure_ascii=False)
+
+
+@pytest.fixture(scope="module")
+def longboat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    """Longboat set as the RocketMQ brokers are (peers.rocketmq.broker_settings)."""
+    cluster = start_cluster(
+        tmp_path_factory.mktemp("differential"),
+        message_delay_level=SHORT_DELAY_LEVELS,
+        enable_property_filter=True,
+        transaction_check_interval=1000,
+        transaction_time_out=1000,
+        grpc_listen_port=0,
+        # As the RocketMQ 5 proxy the suite runs (peers.rocketmq5).
+        grpc_min_invisible_time_mills=1000,
+    )
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def ours() -> dict[str, Observation]:
+    """Longboat's observations, made once per scenario and compared with each RocketMQ."""
+    return {}
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+async def test_longboat_observes_what_rocketmq_does(
+    name: str, any_rocketmq: AnyRocketMQ, longboat: Cluster, ours: dict[str, Observation]
+) -> None:
+    if name in GRPC_SCENARIOS and any_rocketmq.grpc_endpoint is None:
+        pytest.skip(f"RocketMQ {any_rocketmq.version} has no gRPC endpoint (5.x only)")
+    if name not in ours:
+        assert longboat.broker.grpc is not None
+        here = Target(longboat.namesrv_addr, f"127.0.0.1:{longboat.broker.grpc.port}")
+        ours[name] = await observe(SCENARIOS[name], here)
+    theirs = await observe(
+        SCENARIOS[name], Target(any_rocketmq.namesrv_addr, any_rocketmq.grpc_endpoint)
+    )
+    rows = accepted_rows()
+    version = any_rocketmq.version
+    wrong: list[str] = []
+    for field in sorted(ours[name].keys() | theirs.keys()):
+        mine = as_cell(ours[name].get(field, MISSING))
+        peer = as_cell(theirs.get(field, MISSING))
+        row = rows.get((name, field))
+        if row is None:
+            expected = (mine, mine)
+        else:
+            cell = row.cells[COLUMNS[version]]
+            expected = (row.cells[0], row.cells[0] if cell == SAME else cell)
+        if expected != (mine, peer):
+            wrong.append(
+                f"| `{name}` | `{field}` | `{mine}` | `{peer}` (RocketMQ {version}; the table "
+                f"says {'nothing' if row is None else expected}) |"
+            )
+    assert not wrong, "differences not in docs/compatibility.md as observed:\n" + "\n".join(wrong)
+
+
+def test_every_accepted_difference_names_a_scenario_and_a_reason() -> None:
+    for (scenario, field), row in accepted_rows().items():
+        assert scenario in SCENARIOS, scenario
+        assert len(row.cells) == 3 and row.reason and not re.fullmatch(r"\W*", row.reason), field

@@ -1,0 +1,169 @@
+"""Apache RocketMQ 5.3.3 in the test suite: its name server, and its proxy in local mode.
+
+In local mode (``ProxyStartup -pm local``) the proxy runs the broker inside its own JVM, so a
+whole 5.x cluster is two JVMs: the name server, and the proxy hosting the broker. Clients reach
+it three ways, all on random loopback ports:
+
+* remoting to the broker itself, through the name server's routes (``namesrv_addr``): what
+  Longboat's client and the 4.x Java client do;
+* remoting to the proxy (``proxy_remoting_addr``): the 5.x proxy's remoting protocol server;
+* gRPC to the proxy (``grpc_endpoint``): RocketMQ's 5.x clients.
+
+The broker is configured as the 4.9.7 one is (`peers.rocketmq.broker_settings`), plus small
+timer-wheel files. The session fixture ``rocketmq5_cluster`` (tests/conftest.py) starts one;
+``python -m peers.rocketmq5`` (``make rocketmq5-up``) starts one by hand. Every JVM runs under
+`peers.lifeline`, so it dies with the process that started it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from longboat.client import ClientConfig
+from longboat.client.sync import Admin
+from peers.rocketmq import (
+    JAVA_DIR,
+    START_TIMEOUT_S,
+    RocketMQCluster,
+    RocketMQProcess,
+    broker_port,
+    broker_settings,
+    free_port,
+    properties_text,
+    serve_until_interrupted,
+    spawn_server,
+    start_namesrv,
+)
+
+SERVER5_DIR = JAVA_DIR / "server5"
+VERSION = "5.3.3"
+# One JVM holds the proxy and the broker: a heap as small as the 4.9.7 broker's, and direct
+# memory capped so netty's pools stay small on a shared box.
+PROXY_JVM_OPTIONS = (
+    "-Xms256m",
+    "-Xmx512m",
+    "-XX:MaxDirectMemorySize=256m",
+    "-XX:+UseG1GC",
+)
+
+
+@dataclass
+class RocketMQ5Cluster:
+    """An Apache RocketMQ 5 name server and a proxy in local mode (with its broker)."""
+
+    home: Path
+    namesrv_addr: str
+    broker_addr: str
+    broker_name: str
+    cluster_name: str
+    proxy_remoting_addr: str
+    grpc_endpoint: str
+    version: str = VERSION
+    processes: list[RocketMQProcess] = field(default_factory=list)
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.stop()
+
+
+# Either Apache RocketMQ the suite runs (the `any_rocketmq` fixture): what a test may use of both.
+AnyRocketMQ = RocketMQCluster | RocketMQ5Cluster
+
+
+def wait_registered(namesrv_addr: str, broker_name: str) -> None:
+    """Return once the name server lists `broker_name` as a master."""
+    config = ClientConfig([namesrv_addr], client_ip="127.0.0.1")
+    deadline = time.monotonic() + START_TIMEOUT_S
+    with Admin(config=config) as admin:
+        while broker_name not in admin.master_brokers():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{broker_name} never registered with {namesrv_addr}")
+            time.sleep(0.1)
+
+
+def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
+    """Start a 5.x name server and a local-mode proxy with its broker, all under ``home``."""
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "logs").mkdir(exist_ok=True)
+    namesrv, namesrv_addr = start_namesrv(home, SERVER5_DIR)
+    broker = broker_settings(home, namesrv_addr, broker_port())
+    broker.update(
+        {
+            "brokerClusterName": "RocketMQ5Cluster",
+            "brokerName": "rocketmq5-broker-a",
+            # The timer wheel (arbitrary delays) preallocates a 100 MiB log by default.
+            "mappedFileSizeTimerLog": 4 * 1024 * 1024,
+            # 5.x writes transaction decisions in batches, every 3 s by default: with halves
+            # checked after 1 s (broker_settings), a half already committed would be checked
+            # back, and committed a second time when the check says commit.
+            "transactionOpBatchInterval": 100,
+        }
+    )
+    broker_conf = home / "conf" / "broker.conf"
+    broker_conf.write_text(properties_text(broker))
+    grpc_port, remoting_port = free_port(), free_port()
+    proxy_conf = home / "conf" / "rmq-proxy.json"
+    proxy_conf.write_text(
+        json.dumps(
+            {
+                "rocketMQClusterName": broker["brokerClusterName"],
+                "namesrvAddr": namesrv_addr,
+                "grpcServerPort": grpc_port,
+                "remotingListenPort": remoting_port,
+                # SimpleConsumers in tests hide a message for 1-2 s (the default floor: 10 s).
+                "minInvisibleTimeMillsForRecv": 1000,
+            }
+        )
+    )
+    cluster = RocketMQ5Cluster(
+        home,
+        namesrv_addr,
+        f"127.0.0.1:{broker['listenPort']}",
+        str(broker["brokerName"]),
+        str(broker["brokerClusterName"]),
+        f"127.0.0.1:{remoting_port}",
+        f"127.0.0.1:{grpc_port}",
+        processes=[namesrv],
+    )
+    try:
+        proxy = spawn_server(
+            "proxy",
+            home,
+            SERVER5_DIR,
+            "org.apache.rocketmq.proxy.ProxyStartup",
+            ("-pm", "local", "-pc", str(proxy_conf), "-bc", str(broker_conf)),
+            PROXY_JVM_OPTIONS,
+        )
+        cluster.processes.append(proxy)
+        # Printed once the broker started and both servers listen; the broker's registration
+        # with the name server may still be on its way.
+        proxy.wait_started("rocketmq-proxy startup successfully", START_TIMEOUT_S)
+        wait_registered(namesrv_addr, cluster.broker_name)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def main() -> None:
+    """Start a RocketMQ 5 cluster by hand (``make rocketmq5-up``) and keep it until Ctrl-C."""
+    parser = argparse.ArgumentParser(prog="python -m peers.rocketmq5", description=main.__doc__)
+    parser.add_argument("--home", type=Path, help="ROCKETMQ_HOME and store (default: a temp dir)")
+    options = parser.parse_args()
+    home = options.home or Path(tempfile.mkdtemp(prefix="rocketmq5-"))
+    cluster = start_rocketmq5(home)
+    print(
+        f"Apache RocketMQ {VERSION}: name server {cluster.namesrv_addr}, broker "
+        f"{cluster.broker_addr}, proxy remoting {cluster.proxy_remoting_addr}, "
+        f"proxy gRPC {cluster.grpc_endpoint}"
+    )
+    serve_until_interrupted(cluster, home)
+
+
+if __name__ == "__main__":
+    main()
