@@ -192,12 +192,30 @@ class BrokerConfig:
     # one caught up back to the group's brokerId (the master); without it, always the master.
     slave_read_enable: bool = False
     access_message_in_memory_max_ratio: int = 40
+    # Controller mode (RocketMQ 5's keys, RIP-44; docs/replication.md): the controllers
+    # (`controllerAddr`, `;`-separated) give this broker its id and elect its group's master;
+    # brokerId and brokerRole are then ignored.  With allAckInSyncStateSet a send is answered
+    # once every member of the SyncStateSet has it; a slave stays in the set while it catches
+    # up with the master at least every haMaxTimeSlaveNotCatchup ms.
+    enable_controller_mode: bool = False
+    controller_addr: str = ""
+    all_ack_in_sync_state_set: bool = False
+    in_sync_replicas: int = 1
+    ha_max_time_slave_not_catchup: int = 15_000
+    broker_heartbeat_interval: int = 1000
+    controller_heart_beat_timeout_mills: int = 10_000
+    sync_broker_metadata_period: int = 1000
+    broker_election_priority: int = 2**31 - 1
 
     # ------------------------------------------------------------------ derived
 
     @property
     def namesrv_addrs(self) -> list[str]:
         return [a.strip() for a in self.namesrv_addr.split(";") if a.strip()]
+
+    @property
+    def controller_addrs(self) -> list[str]:
+        return [a.strip() for a in self.controller_addr.split(";") if a.strip()]
 
     @property
     def is_slave(self) -> bool:
@@ -359,8 +377,14 @@ class BrokerConfig:
             ("broker_role", self.broker_role in BROKER_ROLES, " / ".join(BROKER_ROLES)),
             (
                 "broker_id",
-                (self.broker_id > 0) == (self.broker_role == "SLAVE"),
+                self.enable_controller_mode
+                or (self.broker_id > 0) == (self.broker_role == "SLAVE"),
                 "a SLAVE has a brokerId > 0, a master brokerId 0",
+            ),
+            (
+                "controller_addr",
+                not self.enable_controller_mode or bool(self.controller_addrs),
+                "enableControllerMode=true needs the controllers' addresses",
             ),
             (
                 "ha_listen_port",

@@ -26,6 +26,7 @@ Lifecycle (state as data):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import time
@@ -56,6 +57,7 @@ from longboat.broker.handlers import (
     topic_admin,
 )
 from longboat.broker.services import delay_schedule
+from longboat.broker.services.controller_mode import ControllerMode
 from longboat.broker.services.ha.master import HAMaster
 from longboat.broker.services.ha.slave import HASlave
 from longboat.broker.services.ha.slave_sync import SlaveSynchronize
@@ -69,8 +71,10 @@ from longboat.broker.state.hold import HoldService
 from longboat.broker.state.producers import ProducerTable
 from longboat.broker.state.subscription_groups import SubscriptionGroupTable
 from longboat.broker.state.topics import TopicManager
+from longboat.protocol import RequestCode
 from longboat.protocol.acl_signature import signer
 from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.types import MASTER_ID
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
 from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
@@ -172,6 +176,7 @@ class BrokerController:
         # plain_acl.yml's rules when ACL is on (remoting's middleware; gRPC asks it too)
         self.access_control: AccessControl | None = None
         self._stop_hooks: list[Hook] = []
+        self._master_hooks: list[tuple[Hook, Hook]] = []
         self._periodic: list[tuple[float, Hook]] = []
         self._periodic_tasks: list[asyncio.Task[None]] = []
         self._closed_listeners: list[Callable[[Connection], None]] = []
@@ -182,6 +187,8 @@ class BrokerController:
         self.ha_master: HAMaster | None = None
         self.ha_slave: HASlave | None = None
         self.slave_sync: SlaveSynchronize | None = None
+        # Controller mode (enableControllerMode): the controllers choose this broker's role.
+        self.controller_mode: ControllerMode | None = None
         # Set by start():
         self.store: MessageStore
         self.offsets: ConsumerOffsetTable
@@ -210,6 +217,19 @@ class BrokerController:
         """Run at stop (in reverse order of adding), after held pulls are answered and while
         the store is still open."""
         self._stop_hooks.append(hook)
+
+    def add_master_hooks(self, start: Hook, stop: Hook) -> None:
+        """Controller mode: `start` whenever this broker becomes master, `stop` when it stops
+        being master or shuts down as master."""
+        self._master_hooks.append((start, stop))
+
+    async def _run_master_hooks(self, starting: bool) -> None:
+        hooks = self._master_hooks if starting else list(reversed(self._master_hooks))
+        for start, stop in hooks:
+            try:
+                await _maybe_await(start() if starting else stop())
+            except Exception:
+                log.exception("broker master hook %r failed", start if starting else stop)
 
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """`listener(topic, queue_id, new_max_offset, tags_code, properties)` on every append
@@ -285,6 +305,11 @@ class BrokerController:
                 )
                 self.vip_server = None
         self.broker_addr = f"{self.store_host}:{port}"
+        if cfg.enable_controller_mode:
+            # The controllers give the id, and the log may need its tail cut before it opens.
+            self.controller_mode = ControllerMode(cfg, self.client, self.broker_addr)
+            broker_id = await self.controller_mode.prepare(cfg.store_config(port))
+            self.config = cfg = cfg.updated(brokerId=broker_id, brokerRole="SLAVE")
         self.store = MessageStore(
             cfg.store_config(port),
             clock=self.clock,
@@ -337,8 +362,9 @@ class BrokerController:
         # served, checked periodically; each protocol adds its way to reach producers.
         self.transactions = TransactionService(self)
         self.transactions.load()
-        if not cfg.is_slave:  # a slave's halves are checked by its master
-            self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
+        # A slave's halves are checked by its master; in controller mode the role changes.
+        if not cfg.is_slave or cfg.enable_controller_mode:
+            self.add_periodic(cfg.transaction_check_interval / 1000, self._check_transactions)
         if cfg.metrics_port:
             # Imported only when on: prometheus-client is a tenth of an idle broker's memory.
             from longboat.broker.services import metrics
@@ -348,6 +374,8 @@ class BrokerController:
             install(self)
         if cfg.grpc_listen_port >= 0:
             self.grpc = grpc.install(self)
+        if self.controller_mode is not None:
+            self._install_controller_mode(self.controller_mode)
         for hook in self._start_hooks:
             await _maybe_await(hook())
         self.add_periodic(cfg.register_name_server_period / 1000, self.registrar.register)
@@ -357,6 +385,9 @@ class BrokerController:
         if self.vip_server is not None:
             await self.vip_server.serve()
         await self.registrar.register()
+        if self.controller_mode is not None:
+            await self.controller_mode.heartbeat()
+            await self.controller_mode.sync_role()
 
     async def _start_replication(self) -> int:
         """A master starts its HA server, a slave its stream from the master; returns the HA
@@ -369,6 +400,7 @@ class BrokerController:
                 cfg.ha_master_address,
                 heartbeat_s=heartbeat_s,
                 housekeeping_s=cfg.ha_housekeeping_interval / 1000,
+                hello_id=cfg.broker_id if cfg.enable_controller_mode else None,
             )
             self.ha_slave.start()
             self.slave_sync = SlaveSynchronize(
@@ -391,8 +423,98 @@ class BrokerController:
         await self.ha_master.start()
         return self.ha_master.port
 
+    def _check_transactions(self) -> None:
+        if not self.config.is_slave:
+            self.transactions.check()
+
+    def _install_controller_mode(self, mode: ControllerMode) -> None:
+        cfg = self.config
+        mode.attach(self)
+        self.router.register(RequestCode.GET_BROKER_EPOCH_CACHE, mode.epoch_cache)
+        self.router.register(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, mode.role_changed)
+        self.add_periodic(cfg.broker_heartbeat_interval / 1000, mode.heartbeat)
+        self.add_periodic(cfg.sync_broker_metadata_period / 1000, mode.sync_role)
+        self.add_periodic(cfg.broker_heartbeat_interval / 1000, mode.check_sync_state_set)
+
+    # Controller mode's role switches (`controller_mode.RoleHost`).
+
+    async def become_master(self) -> str:
+        if self.ha_slave is not None:
+            await self.ha_slave.stop()
+            self.ha_slave = None
+        if self.slave_sync is not None:
+            self.slave_sync.master_addr = None
+        self.config = cfg = self.config.updated(brokerId=MASTER_ID, brokerRole="ASYNC_MASTER")
+        was_master = self.ha_master is not None  # re-elected at a new epoch
+        if self.ha_master is None:
+            self.ha_master = HAMaster(
+                self.store,
+                host=cfg.bind_host,
+                port=cfg.ha_port,
+                heartbeat_s=cfg.ha_send_heartbeat_interval / 1000,
+                fall_behind_max=cfg.ha_slave_fallbehind_max,
+                expect_hello=True,
+            )
+            await self.ha_master.start()
+        self._role_to_appender()
+        ha_addr = f"{self.store_host}:{self.ha_master.port}"
+        if not was_master:
+            await self._run_master_hooks(starting=True)
+        self.registrar.identity = dataclasses.replace(
+            self.registrar.identity, broker_id=MASTER_ID, ha_addr=ha_addr
+        )
+        await self.registrar.register()
+        return ha_addr
+
+    async def become_slave(self, broker_id: int, master_addr: str, master_ha_addr: str) -> None:
+        # Sends are refused from here on, before the master's services stop.
+        self.config = cfg = self.config.updated(brokerId=broker_id, brokerRole="SLAVE")
+        self._role_to_appender()
+        if self.ha_master is not None:
+            await self._run_master_hooks(starting=False)
+            await self.ha_master.stop()
+            self.ha_master = None
+        self.registrar.identity = dataclasses.replace(self.registrar.identity, broker_id=broker_id)
+        if self.ha_slave is None:
+            self.ha_slave = HASlave(
+                self.store,
+                heartbeat_s=cfg.ha_send_heartbeat_interval / 1000,
+                housekeeping_s=cfg.ha_housekeeping_interval / 1000,
+                hello_id=broker_id,
+            )
+            self.ha_slave.start()
+        self.ha_slave.update_master_address(master_ha_addr)
+        if self.slave_sync is not None and self.slave_sync.master_addr != master_addr:
+            self.slave_sync.master_addr = master_addr
+            self._periodic_tasks.append(asyncio.ensure_future(self.slave_sync.sync_all()))
+        await self.registrar.register()
+
+    def _role_to_appender(self) -> None:
+        """Controller mode: the append path follows the role.  A slave refuses sends; a
+        master's sends wait for every other member of the SyncStateSet (allAckInSyncStateSet,
+        as the master counts it: `ControllerMode.waiting_for`) or, with inSyncReplicas > 1,
+        for one slave."""
+        mode = self.controller_mode
+        assert mode is not None
+        cfg = self.config
+        waits = cfg.all_ack_in_sync_state_set or cfg.in_sync_replicas > 1
+        replication = self.ha_master if waits and not cfg.is_slave else None
+
+        def in_sync() -> frozenset[int] | None:
+            return mode.waiting_for if cfg.all_ack_in_sync_state_set else None
+
+        self.appender.role_changed(cfg, replication, in_sync)
+
+    def connected_slaves(self) -> dict[int, int]:
+        if self.ha_master is None:
+            return {}
+        return {s.broker_id: s.ack_offset for s in self.ha_master.slaves if s.broker_id is not None}
+
     def _master_changed(self, master: MasterAddresses) -> None:
-        """A slave learns its master from the name server (unless haMasterAddress is set)."""
+        """A slave learns its master from the name server (unless haMasterAddress is set);
+        in controller mode from the controllers instead."""
+        if self.controller_mode is not None:
+            return
         if self.ha_slave is not None and not self.config.ha_master_address:
             self.ha_slave.update_master_address(master.ha_addr)
         if self.slave_sync is not None and master.addr != self.slave_sync.master_addr:
@@ -426,6 +548,8 @@ class BrokerController:
                 await _maybe_await(hook())
             except Exception:
                 log.exception("broker stop hook %r failed", hook)
+        if self.controller_mode is not None and self.ha_master is not None:
+            await self._run_master_hooks(starting=False)
         try:
             await asyncio.wait_for(self.router.drain(), DRAIN_TIMEOUT_S)
         except TimeoutError:

@@ -90,3 +90,8 @@ class FeatureHost(Protocol):
     def add_periodic(self, interval_s: float, job: Callable[[], object]) -> None:
         """Run `job` (plain or async) every `interval_s` seconds while the broker runs."""
         ...
+
+    def add_master_hooks(self, start: Callable[[], object], stop: Callable[[], object]) -> None:
+        """Controller mode: run `start` whenever this broker becomes master, `stop` when it
+        stops being master or shuts down as master (plain or async)."""
+        ...

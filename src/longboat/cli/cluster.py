@@ -3,7 +3,10 @@
 A slave's lag is its master's commit-log end minus its own, in bytes, both read from
 GET_BROKER_RUNTIME_INFO's `commitLogMaxOffset` (a RocketMQ broker answers the same key), so the
 command shows it for Apache RocketMQ groups too.  A master has no lag; a slave whose master
-is gone, or a broker that does not answer, shows none."""
+is gone, or a broker that does not answer, shows none.
+
+With `--controller` (controller mode), a second table: each group's master, master epoch and
+SyncStateSet as the leading controller keeps them (CONTROLLER_GET_SYNC_STATE_DATA)."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from longboat.cli.runtime import console, run
 from longboat.client import ClientError
 from longboat.client.admin import Admin
 from longboat.protocol.bodies import ClusterInfo
+from longboat.protocol.controller import BrokerReplicasInfo, ReplicaIdentity, ReplicasInfo
 from longboat.protocol.topic_names import topic_kind
 from longboat.protocol.types import MASTER_ID
 
@@ -25,12 +29,24 @@ from longboat.protocol.types import MASTER_ID
 @click.command()
 @format_option
 @namesrv_option
-def cluster(output: str, namesrv: str) -> None:
+@click.option(
+    "--controller",
+    "controllers",
+    default="",
+    help="Controllers (host:port, `;`-separated): also show each group's master, epoch and "
+    "SyncStateSet (controller mode).",
+)
+def cluster(output: str, namesrv: str, controllers: str) -> None:
     """Clusters, brokers (name, id, role, address) and how many user topics each serves."""
+    controller_addrs = [a.strip() for a in controllers.split(";") if a.strip()]
+    replicas: list[BrokerReplicasInfo] = []
 
     async def go() -> tuple[ClusterInfo, dict[str, int | str], dict[str, int | None]]:
         async with admin_for(namesrv) as admin:
             info = await admin.cluster_info()
+            if controller_addrs:
+                names = sorted(info.broker_addr_table)
+                replicas.append(await admin.sync_state_data(controller_addrs, names))
             addrs = sorted(
                 {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
             )
@@ -44,25 +60,17 @@ def cluster(output: str, namesrv: str) -> None:
         addr: replication_lag(info, name, broker_id, ends)
         for _, name, broker_id, addr in info.members()
     }
+    groups = replicas[0].replicas_info_table if replicas else {}
     if output == "json":
-        print_json(
-            [
+        if controller_addrs:
+            print_json(
                 {
-                    "cluster": cluster_name,
-                    "broker": name,
-                    "id": broker_id,
-                    "role": role_of(broker_id),
-                    "addr": addr,
-                    "lag": lags[addr],
-                    **(
-                        {"topics": topics[addr]}
-                        if isinstance(topics[addr], int)
-                        else {"topics": None, "error": topics[addr]}
-                    ),
+                    "brokers": [member_json(info, m, topics, lags) for m in info.members()],
+                    "groups": {name: g.to_dict() for name, g in sorted(groups.items())},
                 }
-                for cluster_name, name, broker_id, addr in info.members()
-            ]
-        )
+            )
+            return
+        print_json([member_json(info, m, topics, lags) for m in info.members()])
         return
     if not info.broker_addr_table:
         console.print("no broker is registered with the name server")
@@ -80,6 +88,50 @@ def cluster(output: str, namesrv: str) -> None:
             "-" if lag is None else f"{lag:,}",
         )
     console.print(table)
+    if controller_addrs:
+        console.print(replicas_table(groups))
+
+
+def replicas_table(groups: dict[str, ReplicasInfo]) -> Table:
+    table = Table("broker", "master", "master epoch", "SyncStateSet", "set epoch", "not in sync")
+    for name, group in sorted(groups.items()):
+        table.add_row(
+            name,
+            f"{group.master_broker_id} {group.master_address}"
+            if group.master_broker_id is not None
+            else "none",
+            str(group.master_epoch),
+            ", ".join(_replica(r) for r in group.in_sync_replicas),
+            str(group.sync_state_set_epoch),
+            ", ".join(_replica(r) for r in group.not_in_sync_replicas) or "-",
+        )
+    return table
+
+
+def _replica(r: ReplicaIdentity) -> str:
+    return f"{r.broker_id}" + ("" if r.alive else " (down)")
+
+
+def member_json(
+    info: ClusterInfo,
+    member: tuple[str, str, int, str],
+    topics: dict[str, int | str],
+    lags: dict[str, int | None],
+) -> dict[str, object]:
+    cluster_name, name, broker_id, addr = member
+    return {
+        "cluster": cluster_name,
+        "broker": name,
+        "id": broker_id,
+        "role": role_of(broker_id),
+        "addr": addr,
+        "lag": lags[addr],
+        **(
+            {"topics": topics[addr]}
+            if isinstance(topics[addr], int)
+            else {"topics": None, "error": topics[addr]}
+        ),
+    }
 
 
 def role_of(broker_id: int) -> str:

@@ -21,6 +21,7 @@ COMMAND_MODULES: dict[str, str] = {
     "up": "longboat.cli.servers",
     "namesrv": "longboat.cli.servers",
     "broker": "longboat.cli.servers",
+    "controller": "longboat.cli.controllers",
     "produce": "longboat.cli.produce",
     "consume": "longboat.cli.consume",
     "topic": "longboat.cli.topics",

@@ -31,6 +31,12 @@ from longboat.broker import BrokerConfig, BrokerController
 from longboat.broker.config import default_data_dir
 from longboat.cli.broker_process import BrokerProcess
 from longboat.cli.connect import client_config
+from longboat.cli.controller_settings import (
+    config_file_option,
+    controller_config,
+    controller_rows,
+    read_properties,
+)
 from longboat.cli.runtime import (
     CliState,
     configure_logging,
@@ -39,6 +45,8 @@ from longboat.cli.runtime import (
     run,
     stop_on_signal,
 )
+from longboat.controller.config import free_controller_ports
+from longboat.controller.server import ControllerServer
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
@@ -177,6 +185,14 @@ def server_logging() -> None:
     help="Slaves per broker group (brokerId 1, 2, ...), each replicating its master.",
 )
 @click.option(
+    "--controllers",
+    type=click.IntRange(0, None),
+    default=0,
+    show_default=True,
+    help="Controllers (RocketMQ 5's controller mode): the brokers of each group then elect "
+    "their master, and a new one when it dies (allAckInSyncStateSet=true).",
+)
+@click.option(
     "--master-role",
     type=click.Choice(["ASYNC_MASTER", "SYNC_MASTER"]),
     default="ASYNC_MASTER",
@@ -192,11 +208,13 @@ def up(
     dashboard_port: int | None,
     brokers: int,
     slaves: int,
+    controllers: int,
     master_role: str,
 ) -> None:
     """Run a name server and a broker in this process, on 127.0.0.1; with --brokers/--slaves,
     a local cluster: that many broker groups of a master and its slaves, each broker in a
-    process of its own (one Python process takes writes on one core).
+    process of its own (one Python process takes writes on one core); with --controllers,
+    controllers too (in this process), which elect each group's master (controller mode).
 
     Ctrl-C (or SIGTERM) stops all cleanly: held pulls are answered, the stores are flushed and
     the brokers unregister.  Other broker settings come from $LONGBOAT_<SETTING> variables.
@@ -230,6 +248,15 @@ def up(
     broker: list[BrokerController] = []
     children: list[BrokerProcess] = []
     configs = cluster_configs(config, brokers, slaves, master_role)
+    elected = controller_servers(controllers, config.store_path_root_dir / "controller")
+    if elected:
+        addrs = ";".join(c.controller.config.self_addr for c in elected)
+        configs = [
+            member.updated(
+                enableControllerMode=True, controllerAddr=addrs, allAckInSyncStateSet=True
+            )
+            for member in configs
+        ]
 
     def broker_factory(member: BrokerConfig) -> Callable[[], Server]:
         def make_broker() -> Server:
@@ -244,6 +271,7 @@ def up(
         return make_broker
 
     factories: list[Callable[[], Server]] = [lambda: namesrv]
+    factories += [_started(c) for c in elected]
     factories += [broker_factory(member) for member in configs]
     dashboard: list[DashboardServer] = []
     if dashboard_port >= 0:
@@ -261,10 +289,39 @@ def up(
     def describe() -> Table:
         board = dashboard[0] if dashboard else None
         if broker:
-            return listening_table(namesrv, broker[0], board)
-        return listening_table(namesrv, None, board, group_members=children)
+            table = listening_table(namesrv, broker[0], board)
+        else:
+            table = listening_table(namesrv, None, board, group_members=children)
+        for server in elected:
+            controller_rows(table, server)
+        return table
 
     run(serve(factories, describe))
+
+
+def controller_servers(count: int, store: Path) -> list[ControllerServer]:
+    """`count` controllers on free 127.0.0.1 ports, replicating with each other, their Raft
+    logs under `store` (so a restarted `up` finds the brokers' ids again)."""
+    if count <= 0:
+        return []
+    ports = free_controller_ports(count, LOOPBACK)
+    peers = ";".join(f"n{i}-{LOOPBACK}:{p}" for i, p in enumerate(ports))
+    return [
+        ControllerServer(
+            controller_config(
+                {
+                    "controllerDLegerPeers": peers,
+                    "controllerDLegerSelfId": f"n{i}",
+                    "controllerStorePath": str(store / f"n{i}"),
+                }
+            )
+        )
+        for i in range(count)
+    ]
+
+
+def _started(server: ControllerServer) -> Callable[[], Server]:
+    return lambda: server
 
 
 _PORT_CHOICES = {
@@ -361,6 +418,10 @@ def cluster_configs(
 )
 @click.option("--tls-cert", type=click.Path(exists=True, dir_okay=False), help="PEM certificate.")
 @click.option("--tls-key", type=click.Path(exists=True, dir_okay=False), help="PEM private key.")
+@config_file_option(
+    "A RocketMQ namesrv.conf; with enableControllerInNamesrv=true a controller runs in "
+    "this process too (its controllerDLeger* keys as `longboat controller` reads them)."
+)
 def namesrv(
     host: str,
     port: int,
@@ -370,15 +431,30 @@ def namesrv(
     tls_mode: str,
     tls_cert: str | None,
     tls_key: str | None,
+    config_path: Path | None,
 ) -> None:
     """Run a name server alone (brokers register here; clients look up routes here)."""
+
     server_logging()
     limits = dataclasses.replace(
         NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
     )
     tls = ServerTls(TlsMode.parse(tls_mode), tls_cert or "", tls_key or "")
     server = NameServer(host, port, limits=limits, acl_file=acl_file, tls=tls)
-    run(serve([lambda: server], lambda: listening_table(server, None)))
+    props = read_properties(config_path)
+    factories: list[Callable[[], Server]] = [lambda: server]
+    embedded: list[ControllerServer] = []
+    if props.get("enableControllerInNamesrv", "").strip().lower() == "true":
+        embedded.append(ControllerServer(controller_config(props)))
+        factories.append(lambda: embedded[0])
+
+    def describe() -> Table:
+        table = listening_table(server, None)
+        for controller in embedded:
+            controller_rows(table, controller)
+        return table
+
+    run(serve(factories, describe))
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_extra_args": True})

@@ -41,6 +41,7 @@ from longboat.protocol.bodies import (
     TopicConfig,
     TopicRouteData,
 )
+from longboat.protocol.controller import BrokerReplicasInfo
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic, topic_kind
@@ -287,6 +288,19 @@ class Admin(RegisteringNothingUser):
     async def broker_runtime(self, addr: str) -> dict[str, str]:
         """The broker's runtime figures (version, disk use, put/get TPS), RocketMQ's names."""
         return await self.instance.api.get_runtime_info(addr)
+
+    async def sync_state_data(
+        self, controller_addrs: list[str], broker_names: list[str]
+    ) -> BrokerReplicasInfo:
+        """Controller mode: each group's master, master epoch and SyncStateSet, from whichever
+        of `controller_addrs` leads.  Raises the last controller's error when none answers."""
+        last: ClientError | None = None
+        for addr in controller_addrs:
+            try:
+                return await self.instance.api.get_sync_state_data(addr, broker_names)
+            except ClientError as exc:
+                last = exc
+        raise last or ClientUsageError("no controller address given")
 
     async def topic_status(self, topic: str) -> list[QueueStatus]:
         """Min and max offset of every queue of `topic`, on every broker that serves it."""

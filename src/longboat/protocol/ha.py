@@ -84,3 +84,24 @@ class FrameDecoder:
             pos = start + size
         del buf[:pos]
         return frames
+
+
+# In controller mode (RocketMQ 5) the master must know which broker each stream serves, to
+# keep its SyncStateSet: a slave of a Longboat master in controller mode opens its connection
+# with a hello (a marker no report can be, as reports are never negative, then its broker
+# id) before its first report.
+_HELLO = struct.Struct(">qq")
+HELLO_SIZE = _HELLO.size
+_HELLO_MARK = -0x4C42_4841  # "LBHA"
+
+
+def encode_hello(broker_id: int) -> bytes:
+    return _HELLO.pack(_HELLO_MARK, broker_id)
+
+
+def decode_hello(data: bytes) -> int:
+    """The slave's broker id; raises ProtocolError when `data` is not a hello."""
+    mark, broker_id = _HELLO.unpack(data)
+    if mark != _HELLO_MARK:
+        raise ProtocolError("the slave did not introduce itself (controller mode needs a hello)")
+    return int(broker_id)

@@ -4,9 +4,11 @@
 the order they arrived; a DELAY property reroutes a message to its schedule-topic queue first.
 `await_durable` then waits, when it must, for the fsync (SYNC_FLUSH, bounded by
 syncFlushTimeout) and, on a SYNC_MASTER, for a slave's acknowledgement, as RocketMQ's
-handleHA.  `outcome` turns the store's put status into the core's terms (the table below):
-a message that was stored is answered with its ids, whatever its durability; one that was not
-is a `Refusal`.
+handleHA; in controller mode, on a master, for the SyncStateSet (allAckInSyncStateSet).
+Controller mode switches the role while the broker runs: `role_changed` tells the appender,
+so a slave refuses sends and a master waits for its replicas.  `outcome` turns the store's
+put status into the core's terms (the table below): a message that was stored is answered
+with its ids, whatever its durability; one that was not is a `Refusal`.
 
 | put status                         | outcome                                   |
 |------------------------------------|-------------------------------------------|
@@ -80,11 +82,18 @@ def outcome(result: PutResult) -> Reason | None:
 
 
 class Replication(Protocol):
-    """A master's HA server, as the append waits on it (SYNC_MASTER)."""
+    """A master's HA server, as the append waits on it (SYNC_MASTER, controller mode)."""
 
     def slave_ok(self, offset: int) -> bool: ...
 
-    async def wait_replicated(self, offset: int, timeout: float) -> bool: ...
+    async def wait_replicated(
+        self, offset: int, timeout: float, *, ids: frozenset[int] | None = None
+    ) -> bool: ...
+
+
+# Controller mode: whom a send waits for, asked at each send (the SyncStateSet changes); None
+# for any one slave.
+InSync = Callable[[], frozenset[int] | None]
 
 
 class Appender:
@@ -105,7 +114,21 @@ class Appender:
         self.delay_levels = delay_levels
         self.clock = clock
         self.replication = replication
+        self.in_sync: InSync | None = None
         self._pending_durable = 0
+
+    def role_changed(
+        self, config: BrokerConfig, replication: Replication | None, in_sync: InSync | None
+    ) -> None:
+        """Controller mode switched the role: `config` is the broker's new one (a slave's
+        refuses every send), `replication` the master's HA server when sends wait for
+        replicas, else None; `in_sync` names whom each send waits for (the SyncStateSet's
+        other members under allAckInSyncStateSet, None for any one slave).  A master's send
+        then waits without SYNC_MASTER's early SLAVE_NOT_AVAILABLE, as RocketMQ's
+        AutoSwitchHAService."""
+        self.config = config
+        self.replication = replication
+        self.in_sync = in_sync
 
     def store_message(self, msg: MessageInner) -> PutResult:
         """Append one message now (on the loop, so appends keep arrival order); a DELAY
@@ -135,7 +158,8 @@ class Appender:
 
     @property
     def waits_for_slaves(self) -> bool:
-        """A SYNC_MASTER: every waiting send awaits a slave's acknowledgement."""
+        """A SYNC_MASTER, or a master in controller mode with allAckInSyncStateSet or
+        inSyncReplicas > 1: every waiting send awaits its replicas' acknowledgement."""
         return self.replication is not None
 
     def must_wait(self, result: PutResult) -> bool:
@@ -146,7 +170,8 @@ class Appender:
         """Wait for the fsync of a SYNC_FLUSH append (bounded by syncFlushTimeout); a late
         one turns into FLUSH_DISK_TIMEOUT (stored, but not yet known durable).  Then, on a
         SYNC_MASTER, for a slave to acknowledge it, as RocketMQ's handleHA: no slave fit to
-        wait for answers SLAVE_NOT_AVAILABLE at once, one late FLUSH_SLAVE_TIMEOUT."""
+        wait for answers SLAVE_NOT_AVAILABLE at once, one late FLUSH_SLAVE_TIMEOUT.  In
+        controller mode, for the replicas `in_sync` names (late: FLUSH_SLAVE_TIMEOUT)."""
         if result.status is not PutStatus.PUT_OK:
             return result
         timeout = self.config.sync_flush_timeout / 1000
@@ -162,7 +187,11 @@ class Appender:
         replication = self.replication
         if replication is not None and result.appended is not None:
             end = result.appended.end
-            if not replication.slave_ok(end):
+            if self.in_sync is not None:
+                ids = self.in_sync()
+                if not await replication.wait_replicated(end, timeout, ids=ids):
+                    result.status = PutStatus.FLUSH_SLAVE_TIMEOUT
+            elif not replication.slave_ok(end):
                 result.status = PutStatus.SLAVE_NOT_AVAILABLE
             elif not await replication.wait_replicated(end, timeout):
                 result.status = PutStatus.FLUSH_SLAVE_TIMEOUT

@@ -143,6 +143,12 @@ class PullReads:
         self.suggestion = PullSuggestion(config, store, groups)
         self.deliveries = deliveries
 
+    def role_changed(self, config: BrokerConfig) -> None:
+        """Controller mode switched the role: a slave's rule (no carried offset stored, a
+        moved offset answered with a retry at the master) follows `config`'s."""
+        self.config = config
+        self.suggestion.is_slave = config.is_slave
+
     def check(self, request: PullRequest) -> MessageFilter:
         """Validate the request (raises `Refusal`); the filter of its subscription."""
         self.admission.read_topic(request.topic, request.queue_id)

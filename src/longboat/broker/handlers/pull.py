@@ -119,5 +119,9 @@ def install(host: CoreHost) -> PullHold:
     host.add_arrival_listener(hold.on_arrival)
     if cfg.long_polling_enable:
         host.add_periodic(RECHECK_INTERVAL_S, hold.recheck)
+    if cfg.enable_controller_mode:  # the role changes while running: the reads follow it
+        host.add_master_hooks(
+            lambda: reads.role_changed(host.config), lambda: reads.role_changed(host.config)
+        )
     host.router.register(RequestCode.PULL_MESSAGE, PullProcessor(reads, hold).handle)
     return hold

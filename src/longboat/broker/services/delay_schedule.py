@@ -355,7 +355,10 @@ def install(controller: FeatureHost) -> None:
     service = ScheduleService(
         store, levels, controller.put_message, store.config.config_dir / DELAY_OFFSET_FILE
     )
-    if not controller.config.is_slave:  # a slave holds the schedule; its master delivers it
+    if controller.config.enable_controller_mode:  # the master of the moment delivers it
+        store.add_arrival_listener(service.on_arrival)
+        controller.add_master_hooks(service.start, service.stop)
+    elif not controller.config.is_slave:  # a slave holds the schedule; its master delivers it
         store.add_arrival_listener(service.on_arrival)
         controller.add_start_hook(service.start)
         controller.add_stop_hook(service.stop)

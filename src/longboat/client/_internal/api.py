@@ -26,7 +26,7 @@ from longboat.client.errors import (
 )
 from longboat.client.message import SendResult, SendStatus
 from longboat.client.types import PullResult, PullStatus
-from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -37,6 +37,7 @@ from longboat.protocol.bodies import (
     TopicRouteData,
 )
 from longboat.protocol.codes import SEND_STORED_CODES
+from longboat.protocol.controller import BrokerReplicasInfo
 from longboat.protocol.headers import (
     ConsumerGroupHeader,
     ConsumerSendMsgBackRequestHeader,
@@ -564,6 +565,17 @@ class ClientAPI:
         names (`brokerVersionDesc`, `commitLogDiskRatio`, `putTps`, ...)."""
         response = await self._call(addr, self._command(RequestCode.GET_BROKER_RUNTIME_INFO))
         return decode_kv_table(response.body) if response.body else {}
+
+    async def get_sync_state_data(
+        self, controller_addr: str, broker_names: list[str]
+    ) -> BrokerReplicasInfo:
+        """CONTROLLER_GET_SYNC_STATE_DATA: each group's master, epochs and SyncStateSet, from
+        the leading controller (a follower answers CONTROLLER_NOT_LEADER: a BrokerError)."""
+        cmd = self._command(
+            RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=fastjson.dumps(broker_names)
+        )
+        response = await self._call(controller_addr, cmd)
+        return BrokerReplicasInfo.from_json(response.body)
 
     async def delete_topic_in_broker(self, addr: str, topic: str) -> None:
         cmd = self._command(RequestCode.DELETE_TOPIC_IN_BROKER, TopicRequestHeader(topic).to_ext())

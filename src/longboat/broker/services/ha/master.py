@@ -9,7 +9,9 @@ RocketMQ does: a new slave does not copy the whole history.
 
 A SYNC_MASTER's send waits in `wait_replicated` until some slave has acknowledged the
 send's end offset; `slave_ok` is RocketMQ's test of whether waiting is worth it (a slave is
-connected and not more than `fall_behind_max` bytes behind).
+connected and not more than `fall_behind_max` bytes behind).  In controller mode
+(`expect_hello`) each slave first names its broker id, and a send can wait for every member
+of the SyncStateSet instead (`wait_replicated(..., ids=...)`).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import threading
 from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol import ProtocolError
-from longboat.protocol.ha import ReportDecoder, encode_frame_header
+from longboat.protocol.ha import HELLO_SIZE, ReportDecoder, decode_hello, encode_frame_header
 from longboat.store import MessageStore
 
 log = logging.getLogger(__name__)
@@ -35,13 +37,15 @@ class SlaveStream:
     ack_offset: int = -1  # the end of its log as it last reported; -1 before the first report
     grown: asyncio.Event = field(default_factory=asyncio.Event)
     reported: asyncio.Event = field(default_factory=asyncio.Event)
+    broker_id: int | None = None  # from its hello, in controller mode
 
 
 @dataclass(eq=False, slots=True)
 class HAMaster:
     """Serves the slaves that connect to `host:port` (0: any free port; after `start`, the
     bound one); `fall_behind_max` is the most a slave may lag for a SYNC_MASTER send to wait
-    for it (haSlaveFallbehindMax)."""
+    for it (haSlaveFallbehindMax); `expect_hello`: controller mode, each slave first names its
+    broker id."""
 
     store: MessageStore
     _: KW_ONLY
@@ -50,10 +54,13 @@ class HAMaster:
     heartbeat_s: float = 5.0
     batch_size: int = 32 * 1024
     fall_behind_max: int
+    expect_hello: bool = False
     slaves: dict[SlaveStream, None] = field(default_factory=dict, init=False)
     _server: asyncio.Server | None = field(default=None, init=False)
     _tasks: set[asyncio.Task[None]] = field(default_factory=set, init=False)
-    _waiters: list[tuple[int, asyncio.Future[None]]] = field(default_factory=list, init=False)
+    _waiters: list[tuple[int, frozenset[int] | None, asyncio.Future[None]]] = field(
+        default_factory=list, init=False
+    )
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
     _loop_thread: int = field(default=0, init=False)
 
@@ -74,7 +81,7 @@ class HAMaster:
             slave.writer.close()
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=5)
-        for _, fut in self._waiters:
+        for _, _, fut in self._waiters:
             if not fut.done():
                 fut.cancel()
         self._waiters.clear()
@@ -86,6 +93,16 @@ class HAMaster:
         """The furthest any slave has acknowledged (RocketMQ's push2SlaveMaxOffset)."""
         return max((s.ack_offset for s in self.slaves), default=-1)
 
+    def acked_by(self, ids: frozenset[int] | None) -> int:
+        """How far every slave of `ids` has acknowledged (-1 while one is not connected);
+        with None, how far any slave has."""
+        if ids is None:
+            return self.replicated_offset
+        acks = {s.broker_id: s.ack_offset for s in self.slaves if s.broker_id in ids}
+        if len(acks) < len(ids):
+            return -1
+        return min(acks.values(), default=-1)
+
     def slave_ok(self, offset: int) -> bool:
         """A slave is connected and close enough that a SYNC_MASTER send should wait for it."""
         if not self.slaves:
@@ -94,13 +111,17 @@ class HAMaster:
 
     # ------------------------------------------------------------------ SYNC_MASTER
 
-    async def wait_replicated(self, offset: int, timeout: float) -> bool:
-        """True once a slave has acknowledged everything below `offset`, False after
-        `timeout` seconds."""
-        if self.replicated_offset >= offset:
+    async def wait_replicated(
+        self, offset: int, timeout: float, *, ids: frozenset[int] | None = None
+    ) -> bool:
+        """True once a slave (with `ids`, each of those slaves) has acknowledged everything
+        below `offset`, False after `timeout` seconds."""
+        if not ids and ids is not None:
+            return True
+        if self.acked_by(ids) >= offset:
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        entry = (offset, fut)
+        entry = (offset, ids, fut)
         self._waiters.append(entry)
         try:
             await asyncio.wait_for(asyncio.shield(fut), timeout)
@@ -112,14 +133,13 @@ class HAMaster:
                 self._waiters.remove(entry)
 
     def _acknowledged(self) -> None:
-        reached = self.replicated_offset
-        still: list[tuple[int, asyncio.Future[None]]] = []
-        for offset, fut in self._waiters:
-            if offset <= reached:
+        still: list[tuple[int, frozenset[int] | None, asyncio.Future[None]]] = []
+        for offset, ids, fut in self._waiters:
+            if offset <= self.acked_by(ids):
                 if not fut.done():
                     fut.set_result(None)
             else:
-                still.append((offset, fut))
+                still.append((offset, ids, fut))
         self._waiters = still
 
     # ------------------------------------------------------------------ streaming
@@ -144,8 +164,11 @@ class HAMaster:
         log.info("replication: slave %s connected", slave.peer)
         streaming = asyncio.ensure_future(self._stream(slave, writer))
         try:
+            if self.expect_hello:
+                slave.broker_id = decode_hello(await reader.readexactly(HELLO_SIZE))
+                log.info("replication: slave %s is broker %d", slave.peer, slave.broker_id)
             await self._read_reports(slave, reader)
-        except (ConnectionError, ProtocolError) as exc:
+        except (ConnectionError, ProtocolError, asyncio.IncompleteReadError) as exc:
             log.warning("replication: slave %s: %s", slave.peer, exc)
         finally:
             streaming.cancel()

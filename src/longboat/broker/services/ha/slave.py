@@ -16,7 +16,7 @@ import time
 from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol import ProtocolError
-from longboat.protocol.ha import FrameDecoder, encode_report
+from longboat.protocol.ha import FrameDecoder, encode_hello, encode_report
 from longboat.remoting.tasks import BackgroundTask
 from longboat.store import MessageStore, StoreUsageError
 
@@ -27,13 +27,15 @@ RECONNECT_S = 1.0
 
 @dataclass(eq=False, slots=True)
 class HASlave:
-    """One replication session at a time with the master at `master_ha_addr`, as above."""
+    """One replication session at a time with the master at `master_ha_addr`, as above;
+    `hello_id`: in controller mode, the broker id this slave names to its master."""
 
     store: MessageStore
     master_ha_addr: str = ""
     _: KW_ONLY
     heartbeat_s: float = 5.0
     housekeeping_s: float = 20.0
+    hello_id: int | None = None
     connected: bool = field(default=False, init=False)
     # When the last frame (data or heartbeat) arrived, monotonic; 0 before any.
     last_frame_at: float = field(default=0.0, init=False)
@@ -76,6 +78,8 @@ class HASlave:
             self.last_frame_at = time.monotonic()
             store = self.store
             reported = store.max_physical_offset
+            if self.hello_id is not None:
+                writer.write(encode_hello(self.hello_id))
             writer.write(encode_report(reported))
             last_report = time.monotonic()
             decoder = FrameDecoder()

@@ -1,0 +1,72 @@
+"""A network of Linux network namespaces for partition tests (root only).
+
+Each member gets a namespace of its own with one veth link to a bridge in this namespace, an
+address on a private /24, and runs its command under `ip netns exec`; this process reaches
+every member through the bridge.  `cut(name)` takes the member's link down — a partition that
+is a link cut, not a mock: its connections stay open and hear nothing — and `heal(name)`
+brings it back.  Names are random, so runs side by side do not collide; `close()` removes
+every namespace and the bridge.
+"""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import uuid
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True)
+
+
+class Network:
+    def __init__(self) -> None:
+        token = uuid.uuid4().hex[:6]
+        self.token = token
+        self.bridge = f"lbbr{token}"
+        rng = random.Random()
+        self._subnet = f"10.{rng.randint(100, 250)}.{rng.randint(0, 255)}"
+        self._hosts: dict[str, str] = {}
+        self._links: dict[str, str] = {}
+        _ip("link", "add", self.bridge, "type", "bridge")
+        _ip("addr", "add", f"{self._subnet}.1/24", "dev", self.bridge)
+        _ip("link", "set", self.bridge, "up")
+
+    def namespace(self, name: str) -> str:
+        return f"lb{self.token}-{name}"
+
+    def host(self, name: str) -> str:
+        """The member's address, creating its namespace and link on first use."""
+        if name not in self._hosts:
+            self._add(name)
+        return self._hosts[name]
+
+    def prefix(self, name: str) -> list[str]:
+        self.host(name)
+        return ["ip", "netns", "exec", self.namespace(name)]
+
+    def _add(self, name: str) -> None:
+        n = len(self._hosts) + 2
+        ns = self.namespace(name)
+        outside, inside = f"lbh{self.token}{n}", f"lbn{self.token}{n}"
+        _ip("netns", "add", ns)
+        _ip("link", "add", outside, "type", "veth", "peer", "name", inside)
+        _ip("link", "set", inside, "netns", ns)
+        _ip("link", "set", outside, "master", self.bridge)
+        _ip("link", "set", outside, "up")
+        _ip("-n", ns, "addr", "add", f"{self._subnet}.{n}/24", "dev", inside)
+        _ip("-n", ns, "link", "set", inside, "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        self._hosts[name] = f"{self._subnet}.{n}"
+        self._links[name] = outside
+
+    def cut(self, name: str) -> None:
+        _ip("link", "set", self._links[name], "down")
+
+    def heal(self, name: str) -> None:
+        _ip("link", "set", self._links[name], "up")
+
+    def close(self) -> None:
+        for name in self._hosts:
+            subprocess.run(["ip", "netns", "del", self.namespace(name)], capture_output=True)
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)

@@ -1,0 +1,159 @@
+"""Controller-mode failover with real processes: SIGKILL of the master under steady sends,
+and of the leading controller.  The checker records every acknowledged send and reads the
+topic back: nothing acknowledged lost (allAckInSyncStateSet=true), no message twice in one
+queue, each queue in send order."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+
+from longboat.client.errors import ClientError
+from longboat.client.message import Message, SendStatus
+from longboat.testing.failover import SendChecker
+
+from .support import assert_clean, checked_cluster, finish, restart_in_sync
+
+
+async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=3) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        old = cluster.member_at(first.master_address)
+        assert old is not None
+        old.kill()
+        acked_before = len(checker.acked)
+        second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+        assert second.master_epoch > first.master_epoch
+        await checker.wait_acked(acked_before + 200)
+        # The former master comes back: it cuts what it alone had and rejoins as a slave.
+        await restart_in_sync(cluster, client, old, 3)
+        verdict = await finish(checker)
+    assert_clean(verdict)
+
+
+async def test_sigkill_of_the_leading_controller(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=3, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        leader = await cluster.leading_controller(client)
+        assert leader is not None
+        leader.kill()
+        # Sends go on; the surviving controllers elect a leader with the same table, and it
+        # still elects a new master when the old one dies.
+        await checker.wait_acked(len(checker.acked) + 100)
+        after = await cluster.wait_for(client, in_sync=2)
+        assert after.master_address == first.master_address
+        assert after.master_epoch == first.master_epoch
+        old = cluster.member_at(first.master_address)
+        assert old is not None
+        old.kill()
+        second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+        assert second.master_epoch == first.master_epoch + 1
+        verdict = await finish(checker)
+    assert_clean(verdict)
+
+
+async def test_a_paused_slave_leaves_the_sync_state_set_and_comes_back(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=3) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        slave = next(r for r in first.in_sync_replicas if r.broker_id != first.master_broker_id)
+        member = cluster.member_at(slave.broker_address)
+        assert member is not None
+        member.pause()
+        # It stops acknowledging: the master drops it, and sends are acknowledged again
+        # without it.
+        shrunk = await cluster.wait_until(
+            client, lambda i: slave.broker_id not in {r.broker_id for r in i.in_sync_replicas}
+        )
+        assert shrunk.sync_state_set_epoch > first.sync_state_set_epoch
+        await checker.wait_acked(len(checker.acked) + 100)
+        member.resume()
+        await cluster.wait_for(client, in_sync=3)
+        await checker.wait_acked(len(checker.acked) + 100)
+        # Still in sync as far as every acknowledged send goes: the master may fail now.
+        old = cluster.member_at(first.master_address)
+        assert old is not None
+        old.kill()
+        await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+        verdict = await finish(checker)
+    assert_clean(verdict)
+
+
+async def test_a_paused_master_is_deposed_and_fenced_then_rejoins(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=3) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        old = cluster.member_at(first.master_address)
+        assert old is not None
+        old.pause()  # alive to the kernel, silent to the controller and its slaves
+        second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+        await checker.wait_acked(len(checker.acked) + 100)
+        old.resume()
+        # Back, it finds itself deposed: no send is acknowledged by it any more.
+        await checker.wait_acked(len(checker.acked) + 100)
+        third = await cluster.replicas(client)
+        assert third is not None and third.master_address == second.master_address
+        # Restarted, it cuts what it alone had and rejoins.
+        await restart_in_sync(cluster, client, old, 3)
+        verdict = await finish(checker)
+    assert_clean(verdict)
+
+
+async def test_delayed_messages_are_delivered_by_the_master_of_the_moment(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        delayed = SendChecker(checker.config.namesrv_addrs[0], topic="FailoverDelayed")
+        await delayed.producer.start()
+        try:
+            before = await delayed.producer.send(Message("FailoverDelayed", b"0", delay_level=1))
+            assert before.status is SendStatus.SEND_OK
+            old = cluster.member_at(first.master_address)
+            assert old is not None
+            old.kill()
+            await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+            # The new master serves the topic once its copy of the old master's topic table
+            # is registered: until then a send finds no queue.
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    after = await delayed.producer.send(
+                        Message("FailoverDelayed", b"1", delay_level=1)
+                    )
+                    break
+                except ClientError:
+                    if time.monotonic() > deadline:
+                        raise
+                    await asyncio.sleep(0.2)
+            assert after.status is SendStatus.SEND_OK
+            # Both come out on the new master, the first one whether or not the old master
+            # had delivered it before it died (delivery is at least once).
+            deadline = time.monotonic() + 30
+            bodies: list[bytes] = []
+            while not {b"0", b"1"} <= set(bodies) and time.monotonic() < deadline:
+                await asyncio.sleep(0.5)
+                with contextlib.suppress(ClientError):  # the route may not be there yet
+                    bodies = await delayed.read_back()
+            assert {b"0", b"1"} <= set(bodies)
+        finally:
+            await delayed.producer.shutdown()
+        assert_clean(await finish(checker))
