@@ -33,6 +33,7 @@ from longboat.client import (
     PullStatus,
 )
 from longboat.client.admin import Admin
+from longboat.client.config import parse_namesrv_addrs
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, PushConsumer
@@ -84,7 +85,7 @@ def age_us(body: bytes, now_ns: int) -> float:
 
 
 def client_config(opts: LoadOptions, role: str) -> ClientConfig:
-    return ClientConfig([opts.namesrv], instance_name=unique(f"bench-{role}"))
+    return ClientConfig(parse_namesrv_addrs(opts.namesrv), instance_name=unique(f"bench-{role}"))
 
 
 # ---------------------------------------------------------------------------- topics

@@ -19,21 +19,14 @@ from rich.table import Table
 from longboat.bench import loadgen
 from longboat.bench.plot import plot_latencies
 from longboat.bench.stats import BenchResult
+from longboat.cli.connect import namesrv_option
 from longboat.cli.runtime import console, run
-
-DEFAULT_NAMESRV = "127.0.0.1:9876"
 
 
 def load_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """The options every case shares."""
     options = [
-        click.option(
-            "--namesrv",
-            envvar="LONGBOAT_NAMESRV",
-            default=DEFAULT_NAMESRV,
-            show_default=True,
-            help="Name server host:port (or $LONGBOAT_NAMESRV).",
-        ),
+        namesrv_option,
         click.option("-t", "--topic", default="", help="Topic [default: a fresh one per run]."),
         click.option("-g", "--group", default="", help="Consumer group [default: a fresh one]."),
         click.option(

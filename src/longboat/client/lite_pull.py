@@ -48,6 +48,7 @@ from typing import Any, Unpack
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.config import ClientConfig
+from longboat.client.consume.group_consumer import GroupConsumer
 from longboat.client.consume.process_queue import FlowLimits, ProcessQueue
 from longboat.client.consume.pull_loop import PullLoop, Subscription
 from longboat.client.consume_from import (
@@ -56,9 +57,9 @@ from longboat.client.consume_from import (
     initial_offset,
     offset_for,
 )
-from longboat.client.consumer_settings import LitePullOptions, LitePullSettings, settings_with
+from longboat.client.consumer_settings import LitePullOptions, LitePullSettings
 from longboat.client.errors import ClientError, ClientUsageError, NoRouteError
-from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED
 from longboat.client.rebalance.locks import (
     RENEW_INTERVAL_S,
     RETRY_S,
@@ -70,7 +71,6 @@ from longboat.client.tasks import ended
 from longboat.protocol.bodies import ConsumerData
 from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import validate_consumer_group
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class _Queue:
     paused: bool = False
 
 
-class LitePullConsumer(InstanceUser):
+class LitePullConsumer(GroupConsumer[LitePullSettings]):
     """Pull-style consumer of one group: `poll()` for messages, `commit()` to record progress."""
 
     left_open_consequence = LEFT_OPEN_UNCOMMITTED
@@ -106,15 +106,8 @@ class LitePullConsumer(InstanceUser):
         namesrv_addrs: str | list[str] | None = None,
         **options: Unpack[LitePullOptions],
     ) -> None:
-        """`settings`, or its fields as keyword arguments (`options` replace fields of
-        `settings` when both are given); raises ClientUsageError for a bad value."""
-        super().__init__(config, namesrv_addrs)
-        if problem := validate_consumer_group(group):
-            raise ClientUsageError(f"invalid consumer group: {problem}")
-        self.group = group
-        self.settings = settings_with(settings or LitePullSettings(), dict(options))
-        self._pull_settings = self.settings.pull_settings()
-        self._subscriptions: dict[str, Subscription] = {}
+        """`settings`, or its fields as keyword arguments (see `GroupConsumer`)."""
+        super().__init__(group, settings or LitePullSettings(), options, config, namesrv_addrs)
         self._assigned: list[MessageQueue] | None = None
         self._queues: dict[MessageQueue, _Queue] = {}
         self._arrival = asyncio.Event()
@@ -466,7 +459,7 @@ class LitePullConsumer(InstanceUser):
                 mq,
                 pq,
                 self._subscriptions.get(mq.topic, _ALL),
-                self._pull_settings,
+                self.pull_settings,
                 start_offset=start_offset,
                 deliver=self._deliver,
                 offset_moved=self._offset_moved,

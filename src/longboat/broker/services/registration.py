@@ -122,12 +122,7 @@ class NameServerRegistrar:
             bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
             incremental=incremental or None,
         ).to_ext()
-        answers = await asyncio.gather(
-            *(
-                self._send(addr, RequestCode.REGISTER_BROKER, header, body)
-                for addr in self.namesrv_addrs
-            )
-        )
+        answers = await self._send_to_all(RequestCode.REGISTER_BROKER, header, body)
         accepted = [a for a in answers if a is not None]
         if accepted and ident.broker_id != MASTER_ID:
             self._learn_master(RegisterBrokerResponseHeader.from_ext(accepted[0].ext_fields))
@@ -153,11 +148,14 @@ class NameServerRegistrar:
             clusterName=ident.cluster,
             brokerId=ident.broker_id,
         ).to_ext()
-        await asyncio.gather(
-            *(
-                self._send(addr, RequestCode.UNREGISTER_BROKER, header, b"")
-                for addr in self.namesrv_addrs
-            )
+        await self._send_to_all(RequestCode.UNREGISTER_BROKER, header, b"")
+
+    async def _send_to_all(
+        self, code: int, header: dict[str, str], body: bytes
+    ) -> list[RemotingCommand | None]:
+        """Every name server's answer (None where it did not accept), all asked at once."""
+        return await asyncio.gather(
+            *(self._send(addr, code, header, body) for addr in self.namesrv_addrs)
         )
 
     async def _send(

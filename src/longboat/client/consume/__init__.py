@@ -1,4 +1,5 @@
-"""The machinery of consuming, below the consumer classes: the long-polling pull loop
+"""The machinery of consuming, below the consumer classes: their common base
+(`group_consumer`: the group checked, the settings merged), the long-polling pull loop
 (`pull_loop`) and each owned queue's cache (`process_queue`), which the push and the lite
 pull consumer both run on, and the offset stores (`offset_store`: the broker, or a local
 file for broadcasting), which the push consumer keeps its progress in (lite pull commits

@@ -79,13 +79,7 @@ class ConcurrentConsumeService(WorkerPool[_Request]):
         self._is_async = is_async(listener)
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
-        self._results = ResultReader(
-            listener,
-            ConsumeResult,
-            ConsumeResult.SUCCESS,
-            ConsumeResult.RECONSUME_LATER,
-            on_kind_error,
-        )
+        self._results = ResultReader(listener, ConsumeResult, on_kind_error)
         self.redelivery = redelivery
         self._consumed = consumed
         self.local_retry_delay = local_retry_delay

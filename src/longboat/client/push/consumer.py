@@ -34,6 +34,7 @@ from typing import Literal, Unpack, overload
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
+from longboat.client.consume.group_consumer import GroupConsumer
 from longboat.client.consume.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -46,10 +47,9 @@ from longboat.client.consumer_settings import (
     MessageModel,
     PushConsumerOptions,
     PushConsumerSettings,
-    settings_with,
 )
 from longboat.client.errors import ClientError, ClientUsageError, TransportError
-from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED, InstanceUser
+from longboat.client.lifecycle import LEFT_OPEN_UNCOMMITTED
 from longboat.client.producer import Producer
 from longboat.client.push.concurrent import ConcurrentConsumeService
 from longboat.client.push.listener import (
@@ -78,7 +78,6 @@ from longboat.protocol.message import MessageExt
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import (
     RETRY_GROUP_TOPIC_PREFIX,
-    validate_consumer_group,
     validate_topic,
 )
 from longboat.protocol.types import MessageQueue
@@ -97,7 +96,7 @@ class _Owned:
 ConsumeService = ConcurrentConsumeService | OrderlyConsumeService
 
 
-class PushConsumer(InstanceUser):
+class PushConsumer(GroupConsumer[PushConsumerSettings]):
     """Consumes subscribed topics for one group and hands messages to a listener."""
 
     left_open_consequence = LEFT_OPEN_UNCOMMITTED
@@ -111,15 +110,8 @@ class PushConsumer(InstanceUser):
         namesrv_addrs: str | list[str] | None = None,
         **options: Unpack[PushConsumerOptions],
     ) -> None:
-        """`settings`, or its fields as keyword arguments (`options` replace fields of
-        `settings` when both are given); raises ClientUsageError for a bad value."""
-        super().__init__(config, namesrv_addrs)
-        if problem := validate_consumer_group(group):
-            raise ClientUsageError(f"invalid consumer group: {problem}")
-        self.group = group
-        self.settings = settings_with(settings or PushConsumerSettings(), dict(options))
-        self.pull_settings = self.settings.pull_settings()
-        self._subscriptions: dict[str, Subscription] = {}
+        """`settings`, or its fields as keyword arguments (see `GroupConsumer`)."""
+        super().__init__(group, settings or PushConsumerSettings(), options, config, namesrv_addrs)
         self._listener: ConcurrentListener | OrderlyListener | None = None
         self._orderly = False
         self._owned: dict[MessageQueue, _Owned] = {}

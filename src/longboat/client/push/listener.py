@@ -108,6 +108,13 @@ def check_annotation(listener: Callable[..., Any], kind: type[Enum]) -> None:
         raise kind_mistake(listener, kind)
 
 
+# What a listener's failure means for each kind: redeliver later, or retry the queue's head.
+_FAILURE: dict[type[Enum], Enum] = {
+    ConsumeResult: ConsumeResult.RECONSUME_LATER,
+    OrderlyResult: OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT,
+}
+
+
 class ResultReader:
     """Reads a listener's return value as the table above says, warning once about a value
     that is neither None nor a result, raising `ListenerKindError` for the other kind's."""
@@ -116,14 +123,12 @@ class ResultReader:
         self,
         listener: Callable[..., Any],
         kind: type[E],
-        success: E,
-        failure: E,
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
     ) -> None:
         self.listener = listener
         self.kind: type[Enum] = kind
-        self.success: Enum = success
-        self.failure: Enum = failure
+        self.success: Enum = kind.SUCCESS
+        self.failure: Enum = _FAILURE[kind]
         self.on_kind_error = on_kind_error
         self.warned = False
         # Set at the first result of the other kind; the service consumes nothing after it.

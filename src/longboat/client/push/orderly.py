@@ -94,13 +94,7 @@ class OrderlyConsumeService(WorkerPool[MessageQueue]):
         self.group = group
         self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
-        self._results = ResultReader(
-            listener,
-            OrderlyResult,
-            OrderlyResult.SUCCESS,
-            OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT,
-            on_kind_error,
-        )
+        self._results = ResultReader(listener, OrderlyResult, on_kind_error)
         self.redelivery = redelivery
         self._consumed = consumed
         self.use_broker_locks = use_broker_locks
