@@ -1,4 +1,5 @@
-"""Parked ReceiveMessage calls, woken by the store's arrivals on their topic.
+"""Parked pops (gRPC ReceiveMessage and remoting POP_MESSAGE), woken by the store's arrivals
+on their topic.
 
 A receive that popped nothing parks an `asyncio.Event` here under its topic and the tags
 codes its filter accepts, with no await between the empty pop and the parking, so an arrival
