@@ -10,7 +10,6 @@ import asyncio
 import base64
 
 import orjson
-from tests.broker.wire import Wire, records, sent
 
 from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -23,6 +22,8 @@ from longboat.protocol.pop_headers import (
     PopMessageResponseHeader,
 )
 from longboat.protocol.properties import Prop
+
+from .wire import Wire, records, sent
 
 TOPIC = "PopT"
 GROUP = "pop-g"
