@@ -170,6 +170,8 @@ class PopProcessor:
             acks = parse_batch_ack_body(cmd.body or b"")
         except ProtocolError as exc:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{exc} (the client's error)")
+        if not acks:
+            return cmd.make_response(ResponseCode.NO_MESSAGE, "the batch names no ack")
         topics = set()
         for entry in acks:
             for offset in entry.offsets:
