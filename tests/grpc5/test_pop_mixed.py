@@ -5,10 +5,6 @@ again with the attempt counted."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import grpc
-import pytest
 from google.protobuf.duration_pb2 import Duration
 from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as svc
@@ -21,15 +17,7 @@ from longboat.protocol.pop_headers import AckMessageRequestHeader, PopMessageReq
 from longboat.protocol.properties import Prop
 
 from .conftest import Grpc5
-
-
-@pytest.fixture
-def stub(grpc5: Grpc5) -> Iterator[MessagingServiceStub]:
-    channel = grpc.insecure_channel(grpc5.endpoint)
-    try:
-        yield MessagingServiceStub(channel)
-    finally:
-        channel.close()
+from .test_one_core import stub  # noqa: F401 - the v2 stub fixture
 
 
 def remoting(grpc5: Grpc5, code: int, header: object, body: bytes = b"") -> RemotingCommand:
@@ -50,7 +38,7 @@ def remoting_pop(grpc5: Grpc5, topic: str, group: str, poll_ms: int) -> list[Mes
 
 
 def grpc_receive(
-    stub: MessagingServiceStub, topic: str, group: str, invisible_s: int
+    v2: MessagingServiceStub, topic: str, group: str, invisible_s: int
 ) -> list[pb.Message]:
     request = svc.ReceiveMessageRequest(
         group=pb.Resource(name=group),
@@ -60,11 +48,12 @@ def grpc_receive(
         invisible_duration=Duration(seconds=invisible_s),
         long_polling_timeout=Duration(seconds=1),
     )
-    return [a.message for a in stub.ReceiveMessage(request, timeout=10) if a.HasField("message")]
+    return [a.message for a in v2.ReceiveMessage(request, timeout=10) if a.HasField("message")]
 
 
 def test_a_group_mixing_remoting_and_grpc_pops_shares_one_state(
-    grpc5: Grpc5, stub: MessagingServiceStub
+    grpc5: Grpc5,
+    stub: MessagingServiceStub,  # noqa: F811
 ) -> None:
     topic, group = grpc5.topic(queues=1), grpc5.group()
 
