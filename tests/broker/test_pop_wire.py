@@ -18,12 +18,14 @@ from longboat.protocol.pop_headers import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ExtraInfo,
+    NotificationRequestHeader,
+    PollingInfoRequestHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
 from longboat.protocol.properties import Prop
 
-from .wire import Wire, records, sent
+from .wire import Wire, eventually, records, sent
 
 TOPIC = "PopT"
 GROUP = "pop-g"
@@ -170,10 +172,48 @@ async def test_batch_ack_and_a_long_poll_woken_by_an_arrival(broker: BrokerContr
         assert broker.offsets.query(GROUP, TOPIC, 0) == 10
 
         parked = asyncio.ensure_future(pop(wire, poll_ms=15_000))
-        await asyncio.sleep(0.2)  # let the pop park (it may also simply find the message)
+        info = PollingInfoRequestHeader(GROUP, TOPIC, 0)
+
+        async def parked_pop() -> bool:
+            answer = await sender.call(RequestCode.POLLING_INFO, info)
+            return answer.ext_fields["pollingNum"] == "1"
+
+        await eventually(parked_pop, "the pop to park")
         await sender.send(TOPIC, b"late", queue_id=0)
         response, [late] = await parked
         assert late.body == b"late"
+    finally:
+        await wire.close()
+        await sender.close()
+
+
+async def test_notification_and_polling_info(broker: BrokerController) -> None:
+    wire, sender = Wire(broker.broker_addr), Wire(broker.broker_addr)
+    try:
+        await wire.send(TOPIC, b"first", queue_id=0)
+        notify = NotificationRequestHeader(GROUP, TOPIC, -1, 0, 0)
+        answer = await wire.call(RequestCode.NOTIFICATION, notify)
+        assert (answer.code, answer.ext_fields["hasMsg"]) == (ResponseCode.SUCCESS, "true")
+        _, [msg] = await pop(wire)
+        await ack(wire, msg)
+        # Nothing left: a notification parks (POLLING_INFO counts it) until an arrival.
+        parked = asyncio.ensure_future(
+            wire.call(
+                RequestCode.NOTIFICATION, NotificationRequestHeader(GROUP, TOPIC, -1, 15_000, 0)
+            )
+        )
+        info = PollingInfoRequestHeader(GROUP, TOPIC, 0)
+
+        async def waiting() -> bool:
+            answer = await sender.call(RequestCode.POLLING_INFO, info)
+            return answer.ext_fields["pollingNum"] == "1"
+
+        await eventually(waiting, "the notification to park")
+        await sender.send(TOPIC, b"second", queue_id=0)
+        answer = await parked
+        assert answer.ext_fields["hasMsg"] == "true"
+        answer = await sender.call(RequestCode.POLLING_INFO, info)
+        assert answer.ext_fields["pollingNum"] == "0"
     finally:
         await wire.close()
         await sender.close()

@@ -1,5 +1,6 @@
 """Pop consumption over remoting (RIP-19): the headers of POP_MESSAGE (200050), ACK_MESSAGE
-(200051), CHANGE_MESSAGE_INVISIBLETIME (200053), the BATCH_ACK_MESSAGE (200151) body, and
+(200051), CHANGE_MESSAGE_INVISIBLETIME (200053), NOTIFICATION (200054), POLLING_INFO
+(200055), the BATCH_ACK_MESSAGE (200151) body, and
 the checkpoint string (`extraInfo`) a client carries from a pop to its ack.
 
 A pop's answer names its checkpoint in the response header (popTime, invisibleTime,
@@ -82,6 +83,35 @@ class ChangeInvisibleTimeResponseHeader(Header):
     popTime: int
     invisibleTime: int
     reviveQid: JavaInt
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationRequestHeader(Header):
+    consumerGroup: str
+    topic: str
+    queueId: JavaInt
+    pollTime: int
+    bornTime: int
+    order: bool | None = None
+    attemptId: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationResponseHeader(Header):
+    hasMsg: bool
+    pollingFull: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PollingInfoRequestHeader(Header):
+    consumerGroup: str
+    topic: str
+    queueId: JavaInt
+
+
+@dataclass(frozen=True, slots=True)
+class PollingInfoResponseHeader(Header):
+    pollingNum: JavaInt
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from longboat.broker.core.append import Appender
 from longboat.broker.core.pop_journal import PopJournal
@@ -50,6 +50,8 @@ class PopHost(FeatureHost, Protocol):
 
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 # Compact the journal into a snapshot after this many records (and at stop).
 COMPACT_AFTER_RECORDS = 10_000
@@ -187,10 +189,9 @@ class PopService:
         becoming visible again, gives it something.  `fifo` None: as the group is set."""
         if fifo is None:
             fifo = self.controller.subscription_groups.get(group).consume_message_orderly
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_s
-        codes = None if expression.matches_all else expression.codes
-        while True:
+        order = fifo
+
+        def attempt() -> list[Popped]:
             popped = self.pop(
                 group,
                 topic,
@@ -198,17 +199,60 @@ class PopService:
                 expression=expression,
                 sql=sql,
                 invisible_ms=invisible_ms,
-                fifo=fifo,
+                fifo=order,
                 queue_id=queue_id,
             )
             if popped:
                 self.maybe_compact()
                 self._wake_when_visible(group, topic)
-                return popped
+            return popped
+
+        codes = None if expression.matches_all else expression.codes
+        return await self._until(group, topic, codes, wait_s, attempt) or []
+
+    async def notify_waiting(self, group: str, topic: str, queue_id: int, wait_s: float) -> bool:
+        """NOTIFICATION: whether the group has a message to pop (new or visible again, filters
+        not applied, as RocketMQ's answer), waiting up to `wait_s` for one."""
+        return await self._until(
+            group, topic, None, wait_s, lambda: self.has_visible(group, topic, queue_id)
+        )
+
+    def has_visible(self, group: str, topic: str, queue_id: int = -1) -> bool:
+        config = self.controller.topics.get(topic)
+        if config is None:
+            return False
+        store, now = self.controller.store, self._clock()
+        queues = range(config.read_queue_nums) if queue_id < 0 else [queue_id]
+        for qid in queues:
+            q = self.table.queue(group, topic, qid)
+            if q is None:
+                committed = self.controller.offsets.query(group, topic, qid)
+                start = committed if committed is not None else store.min_offset(topic, qid)
+                if store.max_offset(topic, qid) > start:
+                    return True
+            elif q.expired(now) or store.max_offset(topic, qid) > q.scanned:
+                return True
+        return False
+
+    async def _until(
+        self,
+        group: str,
+        topic: str,
+        codes: frozenset[int] | None,
+        wait_s: float,
+        attempt: Callable[[], T],
+    ) -> T:
+        """`attempt()` until it gives something truthy or `wait_s` ran out, parked between
+        tries until an arrival on `topic` (whose tags code is in `codes`; None: any) or a
+        message of the group becoming visible again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while True:
+            got = attempt()
             remaining = deadline - loop.time()
-            if remaining <= 0 or self.stopping:
-                return []
-            # No await since the empty pop: an arrival cannot slip in before the parking.
+            if got or remaining <= 0 or self.stopping:
+                return got
+            # No await since the empty attempt: an arrival cannot slip in before the parking.
             waiter = self.wakeups.park(topic, codes)
             visible_at = self.next_visible_at(group, topic)
             if visible_at is not None:

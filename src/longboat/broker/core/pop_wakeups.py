@@ -34,6 +34,10 @@ class ReceiveWakeups:
         self._by_topic.setdefault(topic, {})[waiter] = None
         return waiter
 
+    def parked(self, topic: str) -> int:
+        """How many pops wait on `topic` (POLLING_INFO)."""
+        return len(self._by_topic.get(topic, ()))
+
     def unpark(self, waiter: Waiter) -> None:
         waiters = self._by_topic.get(waiter.topic)
         if waiters is not None:

@@ -1,5 +1,6 @@
 """Pop consumption over remoting (RIP-19): POP_MESSAGE 200050, ACK_MESSAGE 200051,
-CHANGE_MESSAGE_INVISIBLETIME 200053, BATCH_ACK_MESSAGE 200151, and QUERY_ASSIGNMENT 400
+CHANGE_MESSAGE_INVISIBLETIME 200053, NOTIFICATION 200054, POLLING_INFO 200055,
+BATCH_ACK_MESSAGE 200151, and QUERY_ASSIGNMENT 400
 (a client that lets the broker assign: every queue, in POP mode).
 
 Everything a pop does is the core's (`core/pop.py`): the one pop state the gRPC endpoint
@@ -36,6 +37,10 @@ from longboat.protocol.pop_headers import (
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
     ExtraInfo,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
+    PollingInfoRequestHeader,
+    PollingInfoResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
     parse_batch_ack_body,
@@ -149,6 +154,28 @@ class PopProcessor:
         )
         return cmd.make_response(ext_fields=header.to_ext(), body=bytes(body))
 
+    async def notification(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """NOTIFICATION (200054): whether the group has a message to pop, long-polled up to
+        pollTime, in the same wait list as pops."""
+        h = NotificationRequestHeader.from_ext(cmd.ext_fields)
+        try:
+            self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
+        except Refusal as refusal:
+            return cmd.make_response(refusal.code, refusal.remark)
+        wait_s = max(0.0, h.pollTime / 1000 - POLL_RESERVE_S)
+        has = await self.pop.notify_waiting(h.consumerGroup, h.topic, h.queueId, wait_s)
+        return cmd.make_response(ext_fields=NotificationResponseHeader(has).to_ext())
+
+    def polling_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        """POLLING_INFO (200055): how many pops (and notifications) wait on the topic."""
+        h = PollingInfoRequestHeader.from_ext(cmd.ext_fields)
+        try:
+            self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
+        except Refusal as refusal:
+            return cmd.make_response(refusal.code, refusal.remark)
+        waiting = self.pop.wakeups.parked(h.topic)
+        return cmd.make_response(ext_fields=PollingInfoResponseHeader(waiting).to_ext())
+
     def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """QUERY_ASSIGNMENT (400), which a client rebalancing on the broker asks (the Java
         client's `setClientRebalance(false)`): the whole topic here, in POP mode (queue -1).
@@ -255,3 +282,5 @@ def install(controller: CoreHost) -> None:
     register(RequestCode.ACK_MESSAGE, processor.ack_message)
     register(RequestCode.BATCH_ACK_MESSAGE, processor.batch_ack)
     register(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, processor.change_invisible_time)
+    register(RequestCode.NOTIFICATION, processor.notification)
+    register(RequestCode.POLLING_INFO, processor.polling_info)
