@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from typing import Any
 
 import orjson
 
@@ -32,7 +33,12 @@ GROUP = "pop-g"
 
 
 def pop_header(
-    *, max_msgs: int = 32, invisible_ms: int = 60_000, poll_ms: int = 0, queue_id: int = -1
+    *,
+    max_msgs: int = 32,
+    invisible_ms: int = 60_000,
+    poll_ms: int = 0,
+    queue_id: int = -1,
+    order: bool = False,
 ) -> PopMessageRequestHeader:
     return PopMessageRequestHeader(
         consumerGroup=GROUP,
@@ -45,10 +51,11 @@ def pop_header(
         initMode=0,
         expType="TAG",
         exp="*",
+        order=order or None,
     )
 
 
-async def pop(wire: Wire, **options: int) -> tuple[RemotingCommand, list[MessageExt]]:
+async def pop(wire: Wire, **options: Any) -> tuple[RemotingCommand, list[MessageExt]]:
     response = await wire.call(RequestCode.POP_MESSAGE, pop_header(**options))
     # RocketMQ's clients decode the header whatever the code: its fields are always there.
     PopMessageResponseHeader.from_ext(response.ext_fields)
@@ -217,3 +224,28 @@ async def test_notification_and_polling_info(broker: BrokerController) -> None:
     finally:
         await wire.close()
         await sender.close()
+
+
+async def test_orderly_pop_holds_a_queue_until_its_messages_are_acked(
+    broker: BrokerController,
+) -> None:
+    wire = Wire(broker.broker_addr)
+    try:
+        for body in (b"o1", b"o2"):
+            await wire.send(TOPIC, body, queue_id=0)
+        response, msgs = await pop(wire, order=True, invisible_ms=60_000)
+        assert [m.body for m in msgs] == [b"o1", b"o2"]
+        header = PopMessageResponseHeader.from_ext(response.ext_fields)
+        assert header.orderCountInfo == "0 qo0%0 0;0 qo0%1 0"
+        await wire.send(TOPIC, b"o3", queue_id=0)
+        # The queue is held while o1 and o2 are out: o3 waits.
+        response, _ = await pop(wire, order=True)
+        assert response.code == ResponseCode.PULL_NOT_FOUND
+        await ack(wire, msgs[0])
+        response, _ = await pop(wire, order=True)
+        assert response.code == ResponseCode.PULL_NOT_FOUND
+        await ack(wire, msgs[1])
+        _, [third] = await pop(wire, order=True)
+        assert third.body == b"o3"
+    finally:
+        await wire.close()
