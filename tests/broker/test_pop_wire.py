@@ -14,6 +14,7 @@ import orjson
 
 from longboat.broker import BrokerController
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.message import MessageExt
 from longboat.protocol.pop_headers import (
     AckMessageRequestHeader,
@@ -247,5 +248,26 @@ async def test_orderly_pop_holds_a_queue_until_its_messages_are_acked(
         await ack(wire, msgs[1])
         _, [third] = await pop(wire, order=True)
         assert third.body == b"o3"
+    finally:
+        await wire.close()
+
+
+async def test_past_the_group_s_retries_a_popped_message_is_dead_lettered(
+    broker: BrokerController,
+) -> None:
+    broker.subscription_groups.put(SubscriptionGroupConfig(GROUP, retry_max_times=1))
+    wire = Wire(broker.broker_addr)
+    try:
+        await wire.send(TOPIC, b"poison", queue_id=0)
+        _, [first] = await pop(wire, invisible_ms=100)
+        _, [second] = await pop(wire, invisible_ms=100, poll_ms=10_000)
+        assert (first.reconsume_times, second.reconsume_times) == (0, 1)
+        # Two deliveries were all it had (retryMaxTimes + 1): once its time ran out again the
+        # next pop dead-letters it instead of delivering it, and finds nothing else.
+        response, _ = await pop(wire, poll_ms=1_000)
+        assert response.code == ResponseCode.PULL_NOT_FOUND
+        assert broker.store.max_offset(f"%DLQ%{GROUP}", 0) == 1
+        [dead] = records(await wire.pull(f"%DLQ%{GROUP}", 0, 0, group="dlq-reader"))
+        assert dead.body == b"poison" and dead.properties[Prop.RETRY_TOPIC] == TOPIC
     finally:
         await wire.close()
