@@ -10,11 +10,12 @@ import asyncio
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from client.client_e2e import unique
 from client.push_support import create_topic, send
 from conftest import Cluster
-from peers.rocketmq import JDK17_OPENS, classpath
+from peers.rocketmq import JDK17_OPENS, PEER_JVM_OPTIONS, classpath
 from peers.rocketmq5 import SERVER5_DIR
 
 PROGRAM = SERVER5_DIR.parent / "pop" / "PopConsume.java"
@@ -22,7 +23,7 @@ QUEUES = 4
 
 
 def test_java_53_pop_consumer_consumes_and_acks_everything(
-    java_peers: None, loopback_cluster: Callable[..., Cluster]
+    java_peers: None, loopback_cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     cluster = loopback_cluster()
     ns = cluster.namesrv_addr
@@ -31,7 +32,19 @@ def test_java_53_pop_consumer_consumes_and_acks_everything(
     asyncio.run(send(ns, topic, bodies))
     group = unique("java-pop")
     done = subprocess.run(
-        ["java", *JDK17_OPENS, "-cp", classpath(SERVER5_DIR), str(PROGRAM), ns, group, topic, "20"],
+        [
+            "java",
+            *PEER_JVM_OPTIONS,
+            f"-Drocketmq.client.logRoot={tmp_path}",
+            *JDK17_OPENS,
+            "-cp",
+            classpath(SERVER5_DIR),
+            str(PROGRAM),
+            ns,
+            group,
+            topic,
+            "20",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

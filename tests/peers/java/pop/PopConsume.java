@@ -20,23 +20,38 @@ public class PopConsume {
         int count = Integer.parseInt(args[3]);
         Set<String> seen = ConcurrentHashMap.newKeySet();
         CountDownLatch done = new CountDownLatch(1);
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(group);
-        consumer.setNamesrvAddr(namesrv);
-        consumer.setClientRebalance(false);
-        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
-        consumer.subscribe(topic, "*");
-        consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
-            for (MessageExt msg : msgs) {
-                String body = new String(msg.getBody(), StandardCharsets.UTF_8);
-                System.out.println("GOT " + body + " " + msg.getReconsumeTimes());
-                seen.add(body);
+        DefaultMQPushConsumer consumer = null;
+        // The route lookup in start() once failed on a loaded machine ("send request failed"):
+        // a start that fails is retried with a new consumer, twice.
+        for (int tries = 1; consumer == null; tries++) {
+            DefaultMQPushConsumer candidate = new DefaultMQPushConsumer(group);
+            candidate.setNamesrvAddr(namesrv);
+            candidate.setClientRebalance(false);
+            candidate.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+            candidate.subscribe(topic, "*");
+            candidate.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                for (MessageExt msg : msgs) {
+                    String body = new String(msg.getBody(), StandardCharsets.UTF_8);
+                    System.out.println("GOT " + body + " " + msg.getReconsumeTimes());
+                    seen.add(body);
+                }
+                if (seen.size() >= count) {
+                    done.countDown();
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            try {
+                candidate.start();
+                consumer = candidate;
+            } catch (Exception e) {
+                candidate.shutdown();
+                if (tries == 3) {
+                    throw e;
+                }
+                System.err.println("start failed, again: " + e);
+                Thread.sleep(1000);
             }
-            if (seen.size() >= count) {
-                done.countDown();
-            }
-            return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
-        });
-        consumer.start();
+        }
         boolean all = done.await(60, TimeUnit.SECONDS);
         Thread.sleep(2000); // the acks of the last batch are sent after the listener returns
         consumer.shutdown();
