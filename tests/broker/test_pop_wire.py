@@ -70,6 +70,12 @@ async def ack(wire: Wire, msg: MessageExt, extra: str | None = None) -> Remoting
     return await wire.call(RequestCode.ACK_MESSAGE, header)
 
 
+async def polling(wire: Wire, count: int) -> bool:
+    """Whether POLLING_INFO counts `count` pops (or notifications) parked on the topic."""
+    answer = await wire.call(RequestCode.POLLING_INFO, PollingInfoRequestHeader(GROUP, TOPIC, 0))
+    return answer.ext_fields["pollingNum"] == str(count)
+
+
 async def test_pop_ack_and_checkpoints(broker: BrokerController) -> None:
     wire = Wire(broker.broker_addr)
     try:
@@ -180,13 +186,7 @@ async def test_batch_ack_and_a_long_poll_woken_by_an_arrival(broker: BrokerContr
         assert broker.offsets.query(GROUP, TOPIC, 0) == 10
 
         parked = asyncio.ensure_future(pop(wire, poll_ms=15_000))
-        info = PollingInfoRequestHeader(GROUP, TOPIC, 0)
-
-        async def parked_pop() -> bool:
-            answer = await sender.call(RequestCode.POLLING_INFO, info)
-            return answer.ext_fields["pollingNum"] == "1"
-
-        await eventually(parked_pop, "the pop to park")
+        await eventually(lambda: polling(sender, 1), "the pop to park")
         await sender.send(TOPIC, b"late", queue_id=0)
         response, [late] = await parked
         assert late.body == b"late"
@@ -210,18 +210,11 @@ async def test_notification_and_polling_info(broker: BrokerController) -> None:
                 RequestCode.NOTIFICATION, NotificationRequestHeader(GROUP, TOPIC, -1, 15_000, 0)
             )
         )
-        info = PollingInfoRequestHeader(GROUP, TOPIC, 0)
-
-        async def waiting() -> bool:
-            answer = await sender.call(RequestCode.POLLING_INFO, info)
-            return answer.ext_fields["pollingNum"] == "1"
-
-        await eventually(waiting, "the notification to park")
+        await eventually(lambda: polling(sender, 1), "the notification to park")
         await sender.send(TOPIC, b"second", queue_id=0)
         answer = await parked
         assert answer.ext_fields["hasMsg"] == "true"
-        answer = await sender.call(RequestCode.POLLING_INFO, info)
-        assert answer.ext_fields["pollingNum"] == "0"
+        assert await polling(sender, 0)
     finally:
         await wire.close()
         await sender.close()
