@@ -27,7 +27,7 @@ def test_read_ack_redeliver_and_filter() -> None:
     pops, _ = table()
     q = pops.open_queue(*KEY, start=10)
     # Offsets 10..14 read; 11 and 13 were filtered out.
-    delivered = pops.deliver_new(KEY, q, [10, 12, 14], 15, until=100.0)
+    delivered = pops.deliver_new(KEY, q, [10, 12, 14], 15, until=100.0, seq=pops.next_seq())
     assert [f.attempt for f in delivered] == [1, 1, 1]
     first_seq = delivered[0].seq
     check_invariants(q)
@@ -37,7 +37,7 @@ def test_read_ack_redeliver_and_filter() -> None:
     pops.finish(KEY, q, 12)  # out of order: committed stays
     check_invariants(q)
     assert q.committed == 10
-    again = pops.redeliver(KEY, q, 10, until=200.0)
+    again = pops.redeliver(KEY, q, 10, until=200.0, seq=pops.next_seq())
     assert (again.attempt, again.until) == (2, 200.0)
     assert again.seq != first_seq  # the first delivery's handle is stale now
     pops.finish(KEY, q, 10)
@@ -51,7 +51,7 @@ def test_read_ack_redeliver_and_filter() -> None:
 def test_rearm_keeps_the_attempt_and_changes_the_handle() -> None:
     pops, _ = table()
     q = pops.open_queue(*KEY, start=0)
-    [first] = pops.deliver_new(KEY, q, [0], 1, until=10.0)
+    [first] = pops.deliver_new(KEY, q, [0], 1, until=10.0, seq=pops.next_seq())
     seq = first.seq
     rearmed = pops.rearm(q, 0, until=50.0)
     assert (rearmed.attempt, rearmed.until) == (1, 50.0)
@@ -62,7 +62,7 @@ def test_rearm_keeps_the_attempt_and_changes_the_handle() -> None:
 def test_skip_to_forgets_what_the_store_dropped() -> None:
     pops, _ = table()
     q = pops.open_queue(*KEY, start=0)
-    pops.deliver_new(KEY, q, [0, 1, 2, 3], 4, until=10.0)
+    pops.deliver_new(KEY, q, [0, 1, 2, 3], 4, until=10.0, seq=pops.next_seq())
     pops.skip_to(KEY, q, 2)
     check_invariants(q)
     assert (q.committed, sorted(q.inflight)) == (2, [2, 3])
@@ -71,12 +71,12 @@ def test_skip_to_forgets_what_the_store_dropped() -> None:
 def test_restore_from_snapshot_and_journal_including_replayed_records() -> None:
     pops, journal = table()
     q = pops.open_queue(*KEY, start=0)
-    pops.deliver_new(KEY, q, [0, 1, 2], 3, until=10.0)
+    pops.deliver_new(KEY, q, [0, 1, 2], 3, until=10.0, seq=pops.next_seq())
     pops.finish(KEY, q, 1)
     snapshot = pops.snapshot()
     cut = len(journal)
-    pops.redeliver(KEY, q, 0, until=20.0)
-    pops.deliver_new(KEY, q, [3], 5, until=20.0)
+    pops.redeliver(KEY, q, 0, until=20.0, seq=pops.next_seq())
+    pops.deliver_new(KEY, q, [3], 5, until=20.0, seq=pops.next_seq())
     pops.finish(KEY, q, 2)
 
     for records in (journal[cut:], journal):  # the second replays what the snapshot has

@@ -163,6 +163,11 @@ class BrokerConfig:
     grpc_max_invisible_time_mills: int = 12 * 3600 * 1000
     # SQL92 subscriptions (`MessageSelector.bySql`); off by default, as in RocketMQ.
     enable_property_filter: bool = False
+    # Light message queues (RIP-28, RocketMQ's keys): with both, a message's
+    # INNER_MULTI_DISPATCH `%LMQ%` names each get the message (store/lmq.py), and pulls
+    # of a `%LMQ%` topic are served without a topic config.
+    enable_lmq: bool = False
+    enable_multi_dispatch: bool = False
     # Transactional messages, remoting and gRPC (RocketMQ 4.9's keys and defaults): refuse
     # halves altogether; how often undecided halves are checked back with their producer,
     # how many check-backs before a half is discarded, and how old (ms) a half must be
@@ -294,6 +299,7 @@ class BrokerConfig:
             store_port=store_port,
             max_transfer_bytes=self.max_transfer_bytes_on_message_in_memory,
             max_transfer_count=self.max_transfer_count_on_message_in_memory,
+            enable_multi_dispatch=self.enable_lmq and self.enable_multi_dispatch,
         )
 
     def properties(self) -> dict[str, str]:

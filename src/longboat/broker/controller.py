@@ -40,6 +40,7 @@ from longboat.broker.config import BrokerConfig
 from longboat.broker.core.admission import Admission
 from longboat.broker.core.append import Appender
 from longboat.broker.core.message_filter import MessageFilter
+from longboat.broker.core.pop import PopService
 from longboat.broker.core.pull import Deliveries, PullRequest
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.core_host import CoreHost
@@ -50,6 +51,7 @@ from longboat.broker.handlers import (
     lookups,
     offset_requests,
     offset_reset,
+    pop,
     pull,
     runtime_info,
     send,
@@ -107,6 +109,7 @@ EXTRA_FEATURES: tuple[Feature, ...] = (
     offset_reset.install,
     runtime_info.install,
     end_transaction.install,
+    pop.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
 
@@ -198,6 +201,7 @@ class BrokerController:
         self.admission: Admission
         self.appender: Appender
         self.transactions: TransactionService
+        self.pop: PopService
         self.registrar: NameServerRegistrar
 
     # ------------------------------------------------------------------ the seam
@@ -365,6 +369,11 @@ class BrokerController:
         # A slave's halves are checked by its master; in controller mode the role changes.
         if not cfg.is_slave or cfg.enable_controller_mode:
             self.add_periodic(cfg.transaction_check_interval / 1000, self._check_transactions)
+        # Pop consumption's one state, served by remoting and gRPC alike; closed last.
+        self.pop = PopService(self)
+        self.pop.open()
+        self.add_arrival_listener(self.pop.wakeups.on_arrival)
+        self.add_stop_hook(self.pop.close)
         if cfg.metrics_port:
             # Imported only when on: prometheus-client is a tenth of an idle broker's memory.
             from longboat.broker.services import metrics
@@ -543,6 +552,9 @@ class BrokerController:
             answered = hold.answer_all()
             if answered:
                 log.info("answered %d held pull(s) at shutdown", answered)
+        pops = getattr(self, "pop", None)
+        if pops is not None:
+            pops.stop_waiting()
         for hook in reversed(self._stop_hooks):
             try:
                 await _maybe_await(hook())

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Protocol
 from longboat.broker.core.admission import Admission
 from longboat.broker.core.append import Appender
 from longboat.broker.core.message_filter import MessageFilter
+from longboat.broker.core.pop import PopService
 from longboat.broker.core.pull import Deliveries, PullRequest
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.feature_host import FeatureHost
@@ -56,6 +57,11 @@ class CoreHost(FeatureHost, Protocol):
 
     @property
     def transactions(self) -> TransactionService: ...
+    @property
+    def pop(self) -> PopService:
+        """Pop consumption's state, one for both protocols."""
+        ...
+
     @property
     def clock(self) -> Callable[[], float]:
         """The wall clock (seconds) of the store."""

@@ -23,6 +23,7 @@ from itertools import accumulate
 from longboat.protocol.ids import host_bytes, offset_msg_id_prefix
 from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, encode_record_batch
 from longboat.protocol.properties import RawProperties
+from longboat.store import lmq
 from longboat.store.admission import Admission, Admitted
 from longboat.store.arrivals import Arrivals
 from longboat.store.commit_log import CommitLog
@@ -73,6 +74,7 @@ class Appender:
         self._arrivals = arrivals
         self._flusher = flusher
         self._sync = config.sync_flush
+        self._multi_dispatch = config.enable_multi_dispatch
         self._admission = admission
         self._maintenance = maintenance
         self._clock = clock
@@ -172,6 +174,10 @@ class Appender:
             for plain in consumable:
                 queue_offsets.append(next_offset if plain else 0)
                 next_offset += plain
+        messages = admitted.messages
+        targets = None
+        if self._multi_dispatch and len(messages) == 1:
+            messages, targets = lmq.plan(self._queues, messages)
         host, port = self._store_host, self._store_port
         data, sizes = encode_record_batch(
             topic=admitted.topic_bytes,
@@ -180,7 +186,7 @@ class Appender:
             store_timestamp=now,
             store_host=host,
             store_port=port,
-            messages=admitted.messages,
+            messages=messages,
             senders=admitted.senders,
             queue_offsets=queue_offsets,
         )
@@ -220,7 +226,9 @@ class Appender:
         if entries:
             cq.append(first_queue_offset, entries)
             self._queues.dirty.add(cq)
-        self._indexer.appended(topic, admitted.messages, offsets, now, end)
+        if targets is not None:
+            lmq.write(self._queues, targets, offsets, sizes, codes)
+        self._indexer.appended(topic, messages, offsets, now, end)
         appended = Appended(offsets, queue_offsets, sizes, now, self._msg_id_prefix)
         durable = self._flusher.request(end) if self._sync else None
         return PutResult(PutStatus.PUT_OK, appended, durable=durable)

@@ -55,6 +55,9 @@ class StoreConfig:
     # Pull transfer limits per reply.
     max_transfer_bytes: int = 256 * 1024
     max_transfer_count: int = 32
+    # Light message queues (`lmq`): a message's INNER_MULTI_DISPATCH `%LMQ%` queues get an
+    # entry too.  Off: the property is an ordinary one.
+    enable_multi_dispatch: bool = False
 
     @property
     def sync_flush(self) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import MessageSysFlag
+from longboat.store import lmq
 from longboat.store.consume_queue import ENTRY, ConsumeQueue
 from longboat.store.index.key_index import KeyIndex
 from longboat.store.index.keys import index_hashes, topic_seed
@@ -50,12 +51,12 @@ class Redispatch:
         if offset >= self.queue_from and MessageSysFlag.is_consumable_transaction_type(
             msg.sys_flag
         ):
-            key = (msg.topic, msg.queue_id)
-            rebuild = self._rebuilds.get(key)
-            if rebuild is None:
-                rebuild = self._rebuilds[key] = _QueueRebuild(self.queues.get_or_create(*key))
+            rebuild = self._rebuild((msg.topic, msg.queue_id))
             code = self.tags_code_of(msg)
-            rebuild.add(msg.queue_offset, ENTRY.pack(offset, msg.store_size, code))
+            entry = ENTRY.pack(offset, msg.store_size, code)
+            rebuild.add(msg.queue_offset, entry)
+            for lmq_key, lmq_offset in self._lmq(msg):
+                self._rebuild(lmq_key).add(lmq_offset, entry)
         if offset >= self.index_from:
             seed = self._seeds.get(msg.topic)
             if seed is None:
@@ -68,6 +69,19 @@ class Redispatch:
                 self._write_index(offset + msg.store_size)
         self.records += 1
         return code
+
+    def _rebuild(self, key: tuple[str, int]) -> _QueueRebuild:
+        rebuild = self._rebuilds.get(key)
+        if rebuild is None:
+            rebuild = self._rebuilds[key] = _QueueRebuild(self.queues.get_or_create(*key))
+        return rebuild
+
+    @staticmethod
+    def _lmq(msg: MessageExt) -> list[tuple[tuple[str, int], int]]:
+        """The LMQ queues (and offsets) the record was dispatched to besides its own."""
+        if lmq.INNER_MULTI_QUEUE_OFFSET not in msg.properties:
+            return []
+        return [((name, lmq.LMQ_QUEUE_ID), o) for name, o in lmq.lmq_targets(msg.properties)]
 
     def _write_index(self, end: int) -> None:
         self.index.add(self._hashes, self._offsets, self._stamps, end)

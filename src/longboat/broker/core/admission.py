@@ -26,6 +26,7 @@ from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.properties import Prop, property_marker
 from longboat.protocol.topic_names import NOT_ALLOWED_SEND_TOPICS, validate_topic
 from longboat.protocol.types import PERM_READ, PERM_WRITE
+from longboat.store.lmq import is_lmq
 
 _CLUSTER_MARKER = property_marker(Prop.CLUSTER)
 
@@ -111,6 +112,9 @@ class Admission:
         if problem is not None:
             raise Refusal(Reason.ILLEGAL_TOPIC, f"{problem} (the client's error)")
         config = self.topics.get(topic)
+        if config is None and self.config.enable_lmq and is_lmq(topic):
+            # A light message queue has no topic config: one queue, as its files are.
+            config = TopicConfig(topic, 1, 1, perm=PERM_READ | PERM_WRITE)
         if config is None:
             raise Refusal(Reason.TOPIC_NOT_FOUND, f"topic[{topic}] not exist, apply first please!")
         if not config.perm & perm:

@@ -18,15 +18,17 @@ after it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from longboat.broker.core.append import Appender
 from longboat.broker.core.pop_journal import PopJournal
 from longboat.broker.core.pop_table import InFlight, PopTable, QueuePop, Record
+from longboat.broker.core.pop_wakeups import ReceiveWakeups
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.feature_host import FeatureHost
 from longboat.filter.sql92 import Sql92Filter
@@ -49,6 +51,8 @@ class PopHost(FeatureHost, Protocol):
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 # Compact the journal into a snapshot after this many records (and at stop).
 COMPACT_AFTER_RECORDS = 10_000
 
@@ -60,10 +64,16 @@ class Popped:
     message: MessageExt
     handle: str
     attempt: int
+    seq: int  # the handle's generation (shared by every message of one pop call)
 
 
 def make_handle(queue_id: int, offset: int, seq: int) -> str:
     return f"{queue_id}:{offset}:{seq}"
+
+
+# A remoting client carries the handle's generation back in the 32-bit reviveQid field of its
+# checkpoint (extraInfo): the low 31 bits of seq.
+REMOTING_SEQ_MASK = 0x7FFF_FFFF
 
 
 def parse_handle(handle: str) -> tuple[int, int, int]:
@@ -88,6 +98,10 @@ class PopService:
         self._journal = PopJournal(controller.config.store_path_root_dir / "config")
         self.table = PopTable(self._journal.append)
         self._turn: dict[tuple[str, str], int] = {}
+        # Pops of both protocols that found nothing park here until an arrival or a message
+        # becoming visible again wakes them.
+        self.wakeups = ReceiveWakeups()
+        self.stopping = False
 
     def now(self) -> float:
         return self._clock()
@@ -107,6 +121,11 @@ class PopService:
     def maybe_compact(self) -> None:
         if self._journal.records_since_compaction >= COMPACT_AFTER_RECORDS:
             self.compact()
+
+    def stop_waiting(self) -> None:
+        """Shutdown: every parked pop answers now, and none parks again."""
+        self.stopping = True
+        self.wakeups.wake_all()
 
     def close(self) -> None:
         self.compact()
@@ -129,9 +148,12 @@ class PopService:
         invisible_ms: int,
         fifo: bool,
         sql: Sql92Filter | None = None,
+        queue_id: int = -1,
     ) -> list[Popped]:
         """Up to `max_msgs` visible messages of `topic` for `group`, now invisible for
-        `invisible_ms`; expired ones past the maximum attempts are dead-lettered instead."""
+        `invisible_ms`; expired ones past the maximum attempts are dead-lettered instead.
+        `queue_id` -1 pops every readable queue, else that one queue (a remoting client
+        may pop queue by queue)."""
         ctl = self.controller
         config = ctl.topics.get(topic)
         if config is None or not config.perm & PERM_READ:
@@ -140,17 +162,119 @@ class PopService:
         turn = self._turn.get((group, topic), 0)
         self._turn[(group, topic)] = (turn + 1) % nums
         now = self._clock()
-        until = now + invisible_ms / 1000
+        when = (now, now + invisible_ms / 1000, self.table.next_seq())
+        queues = [(turn + i) % nums for i in range(nums)] if queue_id < 0 else [queue_id]
         out: list[Popped] = []
-        for i in range(nums):
+        for qid in queues:
             left = max_msgs - len(out)
-            if left <= 0:
+            if left <= 0 or qid >= nums:
                 break
-            queue_id = (turn + i) % nums
-            out += self._pop_queue(
-                group, topic, queue_id, left, (expression, sql), now, until, fifo
-            )
+            out += self._pop_queue(group, topic, qid, left, (expression, sql), when, fifo)
         return out
+
+    async def pop_waiting(
+        self,
+        group: str,
+        topic: str,
+        *,
+        max_msgs: int,
+        expression: TagExpression,
+        sql: Sql92Filter | None,
+        invisible_ms: int,
+        wait_s: float,
+        queue_id: int = -1,
+        fifo: bool | None = None,
+    ) -> list[Popped]:
+        """`pop`, long-polled: parked up to `wait_s` until an arrival, or an in-flight message
+        becoming visible again, gives it something.  `fifo` None: as the group is set."""
+        if fifo is None:
+            fifo = self.controller.subscription_groups.get(group).consume_message_orderly
+        order = fifo
+
+        def attempt() -> list[Popped]:
+            popped = self.pop(
+                group,
+                topic,
+                max_msgs=max_msgs,
+                expression=expression,
+                sql=sql,
+                invisible_ms=invisible_ms,
+                fifo=order,
+                queue_id=queue_id,
+            )
+            if popped:
+                self.maybe_compact()
+                self._wake_when_visible(group, topic)
+            return popped
+
+        codes = None if expression.matches_all else expression.codes
+        return await self._until(group, topic, codes, wait_s, attempt) or []
+
+    async def notify_waiting(self, group: str, topic: str, queue_id: int, wait_s: float) -> bool:
+        """NOTIFICATION: whether the group has a message to pop (new or visible again, filters
+        not applied, as RocketMQ's answer), waiting up to `wait_s` for one."""
+        return await self._until(
+            group, topic, None, wait_s, lambda: self.has_visible(group, topic, queue_id)
+        )
+
+    def has_visible(self, group: str, topic: str, queue_id: int = -1) -> bool:
+        config = self.controller.topics.get(topic)
+        if config is None:
+            return False
+        store, now = self.controller.store, self._clock()
+        queues = range(config.read_queue_nums) if queue_id < 0 else [queue_id]
+        for qid in queues:
+            q = self.table.queue(group, topic, qid)
+            if q is None:
+                committed = self.controller.offsets.query(group, topic, qid)
+                start = committed if committed is not None else store.min_offset(topic, qid)
+                if store.max_offset(topic, qid) > start:
+                    return True
+            elif q.expired(now) or store.max_offset(topic, qid) > q.scanned:
+                return True
+        return False
+
+    async def _until(
+        self,
+        group: str,
+        topic: str,
+        codes: frozenset[int] | None,
+        wait_s: float,
+        attempt: Callable[[], T],
+    ) -> T:
+        """`attempt()` until it gives something truthy or `wait_s` ran out, parked between
+        tries until an arrival on `topic` (whose tags code is in `codes`; None: any) or a
+        message of the group becoming visible again."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait_s
+        while True:
+            got = attempt()
+            remaining = deadline - loop.time()
+            if got or remaining <= 0 or self.stopping:
+                return got
+            # No await since the empty attempt: an arrival cannot slip in before the parking.
+            waiter = self.wakeups.park(topic, codes)
+            visible_at = self.next_visible_at(group, topic)
+            if visible_at is not None:
+                remaining = min(remaining, max(0.001, visible_at - self.now()))
+            try:
+                await asyncio.wait_for(waiter.event.wait(), remaining)
+            except TimeoutError:
+                pass
+            finally:
+                self.wakeups.unpark(waiter)
+
+    def _wake_when_visible(self, group: str, topic: str) -> None:
+        """Messages just handed out come back when their time runs out: wake the topic's
+        parked pops then."""
+        visible_at = self.next_visible_at(group, topic)
+        if visible_at is not None:
+            self.wake_later(topic, max(0.0, visible_at - self.now()))
+
+    def wake_later(self, topic: str, delay_s: float) -> None:
+        """A message of `topic` becomes visible in `delay_s` (re-armed, or at once for 0):
+        its parked pops look again then.  `next_visible_at` alone would miss a re-armed one."""
+        asyncio.get_running_loop().call_later(delay_s, self.wakeups.wake_topic, topic)
 
     def _open(self, group: str, topic: str, queue_id: int) -> QueuePop:
         store = self.controller.store
@@ -171,10 +295,10 @@ class PopService:
         queue_id: int,
         max_msgs: int,
         expression: tuple[TagExpression, Sql92Filter | None],
-        now: float,
-        until: float,
+        when: tuple[float, float, int],
         fifo: bool,
     ) -> list[Popped]:
+        now, until, seq = when
         key = (group, topic, queue_id)
         q = self._open(group, topic, queue_id)
         out: list[Popped] = []
@@ -193,12 +317,12 @@ class PopService:
                 self._dead_letter(group, ext, q.inflight[offset].attempt)
                 self.table.finish(key, q, offset)
                 continue
-            f = self.table.redeliver(key, q, offset, until)
-            out.append(Popped(ext, make_handle(queue_id, offset, f.seq), f.attempt))
+            f = self.table.redeliver(key, q, offset, until, seq)
+            out.append(Popped(ext, make_handle(queue_id, offset, seq), f.attempt, seq))
         if (fifo and q.inflight) or len(out) >= max_msgs:
             self._commit(key, q)
             return out
-        out += self._read_new(key, q, max_msgs - len(out), expression, until)
+        out += self._read_new(key, q, max_msgs - len(out), expression, until, seq)
         self._commit(key, q)
         return out
 
@@ -209,6 +333,7 @@ class PopService:
         max_msgs: int,
         expression: tuple[TagExpression, Sql92Filter | None],
         until: float,
+        seq: int,
     ) -> list[Popped]:
         _, topic, queue_id = key
         tags, sql = expression
@@ -237,9 +362,9 @@ class PopService:
             ):
                 taken.append(offset)
                 messages.append(ext)
-        delivered = self.table.deliver_new(key, q, taken, got.next_begin_offset, until)
+        delivered = self.table.deliver_new(key, q, taken, got.next_begin_offset, until, seq)
         return [
-            Popped(ext, make_handle(queue_id, offset, f.seq), f.attempt)
+            Popped(ext, make_handle(queue_id, offset, seq), f.attempt, seq)
             for ext, offset, f in zip(messages, taken, delivered, strict=True)
         ]
 
@@ -292,6 +417,20 @@ class PopService:
                 "or re-armed since, or the broker restarted",
             )
         return key, q, offset, f
+
+    def handle_for(self, group: str, topic: str, queue_id: int, offset: int, seq_low: int) -> str:
+        """The receipt handle a remoting checkpoint names (queue, offset and the low bits of
+        seq); Refusal (STALE_HANDLE) when the message is no longer in flight under it."""
+        q = self.table.queue(group, topic, queue_id)
+        f = q.inflight.get(offset) if q is not None else None
+        if f is None or f.seq & REMOTING_SEQ_MASK != seq_low:
+            raise Refusal(
+                Reason.STALE_HANDLE,
+                f"no message of {topic} queue {queue_id} offset {offset} is in flight for "
+                f"{group} under this checkpoint: acked, delivered again or re-armed since, "
+                "or the broker restarted",
+            )
+        return make_handle(queue_id, offset, f.seq)
 
     def ack(self, group: str, topic: str, handle: str) -> None:
         """Done with the message; Refusal (STALE_HANDLE) when the handle is not the current one."""

@@ -84,7 +84,9 @@ class PopTable:
         """Handles issued from now on have a larger seq than any before a restart."""
         self._seq = max(self._seq, seq)
 
-    def _next_seq(self) -> int:
+    def next_seq(self) -> int:
+        """A fresh handle generation: one per pop call (every message it delivers shares it,
+        so a remoting client acks them together by one checkpoint) and one per re-arm."""
         self._seq += 1
         return self._seq
 
@@ -114,6 +116,7 @@ class PopTable:
         taken: list[int],
         scanned_to: int,
         until: float,
+        seq: int,
     ) -> list[InFlight]:
         """A read covered [q.scanned, scanned_to): `taken` offsets are delivered (attempt 1),
         every other one is DONE (filtered out)."""
@@ -122,7 +125,7 @@ class PopTable:
         out = []
         for o in range(start, scanned_to):
             if o in taken_set:
-                f = q.inflight[o] = InFlight(1, until, self._next_seq())
+                f = q.inflight[o] = InFlight(1, until, seq)
                 out.append(f)
             else:
                 q.done.add(o)
@@ -132,13 +135,13 @@ class PopTable:
         return out
 
     def redeliver(
-        self, key: tuple[str, str, int], q: QueuePop, offset: int, until: float
+        self, key: tuple[str, str, int], q: QueuePop, offset: int, until: float, seq: int
     ) -> InFlight:
         """An expired in-flight offset delivered again, its attempt counted."""
         f = q.inflight[offset]
         f.attempt += 1
         f.until = until
-        f.seq = self._next_seq()
+        f.seq = seq
         self._journal(("pop", *key, offset, f.attempt))
         return f
 
@@ -154,7 +157,7 @@ class PopTable:
         """ChangeInvisibleDuration: same attempt, new deadline, new handle."""
         f = q.inflight[offset]
         f.until = until
-        f.seq = self._next_seq()
+        f.seq = self.next_seq()
         return f
 
     def skip_to(self, key: tuple[str, str, int], q: QueuePop, offset: int) -> None:

@@ -14,11 +14,11 @@ shutdown, answering parked receives.  The modules:
 | `settings`    | the Telemetry settings answer                                    |
 | `auth`        | ACL: the `authorization` metadata against plain_acl.yml          |
 | `messages`    | v2 `Message` <-> the store's records                             |
-| `wakeups`     | parked receives, woken by arrivals                               |
 
 What the RPCs serve is the broker's core, shared with remoting: the send checks and the
 append (`core/admission.py`, `core/append.py`), pop consumption (`core/pop.py`, its table
-`core/pop_table.py` and journal `core/pop_journal.py`), transactions (`core/transactions.py`:
+`core/pop_table.py`, journal `core/pop_journal.py` and parked pops `core/pop_wakeups.py`: one
+state for both protocols, a group may mix them), transactions (`core/transactions.py`:
 TRANSACTION sends stored as halves, ended, producers reached over Telemetry), and DELAY
 messages held to their delivery time with RecallMessage (`services/delivery_timer.py`).
 """
@@ -48,15 +48,12 @@ class GrpcEndpoint:
     async def start(self) -> None:
         import grpc
 
-        from longboat.broker.core.pop import PopService
         from longboat.broker.grpc.auth import AclInterceptor, GrpcAccess
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
         from longboat.broker.services.delivery_timer import TimerService
 
         ctl = self.controller
-        pop = PopService(ctl)
-        pop.open()
         access = None if ctl.access_control is None else GrpcAccess(ctl.access_control)
         server = grpc.aio.server(
             interceptors=[] if access is None else [AclInterceptor(access)],
@@ -72,7 +69,6 @@ class GrpcEndpoint:
         except RuntimeError:  # grpcio >= 1.6x raises where older ones returned 0
             self.port = 0
         if not self.port:
-            pop.close()
             raise OSError(
                 f"cannot listen for gRPC on {ctl.config.bind_host}:"
                 f"{ctl.config.grpc_listen_port} (in use?); set grpcListenPort (-1: off)"
@@ -80,11 +76,10 @@ class GrpcEndpoint:
         timer = TimerService(ctl)
         timer.start()
         self.service = service = MessagingService(
-            ctl, pop, timer, ctl.transactions, self.port, access
+            ctl, ctl.pop, timer, ctl.transactions, self.port, access
         )
         ctl.transactions.add_checker(service.send_transaction_check)
         svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
-        ctl.add_arrival_listener(self.service.wakeups.on_arrival)
         await server.start()
         self._server = server
         log.info("gRPC endpoint (RocketMQ 5 clients) at %s:%d", ctl.config.advertised_ip, self.port)
@@ -92,14 +87,12 @@ class GrpcEndpoint:
     async def stop(self) -> None:
         service, server = self.service, self._server
         if service is not None:
-            service.stopping = True
-            service.wakeups.wake_all()
+            service.pop.stop_waiting()
         if server is not None:
             await server.stop(STOP_GRACE_S)
             self._server = None
         if service is not None:
             service.timer.stop()
-            service.pop.close()
             self.service = None
 
 

@@ -31,7 +31,6 @@ from longboat.broker.grpc.messages import BadMessage, timestamp_ms, to_inner, to
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
 from longboat.broker.grpc.status import V2_CODES, refused, status
-from longboat.broker.grpc.wakeups import ReceiveWakeups
 from longboat.broker.services.delivery_timer import MAX_DELAY_MS, TimerService
 from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.bodies import TopicConfig
@@ -105,8 +104,6 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         self.timer = timer
         self.transactions = transactions
         self.port = port
-        self.wakeups = ReceiveWakeups()
-        self.stopping = False
         # client id -> its open Telemetry stream
         self.sessions: dict[str, TelemetrySession] = {}
 
@@ -398,8 +395,14 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         if remaining is not None:
             wait_s = min(wait_s, remaining - LONG_POLLING_RESERVE_S)
         namespace = request.message_queue.topic.resource_namespace
-        popped = await self._pop_waiting(
-            group, config.topic_name, batch, expression, sql, invisible_ms, max(0.0, wait_s)
+        popped = await self.pop.pop_waiting(
+            group,
+            config.topic_name,
+            max_msgs=batch,
+            expression=expression,
+            sql=sql,
+            invisible_ms=invisible_ms,
+            wait_s=max(0.0, wait_s),
         )
         if not popped:
             yield svc.ReceiveMessageResponse(
@@ -433,57 +436,6 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         )
         return TagExpression.parse("*"), flt.sql
 
-    async def _pop_waiting(
-        self,
-        group: str,
-        topic: str,
-        batch: int,
-        expression: TagExpression,
-        sql: Sql92Filter | None,
-        invisible_ms: int,
-        wait_s: float,
-    ) -> list[Any]:
-        fifo = self.controller.subscription_groups.get(group).consume_message_orderly
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + wait_s
-        codes = None if expression.matches_all else expression.codes
-        while True:
-            popped = self.pop.pop(
-                group,
-                topic,
-                max_msgs=batch,
-                expression=expression,
-                sql=sql,
-                invisible_ms=invisible_ms,
-                fifo=fifo,
-            )
-            if popped:
-                self.pop.maybe_compact()
-                self._wake_when_visible(group, topic)
-                return popped
-            remaining = deadline - loop.time()
-            if remaining <= 0 or self.stopping:
-                return []
-            # No await since the empty pop: an arrival cannot slip in before the parking.
-            waiter = self.wakeups.park(topic, codes)
-            visible_at = self.pop.next_visible_at(group, topic)
-            if visible_at is not None:
-                remaining = min(remaining, max(0.001, visible_at - self.pop.now()))
-            try:
-                await asyncio.wait_for(waiter.event.wait(), remaining)
-            except TimeoutError:
-                pass
-            finally:
-                self.wakeups.unpark(waiter)
-
-    def _wake_when_visible(self, group: str, topic: str) -> None:
-        """Messages just handed out come back when their time runs out: wake the topic's
-        parked receives then."""
-        visible_at = self.pop.next_visible_at(group, topic)
-        if visible_at is not None:
-            delay = max(0.0, visible_at - self.pop.now())
-            asyncio.get_running_loop().call_later(delay, self.wakeups.wake_topic, topic)
-
     async def AckMessage(self, request: Any, context: Any) -> Any:
         try:
             group = self._group(request.group)
@@ -506,7 +458,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             )
         self.pop.maybe_compact()
         # An ack can release a FIFO queue's next message: parked receives look again.
-        self.wakeups.wake_topic(request.topic.name)
+        self.pop.wakeups.wake_topic(request.topic.name)
         codes = {e.status.code for e in entries}
         if not entries:
             top = status(Code.BAD_REQUEST, "no entry to ack")
@@ -529,13 +481,9 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             return svc.ChangeInvisibleDurationResponse(
                 status=refused(refusal), receipt_handle=request.receipt_handle
             )
-        # This message is visible again after `invisible_ms` (at once for 0, which the
-        # clients send for a retry whose backoff rounds down to 0 s): wake the topic's parked
-        # receives then.  `next_visible_at` alone would miss it, as it counts only messages
-        # still invisible, and the receives would sleep out their long poll.
-        asyncio.get_running_loop().call_later(
-            invisible_ms / 1000, self.wakeups.wake_topic, request.topic.name
-        )
+        # Visible again after `invisible_ms` (at once for 0, which the clients send for a
+        # retry whose backoff rounds down to 0 s): parked receives look again then.
+        self.pop.wake_later(request.topic.name, invisible_ms / 1000)
         return svc.ChangeInvisibleDurationResponse(status=status(), receipt_handle=handle)
 
     async def ForwardMessageToDeadLetterQueue(self, request: Any, context: Any) -> Any:
@@ -543,7 +491,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             group = self._group(request.group)
             self._topic(request.topic, PERM_READ)
             self.pop.forward_to_dlq(group, request.topic.name, request.receipt_handle)
-            self.wakeups.wake_topic(request.topic.name)
+            self.pop.wakeups.wake_topic(request.topic.name)
         except Refusal as refusal:
             return svc.ForwardMessageToDeadLetterQueueResponse(status=refused(refusal))
         return svc.ForwardMessageToDeadLetterQueueResponse(status=status())

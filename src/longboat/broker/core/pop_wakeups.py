@@ -1,4 +1,5 @@
-"""Parked ReceiveMessage calls, woken by the store's arrivals on their topic.
+"""Parked pops (gRPC ReceiveMessage and remoting POP_MESSAGE), woken by the store's arrivals
+on their topic.
 
 A receive that popped nothing parks an `asyncio.Event` here under its topic and the tags
 codes its filter accepts, with no await between the empty pop and the parking, so an arrival
@@ -32,6 +33,10 @@ class ReceiveWakeups:
         waiter = Waiter(topic, codes)
         self._by_topic.setdefault(topic, {})[waiter] = None
         return waiter
+
+    def parked(self, topic: str) -> int:
+        """How many pops wait on `topic` (POLLING_INFO)."""
+        return len(self._by_topic.get(topic, ()))
 
     def unpark(self, waiter: Waiter) -> None:
         waiters = self._by_topic.get(waiter.topic)
