@@ -242,8 +242,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = list(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and "any_rocketmq" in callspec.params:
-            fixtures.insert(0, callspec.params["any_rocketmq"])  # the one it stands for
+        if callspec is not None:
+            # A fixture parametrized by a cluster fixture's name (`any_rocketmq`, or a test
+            # module's own) stands for that cluster.
+            fixtures[:0] = [p for p in callspec.params.values() if p in _ONE_WORKER_FIXTURES]
         for name in _ONE_WORKER_FIXTURES:
             if name in fixtures:
                 item.add_marker(pytest.mark.xdist_group(name))
