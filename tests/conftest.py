@@ -238,6 +238,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 _ONE_WORKER_FIXTURES = ("rocketmq_cluster", "rocketmq5_cluster", "spark")
 
 
+# First: pytest-xdist's own hook (on each worker) reads the groups into the node ids, and a
+# conftest's hook would otherwise run after it, too late to group anything.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = list(getattr(item, "fixturenames", ()))

@@ -60,7 +60,8 @@ async def send_and_read_from(namesrv: str, topic: str, slave_addr: str) -> list[
     bodies = [f"replicated {i}".encode() for i in range(COUNT)]
     async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
         for body in bodies:
-            await producer.send(Message(topic, body))
+            # Generous: a JVM broker's first sends on a loaded machine may take seconds.
+            await producer.send(Message(topic, body), timeout=15)
     mq = MessageQueue(topic, GROUP_NAME, 0)
     got: list[bytes] = []
     async with QueueReader(config=config_for(namesrv)) as reader:
