@@ -244,8 +244,9 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
 
 
 async def broadcasting(target: Target) -> Observation:
-    """Two members of a broadcasting group each get every message, in order; a failed message
-    is not retried (RocketMQ's client drops it in this model)."""
+    """Two members of a broadcasting group, one message failing its consumption: the bodies
+    each member gets in offset order and their reconsume times (a broadcasting group has no
+    retry topic to send a failure back through)."""
     ns = target.namesrv
     topic, group = await new_topic(ns), unique("bcast_g")
     deliveries = Deliveries()
