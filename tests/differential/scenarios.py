@@ -245,8 +245,8 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
 
 async def broadcasting(target: Target) -> Observation:
     """Two members of a broadcasting group, one message failing its consumption: the bodies
-    each member gets in offset order and their reconsume times (a broadcasting group has no
-    retry topic to send a failure back through)."""
+    each member gets in offset order and their reconsume times (RocketMQ's client does not
+    send a broadcasting member's failure back to the broker)."""
     ns = target.namesrv
     topic, group = await new_topic(ns), unique("bcast_g")
     deliveries = Deliveries()
