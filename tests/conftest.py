@@ -238,8 +238,9 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 _ONE_WORKER_FIXTURES = ("rocketmq_cluster", "rocketmq5_cluster", "spark")
 
 
-# First: pytest-xdist's own hook (on each worker) reads the groups into the node ids, and a
-# conftest's hook would otherwise run after it, too late to group anything.
+# First: pytest-xdist's own hook (on each worker, registered after the conftests, so called
+# before them) reads the groups into the node ids. Note: xdist 3.8 writes `Item._nodeid`,
+# which pytest 9 no longer reads, so with those versions the groups do not reach the scheduler.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
