@@ -238,12 +238,18 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 _ONE_WORKER_FIXTURES = ("rocketmq_cluster", "rocketmq5_cluster", "spark")
 
 
+# First: pytest-xdist's own hook (on each worker, registered after the conftests, so called
+# before them) reads the groups into the node ids. Note: xdist 3.8 writes `Item._nodeid`,
+# which pytest 9 no longer reads, so with those versions the groups do not reach the scheduler.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = list(getattr(item, "fixturenames", ()))
         callspec = getattr(item, "callspec", None)
-        if callspec is not None and "any_rocketmq" in callspec.params:
-            fixtures.insert(0, callspec.params["any_rocketmq"])  # the one it stands for
+        if callspec is not None:
+            # A fixture parametrized by a cluster fixture's name (`any_rocketmq`, or a test
+            # module's own) stands for that cluster.
+            fixtures[:0] = [p for p in callspec.params.values() if p in _ONE_WORKER_FIXTURES]
         for name in _ONE_WORKER_FIXTURES:
             if name in fixtures:
                 item.add_marker(pytest.mark.xdist_group(name))

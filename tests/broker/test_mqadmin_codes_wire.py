@@ -66,6 +66,24 @@ async def test_topic_stats_give_each_queue_its_range_and_last_store_time(
     await w.close()
 
 
+async def test_one_topics_config_is_answered_as_rocketmq5_does(
+    loopback_cluster: Callable[..., Cluster],
+) -> None:
+    """GET_TOPIC_CONFIG (351): mqadmin 5 reads it before a topic's or a group's figures."""
+    cluster = loopback_cluster()
+    w = Wire(cluster.broker_addr)
+    await create_topic(w, TOPIC, 3)
+    response = await w.call(RequestCode.GET_TOPIC_CONFIG, TopicRequestHeader(TOPIC))
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    config = loads(response.body)
+    assert (config["topicName"], config["readQueueNums"], config["writeQueueNums"]) == (TOPIC, 3, 3)
+    assert "mappingDetail" not in config  # not a static topic
+    response = await w.call(RequestCode.GET_TOPIC_CONFIG, TopicRequestHeader("Nope"))
+    assert response.code == ResponseCode.TOPIC_NOT_EXIST
+    assert "Nope" in (response.remark or "")
+    await w.close()
+
+
 async def test_deleting_a_topic_drops_its_route_and_refuses_system_topics(
     loopback_cluster: Callable[..., Cluster],
 ) -> None:

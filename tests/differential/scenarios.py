@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import random
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 from client.client_e2e import config_for, read_topic, unique
@@ -40,7 +42,7 @@ from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
-from longboat.client.push import ConcurrentContext, ConsumeResult, PushConsumer
+from longboat.client.push import ConcurrentContext, ConsumeResult, MessageModel, PushConsumer
 from longboat.client.transaction import LocalTransactionState, TransactionProducer
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import MessageSysFlag
@@ -238,6 +240,61 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
     seen[f"{label}: dead letter keys, tags"] = [letter.keys, letter.tags]
     seen[f"{label}: dead letter reconsume times"] = letter.reconsume_times
     seen[f"{label}: dead letter names its topic"] = letter.properties.get("RETRY_TOPIC") == topic
+    return seen
+
+
+async def broadcasting(target: Target) -> Observation:
+    """Two members of a broadcasting group, one message failing its consumption: the bodies
+    each member gets in offset order and their reconsume times (RocketMQ's client does not
+    send a broadcasting member's failure back to the broker)."""
+    ns = target.namesrv
+    topic, group = await new_topic(ns), unique("bcast_g")
+    deliveries = Deliveries()
+    names = ("m0", "m1")
+    bodies = [f"b{i}" for i in range(6)]
+    with tempfile.TemporaryDirectory() as store:
+        members = []
+        for name in names:
+            member = PushConsumer(
+                group,
+                config=config_for(ns, unique(name)),
+                message_model=MessageModel.BROADCASTING,
+                consume_from=ConsumeFrom.LAST_OFFSET,
+                offset_store_dir=Path(store),
+            )
+            member.subscribe(topic)
+
+            def listener(
+                msgs: list[MessageExt], ctx: ConcurrentContext, name: str = name
+            ) -> ConsumeResult:
+                deliveries.record(name, ctx.mq, msgs)
+                failed = msgs[0].body == b"b0"
+                return ConsumeResult.RECONSUME_LATER if failed else ConsumeResult.SUCCESS
+
+            member.register_listener(listener)
+            members.append(member)
+        try:
+            for member in members:
+                await member.start()
+            await positioned(*members)
+            async with Producer(unique("pg"), config=config_for(ns)) as producer:
+                for body in bodies:
+                    await producer.send(Message(topic, body.encode()))
+            await deliveries.wait(
+                lambda: all(set(bodies) <= set(deliveries.bodies(n)) for n in names)
+            )
+        finally:
+            for member in members:
+                await member.shutdown()
+    seen: Observation = {}
+    for name in names:
+        mine = [d for d in deliveries.all if d.consumer == name]
+        seen[f"{name}: bodies in offset order"] = [
+            d.body for d in sorted(mine, key=lambda d: d.queue_offset)
+        ]
+        seen[f"{name}: reconsume times"] = sorted({d.reconsume_times for d in mine})
+    async with Admin(config=config_for(ns)) as admin:
+        seen["retry topic listed"] = f"%RETRY%{group}" in await admin.topics()
     return seen
 
 
@@ -455,6 +512,7 @@ SCENARIOS: dict[str, Scenario] = {
     "sql_filters": sql_filters,
     "bad_input": bad_input,
     "retries_to_dlq": retries_to_dlq,
+    "broadcasting": broadcasting,
     "admin_listings": admin_listings,
     "consume_from_new_group": consume_from_new_group,
     "lookups": lookups,

@@ -1,5 +1,6 @@
 """Replication across implementations: RocketMQ's HA stream is one protocol, so an Apache
-RocketMQ broker (4.9.7's jars) follows a Longboat master as its slave, and a Longboat slave
+RocketMQ broker (4.9.7's jars, and 5.3.3's: its default HA service, not the controller mode's
+AutoSwitch one, speaks 4.x's stream) follows a Longboat master as its slave, and a Longboat slave
 follows an Apache RocketMQ master.  Each pair shares a Longboat name server, which tells the
 slave where its master's HA port is; messages sent to the master are then read from the
 slave, intact and in order."""
@@ -7,7 +8,7 @@ slave, intact and in order."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,12 +23,25 @@ from longboat.client.queue_reader import QueueReader
 from longboat.namesrv.server import NameServer
 from longboat.protocol import ResponseCode
 from longboat.protocol.types import MessageQueue
-from peers.rocketmq import broker_port, start_rocketmq
+from peers.rocketmq import RocketMQCluster, broker_port, start_rocketmq
+from peers.rocketmq5 import start_rocketmq5_broker
 
 pytestmark = pytest.mark.java
 
 GROUP_NAME = "ha-interop"
 COUNT = 40
+
+StartBroker = Callable[..., RocketMQCluster]
+
+
+@pytest.fixture(
+    params=[start_rocketmq, start_rocketmq5_broker], ids=["rocketmq4.9.7", "rocketmq5.3.3"]
+)
+def start_broker(request: pytest.FixtureRequest) -> StartBroker:
+    """Starts an Apache RocketMQ broker of each version in turn, registering with a given name
+    server."""
+    starter: StartBroker = request.param
+    return starter
 
 
 @pytest.fixture
@@ -46,7 +60,8 @@ async def send_and_read_from(namesrv: str, topic: str, slave_addr: str) -> list[
     bodies = [f"replicated {i}".encode() for i in range(COUNT)]
     async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
         for body in bodies:
-            await producer.send(Message(topic, body))
+            # Generous: a JVM broker's first sends on a loaded machine may take seconds.
+            await producer.send(Message(topic, body), timeout=15)
     mq = MessageQueue(topic, GROUP_NAME, 0)
     got: list[bytes] = []
     async with QueueReader(config=config_for(namesrv)) as reader:
@@ -74,7 +89,10 @@ async def send_and_read_from(namesrv: str, topic: str, slave_addr: str) -> list[
 
 
 async def test_a_rocketmq_slave_follows_a_longboat_master(
-    java_peers: None, namesrv_thread: tuple[LoopThread, NameServer], tmp_path: Path
+    java_peers: None,
+    namesrv_thread: tuple[LoopThread, NameServer],
+    start_broker: StartBroker,
+    tmp_path: Path,
 ) -> None:
     runner, namesrv = namesrv_thread
     # A fixed port with free neighbours: a Java slave asks for the topic table on the VIP
@@ -94,7 +112,7 @@ async def test_a_rocketmq_slave_follows_a_longboat_master(
         async with Admin(config=config_for(namesrv.addr)) as admin:
             await admin.create_topic(topic, queue_nums=1)
         slave = await asyncio.to_thread(
-            start_rocketmq,
+            start_broker,
             tmp_path / "rocketmq-slave",
             namesrv_addr=namesrv.addr,
             broker_options={
@@ -114,11 +132,14 @@ async def test_a_rocketmq_slave_follows_a_longboat_master(
 
 
 async def test_a_longboat_slave_follows_a_rocketmq_master(
-    java_peers: None, namesrv_thread: tuple[LoopThread, NameServer], tmp_path: Path
+    java_peers: None,
+    namesrv_thread: tuple[LoopThread, NameServer],
+    start_broker: StartBroker,
+    tmp_path: Path,
 ) -> None:
     runner, namesrv = namesrv_thread
     rocketmq = await asyncio.to_thread(
-        start_rocketmq,
+        start_broker,
         tmp_path / "rocketmq-master",
         namesrv_addr=namesrv.addr,
         broker_options={"brokerName": GROUP_NAME, "brokerRole": "ASYNC_MASTER"},

@@ -1,6 +1,7 @@
-"""A mixed cluster: a Longboat broker and an Apache RocketMQ broker (4.9.7) in one cluster,
-serving one topic, both registered with Longboat's name server and with Apache RocketMQ's (the
-session's `rocketmq_cluster` name server).  Looked up through either name server, the topic's
+"""A mixed cluster: a Longboat broker and an Apache RocketMQ broker (4.9.7, and 5.3.3) in one
+cluster, serving one topic, both registered with Longboat's name server and with Apache
+RocketMQ's of the same version (the session's `rocketmq_cluster` or `rocketmq5_cluster` name
+server).  Looked up through either name server, the topic's
 route holds both brokers; RocketMQ's Java producer (4.9.8) and Longboat's producer each spread
 their messages over both, and both a Longboat push consumer and a Java push consumer read every
 message from both brokers."""
@@ -25,6 +26,7 @@ from longboat.client.push import ConcurrentContext, PushConsumer
 from longboat.namesrv.server import NameServer
 from longboat.protocol.message import MessageExt
 from peers.rocketmq import RocketMQCluster, run_java_peer, start_java_peer, start_rocketmq
+from peers.rocketmq5 import AnyRocketMQ, start_rocketmq5_broker
 
 pytestmark = pytest.mark.java
 
@@ -42,14 +44,20 @@ class Mixed:
         return self.longboat.namesrv_addr if whose == "longboat" else self.their_namesrv
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(
+    scope="module",
+    params=["rocketmq_cluster", "rocketmq5_cluster"],
+    ids=["rocketmq4.9.7", "rocketmq5.3.3"],
+)
 def mixed(
-    rocketmq_cluster: RocketMQCluster, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Mixed]:
+    theirs: AnyRocketMQ = request.getfixturevalue(request.param)
+    start_broker = start_rocketmq if theirs.version == "4.9.7" else start_rocketmq5_broker
     runner = LoopThread()
     namesrv = NameServer("127.0.0.1", 0)
     runner.run(namesrv.start())
-    both = f"{namesrv.addr};{rocketmq_cluster.namesrv_addr}"
+    both = f"{namesrv.addr};{theirs.namesrv_addr}"
     config = broker_config(
         tmp_path_factory.mktemp("mixed-longboat"),
         both,
@@ -60,7 +68,7 @@ def mixed(
     runner.run(broker.start())
     longboat = Cluster(runner, namesrv, broker, config, config.store_path_root_dir)
     try:
-        rocketmq = start_rocketmq(
+        rocketmq = start_broker(
             tmp_path_factory.mktemp("mixed-rocketmq"),
             namesrv_addr=both,
             broker_options={"brokerName": "rocketmq-mixed", "brokerClusterName": CLUSTER},
@@ -68,7 +76,7 @@ def mixed(
     except BaseException:
         longboat.stop()
         raise
-    yield Mixed(longboat, rocketmq, rocketmq_cluster.namesrv_addr)
+    yield Mixed(longboat, rocketmq, theirs.namesrv_addr)
     rocketmq.stop()
     longboat.stop()
 

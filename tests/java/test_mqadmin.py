@@ -1,4 +1,4 @@
-"""Apache RocketMQ's `mqadmin` (rocketmq-tools 4.9.8, `MQAdminStartup`, unchanged) against
+"""Apache RocketMQ's `mqadmin` (rocketmq-tools 4.9.8 and 5.3.3, `MQAdminStartup`, unchanged) against
 Longboat: every command a RocketMQ operator reaches for first runs and prints the figures the
 test produced — topics and routes, queue offsets, the cluster and the broker's figures and
 settings, a group's connections, progress and lag, message lookups by id and key, a reset by
@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,17 +31,35 @@ from longboat.client.push import ConcurrentContext, ConsumeFrom, PushConsumer
 from longboat.protocol import fastjson
 from longboat.protocol.message import MessageExt
 from peers.rocketmq import run_java_peer
+from peers.rocketmq5 import run_mqadmin5
 
 pytestmark = pytest.mark.java
 
 QUEUES = 4
 
 
-def mqadmin(namesrv: str, *commands: list[str]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Tools:
+    """One version of rocketmq-tools: `run` runs the `MqAdmin` peer program on it."""
+
+    version: str
+    run: Callable[..., list[dict[str, Any]]]
+
+
+@pytest.fixture(params=["4.9.8", "5.3.3"], ids=["mqadmin4.9.8", "mqadmin5.3.3"])
+def tools(request: pytest.FixtureRequest) -> Tools:
+    """Each version of mqadmin in turn."""
+    if request.param == "4.9.8":
+        return Tools("4.9.8", functools.partial(run_java_peer, "MqAdmin"))
+    return Tools("5.3.3", run_mqadmin5)
+
+
+def mqadmin(tools: Tools, namesrv: str, *commands: list[str]) -> dict[str, str]:
     """Run the commands in one JVM; the stdout of each by its command name (stderr must be
-    empty: mqadmin prints a failure's stack trace there and still exits 0)."""
-    events = run_java_peer(
-        "MqAdmin", namesrv=namesrv, commands=json.dumps(commands), timeout_ms=90000, timeout=120
+    empty: mqadmin prints a failure's stack trace there and still exits 0).  A command line
+    mqadmin refuses ends the JVM (exit 1) with its usage on the captured stderr."""
+    events = tools.run(
+        namesrv=namesrv, commands=json.dumps(commands), timeout_ms=90000, timeout=120
     )
     outputs: dict[str, str] = {}
     for event in events:
@@ -74,7 +95,7 @@ def per_queue(results: list[SendResult]) -> dict[int, list[int]]:
 
 
 async def test_mqadmin_commands_print_what_longboat_holds(
-    java_peers: None, loopback_cluster: Callable[..., Cluster]
+    java_peers: None, loopback_cluster: Callable[..., Cluster], tools: Tools
 ) -> None:
     cluster = loopback_cluster()
     ns, broker_addr = cluster.namesrv_addr, cluster.broker_addr
@@ -122,6 +143,7 @@ async def test_mqadmin_commands_print_what_longboat_holds(
         probe, client_id = second[1], consumer.instance.client_id
         online = await asyncio.to_thread(
             mqadmin,
+            tools,
             ns,
             [
                 "updateTopic",
@@ -151,7 +173,9 @@ async def test_mqadmin_commands_print_what_longboat_holds(
             ["getBrokerConfig", "-b", broker_addr],
             ["consumerConnection", "-g", group],
             ["consumerProgress", "-g", group],
-            ["queryMsgById", "-i", probe.offset_msg_id],
+            # mqadmin 5 asks for the topic too.
+            ["queryMsgById", "-i", probe.offset_msg_id]
+            + (["-t", topic] if tools.version == "5.3.3" else []),
             ["queryMsgByKey", "-t", topic, "-k", "key-b1"],
         )
     finally:
@@ -231,6 +255,7 @@ async def test_mqadmin_commands_print_what_longboat_holds(
     # The group offline: the reset by time goes mqadmin's own way (it commits the offsets).
     offline = await asyncio.to_thread(
         mqadmin,
+        tools,
         ns,
         ["resetOffsetByTime", "-g", group, "-t", topic, "-s", str(between_ms)],
         ["consumerProgress", "-g", group],

@@ -24,7 +24,11 @@ from longboat.protocol.bodies import (
     TopicConfig,
     TopicRouteData,
 )
-from longboat.protocol.codes import VERSION_STANDARD_ROUTE_JSON
+from longboat.protocol.codes import (
+    VERSION_4_9_8,
+    VERSION_MERGED_REGISTRATION,
+    VERSION_STANDARD_ROUTE_JSON,
+)
 from longboat.protocol.headers import (
     BrokerIdentityHeader,
     GetRouteInfoRequestHeader,
@@ -62,8 +66,9 @@ async def register(
     broker_id: int = 0,
     counter: int = 1,
     crc: int | None = None,
+    version: int | None = None,
 ) -> int:
-    """REGISTER_BROKER as a broker sends it; the response code."""
+    """REGISTER_BROKER as a broker (of protocol `version`) sends it; the response code."""
     table = {t: TopicConfig(t, n, n, 6) for t, n in topics.items()}
     body = RegisterBrokerBody(table, DataVersion(1_700_000_000_000, counter)).to_json()
     header = RegisterBrokerRequestHeader(
@@ -75,7 +80,7 @@ async def register(
         compressed=False,
         bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF if crc is None else crc,
     )
-    return (await w.call(RequestCode.REGISTER_BROKER, header, body)).code
+    return (await w.call(RequestCode.REGISTER_BROKER, header, body, version=version)).code
 
 
 async def route(w: Wire, topic: str, version: int | None = None) -> TopicRouteData | None:
@@ -376,3 +381,22 @@ async def test_a_created_topic_is_registered_alone_and_merged(
         assert namesrv.routes.route(bodies[0][1].pop()) is not None  # from the whole table
     finally:
         await broker.stop()
+
+
+async def test_a_rocketmq5_brokers_registrations_are_merged_a_4x_table_replaces(
+    namesrv: NameServer,
+) -> None:
+    """RocketMQ 5 brokers register a created topic alone, with no mark of an increment, and
+    their name server merges every registration: a 5.x broker's other topics stay routed.
+    A 4.x broker always sends its whole table, so a topic missing from it has been deleted."""
+    w = Wire(namesrv.addr)
+    try:
+        for name, version in (("five", VERSION_MERGED_REGISTRATION), ("four", VERSION_4_9_8)):
+            addr = "127.0.0.1:10911" if name == "five" else "127.0.0.1:20911"
+            old, new = f"{name}_Old", f"{name}_New"
+            assert await register(w, name, addr, {old: 4}, version=version) == 0
+            assert await register(w, name, addr, {new: 4}, counter=2, version=version) == 0
+            assert await route(w, new) is not None
+            assert (await route(w, old) is not None) is (name == "five")
+    finally:
+        await w.close()

@@ -349,20 +349,22 @@ def start_rocketmq(
     broker_port_number: int = 0,
     broker_options: Mapping[str, object] | None = None,
     namesrv_addr: str | None = None,
+    module_dir: Path = SERVER_DIR,
 ) -> RocketMQCluster:
     """Start a name server and a broker with their ``ROCKETMQ_HOME`` and store under ``home``.
 
     Ports are random free loopback ports unless given. ``broker_options`` are broker.conf
     entries overriding `broker_settings` (e.g. ``{"autoCreateTopicEnable": "false"}``).
     With ``namesrv_addr`` (``host:port;...``, any name servers: RocketMQ's or Longboat's) no
-    name server is started: the broker registers with those.
+    name server is started: the broker registers with those. ``module_dir`` holds the jars
+    (4.9.7's by default; `peers.rocketmq5.start_rocketmq5_broker` passes 5.3.3's).
     """
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
     (home / "conf" / "logback_broker.xml").write_text(_logback(home / "logs" / "broker.log"))
     processes: list[RocketMQProcess] = []
     if namesrv_addr is None:
-        namesrv, namesrv_addr = start_namesrv(home, SERVER_DIR, namesrv_port)
+        namesrv, namesrv_addr = start_namesrv(home, module_dir, namesrv_port)
         processes.append(namesrv)
     broker = broker_settings(home, namesrv_addr, broker_port_number or broker_port())
     broker.update(broker_options or {})
@@ -382,7 +384,7 @@ def start_rocketmq(
         process = spawn_server(
             "broker",
             home,
-            SERVER_DIR,
+            module_dir,
             "org.apache.rocketmq.broker.BrokerStartup",
             ("-c", str(broker_conf)),
             SERVER_JVM_OPTIONS,

@@ -19,25 +19,36 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from longboat.client import ClientConfig
 from longboat.client.sync import Admin
+from peers.process import run_peer
 from peers.rocketmq import (
+    CLIENT_DIR,
     JAVA_DIR,
+    JDK17_OPENS,
+    PEER_JVM_OPTIONS,
+    PEER_PACKAGE,
     START_TIMEOUT_S,
     RocketMQCluster,
     RocketMQProcess,
     broker_port,
     broker_settings,
+    classpath,
     free_port,
+    peer_args,
     properties_text,
     serve_until_interrupted,
     spawn_server,
     start_namesrv,
+    start_rocketmq,
 )
 
 SERVER5_DIR = JAVA_DIR / "server5"
@@ -50,6 +61,17 @@ PROXY_JVM_OPTIONS = (
     "-XX:MaxDirectMemorySize=256m",
     "-XX:+UseG1GC",
 )
+
+
+# What a 5.x broker needs beyond `broker_settings`.
+BROKER5_SETTINGS: dict[str, object] = {
+    # The timer wheel (arbitrary delays) preallocates a 100 MiB log by default.
+    "mappedFileSizeTimerLog": 4 * 1024 * 1024,
+    # 5.x writes transaction decisions in batches, every 3 s by default: with halves checked
+    # after 1 s (broker_settings), a half already committed would be checked back, and
+    # committed a second time when the check says commit.
+    "transactionOpBatchInterval": 100,
+}
 
 
 @dataclass
@@ -96,12 +118,7 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
         {
             "brokerClusterName": "RocketMQ5Cluster",
             "brokerName": "rocketmq5-broker-a",
-            # The timer wheel (arbitrary delays) preallocates a 100 MiB log by default.
-            "mappedFileSizeTimerLog": 4 * 1024 * 1024,
-            # 5.x writes transaction decisions in batches, every 3 s by default: with halves
-            # checked after 1 s (broker_settings), a half already committed would be checked
-            # back, and committed a second time when the check says commit.
-            "transactionOpBatchInterval": 100,
+            **BROKER5_SETTINGS,
         }
     )
     broker_conf = home / "conf" / "broker.conf"
@@ -148,6 +165,49 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
         cluster.stop()
         raise
     return cluster
+
+
+def start_rocketmq5_broker(
+    home: Path, *, namesrv_addr: str, broker_options: Mapping[str, object] | None = None
+) -> RocketMQCluster:
+    """Start a 5.x broker alone (``BrokerStartup``, no proxy) registering with ``namesrv_addr``
+    (RocketMQ's or Longboat's name servers): one broker of a mixed cluster or of an HA pair."""
+    cluster = start_rocketmq(
+        home,
+        namesrv_addr=namesrv_addr,
+        # A 5.x slave serves pulls only when told to (4.x's always does).
+        broker_options={**BROKER5_SETTINGS, "slaveReadEnable": "true", **(broker_options or {})},
+        module_dir=SERVER5_DIR,
+    )
+    cluster.version = VERSION
+    # 5.x prints its "boot success" before its first registration has reached the name servers.
+    log = home / "logs" / "rocketmqlogs" / "broker.log"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    for addr in namesrv_addr.split(";"):
+        while f"name server completed. TargetHost={addr}" not in log.read_text(errors="replace"):
+            if time.monotonic() > deadline:
+                cluster.stop()
+                raise RuntimeError(f"the 5.x broker never registered with {addr}; see {log}")
+            time.sleep(0.2)
+    return cluster
+
+
+def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
+    """Run the ``MqAdmin`` peer program on rocketmq-tools 5.3.3: `mqadmin` 5.3.3, unchanged.
+
+    The program is the 4.9.8 peers' (it only calls ``MQAdminStartup.main0``, the same in 5.x);
+    its classes go first on the 5.x server's classpath, which holds the 5.3.3 tools."""
+    args = peer_args(options)
+    command = [
+        "java",
+        *PEER_JVM_OPTIONS,
+        *JDK17_OPENS,
+        "-cp",
+        os.pathsep.join([str(CLIENT_DIR / "target" / "classes"), classpath(SERVER5_DIR)]),
+        f"{PEER_PACKAGE}.MqAdmin",
+        *args,
+    ]
+    return run_peer(f"mqadmin {VERSION} {' '.join(args)}", command, CLIENT_DIR, timeout=timeout)
 
 
 def main() -> None:

@@ -15,7 +15,8 @@ Invariants: every address in `brokers` has a lease in `live` and vice versa; a b
 Queue data comes only from masters (id 0) and is replaced when the master's data version
 changed (or on its first registration): topics missing from a whole table are dropped for that
 broker, so a deleted topic leaves the routes (RocketMQ 4.x keeps it until the broker expires);
-an incremental registration (the topics created since the last one) is merged instead.
+an incremental registration (the topics created since the last one) is merged instead, and so is
+every registration of a RocketMQ 5 broker, which sends its newest topics alone.
 A broker leaves — with its queue data — when it unregisters, when its connection closes, or
 when its lease is older than the expiry (120 s).
 """

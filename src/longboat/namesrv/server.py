@@ -23,7 +23,11 @@ from longboat.acl import NAMESRV_WRITE_CODES, AccessControl
 from longboat.namesrv.routes import BROKER_EXPIRY_S, RouteTable
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfigSerializeWrapper
-from longboat.protocol.codes import VERSION_REGISTER_BODY, VERSION_STANDARD_ROUTE_JSON
+from longboat.protocol.codes import (
+    VERSION_MERGED_REGISTRATION,
+    VERSION_REGISTER_BODY,
+    VERSION_STANDARD_ROUTE_JSON,
+)
 from longboat.protocol.headers import (
     BrokerIdentityHeader,
     GetRouteInfoRequestHeader,
@@ -145,7 +149,9 @@ class NameServer:
             wrapper.topic_config_table,
             wrapper.data_version,
             conn,
-            incremental=bool(header.incremental),
+            # A 5.x broker's registration may hold only its newest topics: merged, as
+            # RocketMQ 5's name server does, or the others would leave the routes.
+            incremental=bool(header.incremental) or cmd.version >= VERSION_MERGED_REGISTRATION,
         )
         ext = RegisterBrokerResponseHeader(
             haServerAddr=registered.ha_addr, masterAddr=registered.master_addr

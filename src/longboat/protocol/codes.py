@@ -88,6 +88,7 @@ class RequestCode(IntEnum):
     NOTIFICATION = 200054
     POLLING_INFO = 200055
     BATCH_ACK_MESSAGE = 200151
+    GET_TOPIC_CONFIG = 351  # 5.x: one topic's config (mqadmin 5's topicStatus, consumerProgress)
 
 
 class ResponseCode(IntEnum):
@@ -178,6 +179,9 @@ VERSION_4_9_8 = 409
 VERSION_STANDARD_ROUTE_JSON = 401  # >= 4.9.4: route data with quoted numeric keys
 VERSION_MAX_RECONSUME_HEADER = 121  # >= 3.4.9: honour maxReconsumeTimes in send-back
 VERSION_REGISTER_BODY = 37
+# >= 5.0.0: a broker registers the topics it just created alone, in the same request as its
+# whole table, and RocketMQ 5's name server merges every registration.
+VERSION_MERGED_REGISTRATION = 413
 # From 4.0.0 on, MQVersion's ordinals come in pairs (x.y.z-SNAPSHOT, x.y.z) counting z and y
 # through 0..9: 4.9.8 is 213 + 2 * 98.  The 3.x ordinals follow no such rule.
 _VERSION_4_0_0 = 213

@@ -3,7 +3,9 @@
 UPDATE_AND_CREATE_TOPIC (17) creates or reconfigures a topic and re-registers with the name
 servers at once, so its route exists when the call returns; system topics and the broker's
 own cluster and broker names are refused.  GET_ALL_TOPIC_CONFIG (21) is the topic table with
-its data version.  GET_CONSUME_STATS (208) is, per queue of the group's topics, where the queue
+its data version; GET_TOPIC_CONFIG (351, RocketMQ 5's) is one topic's config, which mqadmin 5
+reads to tell a static topic (Longboat serves none: no queue mapping) before its figures.
+GET_CONSUME_STATS (208) is, per queue of the group's topics, where the queue
 ends, where the group is, and when the last consumed message was stored (lag time).
 GET_TOPIC_STATS_INFO (202) is, per queue of a topic, its offset range and when its last message
 was stored (`mqadmin topicStatus`).  DELETE_TOPIC_IN_BROKER (215) forgets a topic's config and
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import SubscriptionGroupConfig, TopicConfig
 from longboat.protocol.headers import (
     CreateTopicRequestHeader,
@@ -99,6 +101,14 @@ class AdminProcessor:
     def all_topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         return cmd.make_response(body=self.controller.topics.wrapper().to_json())
 
+    def topic_config(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        topic = TopicRequestHeader.from_ext(cmd.ext_fields).topic
+        config = self.controller.topics.get(topic)
+        if config is None:
+            remark = f"No topic in this broker. topic: {topic}"
+            return cmd.make_response(ResponseCode.TOPIC_NOT_EXIST, remark)
+        return cmd.make_response(body=fastjson.dumps(config.to_dict()))
+
     def topic_stats(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(cmd.ext_fields).topic
         config = self.controller.topics.get(topic)
@@ -177,6 +187,7 @@ def install(controller: FeatureHost) -> None:
     router = controller.router
     router.register(RequestCode.UPDATE_AND_CREATE_TOPIC, admin.create_topic)
     router.register(RequestCode.GET_ALL_TOPIC_CONFIG, admin.all_topic_config)
+    router.register(RequestCode.GET_TOPIC_CONFIG, admin.topic_config)
     router.register(RequestCode.GET_TOPIC_STATS_INFO, admin.topic_stats)
     router.register(RequestCode.DELETE_TOPIC_IN_BROKER, admin.delete_topic)
     router.register(RequestCode.GET_CONSUME_STATS, admin.consume_stats)
