@@ -50,12 +50,14 @@ from longboat.broker.handlers import (
     offset_requests,
     offset_reset,
     pull,
+    recall,
     runtime_info,
     send,
     send_back,
     topic_admin,
 )
-from longboat.broker.services import delay_schedule
+from longboat.broker.services import delay_schedule, delivery_timer
+from longboat.broker.services.delivery_timer import TimerService
 from longboat.broker.services.ha.master import HAMaster
 from longboat.broker.services.ha.slave import HASlave
 from longboat.broker.services.ha.slave_sync import SlaveSynchronize
@@ -103,6 +105,7 @@ EXTRA_FEATURES: tuple[Feature, ...] = (
     offset_reset.install,
     runtime_info.install,
     end_transaction.install,
+    recall.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
 
@@ -191,6 +194,7 @@ class BrokerController:
         self.admission: Admission
         self.appender: Appender
         self.transactions: TransactionService
+        self.timers: TimerService | None = None
         self.registrar: NameServerRegistrar
 
     # ------------------------------------------------------------------ the seam
@@ -337,6 +341,8 @@ class BrokerController:
         # served, checked periodically; each protocol adds its way to reach producers.
         self.transactions = TransactionService(self)
         self.transactions.load()
+        # Timer messages of both protocols (RIP-43) and their recall.
+        self.timers = delivery_timer.install(self)
         if not cfg.is_slave:  # a slave's halves are checked by its master
             self.add_periodic(cfg.transaction_check_interval / 1000, self.transactions.check)
         if cfg.metrics_port:

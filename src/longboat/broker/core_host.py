@@ -15,6 +15,7 @@ from longboat.broker.core.admission import Admission
 from longboat.broker.core.append import Appender
 from longboat.broker.core.message_filter import MessageFilter
 from longboat.broker.core.pull import Deliveries, PullRequest
+from longboat.broker.core.timers import Timers
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.feature_host import FeatureHost
 from longboat.broker.state.consumers import ConsumerManager
@@ -56,6 +57,11 @@ class CoreHost(FeatureHost, Protocol):
 
     @property
     def transactions(self) -> TransactionService: ...
+    @property
+    def timers(self) -> Timers | None:
+        """Timer messages and their recall; None on a slave (its master delivers them)."""
+        ...
+
     @property
     def clock(self) -> Callable[[], float]:
         """The wall clock (seconds) of the store."""

@@ -66,6 +66,7 @@ class RequestCode(IntEnum):
     SEND_REPLY_MESSAGE = 324
     SEND_REPLY_MESSAGE_V2 = 325
     PUSH_REPLY_MESSAGE_TO_CLIENT = 326
+    RECALL_MESSAGE = 370
 
 
 class ResponseCode(IntEnum):
@@ -106,6 +107,7 @@ class ResponseCode(IntEnum):
     DELETE_ACL_CONFIG_FAILED = 210
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG_FAILED = 211
     FLOW_CONTROL = 215
+    ILLEGAL_OPERATION = 604
 
 
 # Codes for which a RocketMQ producer retries a send on another queue/broker.
