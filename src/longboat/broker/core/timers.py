@@ -10,26 +10,22 @@ none arrives before its time.  A time already past is no timer: the message is s
 One farther than `timerMaxDelaySec` is refused with RocketMQ's code and remark.  A message with
 a delay level keeps the level and loses its timer properties (RocketMQ's HookUtils).
 
-A recall handle is RocketMQ 5.3's `RecallMessageHandle.HandleV1`: URL-safe base64 of
-`v1 <topic> <broker> <due ms + 1> <message id>` (the +1 is RocketMQ's, "consider of floor").
+A send of a timer message answers with its recall handle (`protocol/recall_handle.py`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-from dataclasses import dataclass
 from typing import Protocol
 
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.protocol.properties import Prop
+from longboat.protocol.recall_handle import RecallHandle
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.store import MessageInner
 
 TIMER_TOPIC = "rmq_sys_wheel_timer"
 TIMER_QUEUE = 0
 _TIMER_PROPS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS)
-_HANDLE_VERSION = "v1"
 
 
 class Timers(Protocol):
@@ -41,6 +37,11 @@ class Timers(Protocol):
     @property
     def pending(self) -> int:
         """Timers waiting (rocketmq_timer_message_snapshot)."""
+        ...
+
+    @property
+    def earliest_due_ms(self) -> int | None:
+        """The earliest due time of a pending timer, None when none waits."""
         ...
 
     def recall(self, topic: str, raw_handle: str) -> str:
@@ -103,43 +104,21 @@ def due_ms_of(properties: dict[str, str]) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
-@dataclass(frozen=True, slots=True)
-class RecallHandle:
-    topic: str
-    broker_name: str
-    timestamp_ms: int  # due + 1, as RocketMQ writes it
-    message_id: str
+def recall_handle_for(properties: dict[str, str], broker_name: str, message_id: str) -> str:
+    """The handle a send of a timer message answers with; "" for any other message."""
+    due = due_ms_of(properties)
+    topic = properties.get(Prop.REAL_TOPIC, "")
+    if due is None or not topic:
+        return ""
+    return RecallHandle(topic, broker_name, due + 1, message_id).encode()
 
-    def encode(self) -> str:
-        raw = " ".join(
-            (_HANDLE_VERSION, self.topic, self.broker_name, str(self.timestamp_ms), self.message_id)
-        )
-        return base64.urlsafe_b64encode(raw.encode()).decode()
 
-    @classmethod
-    def for_timer(cls, properties: dict[str, str], broker_name: str, message_id: str) -> str:
-        """The handle a send of a timer message answers with; "" for any other message."""
-        due = due_ms_of(properties)
-        topic = properties.get(Prop.REAL_TOPIC, "")
-        if due is None or not topic:
-            return ""
-        return cls(topic, broker_name, due + 1, message_id).encode()
-
-    @classmethod
-    def decode(cls, handle: str) -> RecallHandle:
-        """Refusal (ILLEGAL_OPERATION, RocketMQ's remark) when `handle` is not one."""
-        invalid = Refusal(Reason.ILLEGAL_RECALL, "recall handle is invalid")
-        try:
-            items = base64.urlsafe_b64decode(handle.encode()).decode().split(" ")
-        except (binascii.Error, UnicodeError, ValueError):
-            raise invalid from None
-        if not handle or items[0] != _HANDLE_VERSION or len(items) < 5:
-            raise invalid
-        try:
-            timestamp = int(items[3])
-        except ValueError:
-            timestamp = -1
-        return cls(items[1], items[2], timestamp, items[4])
+def decode_recall_handle(raw: str) -> RecallHandle:
+    """Refusal (ILLEGAL_OPERATION, RocketMQ's remark) when `raw` is not a handle."""
+    try:
+        return RecallHandle.decode(raw)
+    except ValueError as bad:
+        raise Refusal(Reason.ILLEGAL_RECALL, str(bad)) from None
 
 
 def check_recall(

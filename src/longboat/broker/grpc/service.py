@@ -26,7 +26,7 @@ from longboat.broker.core.append import outcome
 from longboat.broker.core.message_filter import SQL92, message_filter
 from longboat.broker.core.pop import PopService
 from longboat.broker.core.refusal import Reason, Refusal
-from longboat.broker.core.timers import TIMER_TOPIC, RecallHandle
+from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.grpc.messages import BadMessage, to_inner, to_v2
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
@@ -313,7 +313,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             else:
                 result = ctl.appender.store_message(inner)
                 if result.status is PutStatus.PUT_OK and inner.topic == TIMER_TOPIC:
-                    recall_handle = RecallHandle.for_timer(
+                    recall_handle = recall_handle_for(
                         inner.properties, ctl.config.broker_name, message_id
                     )
             result = await ctl.appender.await_durable(result)

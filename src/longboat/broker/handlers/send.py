@@ -29,7 +29,7 @@ from longboat.broker.core.append import LATE_REMARKS, outcome
 from longboat.broker.core.half_messages import half_message, is_half
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.core.retry_policy import route_retry_send
-from longboat.broker.core.timers import TIMER_TOPIC, RecallHandle
+from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.batch import split_batch
 from longboat.protocol.errors import ProtocolError
@@ -118,7 +118,7 @@ class SendProcessor:
             except Refusal as refused:  # a timer too far ahead
                 return self._answer(cmd, refused.code, refused.remark)
             if result.status is PutStatus.PUT_OK and msgs.topic == TIMER_TOPIC:
-                recall_handle = RecallHandle.for_timer(
+                recall_handle = recall_handle_for(
                     msgs.properties,
                     self.controller.config.broker_name,
                     msgs.properties.get(Prop.UNIQ_KEY, ""),

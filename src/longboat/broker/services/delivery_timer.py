@@ -35,7 +35,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from longboat.broker.core.refusal import Reason, Refusal
-from longboat.broker.core.timers import TIMER_QUEUE, TIMER_TOPIC, RecallHandle, check_recall
+from longboat.broker.core.timers import (
+    TIMER_QUEUE,
+    TIMER_TOPIC,
+    check_recall,
+    decode_recall_handle,
+)
 from longboat.broker.services.delay_schedule import restored_message
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
@@ -212,7 +217,7 @@ class TimerService:
         is answered as RocketMQ does: with its message id, nothing else happens."""
         if self.controller.topics.get(topic) is None:
             raise Refusal(Reason.TOPIC_NOT_FOUND, f"recall failed, the topic[{topic}] not exist")
-        handle = RecallHandle.decode(raw_handle)
+        handle = decode_recall_handle(raw_handle)
         cfg = self.controller.config
         now_ms = int(self._clock() * 1000)
         check_recall(handle, topic, cfg.broker_name, now_ms, cfg.timer_max_delay_sec)
@@ -235,6 +240,10 @@ class TimerService:
     @property
     def pending(self) -> int:
         return self.wheel.pending
+
+    @property
+    def earliest_due_ms(self) -> int | None:
+        return self.wheel.earliest()
 
     def _arm(self) -> None:
         loop = self._loop
