@@ -32,7 +32,7 @@ class Timers(Protocol):
     """What the adapters and the metrics use of the broker's timer service."""
 
     enqueued: int  # timer messages stored (rocketmq_timer_enqueue_total)
-    dequeued: int  # delivered or recalled (rocketmq_timer_dequeue_total)
+    dequeued: int  # delivered to their topics (rocketmq_timer_dequeue_total)
 
     @property
     def pending(self) -> int:

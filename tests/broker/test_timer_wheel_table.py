@@ -1,0 +1,41 @@
+"""The timer service's two tables driven by hand: the wheel (pending timers by due time) and
+the checkpoint (which timer-queue offsets are done), with no broker and no clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from longboat.broker.services.delivery_timer import TimerCheckpoint, TimerWheel
+
+
+def test_the_wheel_gives_what_is_due_in_due_order_and_no_more_than_asked() -> None:
+    wheel = TimerWheel()
+    for due, offset in [(3000, 0), (1000, 1), (2000, 2), (1000, 3), (5000, 4)]:
+        wheel.add(due, offset)
+    assert wheel.pending == 5 and wheel.earliest() == 1000
+    assert wheel.take(2500, limit=2) == [(1000, 1), (1000, 3)]
+    assert wheel.take(2500, limit=10) == [(2000, 2)]
+    assert wheel.take(2500, limit=10) == []  # 3000 is not due at 2500
+    assert wheel.remove(3000, 0) and not wheel.remove(3000, 0)
+    assert wheel.earliest() == 5000 and wheel.pending == 1
+
+
+def test_the_checkpoint_keeps_done_offsets_across_a_reload_and_compacts_its_prefix(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "timerCheckpoint.bin"
+    checkpoint = TimerCheckpoint(path)
+    checkpoint.load(min_offset=0)
+    checkpoint.mark([*range(0, 8), 9, 20])
+    assert checkpoint.base == 8  # the first byte was all done: dropped
+    checkpoint.save()
+    again = TimerCheckpoint(path)
+    again.load(min_offset=0)
+    assert [o for o in range(24) if again.done(o)] == [*range(0, 8), 9, 20]
+
+
+def test_offsets_below_the_queue_s_first_are_done(tmp_path: Path) -> None:
+    checkpoint = TimerCheckpoint(tmp_path / "timerCheckpoint.bin")
+    checkpoint.load(min_offset=13)
+    assert all(checkpoint.done(o) for o in range(13))
+    assert not checkpoint.done(13)
