@@ -39,3 +39,12 @@ def test_offsets_below_the_queue_s_first_are_done(tmp_path: Path) -> None:
     checkpoint.load(min_offset=13)
     assert all(checkpoint.done(o) for o in range(13))
     assert not checkpoint.done(13)
+
+
+def test_the_progress_of_earlier_versions_is_read_when_no_checkpoint_exists(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "timerProgress.json").write_text('{"low": 5, "done": [7, 9]}')
+    checkpoint = TimerCheckpoint(tmp_path / "timerCheckpoint.bin")
+    checkpoint.load(min_offset=0)
+    assert [o for o in range(12) if checkpoint.done(o)] == [0, 1, 2, 3, 4, 7, 9]

@@ -46,7 +46,7 @@ from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
 from longboat.store import GetStatus, PutStatus
-from longboat.store.json_file import write_bytes_atomic
+from longboat.store.json_file import read_json, write_bytes_atomic
 
 if TYPE_CHECKING:
     from longboat.broker.core_host import CoreHost
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CHECKPOINT_FILE = "timerCheckpoint.bin"
+LEGACY_PROGRESS_FILE = "timerProgress.json"
 # Messages re-stored per loop callback.
 ROUND = 1000
 _SCAN_BATCH = 4096
@@ -78,6 +79,10 @@ class TimerCheckpoint:
         if len(raw) >= 8:
             self.base = int.from_bytes(raw[:8], "big")
             self._bits = bytearray(raw[8:])
+        elif (legacy := read_json(self.path.with_name(LEGACY_PROGRESS_FILE))) is not None:
+            # The gRPC-only timers' progress of earlier versions: `low` and the done above it.
+            self.base = int(legacy.get("low", 0))
+            self.mark([int(o) for o in legacy.get("done", [])])
         if self.base < min_offset:  # the queue's first files were deleted: done with them
             drop = (min_offset - self.base) // 8
             del self._bits[:drop]
