@@ -14,9 +14,10 @@ State of one timer-queue offset (as data):
 
 Persistence: the messages are in the commit log; what is done is `config/timerCheckpoint.bin`
 (`TimerCheckpoint`: every offset below `base` is done, then one bit per offset).  It is written
-after each round, after the round's copies were appended: a crash between the two delivers
-those messages again (at least once, as RocketMQ), never loses one.  A restart rebuilds the
-wheel from the consume queue alone (tags codes, no commit-log read) minus the done offsets.
+after each burst of deliveries (and each recall), after the copies were appended: a crash
+between the two delivers those messages again (at least once, as RocketMQ), never loses one.
+A restart rebuilds the wheel from the consume queue alone (tags codes, no commit-log read)
+minus the done offsets.
 
 Memory: 8 bytes per pending timer in its due time's array, a dict entry and a heap entry per
 distinct due time (at most `timerMaxDelaySec * 1000 / timerPrecisionMs` of them: 259,200 by
@@ -283,11 +284,16 @@ class TimerService:
         if done:
             self.dequeued += len(done)
             self.checkpoint.mark(done)
+        more = len(done) == len(taken) == ROUND and self._loop is not None
+        if done and not more:
+            # Once per burst, not per round: a crash before it re-delivers the burst (at
+            # least once), and a second of 10,000 due timers costs one write, not ten.
             self.checkpoint.save()
         if len(done) < len(taken):
             assert self._loop is not None
             self._timer = self._loop.call_later(_RETRY_S, self._deliver_due)
-        elif len(taken) == ROUND and self._loop is not None:
+        elif more:
+            assert self._loop is not None
             self._timer = self._loop.call_soon(self._deliver_due)
         else:
             self._arm()
