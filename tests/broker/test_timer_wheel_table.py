@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from longboat.broker.core.timers import TIMER_TOPIC, timer_tags_code
 from longboat.broker.services.delivery_timer import TimerCheckpoint, TimerWheel
+from longboat.protocol.message import MessageExt
 
 
 def test_the_wheel_gives_what_is_due_in_due_order_and_no_more_than_asked() -> None:
@@ -48,3 +50,13 @@ def test_the_progress_of_earlier_versions_is_read_when_no_checkpoint_exists(
     checkpoint = TimerCheckpoint(tmp_path / "timerCheckpoint.bin")
     checkpoint.load(min_offset=0)
     assert [o for o in range(12) if checkpoint.done(o)] == [0, 1, 2, 3, 4, 7, 9]
+
+
+def test_a_re_dispatched_timer_record_keeps_its_due_time_as_tags_code() -> None:
+    """After a crash the store rebuilds consume-queue entries from the commit log: a timer
+    record's entry must carry its due time again, not its tag's hash (it would fire at once)."""
+    record = MessageExt(topic=TIMER_TOPIC, body=b"x", properties={"TIMER_OUT_MS": "5000"})
+    assert timer_tags_code(record) == 5000
+    older = MessageExt(topic=TIMER_TOPIC, body=b"x", properties={"TIMER_DELIVER_MS": "4000"})
+    assert timer_tags_code(older) == 4000
+    assert timer_tags_code(MessageExt(topic="Other", body=b"x")) is None

@@ -40,6 +40,7 @@ from longboat.broker.core.admission import Admission
 from longboat.broker.core.append import Appender
 from longboat.broker.core.message_filter import MessageFilter
 from longboat.broker.core.pull import Deliveries, PullRequest
+from longboat.broker.core.timers import timer_tags_code
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.core_host import CoreHost
 from longboat.broker.handlers import (
@@ -73,6 +74,7 @@ from longboat.broker.state.subscription_groups import SubscriptionGroupTable
 from longboat.broker.state.topics import TopicManager
 from longboat.protocol.acl_signature import signer
 from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.message import MessageExt
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
 from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
@@ -225,6 +227,12 @@ class BrokerController:
 
     # ------------------------------------------------------------------ storing
 
+    def _recovered_tags_code(self, msg: MessageExt) -> int | None:
+        """The due time a re-dispatched schedule- or timer-queue entry carries (the store's
+        recovery rebuilds consume-queue entries from the commit log after a crash)."""
+        code = self.delay_levels.tags_code_of(msg)
+        return code if code is not None else timer_tags_code(msg)
+
     async def put_message(self, msg: MessageInner) -> PutResult:
         """Store one message the way the send path does, durability included."""
         return await self.appender.put_message(msg)
@@ -292,7 +300,7 @@ class BrokerController:
         self.store = MessageStore(
             cfg.store_config(port),
             clock=self.clock,
-            tags_code_resolver=self.delay_levels.tags_code_of,
+            tags_code_resolver=self._recovered_tags_code,
         )
         await asyncio.to_thread(self.store.open)
         # Every append runs on this loop; the key index follows each send's answer out.

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from longboat.broker.core.refusal import Reason, Refusal
+from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.protocol.recall_handle import RecallHandle
 from longboat.protocol.sysflags import MessageSysFlag
@@ -102,6 +103,18 @@ def due_ms_of(properties: dict[str, str]) -> int | None:
     """When a message of the timer queue is due; None when it does not say."""
     raw = properties.get(Prop.TIMER_OUT_MS, "")
     return int(raw) if raw.isdigit() else None
+
+
+def timer_tags_code(msg: MessageExt) -> int | None:
+    """The tags code of a timer-queue record (its due time), for the store's recovery; None
+    for any other record.  A record of an earlier version has only TIMER_DELIVER_MS."""
+    if msg.topic != TIMER_TOPIC:
+        return None
+    due = due_ms_of(msg.properties)
+    if due is None:
+        raw = msg.properties.get(Prop.TIMER_DELIVER_MS, "")
+        due = int(raw) if raw.isdigit() else 0
+    return due
 
 
 def recall_handle_for(properties: dict[str, str], broker_name: str, message_id: str) -> str:
