@@ -289,3 +289,17 @@ def test_blocking_client_bench_prints_the_hand_off_and_the_sends(tmp_path: Path)
     handoff = r"LoopThread.run / run_coroutine_threadsafe, CPU \(runs' median\): [\d.]+x"
     assert re.search(handoff, out)
     assert re.search(r"blocking / async, CPU per send \(runs' median\): [\d.]+x", out)
+
+
+@pytest.mark.timeout(300)
+def test_timer_bench_records_the_pending_set_idle_cpu_and_burst(tmp_path: Path) -> None:
+    recorded = tmp_path / "result.json"
+    sizes = ("--pending", "2000", "--burst", "200", "--idle-s", "0.5")
+    out = _run("bench.timer_bench", *sizes, "--json", str(recorded))
+    result = json.loads(recorded.read_text())
+    assert result["benchmark"] == "timer_bench" and result["sizes"]["pending"] == 2000
+    assert {t["figure"] for t in result["page"]["targets"]} == {
+        "idle CPU with the pending timers",
+        "200 timers due in one second fire within",
+    }
+    assert "result: " in out

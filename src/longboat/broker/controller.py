@@ -42,6 +42,7 @@ from longboat.broker.core.append import Appender
 from longboat.broker.core.message_filter import MessageFilter
 from longboat.broker.core.pop import PopService
 from longboat.broker.core.pull import Deliveries, PullRequest
+from longboat.broker.core.timers import timer_tags_code
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.core_host import CoreHost
 from longboat.broker.handlers import (
@@ -53,13 +54,15 @@ from longboat.broker.handlers import (
     offset_reset,
     pop,
     pull,
+    recall,
     runtime_info,
     send,
     send_back,
     topic_admin,
 )
-from longboat.broker.services import delay_schedule
+from longboat.broker.services import delay_schedule, delivery_timer
 from longboat.broker.services.controller_mode import ControllerMode
+from longboat.broker.services.delivery_timer import TimerService
 from longboat.broker.services.ha.master import HAMaster
 from longboat.broker.services.ha.slave import HASlave
 from longboat.broker.services.ha.slave_sync import SlaveSynchronize
@@ -76,6 +79,7 @@ from longboat.broker.state.topics import TopicManager
 from longboat.protocol import RequestCode
 from longboat.protocol.acl_signature import signer
 from longboat.protocol.bodies import TopicConfig
+from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MASTER_ID
 from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
@@ -110,6 +114,7 @@ EXTRA_FEATURES: tuple[Feature, ...] = (
     runtime_info.install,
     end_transaction.install,
     pop.install,
+    recall.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES
 
@@ -202,6 +207,7 @@ class BrokerController:
         self.appender: Appender
         self.transactions: TransactionService
         self.pop: PopService
+        self.timers: TimerService | None = None
         self.registrar: NameServerRegistrar
 
     # ------------------------------------------------------------------ the seam
@@ -244,6 +250,12 @@ class BrokerController:
         self._closed_listeners.append(listener)
 
     # ------------------------------------------------------------------ storing
+
+    def _recovered_tags_code(self, msg: MessageExt) -> int | None:
+        """The due time a re-dispatched schedule- or timer-queue entry carries (the store's
+        recovery rebuilds consume-queue entries from the commit log after a crash)."""
+        code = self.delay_levels.tags_code_of(msg)
+        return code if code is not None else timer_tags_code(msg)
 
     async def put_message(self, msg: MessageInner) -> PutResult:
         """Store one message the way the send path does, durability included."""
@@ -317,7 +329,7 @@ class BrokerController:
         self.store = MessageStore(
             cfg.store_config(port),
             clock=self.clock,
-            tags_code_resolver=self.delay_levels.tags_code_of,
+            tags_code_resolver=self._recovered_tags_code,
         )
         await asyncio.to_thread(self.store.open)
         # Every append runs on this loop; the key index follows each send's answer out.
@@ -374,6 +386,8 @@ class BrokerController:
         self.pop.open()
         self.add_arrival_listener(self.pop.wakeups.on_arrival)
         self.add_stop_hook(self.pop.close)
+        # Timer messages of both protocols (RIP-43) and their recall.
+        self.timers = delivery_timer.install(self)
         if cfg.metrics_port:
             # Imported only when on: prometheus-client is a tenth of an idle broker's memory.
             from longboat.broker.services import metrics

@@ -16,6 +16,7 @@ from longboat.broker.core.append import Appender
 from longboat.broker.core.message_filter import MessageFilter
 from longboat.broker.core.pop import PopService
 from longboat.broker.core.pull import Deliveries, PullRequest
+from longboat.broker.core.timers import Timers
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.feature_host import FeatureHost
 from longboat.broker.state.consumers import ConsumerManager
@@ -60,6 +61,11 @@ class CoreHost(FeatureHost, Protocol):
     @property
     def pop(self) -> PopService:
         """Pop consumption's state, one for both protocols."""
+        ...
+
+    @property
+    def timers(self) -> Timers | None:
+        """Timer messages and their recall; None on a slave (its master delivers them)."""
         ...
 
     @property

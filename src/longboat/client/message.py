@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -53,6 +53,16 @@ def delay_level_for(delay: timedelta) -> int:
     return bisect_left(DEFAULT_DELAYS_MS, ms) + 1
 
 
+def deliver_ms(at: datetime | int) -> int:
+    """Epoch milliseconds of a delivery time; ClientUsageError for a naive datetime (whose
+    zone the broker could not know)."""
+    if isinstance(at, datetime):
+        if at.tzinfo is None:
+            raise ClientUsageError("deliver_at needs an aware datetime (with its tzinfo)")
+        return int(at.timestamp() * 1000)
+    return int(at)
+
+
 @dataclass(slots=True)
 class Message:
     """A message to send.  `keys` are indexed by the broker for lookups by key."""
@@ -68,10 +78,18 @@ class Message:
     flag: int = 0
     # Instead of `delay_level`: a duration, rounded up to a default level (`delay_level_for`).
     delay: timedelta | None = None
+    # An exact delivery time (a timer message, RocketMQ 5's TIMER_DELIVER_MS): an aware
+    # datetime or epoch milliseconds.  Needs a broker with timers (Longboat, RocketMQ 5);
+    # a 4.x broker ignores it and delivers at once.
+    deliver_at: datetime | int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.body, str):
             raise TypeError("Message.body must be bytes; encode text first")
+        if self.deliver_at is not None:
+            if self.delay is not None or self.delay_level:
+                raise ClientUsageError("give deliver_at, delay or delay_level, not two of them")
+            deliver_ms(self.deliver_at)  # a naive datetime is refused here, before any send
         if self.delay is not None:
             if self.delay_level:
                 raise ClientUsageError("give delay or delay_level, not both")
@@ -110,6 +128,8 @@ class Message:
             props[Prop.KEYS] = KEY_SEPARATOR.join(keys)
         if check_delay_level(self.delay_level) > 0:
             props[Prop.DELAY] = str(self.delay_level)
+        if self.deliver_at is not None:
+            props[Prop.TIMER_DELIVER_MS] = str(deliver_ms(self.deliver_at))
         return props
 
 
@@ -146,6 +166,8 @@ class SendResult:
     queue_offset: int
     region_id: str | None = None
     transaction_id: str | None = None
+    # A timer message's handle for `Producer.recall` (RocketMQ 5.3's recallHandle).
+    recall_handle: str | None = None
     # The broker's trace switch (traceOn): False asks clients to write no trace of it.
     trace_on: bool = True
 

@@ -286,6 +286,7 @@ class Producer(_Blocking[_producer.Producer]):
     send = _waits_for(_producer.Producer.send)
     send_async = _submits(_producer.Producer.send_async)
     send_oneway = _waits_for(_producer.Producer.send_oneway)
+    recall = _waits_for(_producer.Producer.recall)
     send_batch = _waits_for(_producer.Producer.send_batch)
     send_encoded_batch = _waits_for(_producer.Producer.send_encoded_batch)
     fetch_publish_queues = _waits_for(_producer.Producer.fetch_publish_queues)

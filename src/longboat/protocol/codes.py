@@ -89,6 +89,7 @@ class RequestCode(IntEnum):
     POLLING_INFO = 200055
     BATCH_ACK_MESSAGE = 200151
     GET_TOPIC_CONFIG = 351  # 5.x: one topic's config (mqadmin 5's topicStatus, consumerProgress)
+    RECALL_MESSAGE = 370
 
 
 class ResponseCode(IntEnum):
@@ -144,6 +145,7 @@ class ResponseCode(IntEnum):
     CONTROLLER_ELECT_MASTER_FAILED = 2012
     CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013
     CONTROLLER_BROKER_ID_INVALID = 2014
+    ILLEGAL_OPERATION = 604
 
 
 # Codes for which a RocketMQ producer retries a send on another queue/broker.

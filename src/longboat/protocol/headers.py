@@ -67,6 +67,20 @@ class SendMessageResponseHeader(Header):
     transactionId: str | None = None
     MSG_REGION: str | None = None
     TRACE_ON: str | None = None
+    # RocketMQ 5.3: set for a timer or delayed message, for RECALL_MESSAGE.
+    recallHandle: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallMessageRequestHeader(Header):
+    topic: str
+    recallHandle: str
+    producerGroup: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RecallMessageResponseHeader(Header):
+    msgId: str
 
 
 # --------------------------------------------------------------------------- pulling

@@ -53,7 +53,12 @@ class Prop:
     CLUSTER = "CLUSTER"
     MSG_TYPE = "MSG_TYPE"
     SHARDING_KEY = "__SHARDINGKEY"
+    # Timer messages (RIP-43): an absolute delivery time, or one relative to the send.
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+    TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+    TIMER_DELAY_MS = "TIMER_DELAY_MS"
+    # The broker's: the delivery time a timer message was scheduled for.
+    TIMER_OUT_MS = "TIMER_OUT_MS"
     START_DELIVER_TIME = "__STARTDELIVERTIME"
     # RocketMQ 5's trace context (W3C traceparent), the v2 system property trace_context.
     TRACE_CONTEXT = "TRACE_CONTEXT"

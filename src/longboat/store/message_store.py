@@ -302,6 +302,11 @@ class MessageStore:
     def min_offset(self, topic: str, queue_id: int) -> int:
         return self._queues.min_offset(topic, queue_id)
 
+    def tags_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """The tags codes of up to `count` consume-queue entries from `offset` (fewer at a
+        file's end, none past the max); the timer queue keeps each message's due time there."""
+        return self._queues.tags_codes(topic, queue_id, offset, count)
+
     def offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """The first queue offset stored at or after `timestamp_ms` (max offset if none)."""
         return self._queues.offset_by_timestamp(topic, queue_id, timestamp_ms)

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from longboat.store.commit_log import CommitLog
-from longboat.store.consume_queue import ENTRY_SIZE, ConsumeQueue
+from longboat.store.consume_queue import ENTRY, ENTRY_SIZE, ConsumeQueue
 from longboat.store.queue_spares import SPARE_DIR, QueueSpares
 
 
@@ -125,6 +125,15 @@ class QueueTable:
     def min_offset(self, topic: str, queue_id: int) -> int:
         cq = self.get(topic, queue_id)
         return cq.min_offset if cq is not None else 0
+
+    def tags_codes(self, topic: str, queue_id: int, offset: int, count: int) -> list[int]:
+        """The tags codes of up to `count` entries from `offset` (fewer at a segment's end;
+        none past the max): what a scan by tags code needs, without a commit-log read."""
+        cq = self.get(topic, queue_id)
+        if cq is None:
+            return []
+        raw = cq.read_entries(offset, count)
+        return [tags for _, _, tags in ENTRY.iter_unpack(raw)]
 
     def offset_by_timestamp(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """The first queue offset stored at or after `timestamp_ms` (max offset if none)."""

@@ -35,6 +35,7 @@ from typing import Protocol
 
 from longboat.broker.config import BrokerConfig
 from longboat.broker.core.refusal import STORED_LATE, Reason, Refusal
+from longboat.broker.core.timers import reroute_timer
 from longboat.broker.delay_levels import DelayLevels, reroute_delayed
 from longboat.store import EncodedBatch, MessageInner, MessageStore, PutResult, PutStatus
 
@@ -132,11 +133,16 @@ class Appender:
 
     def store_message(self, msg: MessageInner) -> PutResult:
         """Append one message now (on the loop, so appends keep arrival order); a DELAY
-        property reroutes it to its schedule-topic queue first.  Durability under SYNC_FLUSH
+        property reroutes it to its schedule-topic queue first, a timer property to the timer
+        queue (Refusal when its time is too far).  Durability under SYNC_FLUSH
         is awaited separately (`await_durable`)."""
         if self.config.is_slave:
             return _SLAVE_REFUSAL
-        reroute_delayed(msg, self.delay_levels, int(self.clock() * 1000))
+        now_ms = int(self.clock() * 1000)
+        cfg = self.config
+        # A timer (RIP-43) first: it yields to a delay level, whose message loses its timer.
+        reroute_timer(msg, now_ms, cfg.timer_precision_ms, cfg.timer_max_delay_sec)
+        reroute_delayed(msg, self.delay_levels, now_ms)
         return self.store.put_message(msg)
 
     def store_encoded(self, batch: EncodedBatch) -> PutResult:

@@ -58,9 +58,9 @@ class Reason(Enum):
     GROUP_NOT_FOUND = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "no such group"
     ILLEGAL_INVISIBLE_TIME = ResponseCode.SYSTEM_ERROR, "the invisible time is out of range"
     STALE_HANDLE = ResponseCode.NO_MESSAGE, "the receipt handle is no longer current"
-    # delays and transactions
-    NOT_FOUND = ResponseCode.QUERY_NOT_FOUND, "no such pending message"
+    # timers and transactions
     UNKNOWN_TRANSACTION = ResponseCode.SYSTEM_ERROR, "no such open transaction"
+    ILLEGAL_RECALL = ResponseCode.ILLEGAL_OPERATION, "the recall handle cannot be recalled"
 
     def __init__(self, code: ResponseCode, gloss: str) -> None:
         self.code = int(code)

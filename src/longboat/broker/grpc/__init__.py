@@ -20,7 +20,8 @@ append (`core/admission.py`, `core/append.py`), pop consumption (`core/pop.py`, 
 `core/pop_table.py`, journal `core/pop_journal.py` and parked pops `core/pop_wakeups.py`: one
 state for both protocols, a group may mix them), transactions (`core/transactions.py`:
 TRANSACTION sends stored as halves, ended, producers reached over Telemetry), and DELAY
-messages held to their delivery time with RecallMessage (`services/delivery_timer.py`).
+messages, timers of the core (`core/timers.py`) delivered and recalled by the broker's timer
+service (`services/delivery_timer.py`), as over remoting.
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ class GrpcEndpoint:
         from longboat.broker.grpc.auth import AclInterceptor, GrpcAccess
         from longboat.broker.grpc.schema import svc_grpc
         from longboat.broker.grpc.service import MessagingService
-        from longboat.broker.services.delivery_timer import TimerService
 
         ctl = self.controller
         access = None if ctl.access_control is None else GrpcAccess(ctl.access_control)
@@ -73,10 +73,8 @@ class GrpcEndpoint:
                 f"cannot listen for gRPC on {ctl.config.bind_host}:"
                 f"{ctl.config.grpc_listen_port} (in use?); set grpcListenPort (-1: off)"
             )
-        timer = TimerService(ctl)
-        timer.start()
         self.service = service = MessagingService(
-            ctl, ctl.pop, timer, ctl.transactions, self.port, access
+            ctl, ctl.pop, ctl.transactions, self.port, access
         )
         ctl.transactions.add_checker(service.send_transaction_check)
         svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
@@ -92,7 +90,6 @@ class GrpcEndpoint:
             await server.stop(STOP_GRACE_S)
             self._server = None
         if service is not None:
-            service.timer.stop()
             self.service = None
 
 

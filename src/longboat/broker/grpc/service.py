@@ -26,12 +26,12 @@ from longboat.broker.core.append import outcome
 from longboat.broker.core.message_filter import SQL92, message_filter
 from longboat.broker.core.pop import PopService
 from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
 from longboat.broker.core.transactions import TransactionService
-from longboat.broker.grpc.messages import BadMessage, timestamp_ms, to_inner, to_v2
+from longboat.broker.grpc.messages import BadMessage, to_inner, to_v2
 from longboat.broker.grpc.schema import pb, svc, svc_grpc
 from longboat.broker.grpc.settings import LONG_POLLING_TIMEOUT_S, RECEIVE_BATCH_SIZE, settings_reply
 from longboat.broker.grpc.status import V2_CODES, refused, status
-from longboat.broker.services.delivery_timer import MAX_DELAY_MS, TimerService
 from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.tags import TagExpression
@@ -93,7 +93,6 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         self,
         controller: CoreHost,
         pop: PopService,
-        timer: TimerService,
         transactions: TransactionService,
         port: int,
         access: GrpcAccess | None = None,
@@ -101,7 +100,6 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         self.controller = controller
         self.access = access
         self.pop = pop
-        self.timer = timer
         self.transactions = transactions
         self.port = port
         # client id -> its open Telemetry stream
@@ -299,7 +297,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         recall_handle = transaction_id = ""
         try:
             config = ctl.admission.send_topic(msg.topic.name)
-            deliver_ms = self._check_type(sp)
+            self._check_type(sp)
             inner = to_inner(msg, self._queue_for(config, msg), ctl.config.max_message_size)
             ctl.admission.stamp_cluster(inner.properties)
             if sp.message_type == pb.MessageType.TRANSACTION:
@@ -309,12 +307,12 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 result = self.transactions.prepare(inner)
                 if result.status is PutStatus.PUT_OK:
                     transaction_id = self.transactions.transaction_id(result, message_id)
-            elif deliver_ms is not None:
-                result = self.timer.schedule(inner, deliver_ms)
-                if result.status is PutStatus.PUT_OK:
-                    recall_handle = self.timer.recall_handle(result, message_id)
             else:
                 result = ctl.appender.store_message(inner)
+                if result.status is PutStatus.PUT_OK and inner.topic == TIMER_TOPIC:
+                    recall_handle = recall_handle_for(
+                        inner.properties, ctl.config.broker_name, message_id
+                    )
             result = await ctl.appender.await_durable(result)
             late = outcome(result)
         except Refusal as refusal:
@@ -333,9 +331,10 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             transaction_id=transaction_id,
         )
 
-    def _check_type(self, sp: Any) -> int | None:
-        """Refuse a type this broker does not serve or one its properties contradict; the
-        delivery time (epoch ms) of a message to hold back, else None."""
+    def _check_type(self, sp: Any) -> None:
+        """Refuse a type this broker does not serve or one its properties contradict.  A
+        DELAY message's delivery timestamp is its TIMER_DELIVER_MS: the core's append makes
+        it a timer (and refuses one too far ahead)."""
         kind = sp.message_type
         if kind not in ACCEPTED_TYPES:
             raise Refusal(
@@ -350,21 +349,14 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
                 f"a {pb.MessageType.Name(kind)} message needs a message group exactly when it "
                 "is FIFO and a delivery timestamp exactly when it is DELAY",
             )
-        if kind != pb.MessageType.DELAY:
-            return None
-        deliver_ms = timestamp_ms(sp.delivery_timestamp)
-        now_ms = int(self.pop.now() * 1000)
-        if deliver_ms - now_ms > MAX_DELAY_MS:
-            raise Refusal(
-                Reason.ILLEGAL_DELIVERY_TIME,
-                f"the delivery time is more than {MAX_DELAY_MS // 3_600_000} h ahead",
-            )
-        return deliver_ms if deliver_ms > now_ms else None
 
     async def RecallMessage(self, request: Any, context: Any) -> Any:
         try:
             self._topic(request.topic, PERM_WRITE)
-            message_id = self.timer.recall(request.topic.name, request.recall_handle)
+            timers = self.controller.timers
+            if timers is None:  # a slave: its master holds the timers
+                raise Refusal(Reason.UNAVAILABLE, "recall failed, broker service not available")
+            message_id = timers.recall(request.topic.name, request.recall_handle)
         except Refusal as refusal:
             return svc.RecallMessageResponse(status=refused(refusal))
         return svc.RecallMessageResponse(status=status(), message_id=message_id)

@@ -29,6 +29,7 @@ from longboat.broker.core.append import LATE_REMARKS, outcome
 from longboat.broker.core.half_messages import half_message, is_half
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.core.retry_policy import route_retry_send
+from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.batch import split_batch
 from longboat.protocol.errors import ProtocolError
@@ -50,7 +51,7 @@ from longboat.protocol.topic_names import (
     RETRY_GROUP_TOPIC_PREFIX,
 )
 from longboat.remoting import Connection
-from longboat.store import EncodedBatch, MessageInner, PutResult
+from longboat.store import EncodedBatch, MessageInner, PutResult, PutStatus
 
 if TYPE_CHECKING:
     from longboat.broker.core_host import CoreHost
@@ -60,7 +61,14 @@ _DELAY_MARKER = property_marker(Prop.DELAY)
 _WAIT_MARKER = property_marker(Prop.WAIT)
 # A single send whose property string holds one of these takes the parsed path.
 _SPECIAL_MARKERS = tuple(
-    marker.decode() for marker in (_DELAY_MARKER, property_marker(Prop.TRAN_MSG))
+    property_marker(name).decode()
+    for name in (
+        Prop.DELAY,
+        Prop.TRAN_MSG,
+        Prop.TIMER_DELIVER_MS,
+        Prop.TIMER_DELAY_SEC,
+        Prop.TIMER_DELAY_MS,
+    )
 )
 _LOOPBACK = b"\x7f\x00\x00\x01"
 
@@ -100,21 +108,37 @@ class SendProcessor:
         except Refusal as refused:
             return self._answer(cmd, refused.code, refused.remark)
         msgs = send.messages
+        recall_handle = None
         if type(msgs) is EncodedBatch:
             result = appender.store_encoded(msgs)
         else:
             assert type(msgs) is MessageInner
-            result = appender.store_message(msgs)
+            try:
+                result = appender.store_message(msgs)
+            except Refusal as refused:  # a timer too far ahead
+                return self._answer(cmd, refused.code, refused.remark)
+            if result.status is PutStatus.PUT_OK and msgs.topic == TIMER_TOPIC:
+                recall_handle = recall_handle_for(
+                    msgs.properties,
+                    self.controller.config.broker_name,
+                    msgs.properties.get(Prop.UNIQ_KEY, ""),
+                )
         if send.wait and appender.must_wait(result):
-            return self._after_flush(cmd, send.queue_id, result)
-        return self._stored(cmd, send.queue_id, result)
+            return self._after_flush(cmd, send.queue_id, result, recall_handle)
+        return self._stored(cmd, send.queue_id, result, recall_handle)
 
     async def _after_flush(
-        self, cmd: RemotingCommand, queue_id: int, result: PutResult
+        self, cmd: RemotingCommand, queue_id: int, result: PutResult, recall_handle: str | None
     ) -> RemotingCommand:
-        return self._stored(cmd, queue_id, await self.appender.await_durable(result))
+        return self._stored(cmd, queue_id, await self.appender.await_durable(result), recall_handle)
 
-    def _stored(self, cmd: RemotingCommand, queue_id: int, result: PutResult) -> RemotingCommand:
+    def _stored(
+        self,
+        cmd: RemotingCommand,
+        queue_id: int,
+        result: PutResult,
+        recall_handle: str | None = None,
+    ) -> RemotingCommand:
         try:
             late = outcome(result)
         except Refusal as refused:
@@ -125,6 +149,7 @@ class SendProcessor:
             msgId=appended.joined_msg_ids(),
             queueId=queue_id,
             queueOffset=appended.queue_offsets[0],
+            recallHandle=recall_handle,
             **self._extra,
         ).to_ext()
         if late is None:

@@ -1,22 +1,27 @@
-"""Delayed messages with a delivery time of their own (RocketMQ 5's DELAY type), and recalling
-them before they are due.
+"""Timer messages delivered on time, of both protocols, and recalled before they are due.
 
-A 4.x delay level waits a fixed step; a 5.x producer names the instant (`delivery_timestamp`).
-Such a message is stored at once in `rmq_sys_wheel_timer` (RocketMQ's timer topic), queue 0,
-with REAL_TOPIC / REAL_QID saying where it belongs and its consume-queue tags code set to its
-delivery time, so a restart rebuilds the pending set from the queue alone.  The pending set is
-a heap on the event loop with one `call_at` for its earliest entry; when due, the message is
-re-stored in its real topic (as the delay-level service does) and consumers see it then.
+The append path (`core/timers.py`, through the core's appender) stores a timer message in
+`rmq_sys_wheel_timer` queue 0 with its due time as its consume-queue tags code; this service
+hears each such arrival and keeps, per due time, the queue offsets due then (`TimerWheel`).
+One `call_at` is armed for the earliest due time: an idle broker does nothing, however many
+timers wait.  When due, each message is re-stored in its real topic (as the delay levels'
+service does), in rounds of `ROUND` so a second with 10,000 timers never blocks the loop long.
 
 State of one timer-queue offset (as data):
 
     PENDING --due time reached--> DELIVERED (re-stored in its topic)
-    PENDING --RecallMessage with its handle--> RECALLED (never delivered)
+    PENDING --RECALL_MESSAGE / RecallMessage with its handle--> RECALLED (never delivered)
 
-Progress is `config/timerProgress.json`: `low` (every offset below is DELIVERED or RECALLED)
-and the offsets above it that are.  It is written after each round of deliveries and each
-recall, after the re-stored copies were appended: a crash in between delivers a message twice
-(at least once), never loses one.  A recall handle is `timer:<offset>:<message id>`.
+Persistence: the messages are in the commit log; what is done is `config/timerCheckpoint.bin`
+(`TimerCheckpoint`: every offset below `base` is done, then one bit per offset).  It is written
+after each burst of deliveries (and each recall), after the copies were appended: a crash
+between the two delivers those messages again (at least once, as RocketMQ), never loses one.
+A restart rebuilds the wheel from the consume queue alone (tags codes, no commit-log read)
+minus the done offsets.
+
+Memory: 8 bytes per pending timer in its due time's array, a dict entry and a heap entry per
+distinct due time (at most `timerMaxDelaySec * 1000 / timerPrecisionMs` of them: 259,200 by
+default), one bit per timer-queue offset since the oldest pending one.
 """
 
 from __future__ import annotations
@@ -25,61 +30,170 @@ import asyncio
 import heapq
 import logging
 import time
-from collections.abc import Callable
+from array import array
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.core.timers import (
+    TIMER_QUEUE,
+    TIMER_TOPIC,
+    check_recall,
+    decode_recall_handle,
+)
 from longboat.broker.services.delay_schedule import restored_message
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
-from longboat.store import GetStatus, MessageInner, PutResult, PutStatus
-from longboat.store.json_file import read_json, write_json_atomic
+from longboat.store import GetStatus, PutStatus
+from longboat.store.json_file import read_json, write_bytes_atomic
 
 if TYPE_CHECKING:
     from longboat.broker.core_host import CoreHost
 
 log = logging.getLogger(__name__)
 
-TIMER_TOPIC = "rmq_sys_wheel_timer"
-TIMER_QUEUE = 0
-# RocketMQ's timerMaxDelaySec default: three days.
-MAX_DELAY_MS = 3 * 24 * 3600 * 1000
-_READ_BATCH = 256
+CHECKPOINT_FILE = "timerCheckpoint.bin"
+LEGACY_PROGRESS_FILE = "timerProgress.json"
+# Messages re-stored per loop callback.
+ROUND = 1000
+_SCAN_BATCH = 4096
+_RETRY_S = 1.0
+
+
+class TimerCheckpoint:
+    """Which timer-queue offsets are done (delivered or recalled): all below `base` (a
+    multiple of 8 above the queue's first), then a bitmap.  Invariant: bit i set iff offset
+    base + i is done."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.base = 0
+        self._bits = bytearray()
+
+    def load(self, min_offset: int) -> None:
+        try:
+            raw = self.path.read_bytes()
+        except FileNotFoundError:
+            raw = b""
+        if len(raw) >= 8:
+            self.base = int.from_bytes(raw[:8], "big")
+            self._bits = bytearray(raw[8:])
+        elif (legacy := read_json(self.path.with_name(LEGACY_PROGRESS_FILE))) is not None:
+            # The gRPC-only timers' progress of earlier versions: `low` and the done above it.
+            self.base = int(legacy.get("low", 0))
+            self.mark([int(o) for o in legacy.get("done", [])])
+        if self.base < min_offset:  # the queue's first files were deleted: done with them
+            drop = (min_offset - self.base) // 8
+            del self._bits[:drop]
+            self.base += drop * 8
+            self.mark(list(range(self.base, min_offset)))
+
+    def done(self, offset: int) -> bool:
+        i = offset - self.base
+        if i < 0:
+            return True
+        byte = i >> 3
+        return byte < len(self._bits) and bool(self._bits[byte] >> (i & 7) & 1)
+
+    def mark(self, offsets: list[int]) -> None:
+        for offset in offsets:
+            i = offset - self.base
+            if i < 0:
+                continue
+            byte = i >> 3
+            if byte >= len(self._bits):
+                self._bits.extend(bytes(byte + 1 - len(self._bits)))
+            self._bits[byte] |= 1 << (i & 7)
+        full = 0
+        while full < len(self._bits) and self._bits[full] == 0xFF:
+            full += 1
+        if full:
+            del self._bits[:full]
+            self.base += full * 8
+
+    def save(self) -> None:
+        write_bytes_atomic(self.path, self.base.to_bytes(8, "big") + bytes(self._bits))
+
+
+class TimerWheel:
+    """Pending timers by due time: due ms -> the timer-queue offsets due then, and a heap of
+    the due times (each pushed once, when its first timer arrives)."""
+
+    def __init__(self) -> None:
+        self.slots: dict[int, array[int]] = {}
+        self.heap: list[int] = []
+        self.pending = 0
+
+    def add(self, due_ms: int, offset: int) -> None:
+        slot = self.slots.get(due_ms)
+        if slot is None:
+            slot = self.slots[due_ms] = array("q")
+            heapq.heappush(self.heap, due_ms)
+        slot.append(offset)
+        self.pending += 1
+
+    def remove(self, due_ms: int, offset: int) -> bool:
+        slot = self.slots.get(due_ms)
+        if slot is None or offset not in slot:
+            return False
+        slot.remove(offset)
+        self.pending -= 1
+        return True
+
+    def earliest(self) -> int | None:
+        """The earliest due time with a timer (empty slots are dropped on the way)."""
+        while self.heap and not self.slots.get(self.heap[0]):
+            self.slots.pop(heapq.heappop(self.heap), None)
+        return self.heap[0] if self.heap else None
+
+    def take(self, now_ms: int, limit: int) -> list[tuple[int, int]]:
+        """Up to `limit` (due ms, offset) due at `now_ms`, taken out of the wheel."""
+        taken: list[tuple[int, int]] = []
+        while len(taken) < limit:
+            due = self.earliest()
+            if due is None or due > now_ms:
+                break
+            slot = self.slots[due]
+            n = min(limit - len(taken), len(slot))
+            taken.extend((due, offset) for offset in slot[:n])
+            del slot[:n]
+            self.pending -= n
+        return taken
 
 
 class TimerService:
     def __init__(self, controller: CoreHost, *, clock: Callable[[], float] = time.time) -> None:
         self.controller = controller
         self._clock = clock
-        self._path = controller.config.store_path_root_dir / "config" / "timerProgress.json"
-        self._low = 0
-        self._done: set[int] = set()
-        self._heap: list[tuple[int, int]] = []  # (deliver_ms, timer-queue offset)
-        self._timer: asyncio.TimerHandle | None = None
+        self.checkpoint = TimerCheckpoint(
+            controller.config.store_path_root_dir / "config" / CHECKPOINT_FILE
+        )
+        self.wheel = TimerWheel()
+        # RocketMQ's rocketmq_timer_enqueue_total / dequeue_total.
+        self.enqueued = 0
+        self.dequeued = 0
+        self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Load progress and rebuild the pending set from the timer queue."""
+        """Load what is done and rebuild the wheel from the timer queue's tags codes."""
         self._loop = asyncio.get_running_loop()
-        saved = read_json(self._path) or {}
         store = self.controller.store
-        self._low = max(int(saved.get("low", 0)), store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
-        self._done = {int(o) for o in saved.get("done", []) if int(o) >= self._low}
-        offset = self._low
-        while True:
-            got = store.get_messages(TIMER_TOPIC, TIMER_QUEUE, offset, _READ_BATCH)
-            if got.status is not GetStatus.FOUND:
+        self.checkpoint.load(store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
+        offset = max(self.checkpoint.base, store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
+        end = store.max_offset(TIMER_TOPIC, TIMER_QUEUE)
+        while offset < end:
+            codes = store.tags_codes(TIMER_TOPIC, TIMER_QUEUE, offset, _SCAN_BATCH)
+            if not codes:
                 break
-            for record, queue_offset in zip(got.records, got.queue_offsets, strict=True):
-                if queue_offset in self._done:
-                    continue
-                ext = _decode(record)
-                if ext is not None:
-                    heapq.heappush(self._heap, (_deliver_ms(ext), queue_offset))
-            offset = got.next_begin_offset
+            for due in codes:
+                if not self.checkpoint.done(offset):
+                    self.wheel.add(due, offset)
+                offset += 1
         self._arm()
 
     def stop(self) -> None:
@@ -88,72 +202,71 @@ class TimerService:
             self._timer = None
         self._loop = None
 
-    # ------------------------------------------------------------------ scheduling
-
-    def schedule(self, msg: MessageInner, deliver_ms: int) -> PutResult:
-        """Store `msg` (bound for its topic and queue) in the timer queue until `deliver_ms`;
-        its recall handle is `recall_handle(result)`."""
-        props = msg.properties
-        props[Prop.REAL_TOPIC] = msg.topic
-        props[Prop.REAL_QID] = str(msg.queue_id)
-        props[Prop.TIMER_DELIVER_MS] = str(deliver_ms)
-        msg.topic = TIMER_TOPIC
-        msg.queue_id = TIMER_QUEUE
-        msg.tags_code = deliver_ms
-        result = self.controller.appender.store_message(msg)
-        if result.status is PutStatus.PUT_OK:
-            heapq.heappush(self._heap, (deliver_ms, result.records[0].queue_offset))
+    def on_arrival(
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, _p: Mapping[str, str]
+    ) -> None:
+        """A timer message was appended (arrival listener, on the loop)."""
+        if topic != TIMER_TOPIC:
+            return
+        self.enqueued += 1
+        self.wheel.add(tags_code, new_max - 1)
+        earliest = self.wheel.earliest()
+        if earliest == tags_code:
             self._arm()
-        return result
 
-    @staticmethod
-    def recall_handle(result: PutResult, message_id: str) -> str:
-        return f"timer:{result.records[0].queue_offset}:{message_id}"
+    # ------------------------------------------------------------------ recall
 
-    def recall(self, topic: str, handle: str) -> str:
-        """Cancel a pending delayed message of `topic`; its message id.  Refusal (NOT_FOUND)
-        when the handle names none (delivered, recalled, or not ours)."""
-        try:
-            kind, raw_offset, message_id = handle.split(":", 2)
-            offset = int(raw_offset)
-        except ValueError:
-            raise Refusal(
-                Reason.NOT_FOUND, f"{handle!r} is not a recall handle of this broker"
-            ) from None
-        pending = {o for _, o in self._heap}
-        if kind != "timer" or offset not in pending:
-            raise Refusal(
-                Reason.NOT_FOUND,
-                f"no pending delayed message for recall handle {handle!r} "
-                "(delivered or recalled already?)",
-            )
-        ext = self._read(offset)
-        if ext is None or ext.properties.get(Prop.REAL_TOPIC) != topic or ext.msg_id != message_id:
-            raise Refusal(
-                Reason.NOT_FOUND, f"recall handle {handle!r} does not name a message of {topic!r}"
-            )
-        self._heap = [(due, o) for due, o in self._heap if o != offset]
-        heapq.heapify(self._heap)
-        self._finish([offset])
-        return message_id
+    def recall(self, topic: str, raw_handle: str) -> str:
+        """Recall a pending timer message of `topic`; its message id.  Refusal
+        (ILLEGAL_OPERATION, RocketMQ's remarks) for a handle that is not one, names another
+        topic or broker, or is due already.  A well-formed handle naming no pending message
+        is answered as RocketMQ does: with its message id, nothing else happens."""
+        if self.controller.topics.get(topic) is None:
+            raise Refusal(Reason.TOPIC_NOT_FOUND, f"recall failed, the topic[{topic}] not exist")
+        handle = decode_recall_handle(raw_handle)
+        cfg = self.controller.config
+        now_ms = int(self._clock() * 1000)
+        check_recall(handle, topic, cfg.broker_name, now_ms, cfg.timer_max_delay_sec)
+        due = handle.timestamp_ms - 1
+        for offset in list(self.wheel.slots.get(due, ())):
+            ext = self._read(offset)
+            if (
+                ext is not None
+                and ext.properties.get(Prop.REAL_TOPIC) == topic
+                and ext.msg_id == handle.message_id
+                and self.wheel.remove(due, offset)
+            ):
+                self.checkpoint.mark([offset])
+                self.checkpoint.save()
+                break
+        return handle.message_id
 
     # ------------------------------------------------------------------ delivering
 
+    @property
+    def pending(self) -> int:
+        return self.wheel.pending
+
+    @property
+    def earliest_due_ms(self) -> int | None:
+        return self.wheel.earliest()
+
     def _arm(self) -> None:
         loop = self._loop
-        if loop is None or not self._heap:
+        due = self.wheel.earliest()
+        if loop is None or due is None:
             return
         if self._timer is not None:
             self._timer.cancel()
-        delay = max(0.0, self._heap[0][0] / 1000 - self._clock())
+        delay = max(0.0, due / 1000 - self._clock())
         self._timer = loop.call_later(delay, self._deliver_due)
 
     def _deliver_due(self) -> None:
         self._timer = None
         now_ms = int(self._clock() * 1000)
-        delivered: list[int] = []
-        while self._heap and self._heap[0][0] <= now_ms:
-            _, offset = heapq.heappop(self._heap)
+        taken = self.wheel.take(now_ms, ROUND)
+        done: list[int] = []
+        for i, (_, offset) in enumerate(taken):
             ext = self._read(offset)
             restored = restored_message(ext) if ext is not None else None
             if restored is not None:
@@ -164,34 +277,49 @@ class TimerService:
                         ext.msg_id if ext else offset,
                         result.error or result.status.value,
                     )
-                    heapq.heappush(self._heap, (now_ms + 1000, offset))
+                    for later_due, later in taken[i:]:
+                        self.wheel.add(later_due, later)
                     break
-            delivered.append(offset)
-        if delivered:
-            self._finish(delivered)
-        self._arm()
-
-    def _finish(self, offsets: list[int]) -> None:
-        self._done.update(offsets)
-        while self._low in self._done:
-            self._done.discard(self._low)
-            self._low += 1
-        write_json_atomic(self._path, {"low": self._low, "done": sorted(self._done)})
+            done.append(offset)
+        if done:
+            self.dequeued += len(done)
+            self.checkpoint.mark(done)
+        more = len(done) == len(taken) == ROUND and self._loop is not None
+        if done and not more:
+            # Once per burst, not per round: a crash before it re-delivers the burst (at
+            # least once), and a second of 10,000 due timers costs one write, not ten.
+            self.checkpoint.save()
+        if len(done) < len(taken):
+            assert self._loop is not None
+            self._timer = self._loop.call_later(_RETRY_S, self._deliver_due)
+        elif more:
+            assert self._loop is not None
+            self._timer = self._loop.call_soon(self._deliver_due)
+        else:
+            self._arm()
 
     def _read(self, offset: int) -> MessageExt | None:
         got = self.controller.store.get_messages(TIMER_TOPIC, TIMER_QUEUE, offset, 1)
         if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
             return None
-        return _decode(got.records[0])
+        try:
+            return decode_record(got.records[0])
+        except ProtocolError:
+            return None
 
 
-def _decode(record: bytes | memoryview) -> MessageExt | None:
-    try:
-        return decode_record(record)
-    except ProtocolError:
+def install(controller: CoreHost) -> TimerService | None:
+    """Deliver timer messages while the broker runs (a slave's are delivered by its
+    master; in controller mode, by whichever broker is master at the moment); the service,
+    which recall and the metrics use."""
+    cfg = controller.config
+    if cfg.is_slave and not cfg.enable_controller_mode:
         return None
-
-
-def _deliver_ms(ext: MessageExt) -> int:
-    raw = ext.properties.get(Prop.TIMER_DELIVER_MS, "")
-    return int(raw) if raw.isdigit() else 0
+    service = TimerService(controller, clock=controller.clock)
+    controller.add_arrival_listener(service.on_arrival)
+    if cfg.enable_controller_mode:  # the master of the moment delivers them
+        controller.add_master_hooks(service.start, service.stop)
+    else:
+        controller.add_start_hook(service.start)
+        controller.add_stop_hook(service.stop)
+    return service

@@ -41,6 +41,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from longboat.broker.services.timer_metrics import timer_families
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.topic_names import (
     DLQ_GROUP_TOPIC_PREFIX,
@@ -373,6 +374,7 @@ class RocketMQ5Collector(Collector):
         )
         storage.add_metric([*values, "local", "disk"], self.controller.store.disk_bytes)
         yield storage
+        yield from timer_families(self.controller.timers, names, values)
 
     def _lag(self, names: list[str], values: list[str]) -> Iterator[Metric]:
         labels = [*names, "consumer_group", "topic", "is_retry", "is_system"]

@@ -51,6 +51,8 @@ from longboat.protocol.headers import (
     QueryConsumerOffsetRequestHeader,
     QueryMessageRequestHeader,
     QueueRequestHeader,
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
     SearchOffsetRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
@@ -223,6 +225,7 @@ class ClientAPI:
             queue_offset=rh.queueOffset,
             region_id=rh.MSG_REGION,
             transaction_id=rh.transactionId,
+            recall_handle=rh.recallHandle,
             trace_on=rh.TRACE_ON != "false",
         )
 
@@ -233,6 +236,15 @@ class ClientAPI:
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
         ext = header.to_ext_for_queue(mq.queue_id)
         await self.invoke_oneway(addr, self._command(code, ext, body))
+
+    async def recall_message(
+        self, addr: str, header: RecallMessageRequestHeader, timeout: float
+    ) -> str:
+        """RECALL_MESSAGE (370): the recalled message's id (BrokerError with RocketMQ's code
+        and remark when the broker refuses)."""
+        cmd = self._command(RequestCode.RECALL_MESSAGE, header.to_ext())
+        response = await self._call(addr, cmd, timeout)
+        return RecallMessageResponseHeader.from_ext(response.ext_fields).msgId
 
     async def end_transaction(self, addr: str, header: EndTransactionRequestHeader) -> None:
         """END_TRANSACTION (37): a half's commit / rollback / unknown, one-way as Java sends

@@ -1,0 +1,173 @@
+"""Timer messages (RIP-43) and recall, one core, two protocols: a timer sent through remoting
+(its TIMER_* properties) or gRPC (a DELAY message's delivery timestamp) is read through the
+other no earlier than due; a recalled one never arrives; the refusals carry RocketMQ's codes
+and remarks in each protocol's terms."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import grpc
+import pytest
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as svc
+from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
+
+from broker.wire import sent
+from longboat.protocol import RequestCode, ResponseCode
+from longboat.protocol.headers import RecallMessageRequestHeader, RecallMessageResponseHeader
+from longboat.protocol.properties import Prop
+
+from .conftest import Grpc5
+from .test_one_core import GrpcSide, RemotingSide
+
+BOTH = ["remoting", "grpc"]
+OK = {"remoting": ResponseCode.SUCCESS, "grpc": pb.Code.OK}
+MAX_DELAY_REMARK = (
+    "timer message illegal, the delay time should not be bigger than the max delay "
+    "259200000ms; or if set del msg, the delay time should be bigger than the current time"
+)
+
+
+class TimerRemoting(RemotingSide):
+    def send_timer(self, topic: str, body: bytes, props: dict[str, str]) -> tuple[str, str]:
+        """(recall handle, message id) of a timer sent with `props`."""
+        props = {**props, Prop.UNIQ_KEY: body.hex().upper()}
+        header = sent(self._run(lambda w: w.send(topic, body, tags="T", props=props)))
+        return header.recallHandle or "", props[Prop.UNIQ_KEY]
+
+    def send_at(self, topic: str, body: bytes, deliver_ms: int) -> tuple[str, str]:
+        return self.send_timer(topic, body, {Prop.TIMER_DELIVER_MS: str(deliver_ms)})
+
+    def refused_at(self, topic: str, deliver_ms: int) -> tuple[int, str]:
+        props = {Prop.TIMER_DELIVER_MS: str(deliver_ms)}
+        answer = self._run(lambda w: w.send(topic, b"too far", props=props))
+        return answer.code, answer.remark or ""
+
+    def recall(self, topic: str, handle: str) -> tuple[int, str]:
+        """(code, message id or remark)."""
+        header = RecallMessageRequestHeader(topic=topic, recallHandle=handle, producerGroup="pg")
+        answer = self._run(lambda w: w.call(RequestCode.RECALL_MESSAGE, header))
+        if answer.code != ResponseCode.SUCCESS:
+            return answer.code, answer.remark or ""
+        return answer.code, RecallMessageResponseHeader.from_ext(answer.ext_fields).msgId
+
+
+class TimerGrpc(GrpcSide):
+    def _delay(self, topic: str, body: bytes, deliver_ms: int) -> svc.SendResultEntry:
+        msg = self._message(topic, body, pb.MessageType.DELAY)
+        msg.system_properties.delivery_timestamp.FromMilliseconds(deliver_ms)
+        return self._send(msg)
+
+    def send_at(self, topic: str, body: bytes, deliver_ms: int) -> tuple[str, str]:
+        entry = self._delay(topic, body, deliver_ms)
+        assert entry.status.code == pb.Code.OK, entry.status.message
+        return entry.recall_handle, entry.message_id
+
+    def refused_at(self, topic: str, deliver_ms: int) -> tuple[int, str]:
+        entry = self._delay(topic, b"too far", deliver_ms)
+        return entry.status.code, entry.status.message
+
+    def recall(self, topic: str, handle: str) -> tuple[int, str]:
+        answer = self.stub.RecallMessage(
+            svc.RecallMessageRequest(topic=pb.Resource(name=topic), recall_handle=handle),
+            timeout=10,
+        )
+        if answer.status.code != pb.Code.OK:
+            return answer.status.code, answer.status.message
+        return answer.status.code, answer.message_id
+
+
+Sides = dict[str, TimerRemoting | TimerGrpc]
+
+
+@pytest.fixture
+def sides(grpc5: Grpc5) -> Iterator[Sides]:
+    channel = grpc.insecure_channel(grpc5.endpoint)
+    try:
+        yield {"remoting": TimerRemoting(grpc5), "grpc": TimerGrpc(MessagingServiceStub(channel))}
+    finally:
+        channel.close()
+
+
+def other(name: str) -> str:
+    return "grpc" if name == "remoting" else "remoting"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@pytest.mark.parametrize("side", BOTH)
+def test_a_timer_sent_in_one_protocol_is_read_in_the_other_not_before_its_time(
+    grpc5: Grpc5, sides: Sides, side: str
+) -> None:
+    topic, group = grpc5.topic(queues=1), grpc5.group()
+    due = now_ms() + 1500
+    handle, _ = sides[side].send_at(topic, b"timer", due)
+    assert handle  # a timer's send answers with its recall handle, in both protocols
+    assert sides[other(side)].read(topic, group, until=b"timer") == [b"timer"]
+    assert now_ms() >= due
+
+
+@pytest.mark.parametrize(
+    "props",
+    [{Prop.TIMER_DELAY_SEC: "1"}, {Prop.TIMER_DELAY_MS: "1200"}],
+    ids=["TIMER_DELAY_SEC", "TIMER_DELAY_MS"],
+)
+def test_a_relative_timer_over_remoting_waits_its_delay(
+    grpc5: Grpc5, sides: Sides, props: dict[str, str]
+) -> None:
+    topic, group = grpc5.topic(queues=1), grpc5.group()
+    started = now_ms()
+    remoting = sides["remoting"]
+    assert isinstance(remoting, TimerRemoting)
+    handle, _ = remoting.send_timer(topic, b"relative", props)
+    assert handle
+    assert sides["grpc"].read(topic, group, until=b"relative") == [b"relative"]
+    delay = int(props.get(Prop.TIMER_DELAY_MS, "0")) or int(props[Prop.TIMER_DELAY_SEC]) * 1000
+    assert now_ms() >= started + delay
+
+
+@pytest.mark.parametrize("side", BOTH)
+def test_a_recalled_timer_never_arrives(grpc5: Grpc5, sides: Sides, side: str) -> None:
+    topic, group = grpc5.topic(queues=1), grpc5.group()
+    due = now_ms() + 2000
+    handle, message_id = sides[side].send_at(topic, b"recalled", due)
+    sides[side].send_at(topic, b"control", due)  # due alike, not recalled: the positive signal
+    assert sides[other(side)].recall(topic, handle) == (OK[other(side)], message_id)
+    # RocketMQ answers a second recall of a pending time as the first.
+    assert sides[side].recall(topic, handle) == (OK[side], message_id)
+    assert sides[other(side)].read(topic, group, until=b"control") == [b"control"]
+    assert sides[side].send(topic, b"after").ok
+    assert sides[other(side)].read(topic, group, until=b"after") == [b"after"]
+
+
+@pytest.mark.parametrize("side", BOTH)
+def test_recalling_too_late_or_with_no_handle_is_refused_as_rocketmq_does(
+    grpc5: Grpc5, sides: Sides, side: str
+) -> None:
+    topic, group = grpc5.topic(queues=1), grpc5.group()
+    # RocketMQ's proxy answers the broker's ILLEGAL_OPERATION with its default code.
+    illegal = {"remoting": ResponseCode.ILLEGAL_OPERATION, "grpc": pb.Code.INTERNAL_SERVER_ERROR}[
+        side
+    ]
+    handle, _ = sides[side].send_at(topic, b"delivered", now_ms() + 1000)
+    assert sides[other(side)].read(topic, group, until=b"delivered") == [b"delivered"]
+    assert sides[side].recall(topic, handle) == (illegal, "recall failed, timestamp invalid")
+    assert sides[side].recall(topic, "not a handle") == (illegal, "recall handle is invalid")
+    other_topic = grpc5.topic(queues=1)
+    assert sides[side].recall(other_topic, handle) == (illegal, "recall failed, topic not match")
+
+
+@pytest.mark.parametrize("side", BOTH)
+def test_a_timer_beyond_the_longest_delay_is_refused_with_rocketmq_s_remark(
+    grpc5: Grpc5, sides: Sides, side: str
+) -> None:
+    topic = grpc5.topic(queues=1)
+    code, remark = sides[side].refused_at(topic, now_ms() + 4 * 24 * 3600 * 1000)
+    assert code == (
+        ResponseCode.MESSAGE_ILLEGAL if side == "remoting" else pb.Code.ILLEGAL_DELIVERY_TIME
+    )
+    assert remark == MAX_DELAY_REMARK
