@@ -73,9 +73,7 @@ class GrpcEndpoint:
                 f"cannot listen for gRPC on {ctl.config.bind_host}:"
                 f"{ctl.config.grpc_listen_port} (in use?); set grpcListenPort (-1: off)"
             )
-        self.service = service = MessagingService(
-            ctl, ctl.pop, ctl.transactions, self.port, access
-        )
+        self.service = service = MessagingService(ctl, ctl.pop, ctl.transactions, self.port, access)
         ctl.transactions.add_checker(service.send_transaction_check)
         svc_grpc.add_MessagingServiceServicer_to_server(self.service, server)
         await server.start()
