@@ -85,12 +85,17 @@ def property_refusal(props: Mapping[str, str]) -> str | None:
     for name, value in props.items():
         if name in RESERVED_PROPERTIES:
             return f"the property name {name!r} is used by the system; choose another"
-        if any(sep in name or sep in value for sep in (NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR)):
+        if holds_separator(name) or holds_separator(value):
             return (
                 f"the property {name!r} holds a separator character (\\x01 or \\x02) in its "
                 "name or value"
             )
     return None
+
+
+def holds_separator(text: str) -> bool:
+    """Whether `text` would split a property string: it holds \\x01 or \\x02."""
+    return NAME_VALUE_SEPARATOR in text or PROPERTY_SEPARATOR in text
 
 
 def properties_to_string(props: dict[str, str]) -> str:
