@@ -301,15 +301,32 @@ class Producer(InstanceUser):
     ) -> SendResult:
         """Send messages of one topic as one request; they land in one queue, in order, with
         consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules)."""
+        for m in msgs:
+            if m.properties and (problem := property_refusal(m.properties)):
+                raise ClientUsageError(f"invalid message: {problem}")
+        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0]) if msgs else None
+        return await self._send_batch(msgs, chooser, timeout)
+
+    async def send_own_batch(
+        self, msgs: Sequence[Message], *, timeout: float | None = None
+    ) -> SendResult:
+        """Send a batch whose properties a Longboat component composes and answers for: the
+        Spark sink's rows, whose property maps may name TAGS, KEYS or UNIQ_KEY (docs/spark.md)
+        and whose exactly-once chunks carry UNIQ_KEYs of their own.  As `send_batch`, without
+        the check of reserved property names."""
+        return await self._send_batch(msgs, None, timeout)
+
+    async def _send_batch(
+        self,
+        msgs: Sequence[Message],
+        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        timeout: float | None,
+    ) -> SendResult:
         if not msgs:
             raise ClientUsageError("send_batch needs at least one message")
         topic = msgs[0].topic
         _check_batch_topic(topic)
-        for m in msgs:
-            if m.properties and (problem := property_refusal(m.properties)):
-                raise ClientUsageError(f"invalid message: {problem}")
         body, uniqs = self._batch_body(msgs, topic)
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0])
         return await self._send_batch_body(topic, body, ",".join(uniqs), chooser, timeout)
 
     async def send_encoded_batch(
