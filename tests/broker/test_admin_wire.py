@@ -94,12 +94,12 @@ async def test_reserved_and_bad_topic_names_are_refused(
     version = broker.topics.wrapper().data_version.counter
     for name in (*RESERVED, "bad topic"):
         response = await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create(name))
-        assert response.code == ResponseCode.SYSTEM_ERROR, name
+        assert response.code == ResponseCode.INVALID_PARAMETER, name
         assert response.remark
     assert {name: broker.topics.get(name) for name in RESERVED} == before
     assert broker.store.topic_configs.get("bad topic") is None
     response = await call(client, broker, RequestCode.UPDATE_AND_CREATE_TOPIC, create("Z", 0))
-    assert response.code == ResponseCode.SYSTEM_ERROR
+    assert response.code == ResponseCode.INVALID_PARAMETER
     assert broker.store.topic_configs.get("Z") is None
     # Nothing changed, so nothing new was registered: the name server knows no route to Z.
     assert broker.topics.wrapper().data_version.counter == version

@@ -158,24 +158,24 @@ def test_retry_and_dlq_topics_are_created_once(topics: Topics) -> None:
         # (what happens, topic, its shape afterwards, re-registrations so far)
         (lambda: topics.manager.ensure_retry_topic("g", 2), "%RETRY%g", (2, 2, 6), 1),
         (lambda: topics.manager.ensure_retry_topic("g", 5), "%RETRY%g", (2, 2, 6), 1),
-        (
-            lambda: topics.manager.create_on_send("%RETRY%h", AUTO_CREATE_TOPIC_KEY, 4),
-            "%RETRY%h",
-            (1, 1, 6),
-            2,
-        ),
-        (lambda: topics.manager.ensure_dlq_topic("g"), "%DLQ%g", (1, 1, 6), 3),
-        (lambda: topics.manager.ensure_dlq_topic("g"), "%DLQ%g", (1, 1, 6), 3),
+        (lambda: topics.manager.ensure_dlq_topic("g"), "%DLQ%g", (1, 1, 6), 2),
+        (lambda: topics.manager.ensure_dlq_topic("g"), "%DLQ%g", (1, 1, 6), 2),
     ]
     for action, topic, shape, changes in steps:
         action()
         assert (topics.shape(topic), topics.changes) == (shape, changes)
 
 
-def test_a_retry_topic_is_created_even_when_auto_creation_is_off(tmp_path: Path) -> None:
-    topics = Topics(tmp_path / "topics.json", auto_create=False)
+@pytest.mark.parametrize("auto_create", [True, False])
+def test_a_send_never_creates_a_retry_topic(tmp_path: Path, auto_create: bool) -> None:
+    """A group's retry topic comes from its heartbeat (`ensure_retry_topic`); a send to a
+    missing one would make up a group nobody runs."""
+    topics = Topics(tmp_path / "topics.json", auto_create=auto_create)
+    assert topics.manager.create_on_send("%RETRY%g", AUTO_CREATE_TOPIC_KEY, 4) is None
+    plain = topics.manager.create_on_send("Plain", AUTO_CREATE_TOPIC_KEY, 4)
+    assert (plain is not None) == auto_create
+    topics.manager.ensure_retry_topic("g", 2)
     assert topics.manager.create_on_send("%RETRY%g", AUTO_CREATE_TOPIC_KEY, 4) is not None
-    assert topics.manager.create_on_send("Plain", AUTO_CREATE_TOPIC_KEY, 4) is None
 
 
 # ---------------------------------------------------------------------- admin changes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import signal
@@ -11,8 +12,9 @@ from typing import Any
 import pytest
 
 from conftest import Cluster, start_cluster
-from longboat.client import ClientConfig
+from longboat.client import ClientConfig, Message
 from longboat.client.admin import QueueOffset
+from longboat.client.producer import Producer
 from longboat.client.sync import Admin, LitePullConsumer
 from longboat.dashboard.server import DashboardServer
 
@@ -123,6 +125,21 @@ def test_tag_filter(longboat) -> None:
     assert sorted(got.stdout.splitlines()) == ["tagged A", "tagged C"]
 
 
+def test_user_mistakes_are_usage_errors_said_at_once(longboat) -> None:
+    """A bad group or a reserved topic is the caller's mistake: said locally, never as a
+    retriable broker fault."""
+    longboat("topic", "create", "-t", "CliMistakes", "--queues", "1")
+    for args in (
+        ("consume", "-t", "CliMistakes", "-g", "bad group", "--from", "earliest", "-n", "1"),
+        ("consume", "-t", "CliMistakes", "-g", "bad group", "-n", "1"),
+        ("produce", "-t", "SCHEDULE_TOPIC_XXXX", "-n", "1"),
+        ("produce", "-t", "%DLQ%g", "-n", "1"),
+    ):
+        refused = longboat(*args, code=1)
+        assert "error (usage)" in refused.stderr, args
+        assert "retriable" not in refused.stderr and "SYSTEM_ERROR" not in refused.stderr
+
+
 def test_topics(longboat) -> None:
     created = longboat("topic", "create", "-t", "CliTopic", "--queues", "3")
     assert "CliTopic" in created.stdout
@@ -137,7 +154,11 @@ def test_topics(longboat) -> None:
     described = longboat("topic", "describe", "-t", "CliTopic").stdout
     assert re.search(r"total\s*\S(\s*\S){3}\s*6\s", described)
     refused = longboat("topic", "create", "-t", "TBW102", code=1)
-    assert refused.stderr.startswith("error (broker): code 1 SYSTEM_ERROR")
+    assert refused.stderr.startswith("error (usage): cannot create topic") and (
+        "system topic" in refused.stderr
+    )
+    missing = longboat("topic", "update", "-t", "CliNoSuchTopic", "--perm", "r", code=1)
+    assert "create it first" in missing.stderr and "(not retriable)" in missing.stderr
     unknown = longboat("topic", "describe", "-t", "CliNoSuchTopic", code=1)
     assert "TOPIC_NOT_EXIST" in unknown.stderr and unknown.stderr.count("\n") == 1
 
@@ -262,12 +283,21 @@ def test_a_queue_without_a_stored_offset_shows_none_and_no_lag(longboat, cluster
     assert document["lag"] == total
 
 
+async def send_own_copies(cluster: Cluster, topic: str, count: int) -> None:
+    config = ClientConfig([cluster.namesrv_addr], client_ip="127.0.0.1")
+    async with Producer("cli-retry-copies", config=config) as producer:
+        for i in range(count):
+            assert (await producer.send_own(Message(topic, b"copy %d" % i))).ok
+
+
 def test_a_groups_total_lag_leaves_out_its_retry_queue(longboat, cluster) -> None:
     retry = "%RETRY%cli-retried"
     longboat("topic", "create", "-t", "CliRetried", "--queues", "1")
     longboat("topic", "create", "-t", retry, "--queues", "1")
     longboat("produce", "-t", "CliRetried", "-n", "3")
-    longboat("produce", "-t", retry, "-n", "5")
+    # An application may not send to a retry topic: the group's failures are Longboat's own
+    # sends (a consumer's retry copies), as the sender below makes them.
+    asyncio.run(send_own_copies(cluster, retry, 5))
     with admin(cluster) as a:
         a.reset_offsets("cli-retried", "CliRetried", QueueOffset(1))
         a.reset_offsets("cli-retried", retry, QueueOffset(0))

@@ -84,6 +84,27 @@ def test_body_over_the_limit_is_refused_and_nothing_stored(grpc5: Grpc5, stub) -
     assert empty.status.code == Code.MESSAGE_BODY_EMPTY
 
 
+def test_reserved_names_and_broken_properties_are_refused_and_nothing_stored(
+    grpc5: Grpc5, stub
+) -> None:
+    topic = grpc5.topic(queues=1)
+    for reserved in ("SCHEDULE_TOPIC_XXXX", "TBW102", "%DLQ%g", "%RETRY%no-such-group"):
+        sent = stub.SendMessage(send_request(reserved, b"x"), timeout=5)
+        assert sent.status.code != Code.OK, reserved
+    assert grpc5.cluster.broker.topics.get("%RETRY%no-such-group") is None
+    for properties, code in [
+        ({"UNIQ_KEY": "mine"}, Code.ILLEGAL_MESSAGE_PROPERTY_KEY),
+        ({"na\x02me": "v"}, Code.ILLEGAL_MESSAGE_PROPERTY_KEY),
+        ({"name": "va\x01lue"}, Code.BAD_REQUEST),
+    ]:
+        request = send_request(topic, b"x")
+        request.messages[0].user_properties.update(properties)
+        sent = stub.SendMessage(request, timeout=5)
+        assert sent.status.code == code, properties
+        assert "reserves" in sent.status.message or "separator" in sent.status.message
+    assert grpc5.cluster.broker.store.max_offset(topic, 0) == 0
+
+
 def test_stale_or_forged_receipt_handle(grpc5: Grpc5, stub) -> None:
     topic, group = grpc5.topic(queues=1), grpc5.group()
     assert stub.SendMessage(send_request(topic, b"once"), timeout=5).status.code == Code.OK

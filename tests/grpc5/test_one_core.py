@@ -294,8 +294,8 @@ def read_only_topic(grpc5: Grpc5) -> str:
 # (what the send is refused for, its remoting code, its v2 code, what the text says)
 SEND_REFUSALS = {
     "topic not writable": (ResponseCode.NO_PERMISSION, pb.Code.FORBIDDEN, "is forbidden"),
-    "the broker's own topic": (ResponseCode.NO_PERMISSION, pb.Code.FORBIDDEN, "is forbidden"),
-    "illegal topic name": (ResponseCode.SYSTEM_ERROR, pb.Code.ILLEGAL_TOPIC, "sender's error"),
+    "the broker's own topic": (ResponseCode.INVALID_PARAMETER, pb.Code.FORBIDDEN, "is forbidden"),
+    "illegal topic name": (ResponseCode.INVALID_PARAMETER, pb.Code.ILLEGAL_TOPIC, "sender's error"),
 }
 
 

@@ -44,8 +44,13 @@ from longboat.protocol.bodies import (
 from longboat.protocol.controller import BrokerReplicasInfo
 from longboat.protocol.ids import decode_offset_msg_id
 from longboat.protocol.message import MessageExt
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, is_system_topic, topic_kind
-from longboat.protocol.topic_names import validate_topic as topic_problem
+from longboat.protocol.topic_names import (
+    RETRY_GROUP_TOPIC_PREFIX,
+    admin_topic_refusal,
+    is_system_topic,
+    topic_kind,
+    validate_group,
+)
 from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
 
 
@@ -191,7 +196,7 @@ class Admin(RegisteringNothingUser):
         With `wait`, returns once the name server routes the topic to every one of those
         brokers, so producers and consumers started next find it.  Returns the broker names.
         A name no broker would accept raises ClientUsageError before anything is sent."""
-        if problem := topic_problem(topic):
+        if problem := admin_topic_refusal(topic):
             raise ClientUsageError(f"cannot create topic: {problem}")
         masters = await self.master_brokers(cluster)
         if not masters:
@@ -223,8 +228,18 @@ class Admin(RegisteringNothingUser):
         not given (per broker); NoRouteError when no broker serves it.  Returns broker names.
 
         Fewer read queues hide the queues past the new count from every consumer: when they
-        hold messages a group has not consumed, QueuesHoldMessagesError, unless `shrink`."""
-        route = await self.route(topic)
+        hold messages a group has not consumed, QueuesHoldMessagesError, unless `shrink`.
+        A name no broker would accept raises ClientUsageError before anything is sent; a
+        topic no broker serves, NoRouteError (not retriable: create it first)."""
+        if problem := admin_topic_refusal(topic):
+            raise ClientUsageError(f"cannot update topic: {problem}")
+        route = await self.route_or_none(topic)
+        if route is None:
+            raise NoRouteError(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"no broker serves topic {topic}: create it first",
+                retriable=False,
+            )
         current = {q.broker_name: q for q in route.queue_datas}
         if read_queue_nums is not None and not shrink:
             hidden = [
@@ -461,7 +476,10 @@ class Admin(RegisteringNothingUser):
         broker) to `to`: "earliest", "latest", a time (epoch ms or datetime; the first
         message stored at or after it), or a `QueueOffset`.
 
-        Raises GroupOnlineError while members are connected, unless `force`."""
+        Raises GroupOnlineError while members are connected, unless `force`, and
+        ClientUsageError (nothing sent) for a group name no broker would accept."""
+        if problem := validate_group(group):
+            raise ClientUsageError(f"invalid group: {problem}")
         if not force:
             members = await self.consumer_ids(group, topic)
             if members:

@@ -54,12 +54,14 @@ from longboat.protocol.properties import (
     PROPERTY_SEPARATOR,
     Prop,
     properties_to_string,
+    property_refusal,
 )
 from longboat.protocol.recall_handle import RecallHandle
 from longboat.protocol.topic_names import (
     AUTO_CREATE_TOPIC_KEY,
     DEFAULT_TOPIC_QUEUE_NUMS,
     RETRY_GROUP_TOPIC_PREFIX,
+    send_refusal,
 )
 from longboat.protocol.topic_names import validate_topic as topic_problem
 from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
@@ -89,6 +91,15 @@ def validate_topic(topic: str) -> None:
     problem = topic_problem(topic)
     if problem is not None:
         raise ClientUsageError(f"invalid topic: {problem}")
+
+
+def check_application_message(msg: Message) -> None:
+    """Raise ClientUsageError (nothing is sent) for what an application may not send: a topic
+    the system reserves, a reserved property name, a separator in a property (RocketMQ's
+    Validators.checkMessage and Message.putUserProperty)."""
+    problem = send_refusal(msg.topic) or property_refusal(msg.properties)
+    if problem is not None:
+        raise ClientUsageError(f"invalid message: {problem}")
 
 
 class Producer(InstanceUser):
@@ -123,7 +134,7 @@ class Producer(InstanceUser):
         )
         self._pending: set[asyncio.Task[Any]] = set()
         self._tracing = Tracing(
-            self.send, self.config, enable_trace=enable_trace, trace_topic=trace_topic,
+            self.send_own, self.config, enable_trace=enable_trace, trace_topic=trace_topic,
             open_telemetry=open_telemetry,
         )  # fmt: skip
 
@@ -185,8 +196,26 @@ class Producer(InstanceUser):
         `sharding_key` (ordered messages), else round robin.  Raises MessageTooLargeError /
         ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
         and remark), BrokerBusyError, or SendTimeoutError."""
-        instance = self.instance
         msg = _message_of(msg, payload)
+        check_application_message(msg)
+        return await self._send(msg, timeout, queue, selector, arg, sharding_key)
+
+    async def send_own(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+        """Send a message Longboat composes itself (a consumer's retry copy to %RETRY%group,
+        a resend, a trace record): reserved topics and properties are its to write, so only
+        the topic's legality is checked.  Raises what `send` raises."""
+        return await self._send(msg, timeout, None, None, None, None)
+
+    async def _send(
+        self,
+        msg: Message,
+        timeout: float | None,
+        queue: MessageQueue | None,
+        selector: QueueSelector | None,
+        arg: Any,
+        sharding_key: Any,
+    ) -> SendResult:
+        instance = self.instance
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
@@ -266,6 +295,7 @@ class Producer(InstanceUser):
         """Send without waiting for the broker: once written to the socket, it is done."""
         instance = self.instance
         msg = _message_of(msg, payload)
+        check_application_message(msg)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
@@ -289,12 +319,32 @@ class Producer(InstanceUser):
     ) -> SendResult:
         """Send messages of one topic as one request; they land in one queue, in order, with
         consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules)."""
+        for m in msgs:
+            if m.properties and (problem := property_refusal(m.properties)):
+                raise ClientUsageError(f"invalid message: {problem}")
+        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0]) if msgs else None
+        return await self._send_batch(msgs, chooser, timeout)
+
+    async def send_own_batch(
+        self, msgs: Sequence[Message], *, timeout: float | None = None
+    ) -> SendResult:
+        """Send a batch whose properties a Longboat component composes and answers for: the
+        Spark sink's rows, whose property maps may name TAGS, KEYS or UNIQ_KEY (docs/spark.md)
+        and whose exactly-once chunks carry UNIQ_KEYs of their own.  As `send_batch`, without
+        the check of reserved property names."""
+        return await self._send_batch(msgs, None, timeout)
+
+    async def _send_batch(
+        self,
+        msgs: Sequence[Message],
+        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        timeout: float | None,
+    ) -> SendResult:
         if not msgs:
             raise ClientUsageError("send_batch needs at least one message")
         topic = msgs[0].topic
         _check_batch_topic(topic)
         body, uniqs = self._batch_body(msgs, topic)
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0])
         return await self._send_batch_body(topic, body, ",".join(uniqs), chooser, timeout)
 
     async def send_encoded_batch(
@@ -528,9 +578,8 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
 
 
 def _check_batch_topic(topic: str) -> None:
-    validate_topic(topic)
-    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-        raise ClientUsageError("batches cannot be sent to retry topics")
+    if problem := send_refusal(topic):
+        raise ClientUsageError(f"invalid topic: {problem}")
 
 
 def _require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[MessageQueue]:

@@ -40,4 +40,4 @@ def resend_copy(msg: MessageExt, group: str) -> Message:
 
 async def resend_to_group(producer: Producer, msg: MessageExt, group: str) -> SendResult:
     """Deliver `msg` once more to `group` (and to no other group)."""
-    return await producer.send(resend_copy(msg, group))
+    return await producer.send_own(resend_copy(msg, group))

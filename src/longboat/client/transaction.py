@@ -25,7 +25,7 @@ from typing import Any
 
 from longboat.client.errors import ClientUsageError
 from longboat.client.message import Message, MessageExt, SendResult
-from longboat.client.producer import DEFAULT_PRODUCER_GROUP, Producer
+from longboat.client.producer import DEFAULT_PRODUCER_GROUP, Producer, check_application_message
 from longboat.client.tracing.hooks import begin_send
 from longboat.protocol.headers import (
     CheckTransactionStateRequestHeader,
@@ -106,6 +106,7 @@ class TransactionProducer(Producer):
         ClientUsageError for a delayed message (RocketMQ has no delayed transactions)."""
         if msg.delay_level > 0:
             raise ClientUsageError("a transactional message cannot be delayed")
+        check_application_message(msg)
         instance = self.instance
         half = replace(
             msg, properties={**msg.properties, Prop.TRAN_MSG: "true", Prop.PGROUP: self.group}

@@ -66,6 +66,46 @@ class Prop:
 
 KEY_SEPARATOR = " "
 
+# Names an application may not set as its own properties (MessageConst.STRING_HASH_SET): the
+# client, the broker or the store sets them, and a user's value would replace theirs (a
+# UNIQ_KEY of the user's would replace the message id).
+RESERVED_PROPERTIES: frozenset[str] = frozenset(
+    {
+        Prop.TRACE_ON, Prop.MSG_REGION, Prop.KEYS, Prop.TAGS, Prop.WAIT, Prop.DELAY,
+        Prop.RETRY_TOPIC, Prop.REAL_TOPIC, Prop.REAL_QID, Prop.TRAN_MSG, Prop.PGROUP,
+        Prop.MIN_OFFSET, Prop.MAX_OFFSET, Prop.BUYER_ID, Prop.ORIGIN_MESSAGE_ID,
+        Prop.TRANSFER_FLAG, Prop.CORRECTION_FLAG, Prop.MQ2_FLAG, Prop.RECONSUME_TIME,
+        Prop.UNIQ_KEY, Prop.MAX_RECONSUME_TIMES, Prop.CONSUME_START_TIME, "POP_CK",
+        "POP_CK_OFFSET", "1ST_POP_TIME", Prop.TRAN_PREPARED_QUEUE_OFFSET, "DUP_INFO",
+        "EXTEND_UNIQ_INFO", Prop.INSTANCE_ID, Prop.CORRELATION_ID, Prop.REPLY_TO_CLIENT,
+        Prop.TTL, Prop.ARRIVE_TIME, Prop.PUSH_REPLY_TIME, Prop.CLUSTER, Prop.MSG_TYPE,
+        "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", Prop.TIMER_DELIVER_MS,
+        "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_OUT_MS",
+        "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
+        "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "CRC32",
+    }
+)  # fmt: skip
+
+
+def property_refusal(props: Mapping[str, str]) -> str | None:
+    """Why an application may not send these properties, None when it may: a reserved name,
+    or a name or value holding a separator (it would split into other properties on the
+    way)."""
+    for name, value in props.items():
+        if name in RESERVED_PROPERTIES:
+            return f"the property name {name!r} is used by the system; choose another"
+        if holds_separator(name) or holds_separator(value):
+            return (
+                f"the property {name!r} holds a separator character (\\x01 or \\x02) in its "
+                "name or value"
+            )
+    return None
+
+
+def holds_separator(text: str) -> bool:
+    """Whether `text` would split a property string: it holds \\x01 or \\x02."""
+    return NAME_VALUE_SEPARATOR in text or PROPERTY_SEPARATOR in text
+
 
 def properties_to_string(props: dict[str, str]) -> str:
     if not props:
@@ -73,6 +113,20 @@ def properties_to_string(props: dict[str, str]) -> str:
     return PROPERTY_SEPARATOR.join(
         [f"{k}{NAME_VALUE_SEPARATOR}{v}" for k, v in props.items() if k and v is not None]
     )
+
+
+def properties_text_problem(text: str) -> str | None:
+    """Why a received property string is malformed, None when it is not: every segment
+    (but an empty one, from a trailing separator) is one name, one NAME_VALUE_SEPARATOR and
+    one value.  A separator inside a name or value breaks that shape, and the reader would
+    store other properties than the sender meant."""
+    for segment in text.split(PROPERTY_SEPARATOR):
+        if segment and segment.count(NAME_VALUE_SEPARATOR) != 1:
+            return (
+                f"the property segment {segment!r} is not one name and one value: a name or "
+                "value holds a separator character (\\x01 or \\x02)"
+            )
+    return None
 
 
 def string_to_properties(text: str) -> dict[str, str]:

@@ -128,3 +128,28 @@ def topic_kind(topic: str, reserved: set[str]) -> str:
     if is_system_topic(topic) or topic in reserved:
         return "system"
     return "normal"
+
+
+def admin_topic_refusal(topic: str) -> str | None:
+    """Why an admin may not create, update or delete `topic`, None when it may: an illegal
+    name, or one of the broker's own (TopicValidator.validateTopic and isSystemTopic)."""
+    if problem := validate_topic(topic):
+        return problem
+    if is_system_topic(topic):
+        return f"the topic {topic!r} is a system topic, reserved for the broker"
+    return None
+
+
+def send_refusal(topic: str) -> str | None:
+    """Why an application may not send to `topic`, None when it may (RocketMQ's
+    Validators.checkTopic and TopicValidator.isNotAllowedSendTopic, and the names only Longboat
+    itself writes to: a group's retry and dead-letter topics, the trace topic).  The client's
+    own sends (a consumer's retry copy, a trace record) do not pass through this check."""
+    if problem := admin_topic_refusal(topic):
+        return problem
+    if topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+        return (
+            f"the topic {topic!r} is a consumer group's retry or dead-letter topic; only the "
+            "broker and the group's consumers write to it"
+        )
+    return None

@@ -117,7 +117,7 @@ def publish_at_least_once(
         )
         if encoded is None:
             sends: Iterator[tuple[Coroutine[Any, Any, SendResult], int]] = (
-                (producer.send_batch(chunk), len(chunk))
+                (producer.send_own_batch(chunk), len(chunk))
                 for chunk in chunks(_messages(rows_of([batch], opts.topic)), opts.send_batch_size)
             )
         else:
@@ -327,7 +327,7 @@ class ExactlyOncePublisher:
                         self.producer.send_encoded_batch(part.topic, part.body, part.msg_ids)
                     )
                 else:
-                    self.link.run(self.producer.send_batch(part))
+                    self.link.run(self.producer.send_own_batch(part))
                 return
             except TransportError:
                 if self._stored(batch_id, topic, c):

@@ -1,7 +1,9 @@
 """What a request must pass before the core serves it, for every protocol.
 
 A send, in RocketMQ's order (AbstractSendMessageProcessor.msgCheck): the broker is writable,
-the topic name is legal, it is not one of the broker's own topics, it exists or is
+the topic name is legal, it is not one of the broker's own topics (nor the auto-create topic,
+a dead-letter topic, the cluster's or broker's name), a retry topic exists already (a
+consumer's heartbeat creates it: a send never makes up a group), it exists or is
 auto-created through the default topic (TBW102, remoting only: a v2 client names none), it is
 writable, the queue id is in range (negative: the broker picks one).  A transactional half is
 refused in a batch and when `rejectTransactionMessage` is set.  Every stored message carries
@@ -23,8 +25,14 @@ from longboat.broker.config import BrokerConfig
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.state.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig
-from longboat.protocol.properties import Prop, property_marker
-from longboat.protocol.topic_names import NOT_ALLOWED_SEND_TOPICS, validate_topic
+from longboat.protocol.properties import Prop, properties_text_problem, property_marker
+from longboat.protocol.topic_names import (
+    AUTO_CREATE_TOPIC_KEY,
+    DLQ_GROUP_TOPIC_PREFIX,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    validate_topic,
+)
 from longboat.protocol.types import PERM_READ, PERM_WRITE
 from longboat.store.lmq import is_lmq
 
@@ -52,12 +60,23 @@ class Admission:
         problem = validate_topic(topic)
         if problem is not None:
             raise Refusal(Reason.ILLEGAL_TOPIC, f"{problem} (the sender's error)")
-        if topic in NOT_ALLOWED_SEND_TOPICS:
-            raise Refusal(Reason.SYSTEM_TOPIC, f"sending message to topic[{topic}] is forbidden")
+        if self._reserved_for_send(topic):
+            raise Refusal(
+                Reason.SYSTEM_TOPIC,
+                f"sending message to topic[{topic}] is forbidden: the name is reserved "
+                "(the sender's error)",
+            )
         if default_topic is None:
             config = self.topics.get(topic)
         else:
             config = self.topics.create_on_send(topic, default_topic, default_queue_nums)
+        if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
+            raise Refusal(
+                Reason.RETRY_GROUP_NOT_FOUND,
+                f"subscription group not exist, {group}: no consumer of it has connected to "
+                f"the broker[{cfg.broker_name}], so it has no retry topic to send to",
+            )
         if config is None:
             raise Refusal(
                 Reason.TOPIC_NOT_FOUND,
@@ -69,6 +88,25 @@ class Admission:
                 Reason.TOPIC_NOT_PERMITTED, f"the topic[{topic}] sending message is forbidden"
             )
         return config
+
+    def _reserved_for_send(self, topic: str) -> bool:
+        """A name no producer writes to: the broker's bookkeeping (NOT_ALLOWED_SEND_TOPICS),
+        the auto-create topic, a group's dead letters, the cluster's and broker's own names.
+        (The trace topic is written by tracing clients; a retry topic by consumers.)"""
+        cfg = self.config
+        return (
+            topic in NOT_ALLOWED_SEND_TOPICS
+            or topic == AUTO_CREATE_TOPIC_KEY
+            or topic.startswith(DLQ_GROUP_TOPIC_PREFIX)
+            or topic in (cfg.broker_cluster_name, cfg.broker_name)
+        )
+
+    @staticmethod
+    def check_properties(text: str) -> None:
+        """The property string a sender wrote is well formed: one name and one value per
+        segment (a separator inside a name or value would store other properties)."""
+        if problem := properties_text_problem(text):
+            raise Refusal(Reason.ILLEGAL_MESSAGE, f"{problem} (the sender's error)")
 
     @staticmethod
     def send_queue(config: TopicConfig, queue_id: int) -> int:

@@ -6,9 +6,11 @@ core's own terms, and carries the response code RocketMQ's remoting protocol ans
 to its `apache.rocketmq.v2.Code` in one table (`grpc/status.py`).  The remark says whose fault
 it is and what to do; both protocols pass it on as it is.
 
-Several reasons share a remoting code where RocketMQ folds them (an illegal topic name and an
-illegal queue id are both SYSTEM_ERROR), which is why the core names reasons rather than
-codes: v2 tells them apart (ILLEGAL_TOPIC, BAD_REQUEST).
+Several reasons share a remoting code where RocketMQ folds them (an illegal queue id and a
+malformed request are both SYSTEM_ERROR), which is why the core names reasons rather than
+codes: v2 tells them apart.  A name the sender got wrong (an illegal or reserved topic, an
+illegal group) is INVALID_PARAMETER, as RocketMQ's admin answers it: no client retries it,
+where SYSTEM_ERROR and NO_PERMISSION would send a producer round its retries for nothing.
 
 A reason whose put status still stored the message (a late fsync, no slave) is not refused:
 `STORED_LATE` lists them, and the send is answered with its ids and the reason's code.
@@ -28,8 +30,9 @@ class Reason(Enum):
     # admission: broker and topic
     BROKER_NOT_WRITABLE = ResponseCode.NO_PERMISSION, "the broker takes no writes"
     BROKER_NOT_READABLE = ResponseCode.NO_PERMISSION, "the broker serves no reads"
-    ILLEGAL_TOPIC = ResponseCode.SYSTEM_ERROR, "the topic name is not legal"
-    SYSTEM_TOPIC = ResponseCode.NO_PERMISSION, "the topic is the broker's own"
+    ILLEGAL_TOPIC = ResponseCode.INVALID_PARAMETER, "the topic name is not legal"
+    SYSTEM_TOPIC = ResponseCode.INVALID_PARAMETER, "the topic is the broker's own"
+    RETRY_GROUP_NOT_FOUND = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "no such retry topic"
     TOPIC_NOT_FOUND = ResponseCode.TOPIC_NOT_EXIST, "no such topic"
     TOPIC_NOT_PERMITTED = ResponseCode.NO_PERMISSION, "the topic's perm forbids it"
     ILLEGAL_QUEUE = ResponseCode.SYSTEM_ERROR, "no such queue"
@@ -54,7 +57,7 @@ class Reason(Enum):
     SUBSCRIPTION_NOT_LATEST = ResponseCode.SUBSCRIPTION_NOT_LATEST, "an older subscription"
     ILLEGAL_FILTER = ResponseCode.SUBSCRIPTION_PARSE_FAILED, "the expression is not served"
     FILTER_NOT_ENABLED = ResponseCode.SYSTEM_ERROR, "SQL92 filtering is off"
-    ILLEGAL_GROUP = ResponseCode.SYSTEM_ERROR, "the group name is blank"
+    ILLEGAL_GROUP = ResponseCode.INVALID_PARAMETER, "the group name is not legal"
     GROUP_NOT_FOUND = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "no such group"
     ILLEGAL_INVISIBLE_TIME = ResponseCode.SYSTEM_ERROR, "the invisible time is out of range"
     STALE_HANDLE = ResponseCode.NO_MESSAGE, "the receipt handle is no longer current"

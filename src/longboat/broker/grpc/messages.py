@@ -29,7 +29,7 @@ from longboat.broker.grpc.schema import pb
 from longboat.protocol.compression import decompress_body
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.message import MessageExt
-from longboat.protocol.properties import KEY_SEPARATOR, Prop
+from longboat.protocol.properties import KEY_SEPARATOR, Prop, holds_separator
 from longboat.store import MessageInner
 
 # Property names that are RocketMQ's own, never shown as user properties.
@@ -73,6 +73,16 @@ def to_inner(msg: Any, queue_id: int, max_body: int) -> MessageInner:
             raise BadMessage(
                 pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
                 f"user property {name!r} is a name RocketMQ reserves for itself",
+            )
+        if holds_separator(name):
+            raise BadMessage(
+                pb.Code.ILLEGAL_MESSAGE_PROPERTY_KEY,
+                f"user property {name!r} holds a separator character (\\x01 or \\x02)",
+            )
+        if holds_separator(value):
+            raise BadMessage(
+                pb.Code.BAD_REQUEST,
+                f"the value of user property {name!r} holds a separator character (\\x01 or \\x02)",
             )
         props[name] = value
     if sp.HasField("tag"):

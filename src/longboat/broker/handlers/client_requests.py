@@ -51,7 +51,7 @@ class ClientRequests:
             # All checked before any is registered: a refused heartbeat leaves nothing behind.
             if problem := validate_group(consumer.group_name):
                 return cmd.make_response(
-                    ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)"
+                    ResponseCode.INVALID_PARAMETER, f"{problem} (the sender's error)"
                 )
         for consumer in data.consumer_data_set:
             group = consumer.group_name

@@ -81,7 +81,9 @@ class OffsetRequests:
         header = UpdateConsumerOffsetRequestHeader.from_ext(cmd.ext_fields)
         # The offset table is persisted: only legal names get into it.
         if problem := validate_group(header.consumerGroup) or validate_topic(header.topic):
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)")
+            return cmd.make_response(
+                ResponseCode.INVALID_PARAMETER, f"{problem} (the sender's error)"
+            )
         if header.commitOffset < 0:
             return cmd.make_response()
         durable = self.controller.offsets.commit(

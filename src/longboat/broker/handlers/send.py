@@ -173,6 +173,7 @@ class SendProcessor:
         if config.topic_filter_type == "MULTI_TAG":
             sys_flag |= MessageSysFlag.MULTI_TAGS
         text = header.properties or ""
+        admission.check_properties(text)
         born_host = self._born_host(conn)
         is_batch = cmd.code == RequestCode.SEND_BATCH_MESSAGE or bool(header.batch)
         if not is_batch and _is_plain(topic, text, sys_flag, header):

@@ -38,7 +38,9 @@ class SendBackProcessor:
         ctl = self.controller
         group = header.group
         if problem := validate_group(group):
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{problem} (the sender's error)")
+            return cmd.make_response(
+                ResponseCode.INVALID_PARAMETER, f"{problem} (the sender's error)"
+            )
         settings = ctl.subscription_groups.get(group)
         if settings.retry_queue_nums <= 0:
             # RocketMQ's switch for a group that wants no retries: accepted and dropped.

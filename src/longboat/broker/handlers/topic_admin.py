@@ -34,7 +34,7 @@ from longboat.protocol.table_bodies import (
     TopicOffset,
     encode_topic_stats,
 )
-from longboat.protocol.topic_names import is_system_topic, validate_group, validate_topic
+from longboat.protocol.topic_names import admin_topic_refusal, validate_group
 from longboat.protocol.types import MessageQueue
 from longboat.remoting import Connection
 
@@ -53,12 +53,7 @@ class AdminProcessor:
         cfg = self.controller.config
         if topic in (cfg.broker_cluster_name, cfg.broker_name):
             return f"the topic {topic!r} is the broker's cluster or broker name, a reserved word"
-        problem = validate_topic(topic)
-        if problem is not None:
-            return problem
-        if is_system_topic(topic):
-            return f"the topic {topic!r} is a system topic"
-        return None
+        return admin_topic_refusal(topic)
 
     def queue_count_refusal(self, *counts: int) -> str | None:
         """Why a topic may not have these queue counts (below one, or over the cap every
@@ -84,7 +79,7 @@ class AdminProcessor:
             header.readQueueNums, header.writeQueueNums
         )
         if refusal is not None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, refusal)
+            return cmd.make_response(ResponseCode.INVALID_PARAMETER, refusal)
         config = TopicConfig(
             topic_name=header.topic,
             read_queue_nums=header.readQueueNums,
@@ -126,11 +121,9 @@ class AdminProcessor:
 
     async def delete_topic(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         topic = TopicRequestHeader.from_ext(cmd.ext_fields).topic
-        problem = validate_topic(topic)
-        if problem is None and is_system_topic(topic):
-            problem = f"the topic {topic!r} is a system topic"
+        problem = admin_topic_refusal(topic)
         if problem is not None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, problem)
+            return cmd.make_response(ResponseCode.INVALID_PARAMETER, problem)
         if self.controller.topics.delete_topic(topic):
             await self.controller.registered()
         return cmd.make_response()
@@ -173,7 +166,7 @@ class AdminProcessor:
             max(1, config.retry_queue_nums)
         )
         if refusal is not None:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, refusal)
+            return cmd.make_response(ResponseCode.INVALID_PARAMETER, refusal)
         self.controller.subscription_groups.put(config)
         return cmd.make_response()
 

@@ -111,12 +111,11 @@ class TopicManager:
         """The config of `topic`, created from `default_topic` if it does not exist and the
         default topic may be inherited (RocketMQ's createTopicInSendMessageMethod): queues =
         min(requested, default's write queues), perm = the default's without INHERIT.
-        None when the topic does not exist and cannot be created."""
+        None when the topic does not exist and cannot be created (a retry topic never is:
+        a send would make up a consumer group)."""
         config = self.table.get(topic)
-        if config is not None:
-            return config
-        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            return self.ensure_retry_topic(topic[len(RETRY_GROUP_TOPIC_PREFIX) :])
+        if config is not None or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return config  # a group's heartbeat creates its retry topic, never a send
         base = self.table.get(default_topic)
         if base is None or not base.perm & PERM_INHERIT:
             return None

@@ -96,7 +96,7 @@ class Redelivery:
         reason: str | None = None,
     ) -> bool:
         try:
-            await self.producer.send(
+            await self.producer.send_own(
                 self._retry_copy(msg, delay_level, max_reconsume_times, reason),
                 timeout=self.timeout,
             )

@@ -32,7 +32,7 @@ class ConsumerTracing:
             producer = Producer(f"{TRACE_PRODUCER_GROUP}-{group}", config=config)
             await producer.start()
         tracing = Tracing(
-            producer.send if producer else _no_send,
+            producer.send_own if producer else _no_send,
             config,
             enable_trace=settings.enable_trace,
             trace_topic=settings.trace_topic,
