@@ -239,8 +239,8 @@ _ONE_WORKER_FIXTURES = ("rocketmq_cluster", "rocketmq5_cluster", "spark")
 
 
 # First: pytest-xdist's own hook (on each worker, registered after the conftests, so called
-# before them) reads the groups into the node ids. Note: xdist 3.8 writes `Item._nodeid`,
-# which pytest 9 no longer reads, so with those versions the groups do not reach the scheduler.
+# before them) reads the groups into the node ids. xdist 3.8 writes `Item._nodeid`, which
+# pytest 9 no longer reads: pyproject.toml keeps pytest below 9 so the groups reach the scheduler.
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
