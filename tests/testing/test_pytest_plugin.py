@@ -40,7 +40,7 @@ def test_the_documented_examples_pass_in_a_project_without_conftest(tmp_path: Pa
     project, site = tmp_path / "app", tmp_path / "site"
     project.mkdir()
     examples = doc_examples()
-    assert len(examples) == 3
+    assert len(examples) == 4
     for i, code in enumerate(examples):
         (project / f"test_example_{i}.py").write_text(code)
     (project / "pytest.ini").write_text("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
@@ -56,5 +56,5 @@ def test_the_documented_examples_pass_in_a_project_without_conftest(tmp_path: Pa
         timeout=240,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert re.search(r"\b4 passed\b", done.stdout), done.stdout
+    assert re.search(r"\b5 passed\b", done.stdout), done.stdout
     assert not list(project.glob("conftest.py"))
