@@ -303,3 +303,12 @@ def test_timer_bench_records_the_pending_set_idle_cpu_and_burst(tmp_path: Path) 
         "200 timers due in one second fire within",
     }
     assert "result: " in out
+
+
+def test_cluster_setup_records_the_first_and_every_further_start(tmp_path: Path) -> None:
+    recorded = tmp_path / "cluster_setup.json"
+    out = _run("bench.cluster_setup", "--runs", "2", "--json", str(recorded))
+    result = json.loads(recorded.read_text())
+    assert len(result["runs"]) == 3 and all(r["start_s"] > 0 for r in result["runs"])
+    assert result["page"]["targets"][0]["figure"] == "longboat_cluster setup, median s"
+    assert re.search(r"^\| median of 2 \| [\d.]+ \| [\d.]+ \|$", out, re.M)
