@@ -303,9 +303,11 @@ def test_servers_listen_on_loopback_unless_an_address_is_configured(
         assert broker.server.host == "127.0.0.1"
         # The gRPC endpoint too.
         assert broker.grpc is not None
+        # This process's sockets only: another test's server may hold the same port number
+        # on another address meanwhile.
         listening = {
             c.laddr.ip
-            for c in psutil.net_connections("tcp")
+            for c in psutil.Process().net_connections("tcp")
             if c.status == psutil.CONN_LISTEN and c.laddr.port == broker.grpc.port
         }
         assert listening and all(is_loopback(ip) for ip in listening), listening
