@@ -64,6 +64,7 @@ def test_every_option_of_up_is_documented_with_its_default(
         "--brokers": str(options["--brokers"]),
         "--slaves": str(options["--slaves"]),
         "--master-role": str(options["--master-role"]),
+        "--controllers": str(options["--controllers"]),
     }
     assert options["--namesrv-port"] == NAMESRV_PORT == 9876
     assert options["--broker-port"] == BrokerConfig().listen_port

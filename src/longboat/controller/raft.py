@@ -13,7 +13,9 @@ keeps reads on the loop from seeing a command half applied.
 
 from __future__ import annotations
 
+import _socket
 import asyncio
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +24,11 @@ from typing import Any, TypeVar
 from pysyncobj import SyncObj, SyncObjConf, SyncObjConsumer, replicated
 
 from longboat.controller.replicas import Command, Outcome, ReplicaTable
+
+# Importing pysyncobj replaces `socket.inet_ntop` with a Windows-only shim on every platform
+# (pysyncobj/win_inet_pton.py), which breaks whatever else in the process formats an address
+# (psutil's connection listing among them): the C function goes back.
+socket.inet_ntop = _socket.inet_ntop
 
 T = TypeVar("T")
 # How long a submitted command may wait for its commit (a leader that lost its quorum).
