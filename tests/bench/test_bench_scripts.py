@@ -145,7 +145,10 @@ def test_spark_bench_prints_every_case_and_ratio(tmp_path: Path) -> None:
     assert result["benchmark"] == "spark_bench" and len(result["runs"]) == 1
     assert "synthetic → noop" in result["runs"][0]
     (target,) = result["page"]["targets"]
-    assert target["met"] == (float(target["value"]) >= 0.7)
+    shown = float(target["value"])  # rounded to 0.01: the verdict is the unrounded ratio's
+    assert target["met"] in (True, False)
+    if abs(shown - 0.7) > 0.005:
+        assert target["met"] == (shown >= 0.7)
 
 
 @pytest.mark.timeout(300)
