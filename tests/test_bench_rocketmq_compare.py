@@ -42,8 +42,8 @@ def test_harness_writes_every_row_for_every_system(java_peers: None, tmp_path: P
     out = tmp_path / "compare.json"
     systems = ["longboat", "rocketmq-4.9.7"]
     done = subprocess.run(
-        [sys.executable, "-m", "bench.rocketmq_compare", "--runs", "1", "--warmup", "0.3",
-         "--duration", "0.7", "--systems", ",".join(systems), "--py-drain", "640",
+        [sys.executable, "-m", "bench.rocketmq_compare", "--runs", "1", "--warmup", "0.5",
+         "--duration", "2", "--systems", ",".join(systems), "--py-drain", "640",
          "--parked", "200", "--timeout", "240", "--json", str(out)],
         cwd=ROOT, capture_output=True, text=True, timeout=840, check=False,
     )  # fmt: skip
@@ -52,7 +52,7 @@ def test_harness_writes_every_row_for_every_system(java_peers: None, tmp_path: P
 
     assert result["benchmark"] == "rocketmq_compare" and result["format"] == 1
     assert set(result["environment"]) == ENVIRONMENT
-    assert result["sizes"]["warmup_s"] == 0.3 and result["sizes"]["duration_s"] == 0.7
+    assert result["sizes"]["warmup_s"] == 0.5 and result["sizes"]["duration_s"] == 2
     assert "ASYNC_FLUSH" in result["settings"]["rocketmq-4.9.7"]
     assert "-Xmx512m" in result["settings"]["rocketmq-4.9.7"]
     (run,) = result["runs"]
