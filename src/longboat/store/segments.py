@@ -261,6 +261,10 @@ class SegmentChain:
         if last is None and start == 0 and self._adopt is not None:
             seg = self._adopt(self.directory)
         if seg is None:
+            if last is not None:
+                # An adopted first segment's directory is renamed into place by the spares'
+                # thread: a second file created before that would race the rename.
+                last._wait_placed()
             self.directory.mkdir(parents=True, exist_ok=True)
             seg = self._segment(self.directory / segment_name(start), start)
         self._directory_unsynced = True
