@@ -258,14 +258,15 @@ def test_two_brokers_serve_a_topic_until_the_last_one_leaves() -> None:
 
 def test_a_route_is_a_copy_the_caller_may_change() -> None:
     r = Routes()
-    r.register("a", A0, configs=topics("T"))
+    r.register("a", A0, configs=topics("T", "U"))  # the same queue data: held once
     route = r.table.route("T")
     assert route is not None
     route.queue_datas[0].perm = PERM_READ
     route.broker_datas[0].broker_addrs[7] = "elsewhere"
-    again = r.table.route("T")
-    assert again is not None and again.queue_datas[0].perm == PERM_READ_WRITE
-    assert again.broker_datas[0].broker_addrs == {0: A0}
+    for topic in ("T", "U"):
+        again = r.table.route(topic)
+        assert again is not None and again.queue_datas[0].perm == PERM_READ_WRITE
+        assert again.broker_datas[0].broker_addrs == {0: A0}
 
 
 # ---------------------------------------------------------------------- restarts

@@ -42,7 +42,10 @@ def test_100000_topics_round_trip_far_below_the_frame_limit() -> None:
     body = RegisterBrokerBody(table, DataVersion(1, 100_000))
     encoded = encode_compressed(body)
     assert len(encoded) < 2 * 1024 * 1024 < len(body.to_json())
-    assert decode_compressed(encoded) == body
+    decoded = decode_compressed(encoded)
+    assert decoded == body
+    # Each decoded topic does not carry a filter-type string of its own.
+    assert len({id(c.topic_filter_type) for c in decoded.topic_config_table.values()}) == 1
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from longboat.protocol.bodies import (
     TopicConfig,
     TopicRouteData,
 )
+from longboat.protocol.topic_names import kept_name
 from longboat.protocol.types import MASTER_ID
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ class RouteTable:
         self._clusters: dict[str, set[str]] = {}
         self._brokers: dict[str, BrokerData] = {}
         self._topics: dict[str, dict[str, QueueData]] = {}
+        # Topics with the same queue data share one QueueData, never changed in place (a
+        # query answers copies): 100,000 topics of one broker hold a handful, not 100,000.
+        self._queue_datas: dict[tuple[str, int, int, int, int], QueueData] = {}
         self._live: dict[str, Lease] = {}
 
     # ------------------------------------------------------------------ registration
@@ -123,14 +127,22 @@ class RouteTable:
                 dropped = topic not in configs and queues.pop(broker_name, None) is not None
                 if dropped and not queues:
                     del self._topics[topic]
+        shared = self._queue_datas
         for topic, cfg in configs.items():
-            self._topics.setdefault(topic, {})[broker_name] = QueueData(
+            key = (
                 broker_name,
                 cfg.read_queue_nums,
                 cfg.write_queue_nums,
                 cfg.perm,
                 cfg.topic_sys_flag,
             )
+            queue_data = shared.get(key)
+            if queue_data is None:
+                queue_data = shared[key] = QueueData(*key)
+            known = self._topics.get(topic)
+            if known is None:
+                known = self._topics[kept_name(topic)] = {}
+            known[broker_name] = queue_data
 
     def data_version_changed(self, broker_addr: str, version: DataVersion) -> bool:
         """QUERY_DATA_VERSION: does `version` differ from the last registered one?  Also
@@ -185,6 +197,7 @@ class RouteTable:
             if data.broker_addrs:
                 return
             del self._brokers[name]
+            self._queue_datas = {k: q for k, q in self._queue_datas.items() if k[0] != name}
             names = self._clusters.get(data.cluster)
             if names is not None:
                 names.discard(name)

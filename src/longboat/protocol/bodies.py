@@ -189,6 +189,9 @@ class DataVersion:
         return cls(timestamp=int(d.get("timestamp", 0)), counter=int(d.get("counter", 0)))
 
 
+TOPIC_FILTER_TYPES = {name: name for name in ("SINGLE_TAG", "MULTI_TAG")}
+
+
 @dataclass(slots=True)
 class TopicConfig:
     topic_name: str
@@ -198,6 +201,13 @@ class TopicConfig:
     topic_filter_type: str = "SINGLE_TAG"
     topic_sys_flag: int = 0
     order: bool = False
+
+    def __post_init__(self) -> None:
+        # The filter type held as one shared string: a table decoded from JSON or a
+        # registration body would otherwise keep a copy per topic (6 MB at 100,000 topics).
+        self.topic_filter_type = TOPIC_FILTER_TYPES.get(
+            self.topic_filter_type, self.topic_filter_type
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

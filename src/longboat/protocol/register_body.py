@@ -17,7 +17,12 @@ import struct
 import zlib
 
 from longboat.protocol import fastjson
-from longboat.protocol.bodies import DataVersion, RegisterBrokerBody, TopicConfig
+from longboat.protocol.bodies import (
+    TOPIC_FILTER_TYPES,
+    DataVersion,
+    RegisterBrokerBody,
+    TopicConfig,
+)
 from longboat.protocol.errors import ProtocolError
 
 _INT = struct.Struct(">i")
@@ -28,7 +33,6 @@ COMPRESS_OVER_TOPICS = 1000
 # A compressed body inflating past this is refused: the JSON form of the same table must fit
 # a frame, and its compact form is several times smaller.
 MAX_INFLATED = 64 * 1024 * 1024
-_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
 
 
 def encode_register_body(table: dict[str, TopicConfig], version: DataVersion) -> tuple[bytes, bool]:
@@ -86,7 +90,7 @@ def _sized(payload: bytes) -> bytes:
 
 def _topic_config(line: str) -> TopicConfig:
     fields = line.split(" ")
-    if len(fields) != 5 or fields[4] not in _FILTER_TYPES:
+    if len(fields) != 5 or fields[4] not in TOPIC_FILTER_TYPES:
         raise ProtocolError(f"bad topic config in a compressed register body: {line[:200]!r}")
     name, read, write, perm, filter_type = fields
     try:

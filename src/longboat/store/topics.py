@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from longboat.protocol.bodies import DataVersion, TopicConfig
+from longboat.protocol.topic_names import kept_name
 from longboat.store.change_log import ChangeLog
 from longboat.store.json_file import read_json, write_json_atomic
 
@@ -49,11 +50,13 @@ class TopicConfigTable:
         holds (a crash between a compaction's snapshot and its cut of the log) is skipped by
         its version counter."""
         data = read_json(self.path) or {}
-        table = {
-            name: TopicConfig.from_dict(cfg)
-            for name, cfg in (data.get("topicConfigTable") or {}).items()
-        }
+        table: dict[str, TopicConfig] = {}
+        for cfg in (data.get("topicConfigTable") or {}).values():
+            config = TopicConfig.from_dict(cfg)
+            config.topic_name = kept_name(config.topic_name)
+            table[config.topic_name] = config
         version = DataVersion.from_dict(data.get("dataVersion"))
+        del data  # the parsed snapshot goes before the log is replayed
         with self._lock:
             for change in self._changes.replay():
                 changed = DataVersion.from_dict(change.get("dataVersion"))
