@@ -9,7 +9,7 @@ from pathlib import Path
 
 from longboat.store import GetStatus, MessageStore, PutStatus
 from longboat.store.queue_spares import KEEP, SPARE_DIR, QueueSpares
-from longboat.store.segments import segment_name
+from longboat.store.segments import MappedSegment, segment_name
 
 from .helpers import message, small_config
 
@@ -35,6 +35,24 @@ def test_a_taken_spare_is_written_at_once_and_moved_into_place(tmp_path: Path) -
         assert segment.path == moved and moved.read_bytes()[:5] == b"entry"
         wait_for(lambda: len(list(spare_dir.iterdir())) == 2, "the spare made again")
         segment.close()
+    finally:
+        spares.close()
+
+
+def test_a_new_queue_finding_no_spare_ready_doubles_the_reserve(tmp_path: Path) -> None:
+    spares = QueueSpares(tmp_path, 1200, keep=1)
+    spares.start()
+    try:
+        spare_dir = tmp_path / SPARE_DIR
+        wait_for(lambda: len(list(spare_dir.iterdir())) == 1, "one spare")
+        taken: list[MappedSegment] = []
+        while (segment := spares.take(tmp_path / "T" / str(len(taken)))) is not None:
+            taken.append(segment)
+        for segment in taken:  # moved out of the spare directory
+            assert segment.placed is not None and segment.placed.wait(30)
+        wait_for(lambda: len(list(spare_dir.iterdir())) == 2, "two spares kept from now on")
+        for segment in taken:
+            segment.close()
     finally:
         spares.close()
 

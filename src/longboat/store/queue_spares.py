@@ -4,9 +4,10 @@ file system.
 A new queue needs a topic directory, a queue directory and a first segment file, created,
 sized and mapped: file system metadata operations of 0.1-0.6 ms each on ext4 under load
 (inode allocations, journal), more than the rest of a send, and on the send path (the event
-loop appends).  A thread (`longboat-queue-spares`) keeps a few spare queue directories under
-`<consume queue root>/.spare/`, each holding an empty first segment of the queues' size
-(sparse, but its first page allocated) already mapped.  A new queue `take`s one: its entries
+loop appends).  A thread (`longboat-queue-spares`) keeps spare queue directories under
+`<consume queue root>/.spare/` (KEEP of them, twice as many each time a new queue found none
+ready, up to MOST), each holding an empty first segment of the queues' size (sparse, but its
+first page allocated) already mapped.  A new queue `take`s one: its entries
 are written into that map at once, and the thread moves the directory to where the queue
 lives (creating the topic's directory if needed) right after, off the send path.
 
@@ -32,7 +33,12 @@ from longboat.store.segments import MappedSegment, segment_name
 log = logging.getLogger(__name__)
 
 SPARE_DIR = ".spare"
+# Spares kept ready at first, and at most: each time a new queue finds none ready the reserve
+# doubles.  A burst of first messages into new queues (a few thousand a second on one
+# connection) outruns the thread on a busy disk, where a spare's directory and file take a
+# millisecond or more; an idle store keeps only the first few.
 KEEP = 32
+MOST = 512
 PAGE = mmap.PAGESIZE
 _ENTRY_SIZE = 20  # a consume-queue entry: a spare holding data starts with a non-zero one
 
@@ -42,7 +48,10 @@ class QueueSpares:
         self._dir = root / SPARE_DIR
         self._segment_size = segment_size
         self._keep = keep
-        self._ready: list[tuple[Path, MappedSegment]] = []
+        self._most = max(keep, MOST)
+        # Each spare with the event its move will set, made here rather than in `take`: an
+        # Event (a Condition and its locks) costs more than the rest of a take.
+        self._ready: list[tuple[Path, MappedSegment, threading.Event]] = []
         self._moves: list[tuple[Path, Path, threading.Event]] = []  # spare dir, queue dir
         self._next = 0
         self._stopped = False
@@ -57,17 +66,22 @@ class QueueSpares:
             if path.name.isdigit():
                 self._next = max(self._next, int(path.name) + 1)
             segment = path / segment_name(0)
-            try:
-                reusable = segment.stat().st_size == self._segment_size and segment.read_bytes()[
-                    :_ENTRY_SIZE
-                ] == bytes(_ENTRY_SIZE)
-            except OSError:
-                reusable = False
-            if reusable and len(self._ready) < self._keep:
-                self._ready.append((path, self._map(segment)))
+            if len(self._ready) < self._most and self._empty(segment):
+                self._ready.append((path, self._map(segment), threading.Event()))
             else:
                 shutil.rmtree(path, ignore_errors=True)
+        self._keep = max(self._keep, len(self._ready))  # the reserve the last run grew to
         self._thread.start()
+
+    def _empty(self, segment: Path) -> bool:
+        """A spare of the right size whose first entry is unwritten (its first bytes read,
+        not the whole sparse file)."""
+        try:
+            with segment.open("rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                return size == self._segment_size and f.read(_ENTRY_SIZE) == bytes(_ENTRY_SIZE)
+        except OSError:
+            return False
 
     def take(self, queue_dir: Path) -> MappedSegment | None:
         """A mapped, empty first segment for the new queue at `queue_dir` (which must not
@@ -75,11 +89,13 @@ class QueueSpares:
         then creates the files itself)."""
         with self._cond:
             if not self._ready:
+                self._keep = min(2 * self._keep, self._most)
+                self._cond.notify()
                 return None
-            spare, segment = self._ready.pop()
+            spare, segment, placed = self._ready.pop()
             segment.path = queue_dir / segment_name(0)
-            segment.placed = threading.Event()
-            self._moves.append((spare, queue_dir, segment.placed))
+            segment.placed = placed
+            self._moves.append((spare, queue_dir, placed))
             self._cond.notify()
         return segment
 
@@ -90,7 +106,7 @@ class QueueSpares:
             self._cond.notify()
         if self._thread.is_alive():
             self._thread.join()
-        for _, segment in self._ready:
+        for _, segment, _ in self._ready:
             segment.close()
         self._ready = []
 
@@ -117,8 +133,9 @@ class QueueSpares:
                 with self._cond:
                     self._cond.wait(10.0)
                 continue
+            placed = threading.Event()
             with self._cond:
-                self._ready.append((make, segment))
+                self._ready.append((make, segment, placed))
 
     @staticmethod
     def _move(spare: Path, queue_dir: Path) -> None:
