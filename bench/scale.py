@@ -1,7 +1,8 @@
 """What grows with the number of topics and groups: Longboat beside Apache RocketMQ 4.9.7.
 
     python -m bench.scale [--topics 1,1000,10000] [--groups 1000] [--queues 8]
-                          [--samples 500] [--no-rocketmq] [--rocketmq-max-topics 10000]
+                          [--samples 500] [--rounds 5] [--no-rocketmq]
+                          [--rocketmq-max-topics 10000]
                           [--name scale] [--json PATH]
 
 Each system runs alone on loopback with a fresh store (Longboat: `longboat up`, its defaults;
@@ -12,7 +13,10 @@ files), and is measured by the same Python client:
   queues each) up to each N of `--topics`: the mean and p50 time per topic of each step;
 * at each N: route lookups (GET_ROUTEINFO_BY_TOPIC) of random topics, p50; `--samples` sends of
   128 B to random topics (their routes looked up first, so a send is one round trip), p50 and
-  p99 -- most land in queues never written, so this is the first message's cost; pulls of the
+  p99 -- most land in queues never written, so this is the first message's cost; they go in
+  `--rounds` rounds, each followed by as many sends to the first topic, and a p50 is the median
+  of the rounds' p50s, so a burst of load from elsewhere on the host moves a round, not the
+  figure (the one-topic p50 shows what the host gave any send meanwhile); pulls of the
   queues just written, p50; the registration body each system sends for its table (Longboat:
   RocketMQ's compressed form past 1,000 topics; RocketMQ: JSON, its default) and the time to
   encode it here; the servers' idle CPU (over 3 s) and RSS;
@@ -156,10 +160,23 @@ def rocketmq(home: Path) -> Servers:
         "rocketmq",
         clusters[0].namesrv_addr,
         clusters[0].broker_addr,
-        lambda: [p.proc.pid for c in clusters for p in c.processes],
+        lambda: with_descendants([p.proc.pid for c in clusters for p in c.processes]),
         lambda: clusters[0].stop(),
         start,
     )
+
+
+def with_descendants(pids: list[int]) -> list[int]:
+    """`pids` and every process under them: each RocketMQ JVM runs under a guard process
+    (peers' lifeline), whose own RSS and CPU are not the server's."""
+    out: list[int] = []
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            todo += [int(child) for child in task.read_text().split()]
+    return out
 
 
 def rss_mib(pids: list[int]) -> float:

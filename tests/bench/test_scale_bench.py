@@ -37,7 +37,13 @@ def test_scale_bench_records_its_figures_and_plot(tmp_path: Path) -> None:
     ours = result["runs"][0]["longboat"]
     assert [lv["topics"] for lv in ours["levels"]] == [1, 20]
     for lv in ours["levels"]:
-        for key in ("create_ms_per_topic", "route_p50_ms", "send_p50_ms", "pull_p50_ms"):
+        for key in (
+            "create_ms_per_topic",
+            "route_p50_ms",
+            "send_p50_ms",
+            "send_one_topic_p50_ms",
+            "pull_p50_ms",
+        ):
             assert math.isfinite(lv[key]) and lv[key] > 0, (key, lv)
         assert lv["registration_body_kib"] > 0 and lv["rss_mib"] > 0
     assert [g["groups"] for g in ours["groups"]] == [5, 10]

@@ -162,5 +162,6 @@ def kept_name(name: str) -> str:
     memory among the parse's short-lived objects, and CPython returns memory to the system
     only in whole 1 MiB arenas: 100,000 names kept from a parse pin most of its arenas, tens
     of MB that stay resident after the parse is gone.  A copy made while building the table
-    lands beside the table's other objects instead."""
-    return name.encode().decode()
+    lands beside the table's other objects instead.  (A concatenation always makes a new
+    string; `str(name)` or `name[:]` would return `name` itself.)"""
+    return name[:1] + name[1:]
