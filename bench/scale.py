@@ -225,7 +225,9 @@ class Client:
 
 
 async def connect(servers: Servers) -> Client:
-    config = ClientConfig([servers.namesrv], client_ip="127.0.0.1")
+    # A slow answer is a figure, not an error: RocketMQ's broker stalls for seconds now and
+    # then while it rewrites a table of thousands of topics or groups.
+    config = ClientConfig([servers.namesrv], client_ip="127.0.0.1", request_timeout=30.0)
     admin = Admin(config=config)
     producer = Producer("scale-producer", config=config, retry_times=0)
     await admin.start()
