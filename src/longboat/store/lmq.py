@@ -2,7 +2,8 @@
 
 A message whose `INNER_MULTI_DISPATCH` property names `%LMQ%` queues (comma-separated) is
 written once to the commit log and its topic's queue as any message, and also gets an entry in
-queue 0 of each named LMQ.  The offset it has in each is written back into the record, as
+queue 0 of each named LMQ, whose arrival listeners are told as for any queue (a pull held on an
+LMQ wakes at dispatch).  The offset it has in each is written back into the record, as
 RocketMQ does, in `INNER_MULTI_QUEUE_OFFSET` (comma-separated, in the same order), so a
 reader of an LMQ knows the message's place there, and so recovery and replication rebuild the
 LMQ entries from the records alone (`lmq_targets`).
@@ -14,9 +15,10 @@ dispatched (a batch's INNER_MULTI_DISPATCH is ignored, as RocketMQ ignores it), 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from longboat.protocol.message import RecordParts
+from longboat.store.arrivals import Arrivals
 from longboat.store.consume_queue import ENTRY
 from longboat.store.queue_table import QueueTable
 
@@ -87,6 +89,19 @@ def write(
             cq = queues.get_or_create(name, LMQ_QUEUE_ID)
             cq.append(queue_offset, ENTRY.pack(phys, size, code))
             queues.dirty.add(cq)
+
+
+def tell_arrivals(
+    arrivals: Arrivals,
+    targets: Targets,
+    codes: Sequence[int],
+    properties_of: Callable[[int], Mapping[str, str]],
+) -> None:
+    """Tell the arrival listeners of each LMQ entry just written, as of any queue's: a pull
+    held on an LMQ is woken by the dispatch, not by the hold service's periodic re-check."""
+    for i, placed in enumerate(targets):
+        for name, queue_offset in placed or ():
+            arrivals.tell(name, LMQ_QUEUE_ID, queue_offset + 1, codes[i], properties_of(i))
 
 
 def lmq_targets(properties: Mapping[str, str]) -> list[tuple[str, int]]:
