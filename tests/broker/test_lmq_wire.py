@@ -10,10 +10,11 @@ from collections.abc import Awaitable, Callable
 
 from longboat.broker import BrokerController
 from longboat.protocol import RequestCode, ResponseCode
+from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.table_bodies import decode_kv_table
 from longboat.store.lmq import INNER_MULTI_DISPATCH, INNER_MULTI_QUEUE_OFFSET
 
-from .wire import Wire, records, sent
+from .wire import Wire, records, send_header, sent
 
 LMQS = ("%LMQ%room-1", "%LMQ%room-2")
 
@@ -85,3 +86,25 @@ async def test_a_pull_held_on_an_lmq_is_woken_by_the_dispatch(
     finally:
         await reader.close()
         await writer.close()
+
+
+async def test_a_batch_is_stored_and_dispatched_to_no_lmq(
+    loopback_broker: Callable[..., Awaitable[BrokerController]],
+) -> None:
+    """RocketMQ 5.3 takes such a batch and dispatches none of it: its batch append writes no
+    INNER_MULTI_QUEUE_OFFSET, without which its dispatcher skips the LMQs."""
+    broker = await loopback_broker(enable_lmq=True, enable_multi_dispatch=True)
+    wire = Wire(broker.broker_addr)
+    try:
+        props = {INNER_MULTI_DISPATCH: LMQS[0]}
+        items = [BatchItem(b"b%d" % i, dict(props)) for i in range(2)]
+        header = send_header("Chat", 0, {}, batch=True)
+        answer = await wire.call(RequestCode.SEND_BATCH_MESSAGE, header, encode_batch(items))
+        assert answer.code == ResponseCode.SUCCESS
+        got = records(await wire.pull("Chat", 0, 0, group="readers"))
+        assert [m.body for m in got] == [b"b0", b"b1"]
+        assert all(m.properties[INNER_MULTI_DISPATCH] == LMQS[0] for m in got)
+        assert all(INNER_MULTI_QUEUE_OFFSET not in m.properties for m in got)
+        assert broker.store.max_offset(LMQS[0], 0) == 0
+    finally:
+        await wire.close()

@@ -9,8 +9,11 @@ reader of an LMQ knows the message's place there, and so recovery and replicatio
 LMQ entries from the records alone (`lmq_targets`).
 
 LMQs have no topic config: they exist as their queue files do.  Only single messages are
-dispatched (a batch's INNER_MULTI_DISPATCH is ignored, as RocketMQ ignores it), and only with
-`enable_multi_dispatch`; otherwise the property is an ordinary property and costs nothing.
+dispatched, and only with `enable_multi_dispatch`; otherwise the property is an ordinary
+property and costs nothing.  A batch's elements are stored with their INNER_MULTI_DISPATCH and
+dispatched nowhere, as RocketMQ 5.3 does: its batch append writes no INNER_MULTI_QUEUE_OFFSET,
+and its dispatcher sends to LMQs only records that carry one; it refuses no such batch.  A
+name holding a path separator is skipped (RocketMQ's ConsumeQueue skips it too).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 LMQ_PREFIX = "%LMQ%"
 LMQ_QUEUE_ID = 0
 SEPARATOR = ","
+_PATH_SEP = "/"
 
 _NAME_VALUE = b"\x01"
 _PROPERTY_END = b"\x02"
@@ -42,7 +46,9 @@ def is_lmq(topic: str) -> bool:
 
 
 def _lmq_names(value: str) -> list[str]:
-    return [name for name in value.split(SEPARATOR) if is_lmq(name)]
+    """The queues a dispatch goes to, in the property's order: its `%LMQ%` names but those
+    holding a path separator, which RocketMQ skips too (a queue's name is a directory's)."""
+    return [name for name in value.split(SEPARATOR) if is_lmq(name) and _PATH_SEP not in name]
 
 
 def _property(properties: bytes, mark: bytes) -> str | None:
@@ -110,5 +116,6 @@ def lmq_targets(properties: Mapping[str, str]) -> list[tuple[str, int]]:
     offsets = properties.get(INNER_MULTI_QUEUE_OFFSET)
     if not names or not offsets:
         return []
-    pairs = zip(names.split(SEPARATOR), offsets.split(SEPARATOR), strict=False)
-    return [(name, int(offset)) for name, offset in pairs if is_lmq(name) and offset.isdigit()]
+    # The offsets are those of the names `plan` dispatched to, in their order.
+    pairs = zip(_lmq_names(names), offsets.split(SEPARATOR), strict=False)
+    return [(name, int(offset)) for name, offset in pairs if offset.isdigit()]
