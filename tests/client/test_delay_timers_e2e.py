@@ -62,11 +62,9 @@ async def test_a_delay_to_a_broker_without_timers_rounds_up_to_a_level(
     assert got.store_timestamp - got.born_timestamp >= 5000
 
 
-async def test_batches_and_transactions_cannot_be_delayed() -> None:
+async def test_a_transactional_message_cannot_be_delayed() -> None:
     later = Message("T", b"x", delay=timedelta(seconds=3))
-    with pytest.raises(ClientUsageError, match="batched messages cannot be delayed"):
-        await Producer(unique("pg")).send_batch([Message("T", b"y"), later])
+    commit = LocalTransactionState.COMMIT_MESSAGE
+    producer = TransactionProducer(unique("tg"), check_listener=lambda m: commit)
     with pytest.raises(ClientUsageError, match="transactional message cannot be delayed"):
-        commit = LocalTransactionState.COMMIT_MESSAGE
-        producer = TransactionProducer(unique("tg"), check_listener=lambda m: commit)
         await producer.send_in_transaction(later, lambda m, a: commit)

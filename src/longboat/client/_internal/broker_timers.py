@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Mapping
 
-from longboat.client._internal.api import ClientAPI
 from longboat.client.errors import BrokerError
 
 log = logging.getLogger(__name__)
@@ -38,8 +38,9 @@ class BrokerTimers:
     """Per broker address: does it serve timer messages?  Owned by the client instance, so
     the producers of one process share the answers."""
 
-    def __init__(self, api: ClientAPI) -> None:
-        self._api = api
+    def __init__(self, broker_config: Callable[[str], Awaitable[Mapping[str, str]]]) -> None:
+        """`broker_config(addr)` asks a broker its settings (`ClientAPI.get_broker_config`)."""
+        self._broker_config = broker_config
         self._answers: dict[str, asyncio.Future[bool]] = {}
 
     async def serve_timers(self, addr: str) -> bool:
@@ -60,7 +61,7 @@ class BrokerTimers:
 
     async def _ask(self, addr: str) -> bool:
         try:
-            settings = await self._api.get_broker_config(addr)
+            settings = await self._broker_config(addr)
         except BrokerError as refused:
             log.info("%s keeps its settings (%s): delays go there as delay levels", addr, refused)
             return False

@@ -98,7 +98,7 @@ class ClientInstance:
             tls=config.tls_context(),
         )
         self.api = ClientAPI(self.remoting, config)
-        self.timers = BrokerTimers(self.api)
+        self.timers = BrokerTimers(self.api.get_broker_config)
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
         self.router.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)
