@@ -68,3 +68,23 @@ async def test_a_transactional_message_cannot_be_delayed() -> None:
     producer = TransactionProducer(unique("tg"), check_listener=lambda m: commit)
     with pytest.raises(ClientUsageError, match="transactional message cannot be delayed"):
         await producer.send_in_transaction(later, lambda m, a: commit)
+
+
+async def test_a_broker_restarted_without_timers_gets_levels(
+    loopback_cluster: ClusterFactory,
+) -> None:
+    """The cached answer is asked again once a delayed send to that broker failed."""
+    cluster = loopback_cluster()
+    namesrv = cluster.namesrv_addr
+    topic = await make_topic(namesrv, queues=1)
+    async with Producer(unique("pg"), config=config_for(namesrv)) as producer:
+        timer = await producer.send(Message(topic, b"timer", delay=timedelta(seconds=1)))
+        assert timer.recall_handle
+        [got] = await read_topic(namesrv, topic, 1, timeout=30.0)
+        assert got.properties["TIMER_DELAY_MS"] == "1000"
+        cluster.config = cluster.config.updated(timer_wheel_enable=False)
+        cluster.restart_broker()
+        level = Message(topic, b"level", delay=timedelta(seconds=1))
+        assert not (await producer.send(level, timeout=30.0)).recall_handle
+    got_both = {m.body: m for m in await read_topic(namesrv, topic, 2, timeout=30.0)}
+    assert "TIMER_DELAY_MS" not in got_both[b"level"].properties
