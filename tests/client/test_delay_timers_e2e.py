@@ -13,9 +13,12 @@ import pytest
 
 from conftest import Cluster
 from longboat.client import BrokerError, ClientUsageError, Message
+from longboat.client.admin import Admin
 from longboat.client.producer import Producer
+from longboat.client.tracing.timeline import trace_entries
 from longboat.client.transaction import LocalTransactionState, TransactionProducer
 from longboat.protocol import ResponseCode
+from longboat.protocol.trace import MessageType, TraceType
 
 from .client_e2e import config_for, read_topic, unique
 from .test_producer_e2e import make_topic
@@ -88,3 +91,20 @@ async def test_a_broker_restarted_without_timers_gets_levels(
         assert not (await producer.send(level, timeout=30.0)).recall_handle
     got_both = {m.body: m for m in await read_topic(namesrv, topic, 2, timeout=30.0)}
     assert "TIMER_DELAY_MS" not in got_both[b"level"].properties
+
+
+async def test_a_delayed_send_is_traced_as_a_delay_message(
+    loopback_cluster: ClusterFactory,
+) -> None:
+    trace_topic = unique("DelayTrace")
+    ns = loopback_cluster(trace_topic_enable=True, msg_trace_topic_name=trace_topic).namesrv_addr
+    topic = await make_topic(ns, queues=1)
+    config = config_for(ns)
+    async with Producer(
+        unique("pg"), config=config, enable_trace=True, trace_topic=trace_topic
+    ) as p:
+        sent = await p.send(Message(topic, b"x", delay=timedelta(seconds=1)))
+    async with Admin(config=config_for(ns)) as admin:
+        entries = await trace_entries(admin, sent.msg_id, trace_topic)
+    [pub] = [e.record for e in entries if e.record.type is TraceType.PUB]
+    assert pub.msg_type is MessageType.DELAY
