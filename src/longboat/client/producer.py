@@ -4,11 +4,10 @@ A send resolves the topic's route (falling back to the auto-create topic's route
 is new), picks a queue, and sends SEND_MESSAGE_V2 to that broker's master.  `send_timeout` (or
 a send's `timeout`) is the deadline of the whole call: failures that may pass — transport
 errors and the answers RocketMQ retries on (17, 14, 1, 16, 204, 205) — are retried until it
-(or `retry_times` retries, when set), with jittered exponential pauses from 50 ms to 1 s, round
-robin moving off the failing broker, and the route asked again after a transport error, so a
-send rides out a broker restart shorter than its deadline.  Sends to a queue chosen by the
-caller (ordered messages) are retried on that same queue only, never elsewhere, so a key's
-messages never leave their queue.
+(or `retry_times` retries, when set), so a send rides out a broker restart shorter than its
+deadline.  Sends to a queue chosen by the caller (ordered messages) are retried on that same
+queue only, never elsewhere, so a key's messages never leave their queue.  This module encodes
+the requests; `send_retry` takes them to a broker.
 
 Every message gets a UNIQ_KEY (its `msg_id` for consumers and lookups); bodies of
 `compress_over` bytes and more travel zlib-compressed; batches are not compressed (RocketMQ
@@ -27,25 +26,21 @@ from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
 from longboat.client._internal.instance import ClientInstance
-from longboat.client._internal.route import TopicRoute
 from longboat.client.config import ClientConfig
-from longboat.client.errors import (
-    BrokerBusyError,
-    BrokerError,
-    ClientError,
-    ClientUsageError,
-    MessageTooLargeError,
-    NoRouteError,
-    SendTimeoutError,
-    TransportError,
-)
+from longboat.client.errors import ClientError, ClientUsageError, MessageTooLargeError
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
-from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
-from longboat.client.tracing.hooks import begin_send
+from longboat.client.selector import QueueSelector, RoundRobin
+from longboat.client.send_retry import (
+    Chooser,
+    fixed_chooser,
+    queue_chooser,
+    require_queues,
+    send_with_retries,
+)
+from longboat.client.tracing.hooks import begin_send, ended
 from longboat.client.tracing.setup import Tracing
 from longboat.protocol.batch import join_batch
-from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
 from longboat.protocol.compression import COMPRESS_OVER, maybe_compress
 from longboat.protocol.headers import RecallMessageRequestHeader, SendMessageRequestHeaderV2
 from longboat.protocol.ids import UniqKeyGenerator
@@ -71,9 +66,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-# Pauses between retries of one send (jittered; the send's deadline bounds them all).
-FIRST_BACKOFF = 0.05
-MAX_BACKOFF = 1.0
 _TAGS_PREFIX = f"{Prop.TAGS}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_PREFIX = f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_INFIX = f"{PROPERTY_SEPARATOR}{_UNIQ_KEY_PREFIX}"
@@ -174,7 +166,7 @@ class Producer(InstanceUser):
         """The queues a send to `topic` may go to, sorted (a topic the brokers do not have
         yet gets the queues auto-creation would give it, as for a send)."""
         route = await self.instance.route(topic, allow_default=True)
-        return sorted(_require_queues(route.publish_queues, topic))
+        return sorted(require_queues(route.publish_queues, topic))
 
     # ------------------------------------------------------------------ sending
 
@@ -215,20 +207,11 @@ class Producer(InstanceUser):
         arg: Any,
         sharding_key: Any,
     ) -> SendResult:
-        instance = self.instance
+        self.instance  # noqa: B018 - not started: raise before a trace begins
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
-        send = self._send_with_retries(instance, msg.topic, header, body, uniq, chooser, timeout)
-        if end is None:
-            return await send
-        try:
-            result = await send
-        except BaseException as exc:
-            end(uniq, None, exc)
-            raise
-        end(uniq, result, None)
-        return result
+        chooser = fixed_chooser(queue, selector, arg, sharding_key, msg)
+        return await ended(end, uniq, self._send_encoded(header, body, uniq, chooser, timeout))
 
     def send_async(
         self,
@@ -298,11 +281,11 @@ class Producer(InstanceUser):
         check_application_message(msg)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
+        chooser = fixed_chooser(queue, selector, arg, sharding_key, msg)
         mq = (
             chooser(route.publish_queues)
             if chooser
-            else self._round_robin.select(_require_queues(route.publish_queues, msg.topic))
+            else self._round_robin.select(require_queues(route.publish_queues, msg.topic))
         )
         addr = await instance.find_master_addr(mq.broker_name, msg.topic)
         await instance.api.send_oneway(addr, mq, header, body)
@@ -322,7 +305,7 @@ class Producer(InstanceUser):
         for m in msgs:
             if m.properties and (problem := property_refusal(m.properties)):
                 raise ClientUsageError(f"invalid message: {problem}")
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0]) if msgs else None
+        chooser = fixed_chooser(queue, selector, arg, sharding_key, msgs[0]) if msgs else None
         return await self._send_batch(msgs, chooser, timeout)
 
     async def send_own_batch(
@@ -337,7 +320,7 @@ class Producer(InstanceUser):
     async def _send_batch(
         self,
         msgs: Sequence[Message],
-        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        chooser: Chooser | None,
         timeout: float | None,
     ) -> SendResult:
         if not msgs:
@@ -364,7 +347,7 @@ class Producer(InstanceUser):
         per-message rules `send_batch` checks (a body in each, no delay level) are theirs to
         keep."""
         _check_batch_topic(topic)
-        chooser = None if queue is None else _queue_chooser(queue, topic)
+        chooser = None if queue is None else queue_chooser(queue, topic)
         return await self._send_batch_body(topic, body, msg_ids, chooser, timeout)
 
     def reserve_uniq_keys(self, n: int) -> tuple[str, int]:
@@ -377,7 +360,7 @@ class Producer(InstanceUser):
         topic: str,
         body: bytes,
         msg_ids: str,
-        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        chooser: Chooser | None,
         timeout: float | None,
     ) -> SendResult:
         self._check_size(len(body), "batch")
@@ -395,8 +378,28 @@ class Producer(InstanceUser):
             unitMode=False,
             batch=True,
         )
-        return await self._send_with_retries(
-            self.instance, topic, header, body, msg_ids, chooser, timeout
+        return await self._send_encoded(header, body, msg_ids, chooser, timeout)
+
+    async def _send_encoded(
+        self,
+        header: SendMessageRequestHeaderV2,
+        body: bytes,
+        msg_id: str,
+        chooser: Chooser | None,
+        timeout: float | None,
+    ) -> SendResult:
+        """Send an encoded request with this producer's retries (`send_retry`); `timeout`
+        overrides `send_timeout` as the deadline of the whole call."""
+        budget = self.send_timeout if timeout is None else timeout
+        return await send_with_retries(
+            self.instance,
+            self._round_robin,
+            header,
+            body,
+            msg_id,
+            chooser,
+            budget,
+            self.retry_times,
         )
 
     # ------------------------------------------------------------------ internals
@@ -464,93 +467,6 @@ class Producer(InstanceUser):
         )
         return header, body, uniq
 
-    async def _send_with_retries(
-        self,
-        instance: ClientInstance,
-        topic: str,
-        header: SendMessageRequestHeaderV2,
-        body: bytes,
-        msg_id: str,
-        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
-        timeout: float | None,
-    ) -> SendResult:
-        loop = asyncio.get_running_loop()
-        budget = self.send_timeout if timeout is None else timeout
-        deadline = loop.time() + budget
-        failed_broker: str | None = None
-        last: ClientError | None = None
-        refresh = False
-        route: TopicRoute | None = None
-        retries = 0
-        # Brokers that refused to auto-create the topic: once all have, no retry can help.
-        refused: set[str] = set()
-        while (remaining := deadline - loop.time()) > 0:
-            if last is not None:
-                if self.retry_times is not None and retries >= self.retry_times:
-                    break
-                retries += 1
-                # Jittered exponential back-off, so a restarting broker is not hammered and
-                # the senders of one process do not come back in lock step.
-                pause = min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (retries - 1))
-                await asyncio.sleep(min(remaining, pause * random.uniform(0.5, 1.0)))
-                if (remaining := deadline - loop.time()) <= 0:
-                    break
-            route = await self._route(instance, topic, refresh=refresh, known=route)
-            queues = _require_queues(route.publish_queues, topic)
-            mq = chooser(queues) if chooser else self._round_robin.select(queues, failed_broker)
-            try:
-                addr = route.master_addr(mq.broker_name) or await instance.find_master_addr(
-                    mq.broker_name, topic
-                )
-                return await instance.api.send(
-                    addr, mq, header, body, msg_id=msg_id, timeout=remaining
-                )
-            except BrokerError as exc:
-                if exc.code not in PRODUCER_RETRYABLE_CODES:
-                    raise
-                if exc.code == ResponseCode.TOPIC_NOT_EXIST and route.via_default_topic:
-                    refused.add(mq.broker_name)
-                    exc = NoRouteError(
-                        exc.code,
-                        f"topic {topic} does not exist and broker {mq.broker_name} does not "
-                        f"create topics on first send; create it first ({exc.remark})",
-                        addr=exc.addr,
-                        request_code=exc.request_code,
-                        retriable=False,
-                    )
-                    if refused >= {q.broker_name for q in queues}:
-                        raise exc from None
-                # A caller-chosen queue is retried only while its broker is busy.
-                if chooser is not None and not isinstance(exc, BrokerBusyError):
-                    raise
-                last = exc
-                refresh = exc.code == ResponseCode.TOPIC_NOT_EXIST
-            except TransportError as exc:
-                # The broker may be restarting, or gone with its queues moved: ask again.
-                last, refresh = exc, True
-            failed_broker = mq.broker_name
-            log.info("send to %s failed (retry %d): %s", mq, retries, last)
-        if last is None or isinstance(last, TransportError):
-            raise SendTimeoutError(
-                f"send to {topic} did not complete within {budget:.1f}s"
-                + (f" ({retries} retries); last error: {last}" if last else "")
-            ) from last
-        raise last
-
-    async def _route(
-        self, instance: ClientInstance, topic: str, *, refresh: bool, known: TopicRoute | None
-    ) -> TopicRoute:
-        """The topic's route.  A refresh that fails keeps the route `known` from the previous
-        attempt: a broker that stopped cleanly has unregistered from the name server, which
-        forgets the topic until the broker is back, yet the retry must still go to it."""
-        if refresh and known is not None:
-            try:
-                return await instance.route(topic, allow_default=True, refresh=True)
-            except (TransportError, NoRouteError) as exc:
-                log.info("route of %s not refreshed, retrying on the known one: %s", topic, exc)
-                return known
-        return await instance.route(topic, allow_default=True)
-
 
 def _message_of(msg: Message | str, payload: object) -> Message:
     """What `send(msg)` or `send(topic, payload)` sends (ClientUsageError for a mix-up)."""
@@ -580,39 +496,6 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
 def _check_batch_topic(topic: str) -> None:
     if problem := send_refusal(topic):
         raise ClientUsageError(f"invalid topic: {problem}")
-
-
-def _require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[MessageQueue]:
-    if not queues:
-        raise NoRouteError(
-            ResponseCode.TOPIC_NOT_EXIST,
-            f"topic {topic} has no writable queue on any master broker",
-        )
-    return queues
-
-
-def _fixed_chooser(
-    queue: MessageQueue | None,
-    selector: QueueSelector | None,
-    arg: Any,
-    sharding_key: Any,
-    msg: Message,
-) -> Callable[[Sequence[MessageQueue]], MessageQueue] | None:
-    if queue is not None:
-        return _queue_chooser(queue, msg.topic)
-    if selector is not None:
-        return lambda queues: selector(queues, msg, arg)
-    if sharding_key is not None:
-        return lambda queues: select_by_hash(queues, msg, sharding_key)
-    return None
-
-
-def _queue_chooser(
-    queue: MessageQueue, topic: str
-) -> Callable[[Sequence[MessageQueue]], MessageQueue]:
-    if queue.topic != topic:
-        raise ClientUsageError(f"queue {queue} is not a queue of topic {topic}")
-    return lambda _queues: queue
 
 
 async def _call(
