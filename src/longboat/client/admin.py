@@ -10,7 +10,6 @@ file) are written at each part.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass
 
 from longboat.client.admin_groups import (
@@ -31,6 +30,7 @@ from longboat.client.errors import (
     QueuesHoldMessagesError,
     TransportError,
 )
+from longboat.client.tasks import poll_until
 from longboat.protocol import ResponseCode
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.topic_names import admin_topic_refusal
@@ -205,25 +205,25 @@ class Admin(GroupAdmin, MessageLookup):
     ) -> None:
         # Brokers re-register at once after a create; the name server offers no change event,
         # so poll it briefly.
-        deadline = time.monotonic() + timeout
-        while True:
+        async def routed() -> bool:
             try:
                 data = await self.instance.api.get_route(topic)
-                ready = {
-                    q.broker_name
-                    for q in data.queue_datas
-                    if q.write_queue_nums == config.write_queue_nums
-                    and q.read_queue_nums == config.read_queue_nums
-                    and q.perm == config.perm
-                }
-                if brokers <= ready:
-                    self.instance.learn_route(topic, data)
-                    return
             except BrokerError:
-                pass
-            if time.monotonic() >= deadline:
-                raise TransportError(
-                    f"topic {topic} was created but the name server did not route it to "
-                    f"{', '.join(sorted(brokers))} within {timeout:.0f}s"
-                )
-            await asyncio.sleep(_ROUTE_POLL_INTERVAL)
+                return False
+            ready = {
+                q.broker_name
+                for q in data.queue_datas
+                if q.write_queue_nums == config.write_queue_nums
+                and q.read_queue_nums == config.read_queue_nums
+                and q.perm == config.perm
+            }
+            if brokers <= ready:
+                self.instance.learn_route(topic, data)
+                return True
+            return False
+
+        if not await poll_until(routed, timeout, _ROUTE_POLL_INTERVAL):
+            raise TransportError(
+                f"topic {topic} was created but the name server did not route it to "
+                f"{', '.join(sorted(brokers))} within {timeout:.0f}s"
+            )
