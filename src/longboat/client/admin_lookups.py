@@ -7,6 +7,7 @@ a user may hold: the producer's UNIQ_KEY (needs the topic) and the broker's offs
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from longboat.client.admin_cluster import ClusterReader
 from longboat.client.errors import BrokerError, MessageNotFoundError, TransportError
@@ -24,7 +25,7 @@ class MessageLookup(ClusterReader):
         non-system topic when the id cannot be an offset id) or the broker's offset id (which
         names the broker and position itself)."""
         if topic is not None:
-            found = await self._query(topic, msg_id, unique_key=True, max_num=32)
+            found = await self._by_unique_key(topic, msg_id)
             if found:
                 return min(found, key=lambda m: m.store_timestamp)
         try:
@@ -52,7 +53,7 @@ class MessageLookup(ClusterReader):
     async def _search_unique_key(self, msg_id: str) -> MessageExt:
         topics = [t for t in await self.topics() if not is_system_topic(t)]
         batches = await asyncio.gather(
-            *(self._query(t, msg_id, unique_key=True, max_num=32) for t in topics),
+            *(self._by_unique_key(t, msg_id) for t in topics),
             return_exceptions=True,
         )
         found = [m for batch in batches if isinstance(batch, list) for m in batch]
@@ -73,34 +74,26 @@ class MessageLookup(ClusterReader):
         max_num: int = 64,
     ) -> list[MessageExt]:
         """Messages of `topic` carrying `key` in KEYS, from every broker, oldest first."""
-        found = await self._query(
-            topic, key, unique_key=False, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
+        api = self.instance.api
+        found = await self._on_masters(
+            topic,
+            lambda addr: api.query_message(
+                addr, topic, key, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
+            ),
         )
         return sorted(found, key=lambda m: (m.store_timestamp, m.queue_id, m.queue_offset))
 
-    async def _query(
-        self,
-        topic: str,
-        key: str,
-        *,
-        unique_key: bool,
-        max_num: int,
-        begin_ms: int = 0,
-        end_ms: int | None = None,
-    ) -> list[MessageExt]:
-        addrs = await self._master_addrs(topic)
-        batches = await asyncio.gather(
-            *(
-                self.instance.api.query_message(
-                    addr,
-                    topic,
-                    key,
-                    max_num=max_num,
-                    begin_ms=begin_ms,
-                    end_ms=end_ms,
-                    unique_key=unique_key,
-                )
-                for addr in addrs
-            )
+    async def _by_unique_key(self, topic: str, msg_id: str) -> list[MessageExt]:
+        """The messages of `topic` whose UNIQ_KEY is `msg_id`, from every master."""
+        api = self.instance.api
+        return await self._on_masters(
+            topic, lambda addr: api.query_message(addr, topic, msg_id, max_num=32, unique_key=True)
         )
+
+    async def _on_masters(
+        self, topic: str, query: Callable[[str], Awaitable[list[MessageExt]]]
+    ) -> list[MessageExt]:
+        """`query(addr)` asked of every master of `topic` at once; what they found, together."""
+        addrs = await self._master_addrs(topic)
+        batches = await asyncio.gather(*(query(addr) for addr in addrs))
         return [m for batch in batches for m in batch]
