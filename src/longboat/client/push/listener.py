@@ -76,9 +76,6 @@ class OrderlyResult(Enum):
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
 
 
-E = TypeVar("E", ConsumeResult, OrderlyResult)
-
-
 class ListenerKindError(ClientUsageError):
     """A listener returned the other kind's result: it was registered as the wrong kind."""
 
