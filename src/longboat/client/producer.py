@@ -23,16 +23,18 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.config import ClientConfig
 from longboat.client.errors import ClientError, ClientUsageError, MessageTooLargeError
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
-from longboat.client.selector import QueueSelector, RoundRobin
+from longboat.client.selector import RoundRobin
 from longboat.client.send_retry import (
     Chooser,
+    QueueChoice,
+    check_choice,
     fixed_chooser,
     queue_chooser,
     require_queues,
@@ -176,41 +178,32 @@ class Producer(InstanceUser):
         payload: object = None,
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> SendResult:
         """Send and wait until the broker stored it: a `Message`, or a topic and a payload
         (`send("Orders", order)`, encoded as `Message.of` encodes it).
 
-        Queue choice: `queue` if given, else `selector(queues, msg, arg)`, else the hash of
-        `sharding_key` (ordered messages), else round robin.  Raises MessageTooLargeError /
-        ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
-        and remark), BrokerBusyError, or SendTimeoutError."""
+        Queue choice (`QueueChoice`): `queue=` if given, else `selector=(queues, msg, arg)`
+        with `arg=`, else the hash of `sharding_key=` (ordered messages), else round robin.
+        Raises MessageTooLargeError / ClientUsageError (nothing sent), NoRouteError,
+        BrokerError (with the broker's code and remark), BrokerBusyError, or
+        SendTimeoutError."""
+        check_choice(choice)
         msg = _message_of(msg, payload)
         check_application_message(msg)
-        return await self._send(msg, timeout, queue, selector, arg, sharding_key)
+        return await self._send(msg, timeout, choice)
 
     async def send_own(self, msg: Message, *, timeout: float | None = None) -> SendResult:
         """Send a message Longboat composes itself (a consumer's retry copy to %RETRY%group,
         a resend, a trace record): reserved topics and properties are its to write, so only
         the topic's legality is checked.  Raises what `send` raises."""
-        return await self._send(msg, timeout, None, None, None, None)
+        return await self._send(msg, timeout, {})
 
-    async def _send(
-        self,
-        msg: Message,
-        timeout: float | None,
-        queue: MessageQueue | None,
-        selector: QueueSelector | None,
-        arg: Any,
-        sharding_key: Any,
-    ) -> SendResult:
+    async def _send(self, msg: Message, timeout: float | None, choice: QueueChoice) -> SendResult:
         self.instance  # noqa: B018 - not started: raise before a trace begins
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
-        chooser = fixed_chooser(queue, selector, arg, sharding_key, msg)
+        chooser = fixed_chooser(msg, choice)
         return await ended(end, uniq, self._send_encoded(header, body, uniq, chooser, timeout))
 
     def send_async(
@@ -219,17 +212,13 @@ class Producer(InstanceUser):
         callback: SendCallback | None = None,
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> asyncio.Task[SendResult]:
         """Start a send and return its task (awaitable); `callback(result, error)` — a plain or
         async function — runs when it completes.  The options are those of `send`."""
+        check_choice(choice)
         self.instance  # noqa: B018 - raise now, not inside the task, when not started
-        send = self.send(
-            msg, timeout=timeout, queue=queue, selector=selector, arg=arg, sharding_key=sharding_key
-        )
+        send = self.send(msg, timeout=timeout, **choice)
         task = asyncio.ensure_future(self._send_then_call(send, callback))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -269,19 +258,17 @@ class Producer(InstanceUser):
         self,
         msg: Message | str,
         payload: object = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> None:
-        """Send without waiting for the broker: once written to the socket, it is done."""
+        """Send without waiting for the broker: once written to the socket, it is done.  The
+        queue is chosen as for `send`."""
+        check_choice(choice)
         instance = self.instance
         msg = _message_of(msg, payload)
         check_application_message(msg)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
-        chooser = fixed_chooser(queue, selector, arg, sharding_key, msg)
+        chooser = fixed_chooser(msg, choice)
         mq = (
             chooser(route.publish_queues)
             if chooser
@@ -295,17 +282,16 @@ class Producer(InstanceUser):
         msgs: Sequence[Message],
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> SendResult:
         """Send messages of one topic as one request; they land in one queue, in order, with
-        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules)."""
+        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules).  The
+        queue is chosen as for `send`, with the first message."""
+        check_choice(choice)
         for m in msgs:
             if m.properties and (problem := property_refusal(m.properties)):
                 raise ClientUsageError(f"invalid message: {problem}")
-        chooser = fixed_chooser(queue, selector, arg, sharding_key, msgs[0]) if msgs else None
+        chooser = fixed_chooser(msgs[0], choice) if msgs else None
         return await self._send_batch(msgs, chooser, timeout)
 
     async def send_own_batch(

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client._internal.route import TopicRoute
@@ -55,15 +55,29 @@ def require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[Messa
     return queues
 
 
-def fixed_chooser(
-    queue: MessageQueue | None,
-    selector: QueueSelector | None,
-    arg: Any,
-    sharding_key: Any,
-    msg: Message,
-) -> Chooser | None:
-    """The caller's choice of queue, by precedence: `queue`, `selector(queues, msg, arg)`,
-    the hash of `sharding_key`; None leaves the choice to round robin."""
+class QueueChoice(TypedDict, total=False):
+    """The caller's choice of queue for a send, by precedence: `queue` (one of the message's
+    topic), else `selector(queues, msg, arg)`, else the hash of `sharding_key` (ordered
+    messages, RocketMQ's `SelectMessageQueueByHash`); none of them leaves it to round robin.
+    The keyword arguments of every send that lets the caller choose."""
+
+    queue: MessageQueue | None
+    selector: QueueSelector | None
+    arg: Any
+    sharding_key: Any
+
+
+def check_choice(choice: QueueChoice) -> None:
+    """TypeError, as a call with an unknown keyword argument raises, for a key of `choice`
+    that names no choice (type checkers refuse it before)."""
+    if unknown := choice.keys() - QueueChoice.__optional_keys__:
+        raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+
+
+def fixed_chooser(msg: Message, choice: QueueChoice) -> Chooser | None:
+    """What `choice` fixes for `msg`; None leaves the queue to round robin."""
+    queue, selector = choice.get("queue"), choice.get("selector")
+    arg, sharding_key = choice.get("arg"), choice.get("sharding_key")
     if queue is not None:
         return queue_chooser(queue, msg.topic)
     if selector is not None:
