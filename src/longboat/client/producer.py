@@ -9,6 +9,10 @@ deadline.  Sends to a queue chosen by the caller (ordered messages) are retried 
 queue only, never elsewhere, so a key's messages never leave their queue.  This module encodes
 the requests; `send_retry` takes them to a broker.
 
+A `delay=` travels as each attempt's broker takes it: an exact timer (`TIMER_DELAY_MS`) where
+the broker serves timer messages, else the delay level rounded up; which brokers do is asked
+once per broker and cached (`_internal/broker_timers.py`).
+
 Every message gets a UNIQ_KEY (its `msg_id` for consumers and lookups); bodies of
 `compress_over` bytes and more travel zlib-compressed; batches are not compressed (RocketMQ
 brokers store batch elements as they come).
@@ -23,6 +27,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from datetime import timedelta
 from typing import Any, Unpack
 
 from longboat.client._internal.instance import ClientInstance
@@ -39,6 +44,7 @@ from longboat.client.send_retry import (
     queue_chooser,
     require_queues,
     send_with_retries,
+    with_delay,
 )
 from longboat.client.tracing.hooks import begin_send, ended
 from longboat.client.tracing.setup import Tracing
@@ -204,7 +210,8 @@ class Producer(InstanceUser):
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
         chooser = fixed_chooser(msg, choice)
-        return await ended(end, uniq, self._send_encoded(header, body, uniq, chooser, timeout))
+        send = self._send_encoded(header, body, uniq, chooser, timeout, msg.delay)
+        return await ended(end, uniq, send)
 
     def send_async(
         self,
@@ -275,6 +282,8 @@ class Producer(InstanceUser):
             else self._round_robin.select(require_queues(route.publish_queues, msg.topic))
         )
         addr = await instance.find_master_addr(mq.broker_name, msg.topic)
+        if msg.delay is not None:
+            header = await with_delay(instance, header, msg.delay, addr)
         await instance.api.send_oneway(addr, mq, header, body)
 
     async def send_batch(
@@ -373,9 +382,11 @@ class Producer(InstanceUser):
         msg_id: str,
         chooser: Chooser | None,
         timeout: float | None,
+        delay: timedelta | None = None,
     ) -> SendResult:
         """Send an encoded request with this producer's retries (`send_retry`); `timeout`
-        overrides `send_timeout` as the deadline of the whole call."""
+        overrides `send_timeout` as the deadline of the whole call; a `delay` is added to
+        each attempt's header as the broker of that attempt takes it."""
         budget = self.send_timeout if timeout is None else timeout
         return await send_with_retries(
             self.instance,
@@ -386,6 +397,7 @@ class Producer(InstanceUser):
             chooser,
             budget,
             self.retry_times,
+            delay,
         )
 
     # ------------------------------------------------------------------ internals
@@ -398,7 +410,7 @@ class Producer(InstanceUser):
         uniqs = self._uniq.next_many(len(msgs))
         for i, m in enumerate(msgs):
             body = m.body
-            if m.topic != topic or m.delay_level > 0 or not body:
+            if m.topic != topic or m.delayed or not body:
                 _refuse_in_batch(m, topic)
             if m.properties or m.keys:
                 props = m.wire_properties()
@@ -474,8 +486,8 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
     """ClientUsageError for a message a batch to `topic` cannot hold (called only for one)."""
     if msg.topic != topic:
         raise ClientUsageError(f"a batch must have one topic: {topic!r} and {msg.topic!r}")
-    if msg.delay_level > 0:
-        raise ClientUsageError("batched messages cannot have a delay level")
+    if msg.delayed:
+        raise ClientUsageError("batched messages cannot be delayed")
     _check_body(msg)
 
 

@@ -7,7 +7,9 @@ answers RocketMQ retries on (`PRODUCER_RETRYABLE_CODES`) — are retried until i
 `retry_times` retries, when set), with jittered exponential pauses from `FIRST_BACKOFF` to
 `MAX_BACKOFF`, round robin stepping off the broker that failed, and the route asked again
 after a transport error.  A queue the caller chose (a `Chooser`) is retried on that queue
-only, and only while its broker is busy, so a key's messages never leave their queue.
+only, and only while its broker is busy, so a key's messages never leave their queue.  A
+delayed message's delay is written into each attempt's header as that attempt's broker
+takes it (an exact timer or a delay level, `with_delay`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any, TypedDict
 
 from longboat.client._internal.instance import ClientInstance
@@ -29,10 +33,11 @@ from longboat.client.errors import (
     SendTimeoutError,
     TransportError,
 )
-from longboat.client.message import Message, SendResult
+from longboat.client.message import Message, SendResult, delay_property
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
 from longboat.protocol.headers import SendMessageRequestHeaderV2
+from longboat.protocol.properties import PROPERTY_SEPARATOR, properties_to_string
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -103,11 +108,13 @@ async def send_with_retries(
     chooser: Chooser | None,
     budget: float,
     retry_times: int | None,
+    delay: timedelta | None = None,
 ) -> SendResult:
     """Send the encoded request to `header.topic`'s master brokers until one stores it,
-    retrying as the module says.  Raises BrokerError (and its NoRouteError, BrokerBusyError)
-    for an answer no retry can help or the last one, SendTimeoutError when the deadline
-    passed after transport errors only."""
+    retrying as the module says; a `delay` is added to each attempt's header as the broker
+    of that attempt takes it (`with_delay`).  Raises BrokerError (and its NoRouteError,
+    BrokerBusyError) for an answer no retry can help or the last one, SendTimeoutError when
+    the deadline passed after transport errors only."""
     topic = header.topic
     loop = asyncio.get_running_loop()
     deadline = loop.time() + budget
@@ -132,12 +139,16 @@ async def send_with_retries(
         route = await _route(instance, topic, refresh=refresh, known=route)
         queues = require_queues(route.publish_queues, topic)
         mq = chooser(queues) if chooser else round_robin.select(queues, failed_broker)
+        addr: str | None = None
         try:
             addr = route.master_addr(mq.broker_name) or await instance.find_master_addr(
                 mq.broker_name, topic
             )
-            return await instance.api.send(addr, mq, header, body, msg_id=msg_id, timeout=remaining)
+            sent = header if delay is None else await with_delay(instance, header, delay, addr)
+            return await instance.api.send(addr, mq, sent, body, msg_id=msg_id, timeout=remaining)
         except BrokerError as exc:
+            if delay is not None and addr is not None:
+                instance.timers.forget(addr)  # restarted with other settings, maybe
             if exc.code not in PRODUCER_RETRYABLE_CODES:
                 raise
             if exc.code == ResponseCode.TOPIC_NOT_EXIST and route.via_default_topic:
@@ -159,6 +170,8 @@ async def send_with_retries(
             refresh = exc.code == ResponseCode.TOPIC_NOT_EXIST
         except TransportError as exc:
             # The broker may be restarting, or gone with its queues moved: ask again.
+            if delay is not None and addr is not None:
+                instance.timers.forget(addr)
             last, refresh = exc, True
         failed_broker = mq.broker_name
         log.info("send to %s failed (retry %d): %s", mq, retries, last)
@@ -183,3 +196,15 @@ async def _route(
             log.info("route of %s not refreshed, retrying on the known one: %s", topic, exc)
             return known
     return await instance.route(topic, allow_default=True)
+
+
+async def with_delay(
+    instance: ClientInstance, header: SendMessageRequestHeaderV2, delay: timedelta, addr: str
+) -> SendMessageRequestHeaderV2:
+    """`header` with `delay`'s property for the broker at `addr`: an exact timer where it
+    serves timers, else the delay level rounded up (ClientUsageError when none is long
+    enough; nothing is sent).  Raises TransportError when the broker cannot be asked."""
+    name, value = delay_property(delay, timers=await instance.timers.serve_timers(addr))
+    pair = properties_to_string({name: value})
+    text = f"{header.properties}{PROPERTY_SEPARATOR}{pair}" if header.properties else pair
+    return replace(header, properties=text)
