@@ -309,7 +309,7 @@ class PopService:
         for offset in expired:
             if len(out) >= max_msgs:
                 break
-            ext = self._read_one(topic, queue_id, offset)
+            ext = self.controller.store.message_at(topic, queue_id, offset)
             if ext is None:  # gone from the store (retention): nothing to deliver
                 self.table.finish(key, q, offset)
                 continue
@@ -367,15 +367,6 @@ class PopService:
             Popped(ext, make_handle(queue_id, offset, seq), f.attempt, seq)
             for ext, offset, f in zip(messages, taken, delivered, strict=True)
         ]
-
-    def _read_one(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
-        got = self.controller.store.get_messages(topic, queue_id, offset, 1)
-        if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
-            return None
-        try:
-            return decode_record(got.records[0])
-        except ProtocolError:
-            return None
 
     def _dead_letter(self, group: str, ext: MessageExt, attempts: int) -> None:
         """Store a copy in `%DLQ%<group>` (in-line, on the loop, as the send path appends)."""
@@ -447,7 +438,7 @@ class PopService:
     def forward_to_dlq(self, group: str, topic: str, handle: str) -> None:
         """The client gave up on the message (FIFO push consumer): dead-letter it now."""
         key, q, offset, f = self._in_flight(group, topic, handle)
-        ext = self._read_one(topic, key[2], offset)
+        ext = self.controller.store.message_at(topic, key[2], offset)
         if ext is not None:
             self._dead_letter(group, ext, f.attempt)
         self.table.finish(key, q, offset)

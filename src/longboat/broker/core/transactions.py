@@ -168,7 +168,11 @@ class TransactionService:
         by its gRPC transaction id; raises Refusal (UNKNOWN_TRANSACTION) when no undecided half has
         this id (decided already, or never begun on this broker)."""
         raw_offset, _, message_id = transaction_id.partition(":")
-        half = self._half_at(int(raw_offset)) if raw_offset.isdigit() else None
+        half = (
+            self.controller.store.message_at(TRANS_HALF_TOPIC, 0, int(raw_offset))
+            if raw_offset.isdigit()
+            else None
+        )
         if (
             half is None
             or self.is_decided(half.queue_offset)
@@ -182,15 +186,6 @@ class TransactionService:
             )
         results = self.decide(half, COMMIT if commit else ROLLBACK)
         return results[0] if commit else None
-
-    def _half_at(self, offset: int) -> MessageExt | None:
-        got = self.controller.store.get_messages(TRANS_HALF_TOPIC, 0, offset, 1)
-        if not got.records or got.queue_offsets[0] != offset:
-            return None
-        try:
-            return decode_record(got.records[0])
-        except ProtocolError:
-            return None
 
     # ------------------------------------------------------------------ deciding
 
