@@ -276,11 +276,14 @@ class PopProcessor:
 
 def install(controller: CoreHost) -> None:
     processor = PopProcessor(controller)
-    register = controller.router.register
-    register(RequestCode.QUERY_ASSIGNMENT, processor.query_assignment)
-    register(RequestCode.POP_MESSAGE, processor.pop_message)
-    register(RequestCode.ACK_MESSAGE, processor.ack_message)
-    register(RequestCode.BATCH_ACK_MESSAGE, processor.batch_ack)
-    register(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, processor.change_invisible_time)
-    register(RequestCode.NOTIFICATION, processor.notification)
-    register(RequestCode.POLLING_INFO, processor.polling_info)
+    controller.router.register_all(
+        {
+            RequestCode.QUERY_ASSIGNMENT: processor.query_assignment,
+            RequestCode.POP_MESSAGE: processor.pop_message,
+            RequestCode.ACK_MESSAGE: processor.ack_message,
+            RequestCode.BATCH_ACK_MESSAGE: processor.batch_ack,
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME: processor.change_invisible_time,
+            RequestCode.NOTIFICATION: processor.notification,
+            RequestCode.POLLING_INFO: processor.polling_info,
+        }
+    )
