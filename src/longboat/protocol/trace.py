@@ -125,16 +125,23 @@ def _bool(text: str) -> bool:
     return text.lower() == "true"
 
 
-def _sent_fields(f: list[str]) -> dict[str, Any]:
-    """The fields Pub and EndTransaction share, at the same places."""
+def _context_fields(f: list[str]) -> dict[str, Any]:
+    """The fields Pub, EndTransaction and SubBefore share, at the same places."""
     return {
         "msg_id": f[5],
         "timestamp": int(f[1]),
         "region_id": _opt(f[2]),
         "group": _opt(f[3]),
+        "keys": _opt(f[7]),
+    }
+
+
+def _sent_fields(f: list[str]) -> dict[str, Any]:
+    """The fields Pub and EndTransaction share, at the same places."""
+    return {
+        **_context_fields(f),
         "topic": _opt(f[4]),
         "tags": _opt(f[6]),
-        "keys": _opt(f[7]),
         "store_host": _opt(f[8]),
     }
 
@@ -162,13 +169,9 @@ def decode_records(body: str) -> list[TraceRecord]:
             records.append(
                 TraceRecord(
                     TraceType.SUB_BEFORE,
-                    msg_id=f[5],
-                    timestamp=int(f[1]),
-                    region_id=_opt(f[2]),
-                    group=_opt(f[3]),
+                    **_context_fields(f),
                     request_id=_opt(f[4]),
                     retry_times=int(f[6]),
-                    keys=_opt(f[7]),
                 )
             )
         elif kind == "SubAfter" and len(f) >= 6:

@@ -44,10 +44,10 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from longboat.broker.config import BrokerConfig
 from longboat.broker.core.append import Appender
 from longboat.broker.core.half_messages import TYPE_MASK, half_message
 from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.feature_host import FeatureHost
 from longboat.broker.state.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.errors import ProtocolError
@@ -60,22 +60,18 @@ from longboat.protocol.topic_names import (
     TRANS_OP_HALF_TOPIC,
 )
 from longboat.protocol.types import PERM_READ_WRITE
-from longboat.store import MessageInner, MessageStore, PutResult, PutStatus
+from longboat.store import MessageInner, PutResult, PutStatus
 
 
-class TransactionHost(Protocol):
-    """What the service needs from the broker (the controller is one): typed here rather
-    than as the core host, which the core sits below."""
+class TransactionHost(FeatureHost, Protocol):
+    """What the service needs from the broker (the controller is one): a feature's host
+    with the whole topic table, the clock and the append path; typed here rather than as
+    the core host, which the core sits below."""
 
-    @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def store(self) -> MessageStore: ...
     @property
     def topics(self) -> TopicManager: ...
     @property
     def clock(self) -> Callable[[], float]: ...
-
     @property
     def appender(self) -> Appender: ...
 
