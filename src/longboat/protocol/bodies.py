@@ -188,6 +188,10 @@ class DataVersion:
         d = _obj(d or {}, "dataVersion")
         return cls(timestamp=int(d.get("timestamp", 0)), counter=int(d.get("counter", 0)))
 
+    def next(self, now_s: float) -> DataVersion:
+        """The version of the table's next change, made at `now_s` (epoch seconds)."""
+        return DataVersion(timestamp=int(now_s * 1000), counter=self.counter + 1)
+
 
 @dataclass(slots=True)
 class TopicConfig:

@@ -95,9 +95,7 @@ class TopicConfigTable:
             return True
 
     def _log(self, change: dict[str, Any]) -> None:
-        self._version = DataVersion(
-            timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
-        )
+        self._version = self._version.next(self._clock())
         change = {"dataVersion": self._version.to_dict(), **change}
         self._changes.append(change, sync=self._sync_each_change)
 

@@ -45,9 +45,7 @@ class SubscriptionGroupTable:
         """Create or replace a group's settings, durably (raises OSError on I/O failure)."""
         with self._lock:
             self._table[config.group_name] = config
-            self._version = DataVersion(
-                timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
-            )
+            self._version = self._version.next(self._clock())
             write_json_atomic(self.path, self._wrapper().to_dict())
 
     def wrapper(self) -> SubscriptionGroupWrapper:
