@@ -117,7 +117,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         ctl = self.controller
         if (
             not ctl.config.auto_create_subscription_group
-            and name not in ctl.subscription_groups.configured()
+            and name not in ctl.subscription_groups.all()
         ):
             raise Refusal(
                 Reason.GROUP_NOT_FOUND,
