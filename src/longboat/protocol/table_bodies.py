@@ -64,14 +64,23 @@ def decode_lock_batch_response(data: bytes) -> list[MessageQueue]:
         return [MessageQueue.from_dict(m) for m in d.get("lockOKMQSet") or []]
 
 
+def _encode_names(key: str, names: list[str]) -> bytes:
+    """`{key: [name, ...]}`, sorted: TopicList's and GroupList's shape."""
+    return fastjson.dumps({key: sorted(names)})
+
+
+def _decode_names(data: bytes, key: str, what: str) -> list[str]:
+    d = _load(data, what)
+    with _malformed(what):
+        return [str(name) for name in d.get(key) or []]
+
+
 def encode_topic_list(topics: list[str]) -> bytes:
-    return fastjson.dumps({"topicList": sorted(topics)})
+    return _encode_names("topicList", topics)
 
 
 def decode_topic_list(data: bytes) -> list[str]:
-    d = _load(data, "topic list")
-    with _malformed("topic list"):
-        return [str(t) for t in d.get("topicList") or []]
+    return _decode_names(data, "topicList", "topic list")
 
 
 def encode_kv_table(table: dict[str, str]) -> bytes:
@@ -87,13 +96,11 @@ def decode_kv_table(data: bytes) -> dict[str, str]:
 
 def encode_group_list(groups: list[str]) -> bytes:
     """QUERY_TOPIC_CONSUME_BY_WHO's body."""
-    return fastjson.dumps({"groupList": sorted(groups)})
+    return _encode_names("groupList", groups)
 
 
 def decode_group_list(data: bytes) -> list[str]:
-    d = _load(data, "group list")
-    with _malformed("group list"):
-        return [str(g) for g in d.get("groupList") or []]
+    return _decode_names(data, "groupList", "group list")
 
 
 def keyed_by_queue(table: dict[MessageQueue, Any]) -> dict[tuple[tuple[str, Any], ...], Any]:
