@@ -9,10 +9,11 @@ name server writes with bare integer keys for old clients (see `TopicRouteData.t
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Self
 
 from longboat.protocol import fastjson
 from longboat.protocol.errors import ProtocolError
@@ -38,6 +39,31 @@ def _malformed(what: str) -> Iterator[None]:
         yield
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ProtocolError(f"bad {what}: {exc!r}") from None
+
+
+class _JsonDocument(ABC):
+    """A body that is its `to_dict` as one JSON object: `to_json` writes it, `from_json`
+    reads it back through `from_dict`, a wrong shape reported as ProtocolError naming
+    `_what`."""
+
+    __slots__ = ()
+    _what: ClassVar[str]
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]: ...
+
+    @classmethod
+    @abstractmethod
+    def from_dict(cls, d: Any) -> Self: ...
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(self.to_dict())
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> Self:
+        d = _load(data, cls._what)
+        with _malformed(cls._what):
+            return cls.from_dict(d)
 
 
 # --------------------------------------------------------------------------- routes
@@ -228,9 +254,11 @@ class TopicConfig:
 
 
 @dataclass(slots=True)
-class TopicConfigSerializeWrapper:
+class TopicConfigSerializeWrapper(_JsonDocument):
     """The broker's topic table with its version: GET_ALL_TOPIC_CONFIG's body, and the core of
     REGISTER_BROKER's."""
+
+    _what: ClassVar[str] = "topic config wrapper"
 
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
@@ -250,15 +278,6 @@ class TopicConfigSerializeWrapper:
             },
             data_version=DataVersion.from_dict(d.get("dataVersion")),
         )
-
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> TopicConfigSerializeWrapper:
-        d = _load(data, "topic config wrapper")
-        with _malformed("topic config wrapper"):
-            return cls.from_dict(d)
 
 
 @dataclass(slots=True)
@@ -289,9 +308,11 @@ class RegisterBrokerBody:
 
 
 @dataclass(slots=True)
-class SubscriptionGroupConfig:
+class SubscriptionGroupConfig(_JsonDocument):
     """A consumer group's broker-side settings (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's body);
     defaults are RocketMQ's."""
+
+    _what: ClassVar[str] = "subscription group config"
 
     group_name: str
     consume_enable: bool = True
@@ -346,21 +367,14 @@ class SubscriptionGroupConfig:
             ),
         )
 
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> SubscriptionGroupConfig:
-        d = _load(data, "subscription group config")
-        with _malformed("subscription group config"):
-            return cls.from_dict(d)
-
 
 @dataclass(slots=True)
-class SubscriptionGroupWrapper:
+class SubscriptionGroupWrapper(_JsonDocument):
     """GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body (and config/subscriptionGroup.json): every
     configured group's settings with the table's data version, which a slave compares to
     know whether to take the table."""
+
+    _what: ClassVar[str] = "subscription group wrapper"
 
     subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
@@ -383,15 +397,6 @@ class SubscriptionGroupWrapper:
             },
             data_version=DataVersion.from_dict(d.get("dataVersion")),
         )
-
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> SubscriptionGroupWrapper:
-        d = _load(data, "subscription group wrapper")
-        with _malformed("subscription group wrapper"):
-            return cls.from_dict(d)
 
 
 @dataclass(slots=True)
