@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from longboat.broker.core.append import outcome
 from longboat.broker.core.message_filter import SQL92, message_filter
-from longboat.broker.core.pop import PopService
+from longboat.broker.core.pop import PopRequest, PopService
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
 from longboat.broker.core.transactions import TransactionService
@@ -387,15 +387,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         if remaining is not None:
             wait_s = min(wait_s, remaining - LONG_POLLING_RESERVE_S)
         namespace = request.message_queue.topic.resource_namespace
-        popped = await self.pop.pop_waiting(
-            group,
-            config.topic_name,
-            max_msgs=batch,
-            expression=expression,
-            sql=sql,
-            invisible_ms=invisible_ms,
-            wait_s=max(0.0, wait_s),
-        )
+        wanted = PopRequest(group, config.topic_name, batch, expression, invisible_ms, sql=sql)
+        popped = await self.pop.pop_waiting(wanted, wait_s=max(0.0, wait_s))
         if not popped:
             yield svc.ReceiveMessageResponse(
                 status=status(Code.MESSAGE_NOT_FOUND, "no new message")

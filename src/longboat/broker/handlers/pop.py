@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from longboat.broker.core.message_filter import SQL92, message_filter
-from longboat.broker.core.pop import REMOTING_SEQ_MASK, Popped, parse_handle
+from longboat.broker.core.pop import REMOTING_SEQ_MASK, Popped, PopRequest, parse_handle
 from longboat.broker.core.refusal import Refusal
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.errors import ProtocolError
@@ -83,16 +83,18 @@ class PopProcessor:
             return cmd.make_response(refusal.code, refusal.remark)
         tags = TagExpression.parse("*" if (h.expType or "").upper() == SQL92 else h.exp)
         fifo = bool(h.order) or ctl.subscription_groups.get(h.consumerGroup).consume_message_orderly
-        popped = await self.pop.pop_waiting(
+        wanted = PopRequest(
             h.consumerGroup,
             h.topic,
             max_msgs=max(1, min(h.maxMsgNums, MAX_POP_MSGS)),
             expression=tags,
-            sql=flt.sql,
             invisible_ms=h.invisibleTime,
-            wait_s=max(0.0, h.pollTime / 1000 - POLL_RESERVE_S),
+            sql=flt.sql,
             queue_id=h.queueId,
             fifo=fifo,
+        )
+        popped = await self.pop.pop_waiting(
+            wanted, wait_s=max(0.0, h.pollTime / 1000 - POLL_RESERVE_S)
         )
         pop_time = int(self.pop.now() * 1000)
         if not popped:
