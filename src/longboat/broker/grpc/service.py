@@ -20,6 +20,7 @@ import logging
 import random
 import zlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from longboat.broker.core.append import outcome
@@ -88,22 +89,15 @@ def _metadata(context: Any, key: str) -> str:
     return ""
 
 
+@dataclass(eq=False)
 class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
-    def __init__(
-        self,
-        controller: CoreHost,
-        pop: PopService,
-        transactions: TransactionService,
-        port: int,
-        access: GrpcAccess | None = None,
-    ) -> None:
-        self.controller = controller
-        self.access = access
-        self.pop = pop
-        self.transactions = transactions
-        self.port = port
-        # client id -> its open Telemetry stream
-        self.sessions: dict[str, TelemetrySession] = {}
+    controller: CoreHost
+    pop: PopService
+    transactions: TransactionService
+    port: int
+    access: GrpcAccess | None = None
+    # client id -> its open Telemetry stream
+    sessions: dict[str, TelemetrySession] = field(default_factory=dict, init=False)
 
     # ------------------------------------------------------------------ checks
 
