@@ -9,62 +9,13 @@ name server writes with bare integer keys for old clients (see `TopicRouteData.t
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Self
+from typing import Any, ClassVar
 
 from longboat.protocol import fastjson
-from longboat.protocol.errors import ProtocolError
+from longboat.protocol.json_body import JsonDocument, json_object, load_json_object, malformed
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MASTER_ID, PERM_READ_WRITE
-
-
-def _obj(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ProtocolError(f"{what} is not a JSON object")
-    return value
-
-
-def _load(data: bytes | str, what: str) -> dict[str, Any]:
-    return _obj(fastjson.loads(data), what)
-
-
-@contextmanager
-def _malformed(what: str) -> Iterator[None]:
-    """A body of the wrong shape (a missing key, a list where an object belongs, a number
-    that is not one) is the peer's fault: report it as ProtocolError, never as a crash."""
-    try:
-        yield
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ProtocolError(f"bad {what}: {exc!r}") from None
-
-
-class _JsonDocument(ABC):
-    """A body that is its `to_dict` as one JSON object: `to_json` writes it, `from_json`
-    reads it back through `from_dict`, a wrong shape reported as ProtocolError naming
-    `_what`."""
-
-    __slots__ = ()
-    _what: ClassVar[str]
-
-    @abstractmethod
-    def to_dict(self) -> dict[str, Any]: ...
-
-    @classmethod
-    @abstractmethod
-    def from_dict(cls, d: Any) -> Self: ...
-
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> Self:
-        d = _load(data, cls._what)
-        with _malformed(cls._what):
-            return cls.from_dict(d)
-
 
 # --------------------------------------------------------------------------- routes
 
@@ -117,7 +68,7 @@ class BrokerData:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BrokerData:
-        addrs = _obj(d.get("brokerAddrs") or {}, "brokerAddrs")
+        addrs = json_object(d.get("brokerAddrs") or {}, "brokerAddrs")
         return cls(
             cluster=str(d.get("cluster", "")),
             broker_name=str(d["brokerName"]),
@@ -149,8 +100,8 @@ class TopicRouteData:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> TopicRouteData:
-        d = _load(data, "route data")
-        with _malformed("route data"):
+        d = load_json_object(data, "route data")
+        with malformed("route data"):
             return cls(
                 queue_datas=[QueueData.from_dict(q) for q in d.get("queueDatas") or []],
                 broker_datas=[BrokerData.from_dict(b) for b in d.get("brokerDatas") or []],
@@ -186,8 +137,8 @@ class ClusterInfo:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ClusterInfo:
-        d = _load(data, "cluster info")
-        with _malformed("cluster info"):
+        d = load_json_object(data, "cluster info")
+        with malformed("cluster info"):
             return cls(
                 broker_addr_table={
                     k: BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
@@ -211,7 +162,7 @@ class DataVersion:
 
     @classmethod
     def from_dict(cls, d: Any) -> DataVersion:
-        d = _obj(d or {}, "dataVersion")
+        d = json_object(d or {}, "dataVersion")
         return cls(timestamp=int(d.get("timestamp", 0)), counter=int(d.get("counter", 0)))
 
     def next(self, now_s: float) -> DataVersion:
@@ -254,7 +205,7 @@ class TopicConfig:
 
 
 @dataclass(slots=True)
-class TopicConfigSerializeWrapper(_JsonDocument):
+class TopicConfigSerializeWrapper(JsonDocument):
     """The broker's topic table with its version: GET_ALL_TOPIC_CONFIG's body, and the core of
     REGISTER_BROKER's."""
 
@@ -271,7 +222,7 @@ class TopicConfigSerializeWrapper(_JsonDocument):
 
     @classmethod
     def from_dict(cls, d: Any) -> TopicConfigSerializeWrapper:
-        d = _obj(d or {}, "topicConfigSerializeWrapper")
+        d = json_object(d or {}, "topicConfigSerializeWrapper")
         return cls(
             topic_config_table={
                 k: TopicConfig.from_dict(v) for k, v in (d.get("topicConfigTable") or {}).items()
@@ -297,8 +248,8 @@ class RegisterBrokerBody:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> RegisterBrokerBody:
-        d = _load(data, "register body")
-        with _malformed("register body"):
+        d = load_json_object(data, "register body")
+        with malformed("register body"):
             wrapper = TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper"))
             return cls(
                 topic_config_table=wrapper.topic_config_table,
@@ -308,7 +259,7 @@ class RegisterBrokerBody:
 
 
 @dataclass(slots=True)
-class SubscriptionGroupConfig(_JsonDocument):
+class SubscriptionGroupConfig(JsonDocument):
     """A consumer group's broker-side settings (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's body);
     defaults are RocketMQ's."""
 
@@ -342,7 +293,7 @@ class SubscriptionGroupConfig(_JsonDocument):
 
     @classmethod
     def from_dict(cls, d: Any) -> SubscriptionGroupConfig:
-        d = _obj(d, "subscription group config")
+        d = json_object(d, "subscription group config")
         defaults = cls(group_name="")
         return cls(
             group_name=str(d["groupName"]),
@@ -369,7 +320,7 @@ class SubscriptionGroupConfig(_JsonDocument):
 
 
 @dataclass(slots=True)
-class SubscriptionGroupWrapper(_JsonDocument):
+class SubscriptionGroupWrapper(JsonDocument):
     """GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body (and config/subscriptionGroup.json): every
     configured group's settings with the table's data version, which a slave compares to
     know whether to take the table."""
@@ -389,7 +340,7 @@ class SubscriptionGroupWrapper(_JsonDocument):
 
     @classmethod
     def from_dict(cls, d: Any) -> SubscriptionGroupWrapper:
-        d = _obj(d or {}, "subscription group wrapper")
+        d = json_object(d or {}, "subscription group wrapper")
         return cls(
             subscription_group_table={
                 str(n): SubscriptionGroupConfig.from_dict(c)
@@ -412,12 +363,12 @@ class ConsumerOffsetSerializeWrapper:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ConsumerOffsetSerializeWrapper:
-        d = _load(data, "consumer offset wrapper")
-        with _malformed("consumer offset wrapper"):
-            table = _obj(d.get("offsetTable") or {}, "offsetTable")
+        d = load_json_object(data, "consumer offset wrapper")
+        with malformed("consumer offset wrapper"):
+            table = json_object(d.get("offsetTable") or {}, "offsetTable")
             return cls(
                 {
-                    str(key): {int(q): int(o) for q, o in _obj(queues, key).items()}
+                    str(key): {int(q): int(o) for q, o in json_object(queues, key).items()}
                     for key, queues in table.items()
                 }
             )
@@ -528,8 +479,8 @@ class HeartbeatData:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> HeartbeatData:
-        d = _load(data, "heartbeat")
-        with _malformed("heartbeat"):
+        d = load_json_object(data, "heartbeat")
+        with malformed("heartbeat"):
             return cls(
                 client_id=str(d["clientID"]),
                 producer_groups=[str(p["groupName"]) for p in d.get("producerDataSet") or []],
@@ -589,8 +540,8 @@ class ConsumerConnection:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ConsumerConnection:
-        d = _load(data, "consumer connection")
-        with _malformed("consumer connection"):
+        d = load_json_object(data, "consumer connection")
+        with malformed("consumer connection"):
             return cls(
                 connections=[ClientConnection.from_dict(c) for c in d.get("connectionSet") or []],
                 subscriptions={
