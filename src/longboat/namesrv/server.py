@@ -87,17 +87,20 @@ class NameServer:
                 AccessControl(acl_file, admin_codes=NAMESRV_WRITE_CODES, resource_checks=False),
                 codes=NAMESRV_WRITE_CODES,
             )
-        register = self.router.register
-        register(RequestCode.REGISTER_BROKER, self.register_broker)
-        register(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
-        register(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.route_info)
-        register(RequestCode.GET_BROKER_CLUSTER_INFO, self.cluster_info)
-        register(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.topic_list)
-        register(RequestCode.QUERY_DATA_VERSION, self.query_data_version)
-        register(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic)
-        register(RequestCode.PUT_KV_CONFIG, self.kv_accept)
-        register(RequestCode.DELETE_KV_CONFIG, self.kv_accept)
-        register(RequestCode.GET_KV_CONFIG, self.kv_get)
+        self.router.register_all(
+            {
+                RequestCode.REGISTER_BROKER: self.register_broker,
+                RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+                RequestCode.GET_ROUTEINFO_BY_TOPIC: self.route_info,
+                RequestCode.GET_BROKER_CLUSTER_INFO: self.cluster_info,
+                RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.topic_list,
+                RequestCode.QUERY_DATA_VERSION: self.query_data_version,
+                RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+                RequestCode.PUT_KV_CONFIG: self.kv_accept,
+                RequestCode.DELETE_KV_CONFIG: self.kv_accept,
+                RequestCode.GET_KV_CONFIG: self.kv_get,
+            }
+        )
 
     @property
     def addr(self) -> str:
