@@ -304,6 +304,10 @@ class Admin(RegisteringNothingUser):
         """The broker's runtime figures (version, disk use, put/get TPS), RocketMQ's names."""
         return await self.instance.api.get_runtime_info(addr)
 
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        """The settings of the broker at `addr`, by their broker.conf keys (RocketMQ's names)."""
+        return await self.instance.api.get_broker_config(addr)
+
     async def sync_state_data(
         self, controller_addrs: list[str], broker_names: list[str]
     ) -> BrokerReplicasInfo:
