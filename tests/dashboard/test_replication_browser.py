@@ -9,7 +9,6 @@ With LONGBOAT_SCREENSHOTS=DIR the tests also save the screenshots docs/dashboard
 
 from __future__ import annotations
 
-import os
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -20,7 +19,8 @@ from typing import Any
 import pytest
 
 from conftest import LoopThread, broker_config
-from dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS, WAIT_MS, cell_texts, require_chromium
+from dashboard.conftest import screenshot
+from dashboard.test_browser import WAIT_MS, cell_texts
 from longboat.broker import BrokerController
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
@@ -36,25 +36,6 @@ pytestmark = pytest.mark.browser
 GROUP = "dash-ha"
 TOPIC = "DashReplicated"
 SENT = 20
-
-
-@pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        context = pw.chromium.launch_persistent_context(
-            str(tmp_path_factory.mktemp("chromium-profile")),
-            executable_path=CHROMIUM,
-            headless=True,
-            args=CHROMIUM_ARGS,
-            viewport={"width": 1366, "height": 800},
-        )
-        try:
-            yield context.new_page()
-        finally:
-            context.close()
 
 
 @dataclass
@@ -151,13 +132,6 @@ def wait_for_rows(group: Any, done: Callable[[list[list[str]]], bool]) -> list[l
     raise AssertionError(f"the page never showed it: {rows}")
 
 
-def screenshot(page: Any, name: str) -> None:
-    shots = os.environ.get("LONGBOAT_SCREENSHOTS")
-    if shots:
-        Path(shots).mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(Path(shots) / f"{name}.png"), full_page=True)
-
-
 def unreachable_addr() -> str:
     """An address on 127.0.0.1 nobody listens on (probed free, then closed)."""
     with socket.socket() as probe:
@@ -166,7 +140,7 @@ def unreachable_addr() -> str:
 
 
 def test_a_master_slave_group_shows_each_slave_s_bytes_behind(
-    servers: Servers, page: Any, tmp_path: Path
+    servers: Servers, chromium_page: Any, tmp_path: Path
 ) -> None:
     ha = {"ha_send_heartbeat_interval": 200, "slave_synchronize_interval": 200}
     master = servers.start_broker(tmp_path / "master", **ha)
@@ -184,6 +158,7 @@ def test_a_master_slave_group_shows_each_slave_s_bytes_behind(
     end = master.store.max_physical_offset
     assert end > 0
 
+    page = chromium_page
     group = open_page(page, servers.start_dashboard())
     rows = wait_for_rows(group, lambda rows: len(rows) == 3 and rows[1][4] == "0")
     addrs = [b.broker_addr for b in servers.brokers]
@@ -228,7 +203,7 @@ def wait_for_state(group: Any, done: Callable[[dict[str, str]], bool]) -> dict[s
 
 
 def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_failover(
-    servers: Servers, page: Any, tmp_path: Path
+    servers: Servers, chromium_page: Any, tmp_path: Path
 ) -> None:
     [port] = free_controller_ports(1)
     controller = ControllerServer(
@@ -259,6 +234,7 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     assert first.master_broker_id is not None and first.master_address is not None
     ids = {r.broker_address: r.broker_id for r in first.in_sync_replicas}
 
+    page = chromium_page
     group = open_page(page, servers.start_dashboard())
     shown = wait_for_state(group, lambda s: s["SyncStateSet"].count("127.0.0.1") == 2)
     assert shown["master"] == f"{first.master_broker_id} {first.master_address}"
