@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 
 from conftest import LoopThread, broker_config
-from dashboard.conftest import screenshot
-from dashboard.test_browser import WAIT_MS, cell_texts
+from dashboard.conftest import WAIT_MS, cell_texts, screenshot
 from longboat.broker import BrokerController
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
@@ -233,6 +232,11 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
         time.sleep(0.3)
     assert first.master_broker_id is not None and first.master_address is not None
     ids = {r.broker_address: r.broker_id for r in first.in_sync_replicas}
+    # With allAckInSyncStateSet each send is acknowledged once both brokers have it.
+    servers.admin(lambda a: a.create_topic(TOPIC, queue_nums=2))
+    servers.send(SENT)
+    [end] = {b.store.max_physical_offset for b in servers.brokers}
+    assert end > 0
 
     page = chromium_page
     group = open_page(page, servers.start_dashboard())
@@ -245,11 +249,12 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     )
     note = page.locator("#page-replication p.muted").inner_text()
     assert f"controller mode: controllers {controller.addr}" in note
-    rows = wait_for_rows(group, lambda rows: len(rows) == 2)
-    # id (the name server's: 0 for the master), role, address, ..., in the SyncStateSet.
-    assert [(r[1], r[2], r[5]) for r in rows] == [
-        ("master", first.master_address, "yes"),
-        ("slave", next(a for a in ids if a != first.master_address), "yes"),
+    rows = wait_for_rows(group, lambda rows: len(rows) == 2 and rows[1][4] == "0")
+    # id (the name server's: 0 for the master), role, address, commit-log end, bytes behind,
+    # in the SyncStateSet.
+    assert [r[1:] for r in rows] == [
+        ["master", first.master_address, str(end), "-", "yes"],
+        ["slave", next(a for a in ids if a != first.master_address), str(end), "0", "yes"],
     ]
     screenshot(page, "replication-controller")
 
@@ -263,5 +268,6 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     assert int(shown["SyncStateSet epoch"]) > first.sync_state_set_epoch
     assert shown["SyncStateSet"] == f"{ids[survivor]} {survivor}"
     rows = wait_for_rows(group, lambda rows: len(rows) == 1 and rows[0][1] == "master")
-    assert (rows[0][2], rows[0][5]) == (survivor, "yes")
+    # The new master holds everything the group acknowledged.
+    assert rows[0][1:] == ["master", survivor, str(end), "-", "yes"]
     screenshot(page, "replication-failover")

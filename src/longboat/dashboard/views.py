@@ -53,13 +53,14 @@ async def cluster_view(admin: Admin) -> Json:
 
 def runtime_json(runtime: dict[str, str]) -> Json:
     """The runtime figures the Cluster page shows: RocketMQ's `putTps` and
-    `getTransferedTps` hold rates over 10 s, 60 s and 600 s; the first is shown.  RocketMQ 5
-    spells the second `getTransferredTps`."""
+    `getTransferedTps` hold rates over 10 s, 60 s and 600 s; the first is shown, to two
+    decimals as RocketMQ 4 writes them (RocketMQ 5 writes every digit of a double, and
+    spells the second `getTransferredTps`)."""
 
     def first_rate(text: str) -> float | None:
         parts = text.split()
         try:
-            return float(parts[0]) if parts else None
+            return round(float(parts[0]), 2) if parts else None
         except ValueError:
             return None
 
