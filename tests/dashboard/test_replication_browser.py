@@ -271,3 +271,13 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     # The new master holds everything the group acknowledged.
     assert rows[0][1:] == ["master", survivor, str(end), "-", "yes"]
     screenshot(page, "replication-failover")
+
+    # The controller stops: the page says so, and still shows the group as the brokers do.
+    servers.runner.run(controller.stop())
+    servers.controllers.remove(controller)
+    page.wait_for_selector(
+        "#page-replication p.muted .error:has-text('no controller answered')", timeout=WAIT_MS
+    )
+    rows = wait_for_rows(group, lambda rows: bool(rows) and len(rows[0]) == 5)
+    assert rows[0][1:] == ["master", survivor, str(end), "-"]
+    assert group.locator("dl.sync-state").count() == 0
