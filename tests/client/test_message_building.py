@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from datetime import timedelta
 
 import pytest
 
@@ -127,7 +128,8 @@ def test_a_batch_body_carries_each_message_with_its_own_uniq_key(producer: Produ
     ("bad", "message"),
     [
         (Message("U", b"x"), "one topic"),
-        (Message("T", b"x", delay_level=2), "delay level"),
+        (Message("T", b"x", delay_level=2), "cannot be delayed"),
+        (Message("T", b"x", delay=timedelta(seconds=3)), "cannot be delayed"),
         (Message("T", b""), "body is empty"),
     ],
 )

@@ -10,6 +10,10 @@ send rides out a broker restart shorter than its deadline.  Sends to a queue cho
 caller (ordered messages) are retried on that same queue only, never elsewhere, so a key's
 messages never leave their queue.
 
+A `delay=` travels as each attempt's broker takes it: an exact timer (`TIMER_DELAY_MS`) where
+the broker serves timer messages, else the delay level rounded up; which brokers do is asked
+once per broker and cached (`_internal/broker_timers.py`).
+
 Every message gets a UNIQ_KEY (its `msg_id` for consumers and lookups); bodies of
 `compress_over` bytes and more travel zlib-compressed; batches are not compressed (RocketMQ
 brokers store batch elements as they come).
@@ -24,6 +28,8 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 from longboat.client._internal.instance import ClientInstance
@@ -40,7 +46,7 @@ from longboat.client.errors import (
     TransportError,
 )
 from longboat.client.lifecycle import InstanceUser
-from longboat.client.message import Message, SendResult
+from longboat.client.message import Message, SendResult, delay_property
 from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
 from longboat.client.tracing.hooks import begin_send
 from longboat.client.tracing.setup import Tracing
@@ -219,7 +225,9 @@ class Producer(InstanceUser):
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
         chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
-        send = self._send_with_retries(instance, msg.topic, header, body, uniq, chooser, timeout)
+        send = self._send_with_retries(
+            instance, msg.topic, header, body, uniq, chooser, timeout, msg.delay
+        )
         if end is None:
             return await send
         try:
@@ -305,6 +313,8 @@ class Producer(InstanceUser):
             else self._round_robin.select(_require_queues(route.publish_queues, msg.topic))
         )
         addr = await instance.find_master_addr(mq.broker_name, msg.topic)
+        if msg.delay is not None:
+            header = await _with_delay(instance, header, msg.delay, addr)
         await instance.api.send_oneway(addr, mq, header, body)
 
     async def send_batch(
@@ -409,7 +419,7 @@ class Producer(InstanceUser):
         uniqs = self._uniq.next_many(len(msgs))
         for i, m in enumerate(msgs):
             body = m.body
-            if m.topic != topic or m.delay_level > 0 or not body:
+            if m.topic != topic or m.delayed or not body:
                 _refuse_in_batch(m, topic)
             if m.properties or m.keys:
                 props = m.wire_properties()
@@ -473,7 +483,10 @@ class Producer(InstanceUser):
         msg_id: str,
         chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
         timeout: float | None,
+        delay: timedelta | None = None,
     ) -> SendResult:
+        """Send until stored or out of time (see the module docstring).  A `delay` is added
+        to each attempt's header as the broker of that attempt takes it (`_with_delay`)."""
         loop = asyncio.get_running_loop()
         budget = self.send_timeout if timeout is None else timeout
         deadline = loop.time() + budget
@@ -498,14 +511,18 @@ class Producer(InstanceUser):
             route = await self._route(instance, topic, refresh=refresh, known=route)
             queues = _require_queues(route.publish_queues, topic)
             mq = chooser(queues) if chooser else self._round_robin.select(queues, failed_broker)
+            addr: str | None = None
             try:
                 addr = route.master_addr(mq.broker_name) or await instance.find_master_addr(
                     mq.broker_name, topic
                 )
+                sent = header if delay is None else await _with_delay(instance, header, delay, addr)
                 return await instance.api.send(
-                    addr, mq, header, body, msg_id=msg_id, timeout=remaining
+                    addr, mq, sent, body, msg_id=msg_id, timeout=remaining
                 )
             except BrokerError as exc:
+                if delay is not None and addr is not None:
+                    instance.timers.forget(addr)  # restarted with other settings, maybe
                 if exc.code not in PRODUCER_RETRYABLE_CODES:
                     raise
                 if exc.code == ResponseCode.TOPIC_NOT_EXIST and route.via_default_topic:
@@ -527,6 +544,8 @@ class Producer(InstanceUser):
                 refresh = exc.code == ResponseCode.TOPIC_NOT_EXIST
             except TransportError as exc:
                 # The broker may be restarting, or gone with its queues moved: ask again.
+                if delay is not None and addr is not None:
+                    instance.timers.forget(addr)
                 last, refresh = exc, True
             failed_broker = mq.broker_name
             log.info("send to %s failed (retry %d): %s", mq, retries, last)
@@ -563,6 +582,18 @@ def _message_of(msg: Message | str, payload: object) -> Message:
     return Message.of(msg, payload)
 
 
+async def _with_delay(
+    instance: ClientInstance, header: SendMessageRequestHeaderV2, delay: timedelta, addr: str
+) -> SendMessageRequestHeaderV2:
+    """`header` with `delay`'s property for the broker at `addr`: an exact timer where it
+    serves timers, else the delay level rounded up (ClientUsageError when none is long
+    enough; nothing is sent).  Raises TransportError when the broker cannot be asked."""
+    name, value = delay_property(delay, timers=await instance.timers.serve_timers(addr))
+    pair = properties_to_string({name: value})
+    text = f"{header.properties}{PROPERTY_SEPARATOR}{pair}" if header.properties else pair
+    return replace(header, properties=text)
+
+
 def _check_body(msg: Message) -> None:
     if not msg.body:
         raise ClientUsageError("message body is empty")
@@ -572,8 +603,8 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
     """ClientUsageError for a message a batch to `topic` cannot hold (called only for one)."""
     if msg.topic != topic:
         raise ClientUsageError(f"a batch must have one topic: {topic!r} and {msg.topic!r}")
-    if msg.delay_level > 0:
-        raise ClientUsageError("batched messages cannot have a delay level")
+    if msg.delayed:
+        raise ClientUsageError("batched messages cannot be delayed")
     _check_body(msg)
 
 

@@ -104,7 +104,7 @@ class TransactionProducer(Producer):
 
         Raises what `send` raises when the half cannot be sent (nothing executed), and
         ClientUsageError for a delayed message (RocketMQ has no delayed transactions)."""
-        if msg.delay_level > 0:
+        if msg.delayed:
             raise ClientUsageError("a transactional message cannot be delayed")
         check_application_message(msg)
         instance = self.instance

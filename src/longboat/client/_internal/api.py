@@ -579,12 +579,12 @@ class ClientAPI:
         return decode_kv_table(response.body) if response.body else {}
 
     async def get_broker_config(self, addr: str) -> dict[str, str]:
-        """GET_BROKER_CONFIG: every setting of the broker, by its broker.conf key (the body is
-        Java properties text, `key=value` lines)."""
+        """GET_BROKER_CONFIG: every setting of the broker under its broker.conf key, as
+        RocketMQ writes them (`key=value` lines; its store's settings included)."""
         response = await self._call(addr, self._command(RequestCode.GET_BROKER_CONFIG))
-        text = response.body.decode("utf-8", "replace")
-        pairs = (line.split("=", 1) for line in text.splitlines() if "=" in line)
-        return {key.strip(): value.strip() for key, value in pairs}
+        text = response.body.decode("utf-8", "replace") if response.body else ""
+        pairs = (line.partition("=") for line in text.splitlines())
+        return {key.strip(): value.strip() for key, sep, value in pairs if sep}
 
     async def get_sync_state_data(
         self, controller_addr: str, broker_names: list[str]
