@@ -37,6 +37,7 @@ from longboat.cli.controller_settings import (
     controller_rows,
     read_properties,
 )
+from longboat.cli.options import bounded_option
 from longboat.cli.runtime import (
     CliState,
     configure_logging,
@@ -170,25 +171,23 @@ def server_logging() -> None:
     help="The web dashboard, on 127.0.0.1; 0: any free port, -1 turns it off "
     "[default: $LONGBOAT_DASHBOARD_PORT, else 8080].",
 )
-@click.option(
+@bounded_option(
     "--brokers",
-    type=click.IntRange(1, MAX_GROUPS),
     default=1,
-    show_default=True,
+    low=1,
+    high=MAX_GROUPS,
     help="Broker groups (broker-a, broker-b, ...), each broker a process of its own.",
 )
-@click.option(
+@bounded_option(
     "--slaves",
-    type=click.IntRange(0, None),
     default=0,
-    show_default=True,
+    low=0,
     help="Slaves per broker group (brokerId 1, 2, ...), each replicating its master.",
 )
-@click.option(
+@bounded_option(
     "--controllers",
-    type=click.IntRange(0, None),
     default=0,
-    show_default=True,
+    low=0,
     help="Controllers (RocketMQ 5's controller mode): the brokers of each group then elect "
     "their master, and a new one when it dies (allAckInSyncStateSet=true).",
 )

@@ -49,8 +49,9 @@ from longboat.remoting.event_loop import new_event_loop
 T = TypeVar("T")
 R = TypeVar("R")
 P = ParamSpec("P")
-# The async client class a blocking class wraps.
-A = TypeVar("A", bound=InstanceUser)
+# The async client class a blocking class wraps.  Covariant: a method the async class inherits
+# (`Admin.group_progress` from `GroupAdmin`) wraps onto the blocking class of the subclass.
+A = TypeVar("A", bound=InstanceUser, covariant=True)
 log = logging.getLogger(__name__)
 # How long each client left open may take to shut down at interpreter exit.
 EXIT_SHUTDOWN_TIMEOUT = 10.0

@@ -20,16 +20,13 @@ from typing import Any
 
 from aiohttp import web
 
-from longboat.client.admin import (
-    Admin,
-    GroupOnlineError,
-    MessageNotFoundError,
-    ResetTarget,
-)
+from longboat.client.admin import Admin, ResetTarget
 from longboat.client.errors import (
     BrokerError,
     ClientError,
     ClientUsageError,
+    GroupOnlineError,
+    MessageNotFoundError,
     NoRouteError,
     QueuesHoldMessagesError,
 )

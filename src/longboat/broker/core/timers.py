@@ -6,11 +6,11 @@ becomes `TIMER_DELIVER_MS` — is stored at once in `rmq_sys_wheel_timer` queue 
 does, with REAL_TOPIC / REAL_QID saying where it belongs and `TIMER_OUT_MS` (also its tags
 code) the instant it is due.  That instant is the delivery time rounded UP to
 `timerPrecisionMs`, so none arrives before its time (RocketMQ files a message in the slot
-below its instant and reads each slot one grain after it began: late by up to a grain too).  A time already past is no timer: the message is stored as sent.
-One farther than `timerMaxDelaySec` is refused with RocketMQ's code and remark; with
-`timerWheelEnable=false` every timer message is refused (SYSTEM_ERROR), as RocketMQ refuses
-it.  A message with a delay level keeps the level and loses its timer properties (RocketMQ's
-HookUtils).
+below its instant and reads each slot one grain after it began: late by up to a grain too).
+A time already past is no timer: the message is stored as sent.  One farther than
+`timerMaxDelaySec` is refused with RocketMQ's code and remark; with `timerWheelEnable=false`
+every timer message is refused (SYSTEM_ERROR), as RocketMQ refuses it.  A message with a
+delay level keeps the level and loses its timer properties (RocketMQ's HookUtils).
 
 A send of a timer message answers with its recall handle (`protocol/recall_handle.py`).
 """

@@ -87,21 +87,24 @@ function field(label, input) { return h("label", {}, label, input); }
 
 // ------------------------------------------------------------------ pages
 
+// A page that is a heading over one box, redrawn by `draw` from `path`'s answer at every
+// refresh: what the router calls back.
+function refreshedPage(view, heading, path, draw) {
+  view.append(h("h2", {}, heading));
+  const box = view.appendChild(h("div"));
+  return async () => box.replaceChildren(draw(await api(path)));
+}
+
 const pages = {
   async cluster(view) {
-    view.append(h("h2", {}, "Cluster"));
-    const box = view.appendChild(h("div"));
-    return async () => {
-      const data = await api("/api/cluster");
-      box.replaceChildren(table(`${data.brokers.length} broker(s)`,
-        [["cluster"], ["broker"], ["id", 1], ["role"], ["address"], ["version"], ["user topics", 1],
-          ["put TPS (10 s)", 1], ["get TPS (10 s)", 1], ["stored since start", 1], ["disk used"]],
-        data.brokers.map(b => b.topics === null ?
-          [b.cluster, b.broker, b.id, b.role, b.addr, h("span", {class: "error"}, b.error), "", "", "", "", ""] :
-          [b.cluster, b.broker, b.id, b.role, b.addr, b.version || "-", b.topics,
-            b.putTps ?? "-", b.getTps ?? "-", b.putToday ?? "-",
-            b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
-    };
+    return refreshedPage(view, "Cluster", "/api/cluster", data => table(`${data.brokers.length} broker(s)`,
+      [["cluster"], ["broker"], ["id", 1], ["role"], ["address"], ["version"], ["user topics", 1],
+        ["put TPS (10 s)", 1], ["get TPS (10 s)", 1], ["stored since start", 1], ["disk used"]],
+      data.brokers.map(b => b.topics === null ?
+        [b.cluster, b.broker, b.id, b.role, b.addr, h("span", {class: "error"}, b.error), "", "", "", "", ""] :
+        [b.cluster, b.broker, b.id, b.role, b.addr, b.version || "-", b.topics,
+          b.putTps ?? "-", b.getTps ?? "-", b.putToday ?? "-",
+          b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
   },
 
   // Per broker group: its master, its slaves and how far behind each is; in controller mode
@@ -204,16 +207,11 @@ const pages = {
   },
 
   async groups(view) {
-    view.append(h("h2", {}, "Consumer groups"));
-    const box = view.appendChild(h("div"));
-    return async () => {
-      const data = await api("/api/groups");
-      box.replaceChildren(table(`${data.groups.length} group(s)`,
-        [["group"], ["state"], ["members", 1], ["lag", 1], ["consume msgs/s", 1]],
-        data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
-          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-",
-          g.rate === null || g.rate === undefined ? "-" : g.rate.toFixed(1)])));
-    };
+    return refreshedPage(view, "Consumer groups", "/api/groups", data => table(`${data.groups.length} group(s)`,
+      [["group"], ["state"], ["members", 1], ["lag", 1], ["consume msgs/s", 1]],
+      data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
+        h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-",
+        g.rate === null || g.rate === undefined ? "-" : g.rate.toFixed(1)])));
   },
 
   async group(view, name) {
