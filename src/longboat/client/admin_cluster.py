@@ -71,6 +71,10 @@ class ClusterReader(RegisteringNothingUser):
         """The broker's runtime figures (version, disk use, put/get TPS), RocketMQ's names."""
         return await self.instance.api.get_runtime_info(addr)
 
+    async def broker_config(self, addr: str) -> dict[str, str]:
+        """The settings of the broker at `addr`, by their broker.conf keys (RocketMQ's names)."""
+        return await self.instance.api.get_broker_config(addr)
+
     async def broker_topics(self, addr: str) -> dict[str, TopicConfig]:
         """The topic table of the broker at `addr` (system topics included)."""
         return await self.instance.api.get_topic_configs(addr)

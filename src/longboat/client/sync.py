@@ -353,6 +353,7 @@ class Admin(_Blocking[_admin.Admin]):
     update_topic = _waits_for(_admin.Admin.update_topic)
     delete_topic = _waits_for(_admin.Admin.delete_topic)
     broker_runtime = _waits_for(_admin.Admin.broker_runtime)
+    broker_config = _waits_for(_admin.Admin.broker_config)
     sync_state_data = _waits_for(_admin.Admin.sync_state_data)
     topic_status = _waits_for(_admin.Admin.topic_status)
     broker_topics = _waits_for(_admin.Admin.broker_topics)

@@ -107,6 +107,40 @@ const pages = {
           b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
   },
 
+  // Per broker group: its master, its slaves and how far behind each is; in controller mode
+  // the group's SyncStateSet and epochs as the leading controller keeps them.
+  async replication(view) {
+    view.append(h("h2", {}, "Replication"));
+    const note = view.appendChild(h("p", {class: "muted"}));
+    const box = view.appendChild(h("div"));
+    const replica = r => `${r.brokerId} ${r.brokerAddress}${r.alive ? "" : " (down)"}`;
+    return async () => {
+      const data = await api("/api/replication");
+      note.replaceChildren(data.controllers.length ?
+        `controller mode: controllers ${data.controllers.join(", ")}` :
+        "master-slave: no broker runs in controller mode",
+        data.controllerError ? h("span", {class: "error"}, ` (${data.controllerError})`) : "");
+      box.replaceChildren(...data.groups.map(g => {
+        const c = g.controller;
+        const headers = [["id", 1], ["role"], ["address"], ["commit-log end", 1], ["behind master (bytes)", 1]];
+        if (c) headers.push(["in SyncStateSet"]);
+        const rows = g.members.map(m => [m.id, m.role, m.addr, m.logEnd ?? "unknown",
+          m.role === "master" ? "-" : m.behind ?? "unknown",
+          ...(c ? [m.inSyncStateSet ? "yes" : "no"] : [])]);
+        return h("section", {class: "group", "aria-label": `broker group ${g.broker}`},
+          h("h3", {}, `${g.broker} (cluster ${g.cluster})`),
+          c ? h("dl", {class: "sync-state"},
+            h("dt", {}, "master"), h("dd", {class: "master"}, c.masterBrokerId === null ? "none" : `${c.masterBrokerId} ${c.masterAddress}`),
+            h("dt", {}, "master epoch"), h("dd", {class: "master-epoch"}, c.masterEpoch),
+            h("dt", {}, "SyncStateSet"), h("dd", {class: "sync-state-set"}, c.inSyncReplicas.map(replica).join(", ") || "empty"),
+            h("dt", {}, "SyncStateSet epoch"), h("dd", {class: "sync-state-set-epoch"}, c.syncStateSetEpoch),
+            h("dt", {}, "not in sync"), h("dd", {class: "not-in-sync"}, c.notInSyncReplicas.map(replica).join(", ") || "-")) : null,
+          table(`members of ${g.broker}`, headers, rows));
+      }));
+      if (!data.groups.length) box.replaceChildren(h("p", {}, "no broker is registered with the name server"));
+    };
+  },
+
   async topics(view) {
     view.append(h("h2", {}, "Topics"));
     const search = h("input", {id: "topic-search", type: "search", placeholder: "name contains"});
