@@ -1,16 +1,23 @@
 """A broker closes a silent connection after `serverChannelMaxIdleTimeSeconds` (RocketMQ's
 idle handler), and only a silent one: a client that heartbeats keeps its connection, and a
-pull held longer than the idle time is answered, not cut.  Real name server + broker on
-loopback with a one-second idle time."""
+pull held longer than the idle time is answered, not cut.  The name server takes the same
+key from its namesrv.conf.  Real servers on loopback with a one-second idle time."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
 
 from conftest import Cluster
+from longboat.cli.main import cli
 from longboat.client import ClientConfig, Message
 from longboat.client.producer import Producer
+from longboat.namesrv import NameServer
+from longboat.namesrv.server import NAMESRV_LIMITS, namesrv_limits
 from longboat.protocol import ResponseCode
 
 from .wire import Wire, pulled, sent
@@ -71,3 +78,29 @@ async def test_a_pull_held_longer_than_the_idle_time_is_answered(
         await asyncio.wait_for(conn.wait_closed(), SAFETY_S)
     finally:
         await wire.close()
+
+
+async def test_the_name_server_closes_a_silent_socket_after_its_conf_idle_time() -> None:
+    limits = namesrv_limits({"serverChannelMaxIdleTimeSeconds": str(IDLE_S)})
+    assert limits.idle_timeout_s == IDLE_S
+    namesrv = NameServer("127.0.0.1", 0, limits=limits)
+    await namesrv.start()
+    try:
+        assert await closed_by_server(await opened_silently(namesrv.addr))
+    finally:
+        await namesrv.stop()
+
+
+def test_the_name_server_idle_time_defaults_to_rocketmqs_and_refuses_nonsense() -> None:
+    assert namesrv_limits({}).idle_timeout_s == NAMESRV_LIMITS.idle_timeout_s == 120
+    for bad in ("0", "-5", "two minutes"):
+        with pytest.raises(ValueError, match="serverChannelMaxIdleTimeSeconds"):
+            namesrv_limits({"serverChannelMaxIdleTimeSeconds": bad})
+
+
+def test_longboat_namesrv_refuses_a_conf_idle_time_that_is_no_number(tmp_path: Path) -> None:
+    conf = tmp_path / "namesrv.conf"
+    conf.write_text("serverChannelMaxIdleTimeSeconds=soon\n")
+    result = CliRunner().invoke(cli, ["namesrv", "--port", "0", "-c", str(conf)])
+    assert result.exit_code == 1
+    assert "serverChannelMaxIdleTimeSeconds = 'soon'" in result.stderr
