@@ -51,7 +51,7 @@ from longboat.controller.server import ControllerServer
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
-from longboat.namesrv.server import NAMESRV_LIMITS
+from longboat.namesrv.server import IDLE_TIMEOUT_KEY, NAMESRV_LIMITS, namesrv_limits
 from longboat.remoting.tls import ServerTls, TlsMode
 
 if TYPE_CHECKING:
@@ -399,9 +399,9 @@ def cluster_configs(
 )
 @click.option(
     "--idle-timeout",
-    default=NAMESRV_LIMITS.idle_timeout_s,
-    show_default=True,
-    help="Seconds without traffic after which a connection is closed.",
+    type=float,
+    help="Seconds without traffic after which a connection is closed (default: namesrv.conf's "
+    f"{IDLE_TIMEOUT_KEY}, else {NAMESRV_LIMITS.idle_timeout_s:.0f}).",
 )
 @click.option(
     "--acl-file",
@@ -425,7 +425,7 @@ def namesrv(
     host: str,
     port: int,
     max_connections: int,
-    idle_timeout: float,
+    idle_timeout: float | None,
     acl_file: Path | None,
     tls_mode: str,
     tls_cert: str | None,
@@ -435,12 +435,15 @@ def namesrv(
     """Run a name server alone (brokers register here; clients look up routes here)."""
 
     server_logging()
-    limits = dataclasses.replace(
-        NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
-    )
+    props = read_properties(config_path)
+    try:
+        limits = dataclasses.replace(namesrv_limits(props), max_connections=max_connections)
+    except ValueError as exc:
+        fail(f"{config_path}: {exc}")
+    if idle_timeout is not None:
+        limits = dataclasses.replace(limits, idle_timeout_s=idle_timeout)
     tls = ServerTls(TlsMode.parse(tls_mode), tls_cert or "", tls_key or "")
     server = NameServer(host, port, limits=limits, acl_file=acl_file, tls=tls)
-    props = read_properties(config_path)
     factories: list[Callable[[], Server]] = [lambda: server]
     embedded: list[ControllerServer] = []
     if props.get("enableControllerInNamesrv", "").strip().lower() == "true":

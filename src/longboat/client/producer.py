@@ -222,13 +222,20 @@ class Producer(InstanceUser):
         **choice: Unpack[QueueChoice],
     ) -> asyncio.Task[SendResult]:
         """Start a send and return its task (awaitable); `callback(result, error)` — a plain or
-        async function — runs when it completes.  The options are those of `send`."""
+        async function — runs when it completes.  The options are those of `send`.
+
+        The task raises the send's error when awaited.  With a callback, the callback is where
+        a failure is told, so asyncio does not report a task nobody awaits; without one, the
+        task is the only place it shows, and asyncio logs "Task exception was never
+        retrieved" for one dropped unawaited."""
         check_choice(choice)
         self.instance  # noqa: B018 - raise now, not inside the task, when not started
         send = self.send(msg, timeout=timeout, **choice)
         task = asyncio.ensure_future(self._send_then_call(send, callback))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        if callback is not None:
+            task.add_done_callback(_told_to_callback)
         return task
 
     async def _send_then_call(
@@ -494,6 +501,13 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
 def _check_batch_topic(topic: str) -> None:
     if problem := send_refusal(topic):
         raise ClientUsageError(f"invalid topic: {problem}")
+
+
+def _told_to_callback(task: asyncio.Task[SendResult]) -> None:
+    """Mark the failure of a task whose callback has been told of it as retrieved (asyncio
+    would log it when the task is dropped); awaiting the task still raises it."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _call(
