@@ -1,7 +1,7 @@
 """The Replication page in headless Chromium, against real broker groups on 127.0.0.1.
 
 A master-slave group (a master, a slave that keeps up, a slave that cannot reach its master's
-HA port) shows each slave's bytes behind; a controller-mode group (two brokers and a
+HA port) shows each slave's lag in bytes and in seconds; a controller-mode group (two brokers and a
 controller) shows its master, SyncStateSet and epochs, before and after its master stops.
 
 With LONGBOAT_SCREENSHOTS=DIR the tests also save the screenshots docs/dashboard.md shows.
@@ -9,6 +9,7 @@ With LONGBOAT_SCREENSHOTS=DIR the tests also save the screenshots docs/dashboard
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -138,7 +139,13 @@ def unreachable_addr() -> str:
         return f"127.0.0.1:{probe.getsockname()[1]}"
 
 
-def test_a_master_slave_group_shows_each_slave_s_bytes_behind(
+def at_least_seconds(cell: str) -> int | None:
+    """N of a lag shown as "≥ N s" (the slave is behind all the dashboard sampled), else None."""
+    shown = re.fullmatch(r"≥ (\d+) s", cell)
+    return int(shown.group(1)) if shown else None
+
+
+def test_a_master_slave_group_shows_each_slave_s_lag_in_bytes_and_seconds(
     servers: Servers, chromium_page: Any, tmp_path: Path
 ) -> None:
     ha = {"ha_send_heartbeat_interval": 200, "slave_synchronize_interval": 200}
@@ -159,16 +166,28 @@ def test_a_master_slave_group_shows_each_slave_s_bytes_behind(
 
     page = chromium_page
     group = open_page(page, servers.start_dashboard())
-    rows = wait_for_rows(group, lambda rows: len(rows) == 3 and rows[1][4] == "0")
+    rows = wait_for_rows(
+        group,
+        lambda rows: (
+            len(rows) == 3 and rows[1][4] == "0" and at_least_seconds(rows[2][5]) is not None
+        ),
+    )
     addrs = [b.broker_addr for b in servers.brokers]
-    # id, role, address, commit-log end, bytes behind the master.
-    assert rows == [
-        ["0", "master", addrs[0], str(end), "-"],
-        ["1", "slave", addrs[1], str(end), "0"],
-        ["2", "slave", addrs[2], "0", str(end)],
+    # id, role, address, commit-log end, bytes behind the master, seconds behind it: the
+    # slave that copied nothing is behind every end the dashboard sampled of its master.
+    assert rows[:2] == [
+        ["0", "master", addrs[0], str(end), "-", "-"],
+        ["1", "slave", addrs[1], str(end), "0", "0 s"],
     ]
+    assert rows[2][:5] == ["2", "slave", addrs[2], "0", str(end)]
+    before = at_least_seconds(rows[2][5])
+    assert before is not None
     assert "master-slave" in page.locator("#page-replication p.muted").inner_text()
     assert page.locator("dl.sync-state").count() == 0
+
+    # The stuck slave's lag grows with time, while the other stays caught up.
+    rows = wait_for_rows(group, lambda rows: (at_least_seconds(rows[2][5]) or 0) > before)
+    assert rows[1][4:] == ["0", "0 s"]
     screenshot(page, "replication")
 
 
@@ -250,11 +269,11 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     note = page.locator("#page-replication p.muted").inner_text()
     assert f"controller mode: controllers {controller.addr}" in note
     rows = wait_for_rows(group, lambda rows: len(rows) == 2 and rows[1][4] == "0")
-    # id (the name server's: 0 for the master), role, address, commit-log end, bytes behind,
-    # in the SyncStateSet.
+    # id (the name server's: 0 for the master), role, address, commit-log end, bytes and
+    # seconds behind, in the SyncStateSet.
     assert [r[1:] for r in rows] == [
-        ["master", first.master_address, str(end), "-", "yes"],
-        ["slave", next(a for a in ids if a != first.master_address), str(end), "0", "yes"],
+        ["master", first.master_address, str(end), "-", "-", "yes"],
+        ["slave", next(a for a in ids if a != first.master_address), str(end), "0", "0 s", "yes"],
     ]
     screenshot(page, "replication-controller")
 
@@ -269,7 +288,7 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     assert shown["SyncStateSet"] == f"{ids[survivor]} {survivor}"
     rows = wait_for_rows(group, lambda rows: len(rows) == 1 and rows[0][1] == "master")
     # The new master holds everything the group acknowledged.
-    assert rows[0][1:] == ["master", survivor, str(end), "-", "yes"]
+    assert rows[0][1:] == ["master", survivor, str(end), "-", "-", "yes"]
     screenshot(page, "replication-failover")
 
     # The controller stops: the page says so, and still shows the group as the brokers do.
@@ -278,6 +297,6 @@ def test_a_controller_mode_group_shows_its_sync_state_set_and_epochs_through_a_f
     page.wait_for_selector(
         "#page-replication p.muted .error:has-text('no controller answered')", timeout=WAIT_MS
     )
-    rows = wait_for_rows(group, lambda rows: bool(rows) and len(rows[0]) == 5)
-    assert rows[0][1:] == ["master", survivor, str(end), "-"]
+    rows = wait_for_rows(group, lambda rows: bool(rows) and len(rows[0]) == 6)
+    assert rows[0][1:] == ["master", survivor, str(end), "-", "-"]
     assert group.locator("dl.sync-state").count() == 0

@@ -171,7 +171,9 @@ async def get_cluster(request: web.Request) -> web.Response:
 
 
 async def get_replication(request: web.Request) -> web.Response:
-    return web.json_response(await replication_view(admin_of(request)))
+    sampler = request.app[SAMPLER]
+    view = await replication_view(admin_of(request), sampler.log_end_histories(), sampler.clock())
+    return web.json_response(view)
 
 
 async def get_topics(request: web.Request) -> web.Response:

@@ -107,13 +107,17 @@ const pages = {
           b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
   },
 
-  // Per broker group: its master, its slaves and how far behind each is; in controller mode
-  // the group's SyncStateSet and epochs as the leading controller keeps them.
+  // Per broker group: its master, its slaves and how far behind each is (bytes, and seconds
+  // since the master held no more than the slave holds; "≥" when the slave is behind the
+  // dashboard's whole history of its master); in controller mode the group's SyncStateSet
+  // and epochs as the leading controller keeps them.
   async replication(view) {
     view.append(h("h2", {}, "Replication"));
     const note = view.appendChild(h("p", {class: "muted"}));
     const box = view.appendChild(h("div"));
     const replica = r => `${r.brokerId} ${r.brokerAddress}${r.alive ? "" : " (down)"}`;
+    const seconds = m => m.role === "master" ? "-" : m.behindSeconds === null ? "unknown" :
+      m.behindSecondsAtLeast ? `≥ ${Math.floor(m.behindSeconds)} s` : `${Math.round(m.behindSeconds)} s`;
     return async () => {
       const data = await api("/api/replication");
       note.replaceChildren(data.controllers.length ?
@@ -122,10 +126,11 @@ const pages = {
         data.controllerError ? h("span", {class: "error"}, ` (${data.controllerError})`) : "");
       box.replaceChildren(...data.groups.map(g => {
         const c = g.controller;
-        const headers = [["id", 1], ["role"], ["address"], ["commit-log end", 1], ["behind master (bytes)", 1]];
+        const headers = [["id", 1], ["role"], ["address"], ["commit-log end", 1], ["behind master (bytes)", 1],
+          ["behind master (seconds)", 1]];
         if (c) headers.push(["in SyncStateSet"]);
         const rows = g.members.map(m => [m.id, m.role, m.addr, m.logEnd ?? "unknown",
-          m.role === "master" ? "-" : m.behind ?? "unknown",
+          m.role === "master" ? "-" : m.behind ?? "unknown", seconds(m),
           ...(c ? [m.inSyncStateSet ? "yes" : "no"] : [])]);
         return h("section", {class: "group", "aria-label": `broker group ${g.broker}`},
           h("h3", {}, `${g.broker} (cluster ${g.cluster})`),
