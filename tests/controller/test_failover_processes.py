@@ -157,3 +157,50 @@ async def test_delayed_messages_are_delivered_by_the_master_of_the_moment(tmp_pa
         finally:
             await delayed.producer.shutdown()
         assert_clean(await finish(checker))
+
+
+async def test_two_successive_failovers(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        masters = [first]
+        for _ in range(2):
+            current = masters[-1]
+            old = cluster.member_at(current.master_address)
+            assert old is not None
+            old.kill()
+            acked_before = len(checker.acked)
+            new = await cluster.wait_for(client, in_sync=1, not_master=current.master_address)
+            assert new.master_epoch > current.master_epoch
+            # The new master accepts sends, then the old one rejoins as its slave and syncs.
+            await checker.wait_acked(acked_before + 100)
+            await restart_in_sync(cluster, client, old, 2)
+            await checker.wait_acked(len(checker.acked) + 100)
+            masters.append(new)
+        # With two brokers the second failover hands the group back to the first master.
+        assert masters[2].master_address == first.master_address
+        verdict = await finish(checker)
+    assert_clean(verdict)
+
+
+async def test_a_restart_of_every_node_keeps_the_data_and_elects_a_master(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=3, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        # Everything dies at once, the checker still sending; then everything comes back.
+        for member in [*cluster.brokers, *cluster.controllers]:
+            member.kill()
+        acked_before = len(checker.acked)
+        for member in [*cluster.controllers, *cluster.brokers]:
+            member.start()
+        after = await cluster.wait_for(client, in_sync=2)
+        assert after.master_epoch >= first.master_epoch
+        await checker.wait_acked(acked_before + 100)
+        verdict = await finish(checker)
+    assert_clean(verdict)
