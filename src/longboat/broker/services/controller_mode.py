@@ -29,8 +29,10 @@ acknowledged send is on every replica the controller may elect.
 
 A master deposed while running (paused, or cut off, and not restarted) becomes a slave at
 its next look at the controller, so it refuses sends from then on; if its log went past the
-new master's it is not truncated live: it does not follow, and logs that it must be
-restarted, which cuts it.
+point where it agrees with the new master's, that tail is cut there and then
+(`MessageStore.cut_log`) and it follows.  Only a log sharing no term with the master's is
+left alone (fenced: no writes, no replication) until a restart cuts it before the store
+opens.
 """
 
 from __future__ import annotations
@@ -400,25 +402,37 @@ class ControllerMode:
         cache, ha_addr = await self._epoch_cache(addr)
         if not ha_addr:
             raise ControllerError(f"the master at {addr} is not serving as master yet")
-        end = self._host.store.max_physical_offset
+        store = self._host.store
+        end = store.max_physical_offset
         point = consistent_point(self.epochs.with_ends(end), cache.epoch_list)
         diverged = bool(self.epochs.entries) and (point is None or end > point)
         self.master_id, self.master_addr, self.master_epoch = master, addr, epoch
         self.role = "SLAVE"
         self.waiting_for = frozenset()
         if diverged:
-            # Fenced: a slave (it refuses sends) that does not follow, as its log cannot
-            # continue the master's; a restart cuts it (`prepare`).
-            log.error(
-                "controller mode: this log (end %d) holds records the master at %s does not "
-                "(they agree up to %s): serving no writes and not replicating; restart this "
-                "broker to cut them",
-                end,
+            # A slave first (it refuses sends, its master's services stop), following nobody
+            # until its log continues the master's.
+            await self._host.become_slave(self.broker_id, addr, "")
+            if point is None or point < store.min_physical_offset:
+                # Fenced: nothing shared to cut back to; a restart cuts it (`prepare`).
+                log.error(
+                    "controller mode: this log (end %d) shares no term with the master's at "
+                    "%s: serving no writes and not replicating; restart this broker to cut it",
+                    end,
+                    addr,
+                )
+                return
+            # A deposed master still running (cut off, paused): what it holds past the
+            # point where the two logs agree was never acknowledged under
+            # allAckInSyncStateSet, and goes before it follows.
+            log.warning(
+                "controller mode: %s is master; cutting this log from %d to %d, where it "
+                "stops agreeing with the master's",
                 addr,
+                end,
                 point,
             )
-            await self._host.become_slave(self.broker_id, addr, "")
-            return
+            store.cut_log(point, f"not held by the master at {addr} (epoch {epoch})")
         self.epochs.replace([(e.epoch, e.start_offset) for e in cache.epoch_list])
         await self._host.become_slave(self.broker_id, addr, ha_addr)
         log.info(
