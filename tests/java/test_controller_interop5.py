@@ -1,6 +1,11 @@
-"""Apache RocketMQ 5.3.3's broker (`BrokerStartup`, unchanged, `enableControllerMode=true`)
-under a Longboat controller: it gets its broker id from the controller, registers, is elected
-master, and takes sends that Longboat's client finds through a Longboat name server."""
+"""Controller mode across implementations, both ways, with Apache RocketMQ 5.3.3 unchanged.
+
+* Its broker (`BrokerStartup`, `enableControllerMode=true`) under a Longboat controller: it
+  gets its broker id from the controller, registers, is elected master, and takes sends that
+  Longboat's client finds through a Longboat name server.
+* Longboat brokers under its controller (embedded in its name server,
+  `enableControllerInNamesrv=true`): elected, the master SIGKILLed under steady sends, a new
+  one elected, the old one back as a slave; the checker's verdict at the end."""
 
 from __future__ import annotations
 
@@ -10,7 +15,8 @@ import pytest
 
 from longboat.remoting import RemotingClient
 from longboat.testing.failover import GROUP, ProcessCluster, SendChecker
-from peers.rocketmq5 import start_rocketmq5_broker
+from peers.rocketmq import free_port, start_namesrv
+from peers.rocketmq5 import SERVER5_DIR, start_rocketmq5_broker
 
 pytestmark = pytest.mark.java
 
@@ -56,3 +62,57 @@ async def test_a_rocketmq5_broker_is_elected_master_by_a_longboat_controller(
     print("checker:", verdict.as_dict())
     assert verdict.lost == [] and verdict.duplicates == 0 and verdict.out_of_order == 0
     assert {a.broker for a in checker.acked} == {GROUP}
+
+
+async def test_longboat_brokers_fail_over_under_a_rocketmq5_controller(
+    java_peers: None, tmp_path: Path
+) -> None:
+    home = tmp_path / "rocketmq5"
+    peer_port = free_port()
+    namesrv, _ = start_namesrv(
+        home,
+        SERVER5_DIR,
+        options={
+            "enableControllerInNamesrv": "true",
+            "controllerDLegerGroup": "group1",
+            "controllerDLegerPeers": f"n0-127.0.0.1:{peer_port}",
+            "controllerDLegerSelfId": "n0",
+            "controllerStorePath": home / "controller",
+            "scanNotActiveBrokerInterval": 500,
+            "notifyBrokerRoleChanged": "true",
+        },
+    )
+    # As in RocketMQ 5.3.3, brokers reach the embedded controller at its peer address.
+    controller = f"127.0.0.1:{peer_port}"
+    cluster = ProcessCluster.build(
+        tmp_path / "longboat", brokers=2, foreign_controllers=[controller]
+    )
+    client = RemotingClient()
+    try:
+        cluster.start()
+        assert cluster.namesrv is not None
+        checker = SendChecker(cluster.namesrv.addr)
+        try:
+            first = await cluster.wait_for(client, in_sync=2)
+            await checker.start()
+            await checker.wait_acked(100)
+            old = cluster.member_at(first.master_address)
+            assert old is not None
+            old.kill()
+            acked_before = len(checker.acked)
+            second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
+            assert second.master_epoch > first.master_epoch
+            await checker.wait_acked(acked_before + 100)
+            old.start()
+            await cluster.wait_for(client, in_sync=2)
+            await checker.wait_acked(len(checker.acked) + 100)
+            await checker.stop()
+            verdict = await checker.verify()
+        finally:
+            await checker.close()
+    finally:
+        await client.close()
+        cluster.stop()
+        namesrv.stop()
+    print("checker:", verdict.as_dict())
+    assert verdict.lost == [] and verdict.duplicates == 0 and verdict.out_of_order == 0

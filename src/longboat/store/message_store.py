@@ -264,7 +264,9 @@ class MessageStore:
         the same to a closed store).  Appends wait meanwhile; every queue entry pointing at or
         past `offset` goes, in the queues mapped and in those mapped later; index entries of
         cut records stay, as lookups re-read the record.  Call it from the thread that reads
-        the store (the broker's event loop), so no read sees a file half cut.
+        the store (the broker's event loop), so no read sees a file half cut.  The files are
+        cut at once; the maintenance thread's next checkpoint records it (a crash before that
+        recovers from files already cut).
 
         Raises StoreUsageError when the store is not open."""
         with self._lock:
@@ -276,7 +278,6 @@ class MessageStore:
             self._log.cut(offset, reason)
             self._queues.trust_below(offset)
             self._indexer.dispatched = min(self._indexer.dispatched, self._log.write_offset)
-        self._maintenance.checkpoint()
 
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
         """Up to `max_bytes` of the commit log from `offset`, within one segment and below
