@@ -14,7 +14,7 @@ from longboat.client.errors import ClientError
 from longboat.client.message import Message, SendStatus
 from longboat.testing.failover import SendChecker
 
-from .support import assert_clean, checked_cluster, finish, restart_in_sync
+from .support import assert_clean, checked_cluster, finish, kill_master, restart_in_sync
 
 
 async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
@@ -24,13 +24,7 @@ async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
         checker,
         first,
     ):
-        old = cluster.member_at(first.master_address)
-        assert old is not None
-        old.kill()
-        acked_before = len(checker.acked)
-        second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
-        assert second.master_epoch > first.master_epoch
-        await checker.wait_acked(acked_before + 200)
+        old, _ = await kill_master(cluster, client, checker, first)
         # The former master comes back: it cuts what it alone had and rejoins as a slave.
         await restart_in_sync(cluster, client, old, 3)
         verdict = await finish(checker)
@@ -168,15 +162,8 @@ async def test_two_successive_failovers(tmp_path: Path) -> None:
     ):
         masters = [first]
         for _ in range(2):
-            current = masters[-1]
-            old = cluster.member_at(current.master_address)
-            assert old is not None
-            old.kill()
-            acked_before = len(checker.acked)
-            new = await cluster.wait_for(client, in_sync=1, not_master=current.master_address)
-            assert new.master_epoch > current.master_epoch
             # The new master accepts sends, then the old one rejoins as its slave and syncs.
-            await checker.wait_acked(acked_before + 100)
+            old, new = await kill_master(cluster, client, checker, masters[-1])
             await restart_in_sync(cluster, client, old, 2)
             await checker.wait_acked(len(checker.acked) + 100)
             masters.append(new)

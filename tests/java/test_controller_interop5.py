@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from controller.support import assert_clean, checked_cluster, finish, kill_master, restart_in_sync
 from longboat.remoting import RemotingClient
 from longboat.testing.failover import GROUP, ProcessCluster, SendChecker
 from peers.rocketmq import free_port, start_namesrv
@@ -59,8 +60,7 @@ async def test_a_rocketmq5_broker_is_elected_master_by_a_longboat_controller(
         if java is not None:
             java.stop()
         cluster.stop()
-    print("checker:", verdict.as_dict())
-    assert verdict.lost == [] and verdict.duplicates == 0 and verdict.out_of_order == 0
+    assert_clean(verdict)
     assert {a.broker for a in checker.acked} == {GROUP}
 
 
@@ -84,35 +84,13 @@ async def test_longboat_brokers_fail_over_under_a_rocketmq5_controller(
     )
     # As in RocketMQ 5.3.3, brokers reach the embedded controller at its peer address.
     controller = f"127.0.0.1:{peer_port}"
-    cluster = ProcessCluster.build(
-        tmp_path / "longboat", brokers=2, foreign_controllers=[controller]
-    )
-    client = RemotingClient()
     try:
-        cluster.start()
-        assert cluster.namesrv is not None
-        checker = SendChecker(cluster.namesrv.addr)
-        try:
-            first = await cluster.wait_for(client, in_sync=2)
-            await checker.start()
-            await checker.wait_acked(100)
-            old = cluster.member_at(first.master_address)
-            assert old is not None
-            old.kill()
-            acked_before = len(checker.acked)
-            second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
-            assert second.master_epoch > first.master_epoch
-            await checker.wait_acked(acked_before + 100)
-            old.start()
-            await cluster.wait_for(client, in_sync=2)
-            await checker.wait_acked(len(checker.acked) + 100)
-            await checker.stop()
-            verdict = await checker.verify()
-        finally:
-            await checker.close()
+        async with checked_cluster(
+            tmp_path / "longboat", controllers=0, brokers=2, foreign_controllers=[controller]
+        ) as (cluster, client, checker, first):
+            old, _ = await kill_master(cluster, client, checker, first)
+            await restart_in_sync(cluster, client, old, 2)
+            verdict = await finish(checker)
     finally:
-        await client.close()
-        cluster.stop()
         namesrv.stop()
-    print("checker:", verdict.as_dict())
-    assert verdict.lost == [] and verdict.duplicates == 0 and verdict.out_of_order == 0
+    assert_clean(verdict)
