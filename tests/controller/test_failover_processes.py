@@ -1,5 +1,6 @@
-"""Controller-mode failover with real processes: SIGKILL of the master under steady sends,
-and of the leading controller.  The checker records every acknowledged send and reads the
+"""Controller-mode failover with real processes: SIGKILL of the master under steady sends
+(once, and twice in a row), of the leading controller, and of every node at once; a paused
+slave and a paused master.  The checker records every acknowledged send and reads the
 topic back: nothing acknowledged lost (allAckInSyncStateSet=true), no message twice in one
 queue, each queue in send order."""
 
