@@ -83,17 +83,20 @@ CONTROLLER_CODES = (
 
 def install(router: Router, controller: Controller) -> None:
     """Register the controller's codes on `router`: its own server's, or a name server's."""
-    register = router.register
-    register(RequestCode.BROKER_HEARTBEAT, controller.heartbeat)
-    register(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, controller.next_broker_id)
-    register(RequestCode.CONTROLLER_APPLY_BROKER_ID, controller.apply_broker_id)
-    register(RequestCode.CONTROLLER_REGISTER_BROKER, controller.register_broker)
-    register(RequestCode.CONTROLLER_ELECT_MASTER, controller.elect_master)
-    register(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET, controller.alter_sync_state_set)
-    register(RequestCode.CONTROLLER_GET_REPLICA_INFO, controller.replica_info)
-    register(RequestCode.CONTROLLER_GET_METADATA_INFO, controller.metadata)
-    register(RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, controller.sync_state_data)
-    register(RequestCode.CLEAN_BROKER_DATA, controller.clean_broker_data)
+    router.register_all(
+        {
+            RequestCode.BROKER_HEARTBEAT: controller.heartbeat,
+            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID: controller.next_broker_id,
+            RequestCode.CONTROLLER_APPLY_BROKER_ID: controller.apply_broker_id,
+            RequestCode.CONTROLLER_REGISTER_BROKER: controller.register_broker,
+            RequestCode.CONTROLLER_ELECT_MASTER: controller.elect_master,
+            RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: controller.alter_sync_state_set,
+            RequestCode.CONTROLLER_GET_REPLICA_INFO: controller.replica_info,
+            RequestCode.CONTROLLER_GET_METADATA_INFO: controller.metadata,
+            RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: controller.sync_state_data,
+            RequestCode.CLEAN_BROKER_DATA: controller.clean_broker_data,
+        }
+    )
     router.use(controller.refuse_unless_leading, codes=CONTROLLER_CODES)
 
 

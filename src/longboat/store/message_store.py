@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from longboat.protocol.message import MessageExt
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
 from longboat.store.admission import Admission
 from longboat.store.append import Appender
@@ -43,7 +44,7 @@ from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_read import read_queue
 from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
-from longboat.store.results import GetResult, PutResult
+from longboat.store.results import GetResult, GetStatus, PutResult
 from longboat.store.retention import DiskSpace, RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
 
@@ -316,6 +317,17 @@ class MessageStore:
             tag_filter=tag_filter,
             record_filter=record_filter,
         )
+
+    def message_at(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
+        """The message at one queue offset, decoded; None when the queue holds none there
+        (removed, not yet written) or its record does not decode (a torn or foreign one)."""
+        got = self.get_messages(topic, queue_id, offset, 1)
+        if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
+            return None
+        try:
+            return decode_record(got.records[0])
+        except ProtocolError:
+            return None
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         return self._queues.max_offset(topic, queue_id)

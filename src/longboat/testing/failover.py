@@ -109,6 +109,16 @@ class Member:
         return self.process is not None and self.process.poll() is None
 
 
+def _configured(
+    name: str, command: str, directory: Path, conf: str, addr: str, place: Placement
+) -> Member:
+    """A member run as `longboat <command> -c FILE`, FILE holding `conf` in its `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{command}.conf"
+    path.write_text(conf)
+    return Member(name, [command, "-c", str(path)], directory, addr, place.prefix(name))
+
+
 class Placement(Protocol):
     """Where each member runs: its address, and what runs its command."""
 
@@ -157,21 +167,15 @@ class ProcessCluster:
         ports = free_controller_ports(controllers, LOOPBACK)
         peers = ";".join(f"n{i}-{place.host(f'controller-n{i}')}:{p}" for i, p in enumerate(ports))
         for i, port in enumerate(ports):
-            directory = root / f"controller-n{i}"
-            directory.mkdir(parents=True, exist_ok=True)
-            conf = directory / "controller.conf"
-            conf.write_text(
+            name = f"controller-n{i}"
+            directory = root / name
+            conf = (
                 f"controllerDLegerPeers={peers}\ncontrollerDLegerSelfId=n{i}\n"
                 f"controllerStorePath={directory / 'store'}\nscanNotActiveBrokerInterval=500\n"
             )
+            addr = f"{place.host(name)}:{port}"
             cluster.controllers.append(
-                Member(
-                    f"controller-n{i}",
-                    ["controller", "-c", str(conf)],
-                    directory,
-                    f"{place.host(f'controller-n{i}')}:{port}",
-                    place.prefix(f"controller-n{i}"),
-                )
+                _configured(name, "controller", directory, conf, addr, place)
             )
         ns_port = free_port()
         ns_host = place.host("namesrv")
@@ -186,45 +190,36 @@ class ProcessCluster:
             [m.addr for m in cluster.controllers] or cluster.foreign_controllers
         )
         for i in range(brokers):
-            host = place.host(f"broker-{i}")
+            name = f"broker-{i}"
+            host = place.host(name)
             port = free_port()
-            directory = root / f"broker-{i}"
-            directory.mkdir(parents=True, exist_ok=True)
-            conf = directory / "broker.conf"
-            conf.write_text(
-                "\n".join(
-                    [
-                        f"brokerName={GROUP}",
-                        f"listenPort={port}",
-                        f"haListenPort={free_port()}",
-                        f"listenHost={host}",
-                        f"brokerIP1={host}",
-                        f"namesrvAddr={cluster.namesrv.addr}",
-                        f"storePathRootDir={directory / 'store'}",
-                        "enableControllerMode=true",
-                        f"controllerAddr={controller_addrs}",
-                        "allAckInSyncStateSet=true",
-                        f"controllerHeartBeatTimeoutMills={heartbeat_timeout_ms}",
-                        "haMaxTimeSlaveNotCatchup=3000",
-                        "haSendHeartbeatInterval=1000",
-                        "brokerHeartbeatInterval=500",
-                        "syncBrokerMetadataPeriod=500",
-                        "slaveSynchronizeInterval=1000",
-                        "metricsPort=0",
-                        # 16 MiB commit-log files: the 1 GiB default is preallocated.
-                        f"mappedFileSizeCommitLog={16 * 1024 * 1024}",
-                        "",
-                    ]
-                )
+            directory = root / name
+            conf = "\n".join(
+                [
+                    f"brokerName={GROUP}",
+                    f"listenPort={port}",
+                    f"haListenPort={free_port()}",
+                    f"listenHost={host}",
+                    f"brokerIP1={host}",
+                    f"namesrvAddr={cluster.namesrv.addr}",
+                    f"storePathRootDir={directory / 'store'}",
+                    "enableControllerMode=true",
+                    f"controllerAddr={controller_addrs}",
+                    "allAckInSyncStateSet=true",
+                    f"controllerHeartBeatTimeoutMills={heartbeat_timeout_ms}",
+                    "haMaxTimeSlaveNotCatchup=3000",
+                    "haSendHeartbeatInterval=1000",
+                    "brokerHeartbeatInterval=500",
+                    "syncBrokerMetadataPeriod=500",
+                    "slaveSynchronizeInterval=1000",
+                    "metricsPort=0",
+                    # 16 MiB commit-log files: the 1 GiB default is preallocated.
+                    f"mappedFileSizeCommitLog={16 * 1024 * 1024}",
+                    "",
+                ]
             )
             cluster.brokers.append(
-                Member(
-                    f"broker-{i}",
-                    ["broker", "-c", str(conf)],
-                    directory,
-                    f"{host}:{port}",
-                    place.prefix(f"broker-{i}"),
-                )
+                _configured(name, "broker", directory, conf, f"{host}:{port}", place)
             )
         return cluster
 
