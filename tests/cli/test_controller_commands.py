@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -61,11 +62,12 @@ def cluster_json(home: Path, namesrv: str, controllers: str) -> dict[str, object
 def test_up_with_controllers_elects_a_master_and_cluster_shows_its_sync_state_set(
     servers: list[ServerProcess], tmp_path: Path
 ) -> None:
+    """And the dashboard `up` serves shows the same, finding the controllers by itself."""
     up = ServerProcess(
         [
             *up_args(tmp_path / "store"),
             "--dashboard-port",
-            "-1",
+            "0",
             "--slaves",
             "2",
             "--controllers",
@@ -93,6 +95,17 @@ def test_up_with_controllers_elects_a_master_and_cluster_shows_its_sync_state_se
     assert isinstance(brokers, list)
     master = next(b for b in brokers if b["id"] == 0)
     assert master["addr"] == group["masterAddress"]
+
+    dashboard = re.search(r"dashboard\W+(http://127\.0\.0\.1:\d+/)", output)
+    assert dashboard, output
+    with urllib.request.urlopen(f"{dashboard.group(1)}api/replication", timeout=30) as answer:
+        replication = json.load(answer)
+    assert sorted(replication["controllers"]) == sorted(controllers.split(";"))
+    [on_page] = [g for g in replication["groups"] if g["broker"] == "broker-a"]
+    assert on_page["controller"]["masterEpoch"] == group["masterEpoch"]
+    assert on_page["controller"]["masterAddress"] == group["masterAddress"]
+    assert len(on_page["controller"]["inSyncReplicas"]) == 3
+    assert [m["inSyncStateSet"] for m in on_page["members"]] == [True] * 3
 
 
 def test_namesrv_with_an_embedded_controller_and_a_standalone_controller(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import zlib
+from datetime import timedelta
 
 import pytest
 
@@ -127,7 +128,8 @@ def test_a_batch_body_carries_each_message_with_its_own_uniq_key(producer: Produ
     ("bad", "message"),
     [
         (Message("U", b"x"), "one topic"),
-        (Message("T", b"x", delay_level=2), "delay level"),
+        (Message("T", b"x", delay_level=2), "cannot be delayed"),
+        (Message("T", b"x", delay=timedelta(seconds=3)), "cannot be delayed"),
         (Message("T", b""), "body is empty"),
     ],
 )
@@ -136,3 +138,19 @@ def test_a_batch_refuses_what_it_cannot_hold(
 ) -> None:
     with pytest.raises(ClientUsageError, match=message):
         producer._batch_body([Message("T", b"ok"), bad], "T")
+
+
+async def test_a_keyword_that_names_no_queue_choice_is_refused_before_anything_is_sent(
+    producer: Producer,
+) -> None:
+    # The sends take the queue choice as keyword arguments (QueueChoice): a misspelt one is
+    # a TypeError, as for any call, even on a producer not started yet.
+    msg = Message("T", b"x")
+    with pytest.raises(TypeError, match="shard_key"):
+        await producer.send(msg, shard_key="k")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="shard_key"):
+        producer.send_async(msg, shard_key="k")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="shard_key"):
+        await producer.send_oneway(msg, shard_key="k")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="shard_key"):
+        await producer.send_batch([msg], shard_key="k")  # type: ignore[call-arg]

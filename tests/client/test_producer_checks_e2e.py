@@ -10,6 +10,7 @@ import pytest
 
 from longboat.client import ClientUsageError, Message
 from longboat.client.admin import Admin
+from longboat.client.message import delay_level_for, delay_property
 from longboat.client.producer import Producer
 from longboat.protocol.delay_ladder import DEFAULT_DELAYS_MS
 
@@ -52,17 +53,23 @@ DELAY_ROUNDING = [
 
 @pytest.mark.parametrize(("delay", "level"), DELAY_ROUNDING)
 def test_a_delay_rounds_up_to_a_level(delay: timedelta, level: int) -> None:
-    assert Message("T", b"x", delay=delay).delay_level == level
+    assert delay_level_for(delay) == level
     if level:
+        assert delay_property(delay, timers=False) == ("DELAY", str(level))
         assert DEFAULT_DELAYS_MS[level - 1] >= delay.total_seconds() * 1000
     if level > 1:  # the level below would deliver early
         assert DEFAULT_DELAYS_MS[level - 2] < delay.total_seconds() * 1000
 
 
 def test_a_delay_no_level_covers_is_refused() -> None:
-    for bad in (timedelta(hours=2, milliseconds=1), timedelta(hours=3), timedelta(seconds=-1)):
+    for long in (timedelta(hours=2, milliseconds=1), timedelta(hours=3)):
+        Message("T", b"x", delay=long)  # a broker with timers takes it
         with pytest.raises(ClientUsageError, match="no delay level is at least"):
-            Message("T", b"x", delay=bad)
+            delay_property(long, timers=False)
+        ms = int(long.total_seconds() * 1000)
+        assert delay_property(long, timers=True) == ("TIMER_DELAY_MS", str(ms))
+    with pytest.raises(ClientUsageError, match="cannot be negative"):
+        Message("T", b"x", delay=timedelta(seconds=-1))
     with pytest.raises(ClientUsageError, match="not both"):
         Message("T", b"x", delay_level=2, delay=timedelta(seconds=5))
 
@@ -79,6 +86,7 @@ async def test_a_three_second_delay_does_not_arrive_before_three_seconds(namesrv
     assert set(stored) == {b"now", b"later"}
     later = stored[b"later"]
     assert later.store_timestamp - later.born_timestamp >= 3000
+    assert later.properties["TIMER_DELAY_MS"] == "3000"  # an exact timer, not a level
     assert arrived_after >= 3.0
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import random
 
 import pytest
 
 from longboat.client import Message, NoRouteError, SendStatus
 from longboat.client.admin import Admin
-from longboat.client.producer import Producer
+from longboat.client.producer import Producer, SendCallback
 from longboat.protocol.batch import join_batch
 from longboat.protocol.sysflags import MessageSysFlag
 
@@ -153,3 +154,51 @@ async def test_a_topic_a_send_auto_creates_has_as_many_queues_as_topic_create_ma
     # The producer asked for 8, a default broker's TBW102 allows 8: `topic create`'s default.
     assert queues == 8
     assert [(q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [(8, 8)]
+
+
+async def _reports_once_dropped(
+    producer: Producer, msg: Message, callback: SendCallback | None
+) -> list[str]:
+    """What the loop reports about `producer.send_async(msg, callback)`'s task once it is
+    done and nobody holds it any more ("Task exception was never retrieved" for a failure
+    nobody was told of)."""
+    loop = asyncio.get_running_loop()
+    reports: list[str] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: reports.append(context["message"]))
+    try:
+        task = producer.send_async(msg, callback)
+        await asyncio.wait([task])  # done, without looking at its exception
+        await asyncio.sleep(0)  # the task's done callbacks run
+        del task
+        gc.collect()
+    finally:
+        loop.set_exception_handler(previous)
+    return reports
+
+
+async def test_a_failed_async_send_is_told_to_its_callback_only(
+    namesrv_no_autocreate: str,
+) -> None:
+    errors: list[BaseException | None] = []
+    config = config_for(namesrv_no_autocreate)
+    async with Producer(unique("pg"), config=config) as producer:
+        missing = Message(unique("NoSuchTopic"), b"lost")
+        reports = await _reports_once_dropped(
+            producer, missing, lambda _result, error: errors.append(error)
+        )
+        # Who awaits the task still gets the failure.
+        with pytest.raises(NoRouteError):
+            await producer.send_async(missing, lambda _result, error: None)
+    [error] = errors
+    assert isinstance(error, NoRouteError)
+    assert not any("never retrieved" in r for r in reports), reports
+
+
+async def test_a_failed_async_send_without_callback_is_reported_when_nobody_awaits_it(
+    namesrv_no_autocreate: str,
+) -> None:
+    async with Producer(unique("pg"), config=config_for(namesrv_no_autocreate)) as producer:
+        missing = Message(unique("NoSuchTopic"), b"lost")
+        reports = await _reports_once_dropped(producer, missing, None)
+    assert reports == ["Task exception was never retrieved"]

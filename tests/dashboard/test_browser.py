@@ -10,8 +10,6 @@ With LONGBOAT_SCREENSHOTS=DIR the tests also save the screenshots docs/dashboard
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ import pytest
 
 from client.test_tracing_e2e import traced_round_trip
 from conftest import Cluster, start_cluster
+from dashboard.conftest import WAIT_MS, cell_texts, screenshot
 from longboat.client import ClientConfig, Message, MessageExt
 from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
@@ -34,32 +33,9 @@ from longboat.protocol.types import PERM_READ
 pytestmark = pytest.mark.browser
 T = TypeVar("T")
 
-CHROMIUM = "/usr/bin/chromium"
-# This machine and CI have no network: nothing of Chromium's own may try to reach out.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TOPIC = "DashOrders"
 GROUP = "dash-readers"
 SENT = 24
-WAIT_MS = 15_000
-
-
-def require_chromium() -> None:
-    if os.environ.get("LONGBOAT_SKIP_BROWSER") == "1":
-        pytest.skip("LONGBOAT_SKIP_BROWSER=1: the dashboard's browser tests are skipped")
-    if not Path(CHROMIUM).exists() or shutil.which("chromium") is None:
-        pytest.fail(
-            f"{CHROMIUM} is missing: run `make browser` (Debian's chromium package), or set "
-            "LONGBOAT_SKIP_BROWSER=1 to skip the browser tests"
-        )
 
 
 @dataclass
@@ -68,7 +44,6 @@ class Site:
     dashboard: DashboardServer
     config: ClientConfig
     page: Any
-    shots: Path | None
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
         return self.cluster.runner.run(coro, timeout)
@@ -88,41 +63,21 @@ class Site:
         return self.page
 
     def shot(self, name: str) -> None:
-        if self.shots is not None:
-            self.page.screenshot(path=str(self.shots / f"{name}.png"), full_page=True)
+        screenshot(self.page, name)
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    require_chromium()
-    from playwright.sync_api import sync_playwright
-
+def site(tmp_path_factory: pytest.TempPathFactory, chromium_page: Any) -> Iterator[Site]:
     cluster = start_cluster(tmp_path_factory.mktemp("dashboard-store"))
     config = ClientConfig(
         [cluster.namesrv_addr], client_ip="127.0.0.1", persist_consumer_offset_interval=0.2
     )
     dashboard = DashboardServer(config, "127.0.0.1", 0, sample_interval=0.5)
     cluster.runner.run(dashboard.start())
-    shots_dir = os.environ.get("LONGBOAT_SCREENSHOTS")
-    shots = Path(shots_dir) if shots_dir else None
-    if shots is not None:
-        shots.mkdir(parents=True, exist_ok=True)
     try:
-        with sync_playwright() as pw:
-            context = pw.chromium.launch_persistent_context(
-                str(tmp_path_factory.mktemp("chromium-profile")),
-                executable_path=CHROMIUM,
-                headless=True,
-                args=CHROMIUM_ARGS,
-                viewport={"width": 1366, "height": 800},
-            )
-            try:
-                page = context.new_page()
-                site = Site(cluster, dashboard, config, page, shots)
-                site.run(seed(config))
-                yield site
-            finally:
-                context.close()
+        site = Site(cluster, dashboard, config, chromium_page)
+        site.run(seed(config))
+        yield site
     finally:
         cluster.runner.run(dashboard.stop())
         cluster.stop()
@@ -174,10 +129,6 @@ async def member(config: ClientConfig, group: str, topic: str) -> PushConsumer:
     consumer.register_listener(listener)
     await consumer.start()
     return consumer
-
-
-def cell_texts(page: Any, selector: str) -> list[str]:
-    return [t.strip() for t in page.locator(selector).all_inner_texts()]
 
 
 def test_every_page_shows_the_cluster(site: Site) -> None:

@@ -6,7 +6,7 @@ and remarks in each protocol's terms."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import pytest
@@ -171,3 +171,20 @@ def test_a_timer_beyond_the_longest_delay_is_refused_with_rocketmq_s_remark(
         ResponseCode.MESSAGE_ILLEGAL if side == "remoting" else pb.Code.ILLEGAL_DELIVERY_TIME
     )
     assert remark == MAX_DELAY_REMARK
+
+
+def test_with_timers_off_both_protocols_refuse_a_timer_as_rocketmq_does(
+    grpc5_factory: Callable[..., Grpc5],
+) -> None:
+    off = grpc5_factory(timer_wheel_enable=False)
+    topic = off.topic(queues=1)
+    channel = grpc.insecure_channel(off.endpoint)
+    try:
+        remark = "accurate timer message is not enabled, timerWheelEnable is false"
+        # RocketMQ's SYSTEM_ERROR, which its proxy answers with its default code.
+        refused = TimerRemoting(off).refused_at(topic, now_ms() + 60_000)
+        assert refused == (ResponseCode.SYSTEM_ERROR, remark)
+        refused = TimerGrpc(MessagingServiceStub(channel)).refused_at(topic, now_ms() + 60_000)
+        assert refused == (pb.Code.INTERNAL_SERVER_ERROR, remark)
+    finally:
+        channel.close()

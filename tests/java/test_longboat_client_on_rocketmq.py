@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import time
 from collections import defaultdict
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -103,6 +104,27 @@ async def test_every_send_mode_stores_the_message_as_sent(
     # Delivered through SCHEDULE_TOPIC_XXXX after the level's second.
     delayed_msg = got[b"delayed"]
     assert delayed_msg.store_timestamp - delayed_msg.born_timestamp >= 900
+
+
+async def test_a_delay_is_an_exact_timer_on_5_and_a_level_on_4(
+    any_rocketmq: AnyRocketMQ,
+) -> None:
+    """The producer asks each broker's settings (GET_BROKER_CONFIG): 5.3.3 reports
+    `timerWheelEnable=true`, so `delay=` travels as TIMER_DELAY_MS; 4.9.7 has no such key
+    (and would ignore the property), so it travels as the delay level rounded up, through
+    SCHEDULE_TOPIC_XXXX (every level is 1 s on these brokers)."""
+    ns = any_rocketmq.namesrv_addr
+    topic = await new_topic(ns, 1)
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        await producer.send(Message(topic, b"in 2 s", delay=timedelta(seconds=2)))
+    [got] = await read_topic(ns, topic, 1, timeout=30)
+    if isinstance(any_rocketmq, RocketMQCluster):
+        assert "TIMER_DELAY_MS" not in got.properties
+        assert got.properties["REAL_TOPIC"] == topic  # it went through the schedule topic
+        assert got.store_timestamp - got.born_timestamp >= 900
+    else:
+        assert got.properties["TIMER_DELAY_MS"] == "2000"
+        assert got.store_timestamp - got.born_timestamp >= 2000
 
 
 async def test_push_consumer_retries_through_retry_topic_into_the_dlq(

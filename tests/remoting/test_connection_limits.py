@@ -1,6 +1,7 @@
 """A server's connection cap and idle timeout, over real loopback sockets: a connection over
 the cap has its request answered SYSTEM_BUSY with a remark naming the setting, and is closed;
-a silent connection is closed after the idle timeout while a talking one stays."""
+a silent connection is closed after the idle timeout while a talking one stays, and one whose
+request is still being answered is not idle."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from longboat.broker import BrokerConfig
 from longboat.protocol import RemotingCommand, ResponseCode
 from longboat.remoting import (
+    Connection,
     ConnectionClosed,
     ConnectionLimits,
     RemotingClient,
@@ -21,12 +23,20 @@ from longboat.remoting import (
 )
 
 ECHO = 999
+SLOW = 998
+SLOW_S = 2.5  # longer than the idle timeout
+
+
+async def answer_slowly(conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    await asyncio.sleep(SLOW_S)
+    return cmd.make_response(remark="slow")
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[RemotingServer]:
     router = Router("test")
     router.register(ECHO, lambda conn, cmd: cmd.make_response(remark="echo"))
+    router.register(SLOW, answer_slowly)
     limits = ConnectionLimits(
         max_connections=2,
         idle_timeout_s=1.0,
@@ -86,6 +96,21 @@ async def test_an_idle_connection_is_closed_and_a_talking_one_kept(
     finally:
         await silent.close()
         await talking.close()
+
+
+async def test_a_connection_waiting_for_a_long_answer_is_not_idle(
+    server: RemotingServer,
+) -> None:
+    addr = f"127.0.0.1:{server.port}"
+    client = RemotingClient()
+    try:
+        slow = await client.request(addr, RemotingCommand.request(SLOW), timeout=SLOW_S + 10)
+        assert slow.remark == "slow"
+        # Answered, the connection is idle again: it goes like any silent one.
+        conn = await client.connection(addr)
+        await asyncio.wait_for(conn.wait_closed(), 20)
+    finally:
+        await client.close()
 
 
 def test_the_broker_settings_name_the_limits() -> None:

@@ -51,3 +51,28 @@ def test_lmq_entries_are_rebuilt_by_recovery(tmp_path: Path) -> None:
         assert lmq_bodies(again, LMQS[0]) == [b"m%d" % i for i in range(6)]
     finally:
         again.close()
+
+
+def test_only_lmq_names_without_a_path_are_dispatched_and_recovered(tmp_path: Path) -> None:
+    store = MessageStore(lmq_config(tmp_path / "live"))
+    store.open()
+    # A plain name and one reaching out of the queue directory are skipped, as RocketMQ does.
+    names = f"Plain,%LMQ%../../escape,{LMQS[0]},{LMQS[1]}"
+    result = store.put_message(MessageInner("T", 0, b"m", {INNER_MULTI_DISPATCH: names}))
+    assert result.ok
+    stored = store.read_message(result.records[0].commit_log_offset)
+    assert stored is not None and stored.properties[INNER_MULTI_QUEUE_OFFSET] == "0,0"
+    assert not (tmp_path / "escape").exists() and not (tmp_path / "live" / "escape").exists()
+    store.flush()
+    crashed = tmp_path / "crashed"
+    shutil.copytree(tmp_path / "live", crashed)
+    store.close()
+    shutil.rmtree(crashed / "consumequeue" / LMQS[0])
+    shutil.rmtree(crashed / "consumequeue" / LMQS[1])
+    again = MessageStore(lmq_config(crashed))
+    again.open()
+    try:  # each offset read back with its own name, the skipped ones not counted
+        assert lmq_bodies(again, LMQS[0]) == [b"m"]
+        assert lmq_bodies(again, LMQS[1]) == [b"m"]
+    finally:
+        again.close()

@@ -176,8 +176,12 @@ class BrokerConfig:
     transaction_check_interval: int = 60_000
     transaction_check_max: int = 15
     transaction_time_out: int = 6_000
-    # Timer messages (RocketMQ 5's keys and defaults): the delivery times' grain (a timer
-    # fires at the first multiple at or after its time) and the farthest one accepted.
+    # Timer messages (RocketMQ 5's keys and defaults): whether they are served at all (off,
+    # a timer message is refused as RocketMQ refuses it, and GET_BROKER_CONFIG's
+    # `timerWheelEnable=false` tells clients to send delay levels instead), the delivery
+    # times' grain (a timer fires at the first multiple at or after its time) and the
+    # farthest one accepted.
+    timer_wheel_enable: bool = True
     timer_precision_ms: int = 1000
     timer_max_delay_sec: int = 3 * 24 * 3600
     # Replication (RocketMQ 4.x's keys): ASYNC_MASTER answers sends at once and streams to its

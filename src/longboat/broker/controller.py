@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from longboat.acl import BROKER_ADMIN_CODES, AccessControl
 from longboat.broker import grpc
@@ -60,6 +59,7 @@ from longboat.broker.handlers import (
     send_back,
     topic_admin,
 )
+from longboat.broker.lifecycle_hooks import LifecycleHooks
 from longboat.broker.services import delay_schedule, delivery_timer
 from longboat.broker.services.controller_mode import ControllerMode
 from longboat.broker.services.delivery_timer import TimerService
@@ -81,7 +81,7 @@ from longboat.protocol.acl_signature import signer
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MASTER_ID
-from longboat.remoting import Connection, RemotingClient, RemotingServer, Router
+from longboat.remoting import RemotingClient, RemotingServer, Router
 from longboat.remoting.tls import client_context
 from longboat.store import ConsumerOffsetTable, MessageInner, MessageStore, PutResult
 from longboat.store.message_store import ArrivalListener
@@ -92,7 +92,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Feature = Callable[[CoreHost], None]
-Hook = Callable[[], Awaitable[Any] | Any]
 
 # The broker's own request handling, installed first, then the extras.  Order matters only
 # where two modules register the same code (the later one wins), which none do; middleware
@@ -131,7 +130,7 @@ class Phase(Enum):
     STOPPED = "STOPPED"
 
 
-class BrokerController:
+class BrokerController(LifecycleHooks):
     def __init__(
         self,
         config: BrokerConfig,
@@ -140,6 +139,7 @@ class BrokerController:
         clock: Callable[[], float] = time.time,
     ) -> None:
         """`clock` is the wall clock (seconds) of the store and the delay levels."""
+        super().__init__()
         self.config = config
         self.clock = clock
         self.phase = Phase.NEW
@@ -180,14 +180,8 @@ class BrokerController:
         self.store_host = config.advertised_ip
         self.broker_addr = ""  # host:port, once start() bound the port
         self._features = tuple(features)
-        self._start_hooks: list[Hook] = []
         # plain_acl.yml's rules when ACL is on (remoting's middleware; gRPC asks it too)
         self.access_control: AccessControl | None = None
-        self._stop_hooks: list[Hook] = []
-        self._master_hooks: list[tuple[Hook, Hook]] = []
-        self._periodic: list[tuple[float, Hook]] = []
-        self._periodic_tasks: list[asyncio.Task[None]] = []
-        self._closed_listeners: list[Callable[[Connection], None]] = []
         self.deliveries = Deliveries()
         self.metrics: BrokerMetrics | None = None  # set at start when metricsPort > 0
         self.grpc: grpc.GrpcEndpoint | None = None  # set at start when grpcListenPort >= 0
@@ -212,42 +206,10 @@ class BrokerController:
 
     # ------------------------------------------------------------------ the seam
 
-    def add_periodic(self, interval_s: float, job: Hook) -> None:
-        """Run `job` (plain or async) every `interval_s` while the broker runs; failures are
-        logged and the next round runs anyway."""
-        self._periodic.append((interval_s, job))
-        if self.phase is Phase.RUNNING:
-            self._periodic_tasks.append(asyncio.ensure_future(self._every(interval_s, job)))
-
-    def add_start_hook(self, hook: Hook) -> None:
-        """Run at start, after every feature is installed and before connections are accepted."""
-        self._start_hooks.append(hook)
-
-    def add_stop_hook(self, hook: Hook) -> None:
-        """Run at stop (in reverse order of adding), after held pulls are answered and while
-        the store is still open."""
-        self._stop_hooks.append(hook)
-
-    def add_master_hooks(self, start: Hook, stop: Hook) -> None:
-        """Controller mode: `start` whenever this broker becomes master, `stop` when it stops
-        being master or shuts down as master."""
-        self._master_hooks.append((start, stop))
-
-    async def _run_master_hooks(self, starting: bool) -> None:
-        hooks = self._master_hooks if starting else list(reversed(self._master_hooks))
-        for start, stop in hooks:
-            try:
-                await _maybe_await(start() if starting else stop())
-            except Exception:
-                log.exception("broker master hook %r failed", start if starting else stop)
-
     def add_arrival_listener(self, listener: ArrivalListener) -> None:
         """`listener(topic, queue_id, new_max_offset, tags_code, properties)` on every append
         (on the appending thread: the event loop for everything the broker stores)."""
         self.store.add_arrival_listener(listener)
-
-    def add_connection_closed_listener(self, listener: Callable[[Connection], None]) -> None:
-        self._closed_listeners.append(listener)
 
     # ------------------------------------------------------------------ storing
 
@@ -399,11 +361,9 @@ class BrokerController:
             self.grpc = grpc.install(self)
         if self.controller_mode is not None:
             self._install_controller_mode(self.controller_mode)
-        for hook in self._start_hooks:
-            await _maybe_await(hook())
+        await self._run_start_hooks()
         self.add_periodic(cfg.register_name_server_period / 1000, self.registrar.register)
-        for interval, job in self._periodic:
-            self._periodic_tasks.append(asyncio.ensure_future(self._every(interval, job)))
+        self._start_periodic()
         await self.server.serve()
         if self.vip_server is not None:
             await self.vip_server.serve()
@@ -509,7 +469,7 @@ class BrokerController:
         self.ha_slave.update_master_address(master_ha_addr)
         if self.slave_sync is not None and self.slave_sync.master_addr != master_addr:
             self.slave_sync.master_addr = master_addr
-            self._periodic_tasks.append(asyncio.ensure_future(self.slave_sync.sync_all()))
+            self._spawn(self.slave_sync.sync_all())
         await self.registrar.register()
 
     def _role_to_appender(self) -> None:
@@ -542,7 +502,7 @@ class BrokerController:
             self.ha_slave.update_master_address(master.ha_addr)
         if self.slave_sync is not None and master.addr != self.slave_sync.master_addr:
             self.slave_sync.master_addr = master.addr
-            self._periodic_tasks.append(asyncio.ensure_future(self.slave_sync.sync_all()))
+            self._spawn(self.slave_sync.sync_all())
 
     async def stop(self) -> None:
         """Graceful shutdown; idempotent."""
@@ -557,10 +517,7 @@ class BrokerController:
         self.server.stop_accepting()
         if self.vip_server is not None:
             self.vip_server.stop_accepting()
-        for task in self._periodic_tasks:
-            task.cancel()
-        await asyncio.gather(*self._periodic_tasks, return_exceptions=True)
-        self._periodic_tasks.clear()
+        await self._stop_periodic()
         hold = getattr(self, "hold", None)
         if hold is not None:
             answered = hold.answer_all()
@@ -569,11 +526,7 @@ class BrokerController:
         pops = getattr(self, "pop", None)
         if pops is not None:
             pops.stop_waiting()
-        for hook in reversed(self._stop_hooks):
-            try:
-                await _maybe_await(hook())
-            except Exception:
-                log.exception("broker stop hook %r failed", hook)
+        await self._run_stop_hooks()
         if self.controller_mode is not None and self.ha_master is not None:
             await self._run_master_hooks(starting=False)
         try:
@@ -597,28 +550,3 @@ class BrokerController:
         if store is not None:
             await asyncio.to_thread(store.close)
         self.phase = Phase.STOPPED
-
-    # ------------------------------------------------------------------ internals
-
-    def _connection_closed(self, conn: Connection) -> None:
-        for listener in self._closed_listeners:
-            try:
-                listener(conn)
-            except Exception:
-                log.exception("connection-closed listener %r failed", listener)
-
-    async def _every(self, interval_s: float, job: Hook) -> None:
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await _maybe_await(job())
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("periodic job %r failed", job)
-
-
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value

@@ -24,7 +24,7 @@ from longboat.cli.runtime import console, run
 
 
 def load_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every case shares."""
+    """The options every case shares (each case's own options go above them)."""
     options = [
         namesrv_option,
         click.option("-t", "--topic", default="", help="Topic [default: a fresh one per run]."),
@@ -103,15 +103,18 @@ def bench() -> None:
     """
 
 
-@bench.command()
-@load_options
+def case(command: Callable[..., None]) -> click.Command:
+    """A `longboat bench` case: a subcommand with the options every case shares."""
+    return bench.command()(load_options(command))
+
+
+@case
 def produce(**kwargs: Any) -> None:
     """Send as fast as --threads requests in flight allow (batches with -b)."""
     execute(kwargs, "producing…", loadgen.produce)
 
 
-@bench.command()
-@load_options
+@case
 @click.option(
     "--preload", default=20_000, show_default=True, help="Messages stored first (untimed)."
 )
@@ -121,23 +124,20 @@ def consume(preload: int, **kwargs: Any) -> None:
     execute(kwargs, "consuming…", lambda opts: loadgen.consume(opts, preloaded=preload))
 
 
-@bench.command()
-@load_options
+@case
 def e2e(**kwargs: Any) -> None:
     """Send for --duration while a push consumer receives: send → listener latency."""
     execute(kwargs, "sending and consuming…", loadgen.e2e)
 
 
-@bench.command()
-@load_options
+@case
 @click.option("--rounds", default=1000, show_default=True, help="Wake-ups to time.")
 def wakeup(rounds: int, **kwargs: Any) -> None:
     """Long-poll wake-up: a pull parked on an idle queue, then one send; send → answer."""
     execute(kwargs, "timing wake-ups…", lambda opts: loadgen.wakeup(opts, rounds=rounds))
 
 
-@bench.command()
-@load_options
+@case
 @click.option("--count", default=10_000, show_default=True, help="Pulls to park.")
 @click.option("--window", default=5.0, show_default=True, help="Seconds of idle sampling.")
 @click.option("--pid", type=int, default=None, help="Broker pid [default: found by its port].")

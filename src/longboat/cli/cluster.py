@@ -1,9 +1,9 @@
 """`longboat cluster`: the brokers the name servers know, their roles, topics and replication lag.
 
-A slave's lag is its master's commit-log end minus its own, in bytes, both read from
-GET_BROKER_RUNTIME_INFO's `commitLogMaxOffset` (a RocketMQ broker answers the same key), so the
-command shows it for Apache RocketMQ groups too.  A master has no lag; a slave whose master
-is gone, or a broker that does not answer, shows none.
+A slave's lag is its master's commit-log end minus its own, in bytes
+(`longboat.client.replication`: a RocketMQ broker answers the same figures), so the command
+shows it for Apache RocketMQ groups too.  A master has no lag; a slave whose master is gone,
+or a broker that does not answer, shows none.
 
 With `--controller` (controller mode), a second table: each group's master, master epoch and
 SyncStateSet as the leading controller keeps them (CONTROLLER_GET_SYNC_STATE_DATA)."""
@@ -20,6 +20,7 @@ from longboat.cli.render import format_option, print_json
 from longboat.cli.runtime import console, run
 from longboat.client import ClientError
 from longboat.client.admin import Admin
+from longboat.client.replication import log_ends, replication_lag
 from longboat.protocol.bodies import ClusterInfo
 from longboat.protocol.controller import BrokerReplicasInfo, ReplicaIdentity, ReplicasInfo
 from longboat.protocol.topic_names import topic_kind
@@ -52,8 +53,7 @@ def cluster(output: str, namesrv: str, controllers: str) -> None:
             )
             reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
             counts = await asyncio.gather(*(topic_count(admin, a, reserved) for a in addrs))
-            ends = await asyncio.gather(*(log_end(admin, a) for a in addrs))
-            return info, dict(zip(addrs, counts, strict=True)), dict(zip(addrs, ends, strict=True))
+            return info, dict(zip(addrs, counts, strict=True)), await log_ends(admin, addrs)
 
     info, topics, ends = run(go())
     lags = {
@@ -136,29 +136,6 @@ def member_json(
 
 def role_of(broker_id: int) -> str:
     return "master" if broker_id == MASTER_ID else "slave"
-
-
-async def log_end(admin: Admin, addr: str) -> int | None:
-    """The broker's commit-log end (runtime info's commitLogMaxOffset); None if unknown."""
-    try:
-        value = (await admin.broker_runtime(addr)).get("commitLogMaxOffset", "")
-    except ClientError:
-        return None
-    return int(value) if value.isdigit() else None
-
-
-def replication_lag(
-    info: ClusterInfo, name: str, broker_id: int, ends: dict[str, int | None]
-) -> int | None:
-    """A slave's bytes behind its master; None for a master or when either end is unknown."""
-    addrs = info.broker_addr_table[name].broker_addrs
-    master = addrs.get(MASTER_ID)
-    if broker_id == MASTER_ID or master is None:
-        return None
-    master_end, own_end = ends.get(master), ends.get(addrs[broker_id])
-    if master_end is None or own_end is None:
-        return None
-    return max(0, master_end - own_end)
 
 
 async def topic_count(admin: Admin, addr: str, reserved: set[str]) -> int | str:

@@ -18,7 +18,7 @@ import click
 
 from longboat.cli.connect import client_config, namesrv_option
 from longboat.cli.progress import LateProgress
-from longboat.cli.render import body_text, message_json, parse_time_ms
+from longboat.cli.render import body_text, message_json, output_option, parse_time_ms
 from longboat.cli.runtime import fail, run, stop_on_signal, warn
 from longboat.client import ClientConfig, MessageExt, MessageQueue
 from longboat.client.admin import Admin, ResetTarget
@@ -48,14 +48,7 @@ SHUTDOWN_TIMEOUT_S = 10.0
     type=click.FloatRange(min=0),
     help="Stop when nothing arrives for this many seconds.",
 )
-@click.option(
-    "--format",
-    "output",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: each body on its own line; json: one JSON object per message.",
-)
+@output_option("text", "text: each body on its own line; json: one JSON object per message.")
 @namesrv_option
 def consume(
     topic: str,

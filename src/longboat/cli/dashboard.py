@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from longboat.cli.connect import client_config, namesrv_option
+from longboat.cli.options import bounded_option
 from longboat.cli.runtime import run
 from longboat.cli.servers import LOOPBACK, listening_table, serve, server_logging
 from longboat.dashboard import DEFAULT_PORT
@@ -21,11 +22,10 @@ from longboat.dashboard.server import DashboardServer
     "password: keep it on 127.0.0.1 unless the network is trusted.",
 )
 @click.option("--port", default=DEFAULT_PORT, show_default=True, help="0: any free port.")
-@click.option(
+@bounded_option(
     "--sample-interval",
     default=10.0,
-    show_default=True,
-    type=click.FloatRange(min=0.1),
+    low=0.1,
     help="Seconds between the samples of every group's lag behind the lag chart.",
 )
 def dashboard(namesrv: str, host: str, port: int, sample_interval: float) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from longboat.cli.connect import admin_for, namesrv_option
+from longboat.cli.options import bounded_option
 from longboat.cli.progress import LateProgress
 from longboat.cli.render import format_option, message_record, message_table, print_json
 from longboat.cli.runtime import console, fail
@@ -39,13 +40,8 @@ def get(msg_id: str, topic: str | None, output: str, namesrv: str) -> None:
 @message.command()
 @click.option("-k", "--key", required=True, help="A key the producer set (KEYS).")
 @click.option("-t", "--topic", help="Topic to search [default: every user topic].")
-@click.option(
-    "--max",
-    "max_num",
-    default=64,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="At most this many messages per topic and broker.",
+@bounded_option(
+    "--max", "max_num", default=64, low=1, help="At most this many messages per topic and broker."
 )
 @format_option
 @namesrv_option

@@ -14,6 +14,7 @@ from typing import BinaryIO
 import click
 
 from longboat.cli.connect import client_config, namesrv_option
+from longboat.cli.options import bounded_option
 from longboat.cli.progress import LateProgress
 from longboat.cli.render import rate
 from longboat.cli.runtime import EXIT_INTERRUPTED, run, say, stop_on_signal, warn
@@ -38,13 +39,7 @@ Source = Callable[[asyncio.Event], AsyncIterator[bytes]]
     help="Send each line of FILE ('-' for stdin, the default) as one message.",
 )
 @click.option("-n", "--count", type=click.IntRange(min=1), help="Send N generated messages.")
-@click.option(
-    "--size",
-    default=256,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Body size of generated messages (bytes).",
-)
+@bounded_option("--size", default=256, low=1, help="Body size of generated messages (bytes).")
 @click.option("--tags", help="Tag of every message.")
 @click.option("--keys", help="Keys (space-separated) of every message; {i} is its number.")
 @click.option(
@@ -53,11 +48,10 @@ Source = Callable[[asyncio.Event], AsyncIterator[bytes]]
     type=click.IntRange(min=0),
     help="Deliver after this delay level (1 = 1 s ... 18 = 2 h by default).",
 )
-@click.option(
+@bounded_option(
     "--batch",
     default=1,
-    show_default=True,
-    type=click.IntRange(min=1),
+    low=1,
     help="Messages per batch request (a batch lands in one queue, in order).",
 )
 @click.option("--group", default=DEFAULT_GROUP, show_default=True, help="Producer group.")

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any, TypeVar
 
 import click
 import orjson
@@ -14,6 +16,8 @@ from rich.text import Text
 
 from longboat.client.message import MessageExt
 from longboat.protocol.properties import Prop
+
+FC = TypeVar("FC", bound=Callable[..., Any])
 
 # Properties shown as their own fields, so not repeated under "properties".
 _SHOWN_PROPS = frozenset({Prop.TAGS, Prop.KEYS, Prop.UNIQ_KEY})
@@ -35,17 +39,22 @@ def message_record(msg: MessageExt) -> dict[str, object]:
     return record
 
 
-def format_option(fn: click.decorators.FC) -> click.decorators.FC:
-    """`--format table|json`: a table for people, JSON for scripts (the dashboard API's shapes,
-    `longboat.dashboard.admin_json`)."""
+def output_option(human: str, help: str) -> Callable[[FC], FC]:
+    """`--format HUMAN|json`: HUMAN (the default) for people, JSON for scripts; the choice
+    reaches the command as `output`."""
     return click.option(
         "--format",
         "output",
-        type=click.Choice(["table", "json"]),
-        default="table",
+        type=click.Choice([human, "json"]),
+        default=human,
         show_default=True,
-        help="table, or json for scripts.",
-    )(fn)
+        help=help,
+    )
+
+
+# `--format table|json`: a table for people, JSON for scripts (the dashboard API's shapes,
+# `longboat.dashboard.admin_json`).
+format_option = output_option("table", "table, or json for scripts.")
 
 
 def json_line(document: object) -> str:

@@ -38,6 +38,7 @@ from longboat.cli.controller_settings import (
     controller_rows,
     read_properties,
 )
+from longboat.cli.options import bounded_option
 from longboat.cli.runtime import (
     CliState,
     configure_logging,
@@ -51,7 +52,7 @@ from longboat.controller.server import ControllerServer
 from longboat.dashboard import DEFAULT_PORT as DASHBOARD_PORT
 from longboat.namesrv import DEFAULT_PORT as NAMESRV_PORT
 from longboat.namesrv import NameServer
-from longboat.namesrv.server import NAMESRV_LIMITS
+from longboat.namesrv.server import IDLE_TIMEOUT_KEY, NAMESRV_LIMITS, namesrv_limits
 from longboat.remoting.tls import ServerTls, TlsMode
 
 if TYPE_CHECKING:
@@ -176,25 +177,23 @@ def server_logging() -> None:
     help="The web dashboard, on 127.0.0.1; 0: any free port, -1 turns it off "
     "[default: $LONGBOAT_DASHBOARD_PORT, else 8080].",
 )
-@click.option(
+@bounded_option(
     "--brokers",
-    type=click.IntRange(1, MAX_GROUPS),
     default=1,
-    show_default=True,
+    low=1,
+    high=MAX_GROUPS,
     help="Broker groups (broker-a, broker-b, ...), each broker a process of its own.",
 )
-@click.option(
+@bounded_option(
     "--slaves",
-    type=click.IntRange(0, None),
     default=0,
-    show_default=True,
+    low=0,
     help="Slaves per broker group (brokerId 1, 2, ...), each replicating its master.",
 )
-@click.option(
+@bounded_option(
     "--controllers",
-    type=click.IntRange(0, None),
     default=0,
-    show_default=True,
+    low=0,
     help="Controllers (RocketMQ 5's controller mode): the brokers of each group then elect "
     "their master, and a new one when it dies (allAckInSyncStateSet=true).",
 )
@@ -406,9 +405,9 @@ def cluster_configs(
 )
 @click.option(
     "--idle-timeout",
-    default=NAMESRV_LIMITS.idle_timeout_s,
-    show_default=True,
-    help="Seconds without traffic after which a connection is closed.",
+    type=float,
+    help="Seconds without traffic after which a connection is closed (default: namesrv.conf's "
+    f"{IDLE_TIMEOUT_KEY}, else {NAMESRV_LIMITS.idle_timeout_s:.0f}).",
 )
 @click.option(
     "--acl-file",
@@ -432,7 +431,7 @@ def namesrv(
     host: str,
     port: int,
     max_connections: int,
-    idle_timeout: float,
+    idle_timeout: float | None,
     acl_file: Path | None,
     tls_mode: str,
     tls_cert: str | None,
@@ -442,12 +441,15 @@ def namesrv(
     """Run a name server alone (brokers register here; clients look up routes here)."""
 
     server_logging()
-    limits = dataclasses.replace(
-        NAMESRV_LIMITS, max_connections=max_connections, idle_timeout_s=idle_timeout
-    )
+    props = read_properties(config_path)
+    try:
+        limits = dataclasses.replace(namesrv_limits(props), max_connections=max_connections)
+    except ValueError as exc:
+        fail(f"{config_path}: {exc}")
+    if idle_timeout is not None:
+        limits = dataclasses.replace(limits, idle_timeout_s=idle_timeout)
     tls = ServerTls(TlsMode.parse(tls_mode), tls_cert or "", tls_key or "")
     server = NameServer(host, port, limits=limits, acl_file=acl_file, tls=tls)
-    props = read_properties(config_path)
     factories: list[Callable[[], Server]] = [lambda: server]
     embedded: list[ControllerServer] = []
     if props.get("enableControllerInNamesrv", "").strip().lower() == "true":

@@ -6,6 +6,7 @@ import click
 from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
+from longboat.cli.options import bounded_option
 from longboat.cli.progress import gather_with_progress
 from longboat.cli.render import format_option, print_json
 from longboat.cli.runtime import console, fail, run, say
@@ -38,13 +39,7 @@ def queue_options(fn: click.decorators.FC) -> click.decorators.FC:
 
 @topic.command()
 @click.option("-t", "--topic", "name", required=True)
-@click.option(
-    "--queues",
-    default=8,
-    show_default=True,
-    type=click.IntRange(1, 1024),
-    help="Queues per broker (read and write).",
-)
+@bounded_option("--queues", default=8, low=1, high=1024, help="Queues per broker (read and write).")
 @queue_options
 @click.option("--order", is_flag=True, help="Mark the topic as ordered.")
 @click.option("--cluster", help="Only the brokers of this cluster [default: every broker].")

@@ -14,8 +14,9 @@ Three kinds of fault, told apart by type so callers can react without parsing me
 * an admin request found the cluster in a state that refuses it (`GroupOnlineError`,
   `QueuesHoldMessagesError`, `MessageNotFoundError`): the text says what to change.
 
-Callers of the client only ever see these types: `api.py` maps `RemotingError` and non-success
-answers here, through `transport_error` and `broker_error`, and nowhere else.
+Callers of the client only ever see these types: `_internal/channel.py` maps `RemotingError`
+and non-success answers here, through `transport_error` and `broker_error` (`_internal/api.py`
+too, for the one answer whose error it reads first).
 """
 
 from __future__ import annotations

@@ -35,22 +35,30 @@ def check_delay_level(level: int) -> int:
 
 
 def delay_level_for(delay: timedelta) -> int:
-    """The delay level sent for `delay`: the shortest default level at least as long (0 for
-    none), so a message is never delivered before its delay — 3 s waits 5 s, 45 s waits 1 m,
-    90 min waits 2 h.  ClientUsageError for a negative delay or one longer than the last
-    level (2 hours): rounding it down would deliver early.
-
-    The one place a duration becomes what travels: exact timers (RocketMQ 5's
-    `TIMER_DELAY_MS`) replace the level here, for brokers that have them."""
+    """The delay level sent for `delay` to a broker without timers: the shortest default
+    level at least as long (0 for none), so a message is never delivered before its delay —
+    3 s waits 5 s, 45 s waits 1 m, 90 min waits 2 h.  ClientUsageError for a negative delay
+    or one longer than the last level (2 hours): rounding it down would deliver early."""
     ms = delay.total_seconds() * 1000
     if ms < 0 or ms > DEFAULT_DELAYS_MS[-1]:
         raise ClientUsageError(
             f"no delay level is at least {delay}: the levels go from 1 s to 2 h "
-            f"({DEFAULT_MESSAGE_DELAY_LEVEL}), and a message is never sent to arrive early"
+            f"({DEFAULT_MESSAGE_DELAY_LEVEL}), the broker has no timer messages, and a "
+            "message is never sent to arrive early"
         )
     if ms == 0:
         return 0
     return bisect_left(DEFAULT_DELAYS_MS, ms) + 1
+
+
+def delay_property(delay: timedelta, *, timers: bool) -> tuple[str, str]:
+    """The property a send of `delay` (positive) carries: to a broker with timers the exact
+    `TIMER_DELAY_MS` (RocketMQ 5's timer message; whole milliseconds, rounded up), else
+    `DELAY` with the level `delay_level_for` rounds up to.  The one place a duration becomes
+    what travels; whether the broker has timers is `_internal/broker_timers.py`'s to say."""
+    if timers:
+        return Prop.TIMER_DELAY_MS, str(-(-delay // timedelta(milliseconds=1)))
+    return Prop.DELAY, str(delay_level_for(delay))
 
 
 def deliver_ms(at: datetime | int) -> int:
@@ -76,7 +84,8 @@ class Message:
     delay_level: int = 0
     # The user flag stored with the message (Java `Message.flag`).
     flag: int = 0
-    # Instead of `delay_level`: a duration, rounded up to a default level (`delay_level_for`).
+    # Instead of `delay_level`: a duration.  Sent as an exact timer to a broker with timers,
+    # else rounded up to a default level (`delay_property`), so never delivered early.
     delay: timedelta | None = None
     # An exact delivery time (a timer message, RocketMQ 5's TIMER_DELIVER_MS): an aware
     # datetime or epoch milliseconds.  Needs a broker with timers (Longboat, RocketMQ 5);
@@ -93,7 +102,10 @@ class Message:
         if self.delay is not None:
             if self.delay_level:
                 raise ClientUsageError("give delay or delay_level, not both")
-            self.delay_level = delay_level_for(self.delay)
+            if self.delay < timedelta(0):
+                raise ClientUsageError(f"a delay cannot be negative: {self.delay}")
+            if not self.delay:
+                self.delay = None
         elif self.delay_level:  # 0 (most messages) needs no check: a batch builds many
             check_delay_level(self.delay_level)
 
@@ -118,8 +130,16 @@ class Message:
             return [k for k in self.keys.split(KEY_SEPARATOR) if k]
         return [k for k in self.keys if k]
 
+    @property
+    def delayed(self) -> bool:
+        """Whether the message waits before delivery (a level or a `delay`; a `deliver_at`
+        is a timer of its own)."""
+        return self.delay_level > 0 or self.delay is not None
+
     def wire_properties(self) -> dict[str, str]:
-        """User properties plus TAGS / KEYS / DELAY, as the broker reads them."""
+        """User properties plus TAGS / KEYS / DELAY, as the broker reads them.  A `delay`
+        is not among them: its property depends on the broker (`delay_property`), which the
+        producer adds to each attempt."""
         props = dict(self.properties)
         if self.tags:
             props[Prop.TAGS] = self.tags

@@ -4,11 +4,14 @@ A send resolves the topic's route (falling back to the auto-create topic's route
 is new), picks a queue, and sends SEND_MESSAGE_V2 to that broker's master.  `send_timeout` (or
 a send's `timeout`) is the deadline of the whole call: failures that may pass — transport
 errors and the answers RocketMQ retries on (17, 14, 1, 16, 204, 205) — are retried until it
-(or `retry_times` retries, when set), with jittered exponential pauses from 50 ms to 1 s, round
-robin moving off the failing broker, and the route asked again after a transport error, so a
-send rides out a broker restart shorter than its deadline.  Sends to a queue chosen by the
-caller (ordered messages) are retried on that same queue only, never elsewhere, so a key's
-messages never leave their queue.
+(or `retry_times` retries, when set), so a send rides out a broker restart shorter than its
+deadline.  Sends to a queue chosen by the caller (ordered messages) are retried on that same
+queue only, never elsewhere, so a key's messages never leave their queue.  This module encodes
+the requests; `send_retry` takes them to a broker.
+
+A `delay=` travels as each attempt's broker takes it: an exact timer (`TIMER_DELAY_MS`) where
+the broker serves timer messages, else the delay level rounded up; which brokers do is asked
+once per broker and cached (`_internal/broker_timers.py`).
 
 Every message gets a UNIQ_KEY (its `msg_id` for consumers and lookups); bodies of
 `compress_over` bytes and more travel zlib-compressed; batches are not compressed (RocketMQ
@@ -24,28 +27,28 @@ import os
 import random
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any
+from datetime import timedelta
+from typing import Any, Unpack
 
 from longboat.client._internal.instance import ClientInstance
-from longboat.client._internal.route import TopicRoute
 from longboat.client.config import ClientConfig
-from longboat.client.errors import (
-    BrokerBusyError,
-    BrokerError,
-    ClientError,
-    ClientUsageError,
-    MessageTooLargeError,
-    NoRouteError,
-    SendTimeoutError,
-    TransportError,
-)
+from longboat.client.errors import ClientError, ClientUsageError, MessageTooLargeError
 from longboat.client.lifecycle import InstanceUser
 from longboat.client.message import Message, SendResult
-from longboat.client.selector import QueueSelector, RoundRobin, select_by_hash
-from longboat.client.tracing.hooks import begin_send
+from longboat.client.selector import RoundRobin
+from longboat.client.send_retry import (
+    Chooser,
+    QueueChoice,
+    check_choice,
+    fixed_chooser,
+    queue_chooser,
+    require_queues,
+    send_with_retries,
+    with_delay,
+)
+from longboat.client.tracing.hooks import begin_send, ended
 from longboat.client.tracing.setup import Tracing
 from longboat.protocol.batch import join_batch
-from longboat.protocol.codes import PRODUCER_RETRYABLE_CODES, ResponseCode
 from longboat.protocol.compression import COMPRESS_OVER, maybe_compress
 from longboat.protocol.headers import RecallMessageRequestHeader, SendMessageRequestHeaderV2
 from longboat.protocol.ids import UniqKeyGenerator
@@ -71,9 +74,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
 MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-# Pauses between retries of one send (jittered; the send's deadline bounds them all).
-FIRST_BACKOFF = 0.05
-MAX_BACKOFF = 1.0
 _TAGS_PREFIX = f"{Prop.TAGS}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_PREFIX = f"{Prop.UNIQ_KEY}{NAME_VALUE_SEPARATOR}"
 _UNIQ_KEY_INFIX = f"{PROPERTY_SEPARATOR}{_UNIQ_KEY_PREFIX}"
@@ -174,7 +174,7 @@ class Producer(InstanceUser):
         """The queues a send to `topic` may go to, sorted (a topic the brokers do not have
         yet gets the queues auto-creation would give it, as for a send)."""
         route = await self.instance.route(topic, allow_default=True)
-        return sorted(_require_queues(route.publish_queues, topic))
+        return sorted(require_queues(route.publish_queues, topic))
 
     # ------------------------------------------------------------------ sending
 
@@ -184,51 +184,34 @@ class Producer(InstanceUser):
         payload: object = None,
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> SendResult:
         """Send and wait until the broker stored it: a `Message`, or a topic and a payload
         (`send("Orders", order)`, encoded as `Message.of` encodes it).
 
-        Queue choice: `queue` if given, else `selector(queues, msg, arg)`, else the hash of
-        `sharding_key` (ordered messages), else round robin.  Raises MessageTooLargeError /
-        ClientUsageError (nothing sent), NoRouteError, BrokerError (with the broker's code
-        and remark), BrokerBusyError, or SendTimeoutError."""
+        Queue choice (`QueueChoice`): `queue=` if given, else `selector=(queues, msg, arg)`
+        with `arg=`, else the hash of `sharding_key=` (ordered messages), else round robin.
+        Raises MessageTooLargeError / ClientUsageError (nothing sent), NoRouteError,
+        BrokerError (with the broker's code and remark), BrokerBusyError, or
+        SendTimeoutError."""
+        check_choice(choice)
         msg = _message_of(msg, payload)
         check_application_message(msg)
-        return await self._send(msg, timeout, queue, selector, arg, sharding_key)
+        return await self._send(msg, timeout, choice)
 
     async def send_own(self, msg: Message, *, timeout: float | None = None) -> SendResult:
         """Send a message Longboat composes itself (a consumer's retry copy to %RETRY%group,
         a resend, a trace record): reserved topics and properties are its to write, so only
         the topic's legality is checked.  Raises what `send` raises."""
-        return await self._send(msg, timeout, None, None, None, None)
+        return await self._send(msg, timeout, {})
 
-    async def _send(
-        self,
-        msg: Message,
-        timeout: float | None,
-        queue: MessageQueue | None,
-        selector: QueueSelector | None,
-        arg: Any,
-        sharding_key: Any,
-    ) -> SendResult:
-        instance = self.instance
+    async def _send(self, msg: Message, timeout: float | None, choice: QueueChoice) -> SendResult:
+        self.instance  # noqa: B018 - not started: raise before a trace begins
         end = begin_send(self._tracing.observers, self.group, msg)
         header, body, uniq = self._prepare(msg)
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
-        send = self._send_with_retries(instance, msg.topic, header, body, uniq, chooser, timeout)
-        if end is None:
-            return await send
-        try:
-            result = await send
-        except BaseException as exc:
-            end(uniq, None, exc)
-            raise
-        end(uniq, result, None)
-        return result
+        chooser = fixed_chooser(msg, choice)
+        send = self._send_encoded(header, body, uniq, chooser, timeout, msg.delay)
+        return await ended(end, uniq, send)
 
     def send_async(
         self,
@@ -236,20 +219,23 @@ class Producer(InstanceUser):
         callback: SendCallback | None = None,
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> asyncio.Task[SendResult]:
         """Start a send and return its task (awaitable); `callback(result, error)` — a plain or
-        async function — runs when it completes.  The options are those of `send`."""
+        async function — runs when it completes.  The options are those of `send`.
+
+        The task raises the send's error when awaited.  With a callback, the callback is where
+        a failure is told, so asyncio does not report a task nobody awaits; without one, the
+        task is the only place it shows, and asyncio logs "Task exception was never
+        retrieved" for one dropped unawaited."""
+        check_choice(choice)
         self.instance  # noqa: B018 - raise now, not inside the task, when not started
-        send = self.send(
-            msg, timeout=timeout, queue=queue, selector=selector, arg=arg, sharding_key=sharding_key
-        )
+        send = self.send(msg, timeout=timeout, **choice)
         task = asyncio.ensure_future(self._send_then_call(send, callback))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+        if callback is not None:
+            task.add_done_callback(_told_to_callback)
         return task
 
     async def _send_then_call(
@@ -286,25 +272,25 @@ class Producer(InstanceUser):
         self,
         msg: Message | str,
         payload: object = None,
-        *,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> None:
-        """Send without waiting for the broker: once written to the socket, it is done."""
+        """Send without waiting for the broker: once written to the socket, it is done.  The
+        queue is chosen as for `send`."""
+        check_choice(choice)
         instance = self.instance
         msg = _message_of(msg, payload)
         check_application_message(msg)
         header, body, _ = self._prepare(msg)
         route = await instance.route(msg.topic, allow_default=True)
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msg)
+        chooser = fixed_chooser(msg, choice)
         mq = (
             chooser(route.publish_queues)
             if chooser
-            else self._round_robin.select(_require_queues(route.publish_queues, msg.topic))
+            else self._round_robin.select(require_queues(route.publish_queues, msg.topic))
         )
         addr = await instance.find_master_addr(mq.broker_name, msg.topic)
+        if msg.delay is not None:
+            header = await with_delay(instance, header, msg.delay, addr)
         await instance.api.send_oneway(addr, mq, header, body)
 
     async def send_batch(
@@ -312,17 +298,16 @@ class Producer(InstanceUser):
         msgs: Sequence[Message],
         *,
         timeout: float | None = None,
-        queue: MessageQueue | None = None,
-        selector: QueueSelector | None = None,
-        arg: Any = None,
-        sharding_key: Any = None,
+        **choice: Unpack[QueueChoice],
     ) -> SendResult:
         """Send messages of one topic as one request; they land in one queue, in order, with
-        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules)."""
+        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules).  The
+        queue is chosen as for `send`, with the first message."""
+        check_choice(choice)
         for m in msgs:
             if m.properties and (problem := property_refusal(m.properties)):
                 raise ClientUsageError(f"invalid message: {problem}")
-        chooser = _fixed_chooser(queue, selector, arg, sharding_key, msgs[0]) if msgs else None
+        chooser = fixed_chooser(msgs[0], choice) if msgs else None
         return await self._send_batch(msgs, chooser, timeout)
 
     async def send_own_batch(
@@ -337,7 +322,7 @@ class Producer(InstanceUser):
     async def _send_batch(
         self,
         msgs: Sequence[Message],
-        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        chooser: Chooser | None,
         timeout: float | None,
     ) -> SendResult:
         if not msgs:
@@ -364,7 +349,7 @@ class Producer(InstanceUser):
         per-message rules `send_batch` checks (a body in each, no delay level) are theirs to
         keep."""
         _check_batch_topic(topic)
-        chooser = None if queue is None else _queue_chooser(queue, topic)
+        chooser = None if queue is None else queue_chooser(queue, topic)
         return await self._send_batch_body(topic, body, msg_ids, chooser, timeout)
 
     def reserve_uniq_keys(self, n: int) -> tuple[str, int]:
@@ -377,7 +362,7 @@ class Producer(InstanceUser):
         topic: str,
         body: bytes,
         msg_ids: str,
-        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
+        chooser: Chooser | None,
         timeout: float | None,
     ) -> SendResult:
         self._check_size(len(body), "batch")
@@ -395,8 +380,31 @@ class Producer(InstanceUser):
             unitMode=False,
             batch=True,
         )
-        return await self._send_with_retries(
-            self.instance, topic, header, body, msg_ids, chooser, timeout
+        return await self._send_encoded(header, body, msg_ids, chooser, timeout)
+
+    async def _send_encoded(
+        self,
+        header: SendMessageRequestHeaderV2,
+        body: bytes,
+        msg_id: str,
+        chooser: Chooser | None,
+        timeout: float | None,
+        delay: timedelta | None = None,
+    ) -> SendResult:
+        """Send an encoded request with this producer's retries (`send_retry`); `timeout`
+        overrides `send_timeout` as the deadline of the whole call; a `delay` is added to
+        each attempt's header as the broker of that attempt takes it."""
+        budget = self.send_timeout if timeout is None else timeout
+        return await send_with_retries(
+            self.instance,
+            self._round_robin,
+            header,
+            body,
+            msg_id,
+            chooser,
+            budget,
+            self.retry_times,
+            delay,
         )
 
     # ------------------------------------------------------------------ internals
@@ -409,7 +417,7 @@ class Producer(InstanceUser):
         uniqs = self._uniq.next_many(len(msgs))
         for i, m in enumerate(msgs):
             body = m.body
-            if m.topic != topic or m.delay_level > 0 or not body:
+            if m.topic != topic or m.delayed or not body:
                 _refuse_in_batch(m, topic)
             if m.properties or m.keys:
                 props = m.wire_properties()
@@ -464,93 +472,6 @@ class Producer(InstanceUser):
         )
         return header, body, uniq
 
-    async def _send_with_retries(
-        self,
-        instance: ClientInstance,
-        topic: str,
-        header: SendMessageRequestHeaderV2,
-        body: bytes,
-        msg_id: str,
-        chooser: Callable[[Sequence[MessageQueue]], MessageQueue] | None,
-        timeout: float | None,
-    ) -> SendResult:
-        loop = asyncio.get_running_loop()
-        budget = self.send_timeout if timeout is None else timeout
-        deadline = loop.time() + budget
-        failed_broker: str | None = None
-        last: ClientError | None = None
-        refresh = False
-        route: TopicRoute | None = None
-        retries = 0
-        # Brokers that refused to auto-create the topic: once all have, no retry can help.
-        refused: set[str] = set()
-        while (remaining := deadline - loop.time()) > 0:
-            if last is not None:
-                if self.retry_times is not None and retries >= self.retry_times:
-                    break
-                retries += 1
-                # Jittered exponential back-off, so a restarting broker is not hammered and
-                # the senders of one process do not come back in lock step.
-                pause = min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** (retries - 1))
-                await asyncio.sleep(min(remaining, pause * random.uniform(0.5, 1.0)))
-                if (remaining := deadline - loop.time()) <= 0:
-                    break
-            route = await self._route(instance, topic, refresh=refresh, known=route)
-            queues = _require_queues(route.publish_queues, topic)
-            mq = chooser(queues) if chooser else self._round_robin.select(queues, failed_broker)
-            try:
-                addr = route.master_addr(mq.broker_name) or await instance.find_master_addr(
-                    mq.broker_name, topic
-                )
-                return await instance.api.send(
-                    addr, mq, header, body, msg_id=msg_id, timeout=remaining
-                )
-            except BrokerError as exc:
-                if exc.code not in PRODUCER_RETRYABLE_CODES:
-                    raise
-                if exc.code == ResponseCode.TOPIC_NOT_EXIST and route.via_default_topic:
-                    refused.add(mq.broker_name)
-                    exc = NoRouteError(
-                        exc.code,
-                        f"topic {topic} does not exist and broker {mq.broker_name} does not "
-                        f"create topics on first send; create it first ({exc.remark})",
-                        addr=exc.addr,
-                        request_code=exc.request_code,
-                        retriable=False,
-                    )
-                    if refused >= {q.broker_name for q in queues}:
-                        raise exc from None
-                # A caller-chosen queue is retried only while its broker is busy.
-                if chooser is not None and not isinstance(exc, BrokerBusyError):
-                    raise
-                last = exc
-                refresh = exc.code == ResponseCode.TOPIC_NOT_EXIST
-            except TransportError as exc:
-                # The broker may be restarting, or gone with its queues moved: ask again.
-                last, refresh = exc, True
-            failed_broker = mq.broker_name
-            log.info("send to %s failed (retry %d): %s", mq, retries, last)
-        if last is None or isinstance(last, TransportError):
-            raise SendTimeoutError(
-                f"send to {topic} did not complete within {budget:.1f}s"
-                + (f" ({retries} retries); last error: {last}" if last else "")
-            ) from last
-        raise last
-
-    async def _route(
-        self, instance: ClientInstance, topic: str, *, refresh: bool, known: TopicRoute | None
-    ) -> TopicRoute:
-        """The topic's route.  A refresh that fails keeps the route `known` from the previous
-        attempt: a broker that stopped cleanly has unregistered from the name server, which
-        forgets the topic until the broker is back, yet the retry must still go to it."""
-        if refresh and known is not None:
-            try:
-                return await instance.route(topic, allow_default=True, refresh=True)
-            except (TransportError, NoRouteError) as exc:
-                log.info("route of %s not refreshed, retrying on the known one: %s", topic, exc)
-                return known
-        return await instance.route(topic, allow_default=True)
-
 
 def _message_of(msg: Message | str, payload: object) -> Message:
     """What `send(msg)` or `send(topic, payload)` sends (ClientUsageError for a mix-up)."""
@@ -572,8 +493,8 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
     """ClientUsageError for a message a batch to `topic` cannot hold (called only for one)."""
     if msg.topic != topic:
         raise ClientUsageError(f"a batch must have one topic: {topic!r} and {msg.topic!r}")
-    if msg.delay_level > 0:
-        raise ClientUsageError("batched messages cannot have a delay level")
+    if msg.delayed:
+        raise ClientUsageError("batched messages cannot be delayed")
     _check_body(msg)
 
 
@@ -582,37 +503,11 @@ def _check_batch_topic(topic: str) -> None:
         raise ClientUsageError(f"invalid topic: {problem}")
 
 
-def _require_queues(queues: Sequence[MessageQueue], topic: str) -> Sequence[MessageQueue]:
-    if not queues:
-        raise NoRouteError(
-            ResponseCode.TOPIC_NOT_EXIST,
-            f"topic {topic} has no writable queue on any master broker",
-        )
-    return queues
-
-
-def _fixed_chooser(
-    queue: MessageQueue | None,
-    selector: QueueSelector | None,
-    arg: Any,
-    sharding_key: Any,
-    msg: Message,
-) -> Callable[[Sequence[MessageQueue]], MessageQueue] | None:
-    if queue is not None:
-        return _queue_chooser(queue, msg.topic)
-    if selector is not None:
-        return lambda queues: selector(queues, msg, arg)
-    if sharding_key is not None:
-        return lambda queues: select_by_hash(queues, msg, sharding_key)
-    return None
-
-
-def _queue_chooser(
-    queue: MessageQueue, topic: str
-) -> Callable[[Sequence[MessageQueue]], MessageQueue]:
-    if queue.topic != topic:
-        raise ClientUsageError(f"queue {queue} is not a queue of topic {topic}")
-    return lambda _queues: queue
+def _told_to_callback(task: asyncio.Task[SendResult]) -> None:
+    """Mark the failure of a task whose callback has been told of it as retrieved (asyncio
+    would log it when the task is dropped); awaiting the task still raises it."""
+    if not task.cancelled():
+        task.exception()
 
 
 async def _call(

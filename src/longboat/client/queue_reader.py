@@ -10,11 +10,11 @@ broker through the shared client instance's routes.
 from __future__ import annotations
 
 import asyncio
-import time
 
 from longboat.client.consume_from import committed_offset
 from longboat.client.errors import NoRouteError
 from longboat.client.lifecycle import RegisteringNothingUser
+from longboat.client.tasks import poll_until
 from longboat.client.types import PullResult
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MessageQueue
@@ -36,19 +36,25 @@ class QueueReader(RegisteringNothingUser):
 
         With `wait` > 0, a topic without queues yet (just created) is asked again until it
         has some or `wait` seconds passed; then NoRouteError, as for an unknown topic."""
-        deadline = time.monotonic() + wait
-        while True:
+        found: list[MessageQueue] = []
+        # The last asking's refusal: what the caller hears if the time runs out on it.
+        refused: list[NoRouteError] = []
+
+        async def readable() -> bool:
+            refused.clear()
             try:
                 route = await self.instance.route(topic, refresh=True)
-            except NoRouteError:
-                if time.monotonic() >= deadline:
-                    raise
-            else:
-                if route.subscribe_queues or time.monotonic() >= deadline:
-                    if not route.subscribe_queues:
-                        raise NoRouteError(0, f"topic {topic} has no readable queue")
-                    return sorted(route.subscribe_queues)
-            await asyncio.sleep(_ROUTE_POLL_INTERVAL)
+            except NoRouteError as exc:
+                refused.append(exc)
+                return False
+            found[:] = sorted(route.subscribe_queues)
+            return bool(found)
+
+        if await poll_until(readable, wait, _ROUTE_POLL_INTERVAL):
+            return found
+        if refused:
+            raise refused[0]
+        raise NoRouteError(0, f"topic {topic} has no readable queue")
 
     async def master_addr(self, mq: MessageQueue) -> str:
         """The address of the broker that serves `mq` (its master)."""

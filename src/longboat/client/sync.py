@@ -49,8 +49,9 @@ from longboat.remoting.event_loop import new_event_loop
 T = TypeVar("T")
 R = TypeVar("R")
 P = ParamSpec("P")
-# The async client class a blocking class wraps.
-A = TypeVar("A", bound=InstanceUser)
+# The async client class a blocking class wraps.  Covariant: a method the async class inherits
+# (`Admin.group_progress` from `GroupAdmin`) wraps onto the blocking class of the subclass.
+A = TypeVar("A", bound=InstanceUser, covariant=True)
 log = logging.getLogger(__name__)
 # How long each client left open may take to shut down at interpreter exit.
 EXIT_SHUTDOWN_TIMEOUT = 10.0
@@ -352,6 +353,7 @@ class Admin(_Blocking[_admin.Admin]):
     update_topic = _waits_for(_admin.Admin.update_topic)
     delete_topic = _waits_for(_admin.Admin.delete_topic)
     broker_runtime = _waits_for(_admin.Admin.broker_runtime)
+    broker_config = _waits_for(_admin.Admin.broker_config)
     sync_state_data = _waits_for(_admin.Admin.sync_state_data)
     topic_status = _waits_for(_admin.Admin.topic_status)
     broker_topics = _waits_for(_admin.Admin.broker_topics)

@@ -26,7 +26,7 @@ from typing import Any
 from longboat.client.errors import ClientUsageError
 from longboat.client.message import Message, MessageExt, SendResult
 from longboat.client.producer import DEFAULT_PRODUCER_GROUP, Producer, check_application_message
-from longboat.client.tracing.hooks import begin_send
+from longboat.client.tracing.hooks import begin_send, ended
 from longboat.protocol.headers import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
@@ -104,7 +104,7 @@ class TransactionProducer(Producer):
 
         Raises what `send` raises when the half cannot be sent (nothing executed), and
         ClientUsageError for a delayed message (RocketMQ has no delayed transactions)."""
-        if msg.delay_level > 0:
+        if msg.delayed:
             raise ClientUsageError("a transactional message cannot be delayed")
         check_application_message(msg)
         instance = self.instance
@@ -114,16 +114,7 @@ class TransactionProducer(Producer):
         header, body, uniq = self._prepare(half)
         header = replace(header, sysFlag=header.sysFlag | MessageSysFlag.TRANSACTION_PREPARED_TYPE)
         traced = begin_send(self._tracing.observers, self.group, half)
-        try:
-            result = await self._send_with_retries(
-                instance, msg.topic, header, body, uniq, None, timeout
-            )
-        except BaseException as exc:
-            if traced is not None:
-                traced(uniq, None, exc)
-            raise
-        if traced is not None:
-            traced(uniq, result, None)
+        result = await ended(traced, uniq, self._send_encoded(header, body, uniq, None, timeout))
         if not result.ok:
             return TransactionSendResult(result, LocalTransactionState.ROLLBACK_MESSAGE)
         try:

@@ -20,16 +20,13 @@ from typing import Any
 
 from aiohttp import web
 
-from longboat.client.admin import (
-    Admin,
-    GroupOnlineError,
-    MessageNotFoundError,
-    ResetTarget,
-)
+from longboat.client.admin import Admin, ResetTarget
 from longboat.client.errors import (
     BrokerError,
     ClientError,
     ClientUsageError,
+    GroupOnlineError,
+    MessageNotFoundError,
     NoRouteError,
     QueuesHoldMessagesError,
 )
@@ -38,6 +35,7 @@ from longboat.client.producer import Producer
 from longboat.client.resend import resend_to_group
 from longboat.client.tracing.timeline import message_timeline, timeline_json
 from longboat.dashboard import views
+from longboat.dashboard.replication import replication_view
 from longboat.dashboard.sampler import LagSampler
 from longboat.dashboard.sessions import COOKIE, Clients, Sessions
 from longboat.protocol import ResponseCode
@@ -89,6 +87,7 @@ def make_app(clients: Clients, sessions: Sessions, sampler: LagSampler) -> web.A
     app.router.add_static("/static", STATIC)
     api = [
         web.get("/api/cluster", get_cluster),
+        web.get("/api/replication", get_replication),
         web.get("/api/topics", get_topics),
         web.post("/api/topics", post_topic),
         web.get("/api/topics/{topic}", get_topic),
@@ -169,6 +168,12 @@ async def body_of(request: web.Request) -> dict[str, Any]:
 
 async def get_cluster(request: web.Request) -> web.Response:
     return web.json_response(await views.cluster_view(admin_of(request)))
+
+
+async def get_replication(request: web.Request) -> web.Response:
+    sampler = request.app[SAMPLER]
+    view = await replication_view(admin_of(request), sampler.log_end_histories(), sampler.clock())
+    return web.json_response(view)
 
 
 async def get_topics(request: web.Request) -> web.Response:

@@ -7,6 +7,10 @@ rate between two samples is how far the group's offsets moved, per second.
 The Topics page's rates come from the same samples: a topic's in rate is how far the ends of
 its queues moved between the last two samples, per second; its out rate, how far every
 group's offsets on it moved (summed over the groups).
+
+The Replication page's lag in seconds comes from here too: each master's commit-log end,
+sampled at the same pace and kept for `replication_window` seconds
+(`longboat.client.replication.seconds_behind` reads it).
 """
 
 from __future__ import annotations
@@ -20,11 +24,16 @@ from dataclasses import dataclass, field
 
 from longboat.client.admin import Admin, is_retry_queue, total_lag
 from longboat.client.errors import ClientError
+from longboat.client.replication import log_ends
 from longboat.client.tasks import BackgroundTask
+from longboat.protocol.types import MASTER_ID
 
 log = logging.getLogger(__name__)
 
 HOUR = 3600.0
+# A slave further behind than this shows as "at least" it: a short history is enough to tell
+# a slave that keeps up from one that does not.
+REPLICATION_WINDOW = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +52,7 @@ class LagSampler:
         *,
         interval: float = 10.0,
         window: float = HOUR,
+        replication_window: float = REPLICATION_WINDOW,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.admin = admin
@@ -52,6 +62,9 @@ class LagSampler:
         self._history: dict[str, deque[Sample]] = {}
         # Per user topic, its last two (time, sum of its queues' ends).
         self._ends: dict[str, deque[tuple[float, int]]] = {}
+        self.replication_window = replication_window
+        # Per master's address, its commit-log ends.
+        self._log_ends: dict[str, deque[tuple[float, int]]] = {}
         self._task = BackgroundTask()
 
     def start(self) -> None:
@@ -73,8 +86,28 @@ class LagSampler:
         await asyncio.gather(
             *(self.sample(g) for g in groups),
             *(self.sample_topic(t) for t in topics),
+            self.sample_masters(),
             return_exceptions=True,
         )
+
+    async def sample_masters(self) -> None:
+        """Each master's commit-log end now; a broker that is no longer a master loses its
+        history (a new master's starts afresh)."""
+        info = await self.admin.cluster_info()
+        masters = [addr for *_, broker_id, addr in info.members() if broker_id == MASTER_ID]
+        ends = await log_ends(self.admin, masters)
+        now = self.clock()
+        self._log_ends = {addr: self._log_ends.get(addr, deque()) for addr in masters}
+        for addr, end in ends.items():
+            history = self._log_ends[addr]
+            if end is not None:
+                history.append((now, end))
+            while history and history[0][0] < now - self.replication_window:
+                history.popleft()
+
+    def log_end_histories(self) -> dict[str, list[tuple[float, int]]]:
+        """Per master's address, its sampled (time, commit-log end), oldest first."""
+        return {addr: list(history) for addr, history in self._log_ends.items()}
 
     async def sample_topic(self, topic: str) -> None:
         ends = sum(q.max_offset for q in await self.admin.topic_status(topic))

@@ -53,20 +53,23 @@ async def cluster_view(admin: Admin) -> Json:
 
 def runtime_json(runtime: dict[str, str]) -> Json:
     """The runtime figures the Cluster page shows: RocketMQ's `putTps` and
-    `getTransferedTps` hold rates over 10 s, 60 s and 600 s; the first is shown."""
+    `getTransferedTps` hold rates over 10 s, 60 s and 600 s; the first is shown, to two
+    decimals as RocketMQ 4 writes them (RocketMQ 5 writes every digit of a double, and
+    spells the second `getTransferredTps`)."""
 
-    def first_rate(key: str) -> float | None:
-        parts = runtime.get(key, "").split()
+    def first_rate(text: str) -> float | None:
+        parts = text.split()
         try:
-            return float(parts[0]) if parts else None
+            return round(float(parts[0]), 2) if parts else None
         except ValueError:
             return None
 
     ratio = runtime.get("commitLogDiskRatio")
+    gets = runtime.get("getTransferedTps", runtime.get("getTransferredTps", ""))
     return {
         "version": runtime.get("brokerVersionDesc"),
-        "putTps": first_rate("putTps"),
-        "getTps": first_rate("getTransferedTps"),
+        "putTps": first_rate(runtime.get("putTps", "")),
+        "getTps": first_rate(gets),
         "diskRatio": float(ratio) if ratio else None,
         "diskCapacity": runtime.get("commitLogDirCapacity"),
         "putToday": runtime.get("msgPutTotalTodayNow"),

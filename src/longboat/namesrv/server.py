@@ -16,7 +16,8 @@ import asyncio
 import logging
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 
 from longboat.acl import NAMESRV_WRITE_CODES, AccessControl
@@ -45,11 +46,29 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 9876
 NAMESRV_LIMITS = ConnectionLimits(
     max_connections_setting="--max-connections of `longboat namesrv`",
-    idle_timeout_setting="--idle-timeout of `longboat namesrv`",
+    idle_timeout_setting="serverChannelMaxIdleTimeSeconds of namesrv.conf, or --idle-timeout",
 )
+# The namesrv.conf key RocketMQ's name server reads into its NettyServerConfig, as a broker's.
+IDLE_TIMEOUT_KEY = "serverChannelMaxIdleTimeSeconds"
 # RocketMQ scans for expired brokers every 10 s.
 EXPIRY_SCAN_S = 10.0
 _FAQ = "See https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details."
+
+
+def namesrv_limits(props: Mapping[str, str]) -> ConnectionLimits:
+    """The connection limits a namesrv.conf's properties set (`serverChannelMaxIdleTimeSeconds`,
+    whole seconds as RocketMQ reads them); ValueError naming the key for a value that is not
+    a positive whole number."""
+    text = props.get(IDLE_TIMEOUT_KEY)
+    if text is None:
+        return NAMESRV_LIMITS
+    try:
+        seconds = int(text.strip())
+    except ValueError:
+        seconds = 0
+    if seconds <= 0:
+        raise ValueError(f"{IDLE_TIMEOUT_KEY} = {text!r} is not a positive number of seconds")
+    return replace(NAMESRV_LIMITS, idle_timeout_s=float(seconds))
 
 
 class NameServer:
@@ -87,17 +106,20 @@ class NameServer:
                 AccessControl(acl_file, admin_codes=NAMESRV_WRITE_CODES, resource_checks=False),
                 codes=NAMESRV_WRITE_CODES,
             )
-        register = self.router.register
-        register(RequestCode.REGISTER_BROKER, self.register_broker)
-        register(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
-        register(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.route_info)
-        register(RequestCode.GET_BROKER_CLUSTER_INFO, self.cluster_info)
-        register(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER, self.topic_list)
-        register(RequestCode.QUERY_DATA_VERSION, self.query_data_version)
-        register(RequestCode.DELETE_TOPIC_IN_NAMESRV, self.delete_topic)
-        register(RequestCode.PUT_KV_CONFIG, self.kv_accept)
-        register(RequestCode.DELETE_KV_CONFIG, self.kv_accept)
-        register(RequestCode.GET_KV_CONFIG, self.kv_get)
+        self.router.register_all(
+            {
+                RequestCode.REGISTER_BROKER: self.register_broker,
+                RequestCode.UNREGISTER_BROKER: self.unregister_broker,
+                RequestCode.GET_ROUTEINFO_BY_TOPIC: self.route_info,
+                RequestCode.GET_BROKER_CLUSTER_INFO: self.cluster_info,
+                RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.topic_list,
+                RequestCode.QUERY_DATA_VERSION: self.query_data_version,
+                RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+                RequestCode.PUT_KV_CONFIG: self.kv_accept,
+                RequestCode.DELETE_KV_CONFIG: self.kv_accept,
+                RequestCode.GET_KV_CONFIG: self.kv_get,
+            }
+        )
 
     @property
     def addr(self) -> str:

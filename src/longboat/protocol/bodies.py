@@ -9,36 +9,13 @@ name server writes with bare integer keys for old clients (see `TopicRouteData.t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from longboat.protocol import fastjson
-from longboat.protocol.errors import ProtocolError
+from longboat.protocol.json_body import JsonDocument, json_object, load_json_object, malformed
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.types import MASTER_ID, PERM_READ_WRITE
-
-
-def _obj(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ProtocolError(f"{what} is not a JSON object")
-    return value
-
-
-def _load(data: bytes | str, what: str) -> dict[str, Any]:
-    return _obj(fastjson.loads(data), what)
-
-
-@contextmanager
-def _malformed(what: str) -> Iterator[None]:
-    """A body of the wrong shape (a missing key, a list where an object belongs, a number
-    that is not one) is the peer's fault: report it as ProtocolError, never as a crash."""
-    try:
-        yield
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise ProtocolError(f"bad {what}: {exc!r}") from None
-
 
 # --------------------------------------------------------------------------- routes
 
@@ -91,7 +68,7 @@ class BrokerData:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> BrokerData:
-        addrs = _obj(d.get("brokerAddrs") or {}, "brokerAddrs")
+        addrs = json_object(d.get("brokerAddrs") or {}, "brokerAddrs")
         return cls(
             cluster=str(d.get("cluster", "")),
             broker_name=str(d["brokerName"]),
@@ -123,8 +100,8 @@ class TopicRouteData:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> TopicRouteData:
-        d = _load(data, "route data")
-        with _malformed("route data"):
+        d = load_json_object(data, "route data")
+        with malformed("route data"):
             return cls(
                 queue_datas=[QueueData.from_dict(q) for q in d.get("queueDatas") or []],
                 broker_datas=[BrokerData.from_dict(b) for b in d.get("brokerDatas") or []],
@@ -160,8 +137,8 @@ class ClusterInfo:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ClusterInfo:
-        d = _load(data, "cluster info")
-        with _malformed("cluster info"):
+        d = load_json_object(data, "cluster info")
+        with malformed("cluster info"):
             return cls(
                 broker_addr_table={
                     k: BrokerData.from_dict(v) for k, v in (d.get("brokerAddrTable") or {}).items()
@@ -185,8 +162,12 @@ class DataVersion:
 
     @classmethod
     def from_dict(cls, d: Any) -> DataVersion:
-        d = _obj(d or {}, "dataVersion")
+        d = json_object(d or {}, "dataVersion")
         return cls(timestamp=int(d.get("timestamp", 0)), counter=int(d.get("counter", 0)))
+
+    def next(self, now_s: float) -> DataVersion:
+        """The version of the table's next change, made at `now_s` (epoch seconds)."""
+        return DataVersion(timestamp=int(now_s * 1000), counter=self.counter + 1)
 
 
 TOPIC_FILTER_TYPES = {name: name for name in ("SINGLE_TAG", "MULTI_TAG")}
@@ -234,9 +215,11 @@ class TopicConfig:
 
 
 @dataclass(slots=True)
-class TopicConfigSerializeWrapper:
+class TopicConfigSerializeWrapper(JsonDocument):
     """The broker's topic table with its version: GET_ALL_TOPIC_CONFIG's body, and the core of
     REGISTER_BROKER's."""
+
+    _what: ClassVar[str] = "topic config wrapper"
 
     topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
@@ -249,22 +232,13 @@ class TopicConfigSerializeWrapper:
 
     @classmethod
     def from_dict(cls, d: Any) -> TopicConfigSerializeWrapper:
-        d = _obj(d or {}, "topicConfigSerializeWrapper")
+        d = json_object(d or {}, "topicConfigSerializeWrapper")
         return cls(
             topic_config_table={
                 k: TopicConfig.from_dict(v) for k, v in (d.get("topicConfigTable") or {}).items()
             },
             data_version=DataVersion.from_dict(d.get("dataVersion")),
         )
-
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> TopicConfigSerializeWrapper:
-        d = _load(data, "topic config wrapper")
-        with _malformed("topic config wrapper"):
-            return cls.from_dict(d)
 
 
 @dataclass(slots=True)
@@ -284,8 +258,8 @@ class RegisterBrokerBody:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> RegisterBrokerBody:
-        d = _load(data, "register body")
-        with _malformed("register body"):
+        d = load_json_object(data, "register body")
+        with malformed("register body"):
             wrapper = TopicConfigSerializeWrapper.from_dict(d.get("topicConfigSerializeWrapper"))
             return cls(
                 topic_config_table=wrapper.topic_config_table,
@@ -295,9 +269,11 @@ class RegisterBrokerBody:
 
 
 @dataclass(slots=True)
-class SubscriptionGroupConfig:
+class SubscriptionGroupConfig(JsonDocument):
     """A consumer group's broker-side settings (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's body);
     defaults are RocketMQ's."""
+
+    _what: ClassVar[str] = "subscription group config"
 
     group_name: str
     consume_enable: bool = True
@@ -327,7 +303,7 @@ class SubscriptionGroupConfig:
 
     @classmethod
     def from_dict(cls, d: Any) -> SubscriptionGroupConfig:
-        d = _obj(d, "subscription group config")
+        d = json_object(d, "subscription group config")
         defaults = cls(group_name="")
         return cls(
             group_name=str(d["groupName"]),
@@ -352,21 +328,14 @@ class SubscriptionGroupConfig:
             ),
         )
 
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> SubscriptionGroupConfig:
-        d = _load(data, "subscription group config")
-        with _malformed("subscription group config"):
-            return cls.from_dict(d)
-
 
 @dataclass(slots=True)
-class SubscriptionGroupWrapper:
+class SubscriptionGroupWrapper(JsonDocument):
     """GET_ALL_SUBSCRIPTIONGROUP_CONFIG's body (and config/subscriptionGroup.json): every
     configured group's settings with the table's data version, which a slave compares to
     know whether to take the table."""
+
+    _what: ClassVar[str] = "subscription group wrapper"
 
     subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
     data_version: DataVersion = field(default_factory=DataVersion)
@@ -381,7 +350,7 @@ class SubscriptionGroupWrapper:
 
     @classmethod
     def from_dict(cls, d: Any) -> SubscriptionGroupWrapper:
-        d = _obj(d or {}, "subscription group wrapper")
+        d = json_object(d or {}, "subscription group wrapper")
         return cls(
             subscription_group_table={
                 str(n): SubscriptionGroupConfig.from_dict(c)
@@ -389,15 +358,6 @@ class SubscriptionGroupWrapper:
             },
             data_version=DataVersion.from_dict(d.get("dataVersion")),
         )
-
-    def to_json(self) -> bytes:
-        return fastjson.dumps(self.to_dict())
-
-    @classmethod
-    def from_json(cls, data: bytes | str) -> SubscriptionGroupWrapper:
-        d = _load(data, "subscription group wrapper")
-        with _malformed("subscription group wrapper"):
-            return cls.from_dict(d)
 
 
 @dataclass(slots=True)
@@ -413,12 +373,12 @@ class ConsumerOffsetSerializeWrapper:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ConsumerOffsetSerializeWrapper:
-        d = _load(data, "consumer offset wrapper")
-        with _malformed("consumer offset wrapper"):
-            table = _obj(d.get("offsetTable") or {}, "offsetTable")
+        d = load_json_object(data, "consumer offset wrapper")
+        with malformed("consumer offset wrapper"):
+            table = json_object(d.get("offsetTable") or {}, "offsetTable")
             return cls(
                 {
-                    str(key): {int(q): int(o) for q, o in _obj(queues, key).items()}
+                    str(key): {int(q): int(o) for q, o in json_object(queues, key).items()}
                     for key, queues in table.items()
                 }
             )
@@ -529,8 +489,8 @@ class HeartbeatData:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> HeartbeatData:
-        d = _load(data, "heartbeat")
-        with _malformed("heartbeat"):
+        d = load_json_object(data, "heartbeat")
+        with malformed("heartbeat"):
             return cls(
                 client_id=str(d["clientID"]),
                 producer_groups=[str(p["groupName"]) for p in d.get("producerDataSet") or []],
@@ -590,8 +550,8 @@ class ConsumerConnection:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ConsumerConnection:
-        d = _load(data, "consumer connection")
-        with _malformed("consumer connection"):
+        d = load_json_object(data, "consumer connection")
+        with malformed("consumer connection"):
             return cls(
                 connections=[ClientConnection.from_dict(c) for c in d.get("connectionSet") or []],
                 subscriptions={

@@ -36,41 +36,35 @@ class BrokerHeartbeatRequestHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
-class GetNextBrokerIdRequestHeader(Header):
+class BrokerGroupHeader(Header):
+    """One broker group: GET_NEXT_BROKER_ID's request, APPLY_BROKER_ID's answer
+    (ApplyBrokerIdResponseHeader), and the opening of the headers below that extend it (a
+    subclass's own fields follow, as in the Java declaration)."""
+
     clusterName: str
     brokerName: str
+
+
+GetNextBrokerIdRequestHeader = BrokerGroupHeader
+BrokerGroupResponseHeader = BrokerGroupHeader
 
 
 @dataclass(frozen=True, slots=True)
-class GetNextBrokerIdResponseHeader(Header):
-    clusterName: str
-    brokerName: str
+class GetNextBrokerIdResponseHeader(BrokerGroupHeader):
     nextBrokerId: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class ApplyBrokerIdRequestHeader(Header):
+class ApplyBrokerIdRequestHeader(BrokerGroupHeader):
     """`registerCheckCode` is "address;timestamp": it tells a broker re-applying for its own
     id from another broker taking an id already given out."""
 
-    clusterName: str
-    brokerName: str
     appliedBrokerId: int
     registerCheckCode: str
 
 
 @dataclass(frozen=True, slots=True)
-class BrokerGroupResponseHeader(Header):
-    """APPLY_BROKER_ID's answer (ApplyBrokerIdResponseHeader)."""
-
-    clusterName: str
-    brokerName: str
-
-
-@dataclass(frozen=True, slots=True)
-class RegisterBrokerToControllerRequestHeader(Header):
-    clusterName: str
-    brokerName: str
+class RegisterBrokerToControllerRequestHeader(BrokerGroupHeader):
     brokerId: int
     brokerAddress: str
     invokeTime: int = 0

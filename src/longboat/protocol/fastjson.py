@@ -119,12 +119,8 @@ class _Parser:
             k = self.key(depth)
             self.expect(":")
             out[k] = self.value(depth + 1)
-            ch = self.peek()
-            self.pos += 1
-            if ch == "}":
+            if self.closes("}"):
                 return out
-            if ch != ",":
-                raise self.error("expected ',' or '}'")
 
     def array(self, depth: int) -> list[Any]:
         if depth > _MAX_DEPTH:
@@ -136,12 +132,19 @@ class _Parser:
             return out
         while True:
             out.append(self.value(depth + 1))
-            ch = self.peek()
-            self.pos += 1
-            if ch == "]":
+            if self.closes("]"):
                 return out
-            if ch != ",":
-                raise self.error("expected ',' or ']'")
+
+    def closes(self, close: str) -> bool:
+        """After an object's or array's item: True at its `close`, False at the `,` before
+        the next item (both consumed); anything else is an error."""
+        ch = self.peek()
+        self.pos += 1
+        if ch == close:
+            return True
+        if ch != ",":
+            raise self.error(f"expected ',' or '{close}'")
+        return False
 
 
 def _freeze(value: Any) -> Any:

@@ -11,6 +11,31 @@ from typing import ClassVar
 from longboat.protocol.header_fields import Header, JavaInt
 from longboat.protocol.sysflags import PullSysFlag
 
+# --------------------------------------------------------------------------- shared openings
+#
+# Headers whose first fields are the same in Java, in the same order, extend one of these:
+# a subclass's own fields follow the base's, so the wire order is the Java declaration's.
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRequestHeader(Header):
+    """One queue of a topic: GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME,
+    and the opening of SEARCH_OFFSET_BY_TIMESTAMP's header."""
+
+    topic: str
+    queueId: JavaInt
+
+
+@dataclass(frozen=True, slots=True)
+class GroupQueueHeader(Header):
+    """One consumer group's view of one queue: POLLING_INFO's header, and the opening of
+    every pull, pop, ack and offset request's."""
+
+    consumerGroup: str
+    topic: str
+    queueId: JavaInt
+
+
 # --------------------------------------------------------------------------- sending
 
 
@@ -87,10 +112,7 @@ class RecallMessageResponseHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
-class PullMessageRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+class PullMessageRequestHeader(GroupQueueHeader):
     queueOffset: int
     maxMsgNums: JavaInt
     sysFlag: JavaInt
@@ -153,10 +175,7 @@ class PullMessageResponseHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
-class QueryConsumerOffsetRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+class QueryConsumerOffsetRequestHeader(GroupQueueHeader):
     setZeroIfNotFound: bool | None = None
 
 
@@ -168,25 +187,12 @@ class OffsetResponseHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
-class UpdateConsumerOffsetRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+class UpdateConsumerOffsetRequestHeader(GroupQueueHeader):
     commitOffset: int
 
 
 @dataclass(frozen=True, slots=True)
-class QueueRequestHeader(Header):
-    """GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME."""
-
-    topic: str
-    queueId: JavaInt
-
-
-@dataclass(frozen=True, slots=True)
-class SearchOffsetRequestHeader(Header):
-    topic: str
-    queueId: JavaInt
+class SearchOffsetRequestHeader(QueueRequestHeader):
     timestamp: int
 
 

@@ -26,6 +26,7 @@ import orjson
 
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.header_fields import Header, JavaInt
+from longboat.protocol.headers import GroupQueueHeader
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
 
 NORMAL_TOPIC_MARK = "0"
@@ -33,10 +34,7 @@ RETRY_TOPIC_MARK = "1"
 
 
 @dataclass(frozen=True, slots=True)
-class PopMessageRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+class PopMessageRequestHeader(GroupQueueHeader):
     maxMsgNums: JavaInt
     invisibleTime: int
     pollTime: int
@@ -49,10 +47,20 @@ class PopMessageRequestHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
-class PopMessageResponseHeader(Header):
+class CheckpointResponseHeader(Header):
+    """The checkpoint's time, invisibility and revive queue: CHANGE_MESSAGE_INVISIBLETIME's
+    answer, and the opening of POP_MESSAGE's."""
+
     popTime: int
     invisibleTime: int
     reviveQid: JavaInt
+
+
+ChangeInvisibleTimeResponseHeader = CheckpointResponseHeader
+
+
+@dataclass(frozen=True, slots=True)
+class PopMessageResponseHeader(CheckpointResponseHeader):
     restNum: int
     startOffsetInfo: str | None = None
     msgOffsetInfo: str | None = None
@@ -60,36 +68,20 @@ class PopMessageResponseHeader(Header):
 
 
 @dataclass(frozen=True, slots=True)
-class AckMessageRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+class AckMessageRequestHeader(GroupQueueHeader):
+    """ACK_MESSAGE's header, and the opening of CHANGE_MESSAGE_INVISIBLETIME's."""
+
     extraInfo: str
     offset: int
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeInvisibleTimeRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
-    extraInfo: str
-    offset: int
+class ChangeInvisibleTimeRequestHeader(AckMessageRequestHeader):
     invisibleTime: int
 
 
 @dataclass(frozen=True, slots=True)
-class ChangeInvisibleTimeResponseHeader(Header):
-    popTime: int
-    invisibleTime: int
-    reviveQid: JavaInt
-
-
-@dataclass(frozen=True, slots=True)
-class NotificationRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+class NotificationRequestHeader(GroupQueueHeader):
     pollTime: int
     bornTime: int
     order: bool | None = None
@@ -102,11 +94,7 @@ class NotificationResponseHeader(Header):
     pollingFull: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class PollingInfoRequestHeader(Header):
-    consumerGroup: str
-    topic: str
-    queueId: JavaInt
+PollingInfoRequestHeader = GroupQueueHeader
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from longboat.protocol import fastjson
-from longboat.protocol.bodies import _load, _malformed, _obj
+from longboat.protocol.json_body import json_object, load_json_object, malformed
 from longboat.protocol.types import MessageQueue
 
 # --------------------------------------------------------------------------- small bodies
@@ -21,8 +21,8 @@ def encode_consumer_id_list(ids: list[str]) -> bytes:
 
 
 def decode_consumer_id_list(data: bytes) -> list[str]:
-    d = _load(data, "consumer id list")
-    with _malformed("consumer id list"):
+    d = load_json_object(data, "consumer id list")
+    with malformed("consumer id list"):
         return [str(x) for x in d.get("consumerIdList") or []]
 
 
@@ -45,8 +45,8 @@ class LockBatchRequest:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> LockBatchRequest:
-        d = _load(data, "lock batch request")
-        with _malformed("lock batch request"):
+        d = load_json_object(data, "lock batch request")
+        with malformed("lock batch request"):
             return cls(
                 consumer_group=str(d["consumerGroup"]),
                 client_id=str(d["clientId"]),
@@ -59,19 +59,28 @@ def encode_lock_batch_response(locked: list[MessageQueue]) -> bytes:
 
 
 def decode_lock_batch_response(data: bytes) -> list[MessageQueue]:
-    d = _load(data, "lock batch response")
-    with _malformed("lock batch response"):
+    d = load_json_object(data, "lock batch response")
+    with malformed("lock batch response"):
         return [MessageQueue.from_dict(m) for m in d.get("lockOKMQSet") or []]
 
 
+def _encode_names(key: str, names: list[str]) -> bytes:
+    """`{key: [name, ...]}`, sorted: TopicList's and GroupList's shape."""
+    return fastjson.dumps({key: sorted(names)})
+
+
+def _decode_names(data: bytes, key: str, what: str) -> list[str]:
+    d = load_json_object(data, what)
+    with malformed(what):
+        return [str(name) for name in d.get(key) or []]
+
+
 def encode_topic_list(topics: list[str]) -> bytes:
-    return fastjson.dumps({"topicList": sorted(topics)})
+    return _encode_names("topicList", topics)
 
 
 def decode_topic_list(data: bytes) -> list[str]:
-    d = _load(data, "topic list")
-    with _malformed("topic list"):
-        return [str(t) for t in d.get("topicList") or []]
+    return _decode_names(data, "topicList", "topic list")
 
 
 def encode_kv_table(table: dict[str, str]) -> bytes:
@@ -80,20 +89,18 @@ def encode_kv_table(table: dict[str, str]) -> bytes:
 
 def decode_kv_table(data: bytes) -> dict[str, str]:
     """KVTable (GET_BROKER_RUNTIME_INFO's body): strings under names."""
-    d = _load(data, "kv table")
-    with _malformed("kv table"):
+    d = load_json_object(data, "kv table")
+    with malformed("kv table"):
         return {str(k): str(v) for k, v in (d.get("table") or {}).items()}
 
 
 def encode_group_list(groups: list[str]) -> bytes:
     """QUERY_TOPIC_CONSUME_BY_WHO's body."""
-    return fastjson.dumps({"groupList": sorted(groups)})
+    return _encode_names("groupList", groups)
 
 
 def decode_group_list(data: bytes) -> list[str]:
-    d = _load(data, "group list")
-    with _malformed("group list"):
-        return [str(g) for g in d.get("groupList") or []]
+    return _decode_names(data, "groupList", "group list")
 
 
 def keyed_by_queue(table: dict[MessageQueue, Any]) -> dict[tuple[tuple[str, Any], ...], Any]:
@@ -111,8 +118,8 @@ def encode_offset_table(table: dict[MessageQueue, int]) -> bytes:
 
 def decode_offset_table(data: bytes) -> dict[MessageQueue, int]:
     """Reads fastjson's object-keyed map form and a list of entries."""
-    raw = _load(data, "offset table").get("offsetTable") or {}
-    with _malformed("offset table"):
+    raw = load_json_object(data, "offset table").get("offsetTable") or {}
+    with malformed("offset table"):
         if isinstance(raw, dict):
             return {MessageQueue.from_dict(k): int(v) for k, v in raw.items()}
         return {MessageQueue.from_dict(e): int(e["offset"]) for e in raw}
@@ -139,7 +146,7 @@ class OffsetWrapper:
 
     @classmethod
     def from_dict(cls, d: Any) -> OffsetWrapper:
-        d = _obj(d, "offset wrapper")
+        d = json_object(d, "offset wrapper")
         return cls(
             broker_offset=int(d.get("brokerOffset", 0)),
             consumer_offset=int(d.get("consumerOffset", 0)),
@@ -163,9 +170,9 @@ class ConsumeStats:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> ConsumeStats:
-        d = _load(data, "consume stats")
+        d = load_json_object(data, "consume stats")
         raw = d.get("offsetTable") or {}
-        with _malformed("consume stats"):
+        with malformed("consume stats"):
             if isinstance(raw, dict):
                 table = {
                     MessageQueue.from_dict(k): OffsetWrapper.from_dict(v) for k, v in raw.items()
@@ -195,7 +202,7 @@ class TopicOffset:
 
     @classmethod
     def from_dict(cls, d: Any) -> TopicOffset:
-        d = _obj(d, "topic offset")
+        d = json_object(d, "topic offset")
         return cls(
             min_offset=int(d.get("minOffset", 0)),
             max_offset=int(d.get("maxOffset", 0)),
@@ -210,6 +217,6 @@ def encode_topic_stats(table: dict[MessageQueue, TopicOffset]) -> bytes:
 
 
 def decode_topic_stats(data: bytes) -> dict[MessageQueue, TopicOffset]:
-    raw = _load(data, "topic stats").get("offsetTable") or {}
-    with _malformed("topic stats"):
+    raw = load_json_object(data, "topic stats").get("offsetTable") or {}
+    with malformed("topic stats"):
         return {MessageQueue.from_dict(k): TopicOffset.from_dict(v) for k, v in raw.items()}

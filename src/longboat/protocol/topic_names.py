@@ -117,17 +117,25 @@ SYSTEM_TOPICS: frozenset[str] = NOT_ALLOWED_SEND_TOPICS | {
 }
 
 
+# RocketMQ's brokers create `<cluster>_REPLY_TOPIC` for request-reply (MixAll.REPLY_TOPIC_POSTFIX).
+REPLY_TOPIC_SUFFIX = "_REPLY_TOPIC"
+
+
 def topic_kind(topic: str, reserved: set[str]) -> str:
     """What a name-server topic is: `normal` (a user's), `retry` or `dlq` (a group's), or
     `system` (one the brokers keep for themselves; their cluster and broker names, passed as
-    `reserved`, are registered as topics too)."""
+    `reserved`, are registered as topics too, and so is each cluster's reply topic)."""
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
         return "retry"
     if topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
         return "dlq"
-    if is_system_topic(topic) or topic in reserved:
+    if is_system_topic(topic) or topic in reserved or is_reply_topic(topic, reserved):
         return "system"
     return "normal"
+
+
+def is_reply_topic(topic: str, reserved: set[str]) -> bool:
+    return topic.endswith(REPLY_TOPIC_SUFFIX) and topic[: -len(REPLY_TOPIC_SUFFIX)] in reserved
 
 
 def admin_topic_refusal(topic: str) -> str | None:

@@ -20,9 +20,10 @@ into None.  A SubBefore and its SubAfter share a request id: one delivery attemp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum, IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 CONTENT_SEPARATOR = "\x01"
 FIELD_SEPARATOR = "\x02"
@@ -125,18 +126,80 @@ def _bool(text: str) -> bool:
     return text.lower() == "true"
 
 
-def _sent_fields(f: list[str]) -> dict[str, Any]:
-    """The fields Pub and EndTransaction share, at the same places."""
+def _context_fields(f: list[str]) -> dict[str, Any]:
+    """The fields Pub, EndTransaction and SubBefore share, at the same places."""
     return {
         "msg_id": f[5],
         "timestamp": int(f[1]),
         "region_id": _opt(f[2]),
         "group": _opt(f[3]),
+        "keys": _opt(f[7]),
+    }
+
+
+def _sent_fields(f: list[str]) -> dict[str, Any]:
+    """The fields Pub and EndTransaction share, at the same places."""
+    return {
+        **_context_fields(f),
         "topic": _opt(f[4]),
         "tags": _opt(f[6]),
-        "keys": _opt(f[7]),
         "store_host": _opt(f[8]),
     }
+
+
+def _pub_fields(f: list[str]) -> dict[str, Any]:
+    # Writers before 4.9 leave out offsetMsgId: success is then field 12.
+    return {
+        **_sent_fields(f),
+        "body_length": int(f[9]),
+        "cost_ms": int(f[10]),
+        "msg_type": MessageType(int(f[11])),
+        "offset_msg_id": _opt(f[12]) if len(f) >= 14 else None,
+        "success": _bool(f[13] if len(f) >= 14 else f[12]),
+    }
+
+
+def _sub_before_fields(f: list[str]) -> dict[str, Any]:
+    return {**_context_fields(f), "request_id": _opt(f[4]), "retry_times": int(f[6])}
+
+
+def _sub_after_fields(f: list[str]) -> dict[str, Any]:
+    # Older writers stop after keys (no context code) or after it (no timestamp, group).
+    return {
+        "msg_id": f[2],
+        "request_id": _opt(f[1]),
+        "cost_ms": int(f[3]),
+        "success": _bool(f[4]),
+        "keys": _opt(f[5]),
+        "context_code": int(f[6]) if len(f) >= 7 and f[6] else 0,
+        "timestamp": int(f[7]) if len(f) >= 9 else 0,
+        "group": _opt(f[8]) if len(f) >= 9 else None,
+    }
+
+
+def _end_transaction_fields(f: list[str]) -> dict[str, Any]:
+    return {
+        **_sent_fields(f),
+        "msg_type": MessageType(int(f[9])),
+        "transaction_id": _opt(f[10]),
+        "transaction_state": _opt(f[11]),
+        "from_transaction_check": _bool(f[12]),
+    }
+
+
+class _Kind(NamedTuple):
+    type: TraceType
+    min_fields: int  # a shorter record of the kind is skipped
+    fields: Callable[[list[str]], dict[str, Any]]
+
+
+# Each record kind the body may hold, by its first field.
+_KINDS = {
+    "Pub": _Kind(TraceType.PUB, 13, _pub_fields),
+    "SubBefore": _Kind(TraceType.SUB_BEFORE, 8, _sub_before_fields),
+    "SubAfter": _Kind(TraceType.SUB_AFTER, 6, _sub_after_fields),
+    "EndTransaction": _Kind(TraceType.END_TRANSACTION, 13, _end_transaction_fields),
+}
 
 
 def decode_records(body: str) -> list[TraceRecord]:
@@ -145,55 +208,7 @@ def decode_records(body: str) -> list[TraceRecord]:
     records = []
     for text in body.split(FIELD_SEPARATOR):
         f = text.split(CONTENT_SEPARATOR)
-        kind = f[0]
-        if kind == "Pub" and len(f) >= 13:
-            records.append(
-                TraceRecord(
-                    TraceType.PUB,
-                    **_sent_fields(f),
-                    body_length=int(f[9]),
-                    cost_ms=int(f[10]),
-                    msg_type=MessageType(int(f[11])),
-                    offset_msg_id=_opt(f[12]) if len(f) >= 14 else None,
-                    success=_bool(f[13] if len(f) >= 14 else f[12]),
-                )
-            )
-        elif kind == "SubBefore" and len(f) >= 8:
-            records.append(
-                TraceRecord(
-                    TraceType.SUB_BEFORE,
-                    msg_id=f[5],
-                    timestamp=int(f[1]),
-                    region_id=_opt(f[2]),
-                    group=_opt(f[3]),
-                    request_id=_opt(f[4]),
-                    retry_times=int(f[6]),
-                    keys=_opt(f[7]),
-                )
-            )
-        elif kind == "SubAfter" and len(f) >= 6:
-            records.append(
-                TraceRecord(
-                    TraceType.SUB_AFTER,
-                    msg_id=f[2],
-                    request_id=_opt(f[1]),
-                    cost_ms=int(f[3]),
-                    success=_bool(f[4]),
-                    keys=_opt(f[5]),
-                    context_code=int(f[6]) if len(f) >= 7 and f[6] else 0,
-                    timestamp=int(f[7]) if len(f) >= 9 else 0,
-                    group=_opt(f[8]) if len(f) >= 9 else None,
-                )
-            )
-        elif kind == "EndTransaction" and len(f) >= 13:
-            records.append(
-                TraceRecord(
-                    TraceType.END_TRANSACTION,
-                    **_sent_fields(f),
-                    msg_type=MessageType(int(f[9])),
-                    transaction_id=_opt(f[10]),
-                    transaction_state=_opt(f[11]),
-                    from_transaction_check=_bool(f[12]),
-                )
-            )
+        kind = _KINDS.get(f[0])
+        if kind is not None and len(f) >= kind.min_fields:
+            records.append(TraceRecord(kind.type, **kind.fields(f)))
     return records

@@ -167,6 +167,9 @@ class Connection:
         self.signer: Signer | None = None
         # Monotonic time of the last bytes read or written (a server closes idle connections).
         self.last_active = time.monotonic()
+        # Opaques of the peer's requests not answered yet (a held pull, a long request): a
+        # server does not close a connection that still owes one its answer.
+        self._unanswered: set[int] = set()
         # Set by a server over its connection cap: every request is answered SYSTEM_BUSY with
         # this remark, and the connection closed.
         self.refusal: str | None = None
@@ -205,6 +208,8 @@ class Connection:
                 self.send(cmd.make_response(ResponseCode.SYSTEM_BUSY, self.refusal))
             self.close()
             return
+        if not cmd.is_oneway:
+            self._unanswered.add(cmd.opaque)
         answering = self.handler.handle(self, cmd)
         if answering is not None:
             self._in_flight += 1
@@ -268,6 +273,8 @@ class Connection:
         if self.closed:
             return
         self.last_active = time.monotonic()
+        if cmd.is_response:
+            self._unanswered.discard(cmd.opaque)
         head, body = encode_parts(cmd)
         corked = self._corked
         if corked is not None:
@@ -348,6 +355,12 @@ class Connection:
     def awaiting_answers(self) -> bool:
         """Requests sent on this connection still wait for their answer."""
         return bool(self._pending)
+
+    @property
+    def owes_answers(self) -> bool:
+        """Requests the peer sent on this connection are not answered yet (held, or still
+        being answered)."""
+        return bool(self._unanswered)
 
     def add_close_callback(self, callback: Callable[[Connection], None]) -> None:
         self._close_callbacks.append(callback)

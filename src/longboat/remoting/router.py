@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 
 from longboat.protocol import HeaderFieldError, ProtocolError, RemotingCommand, ResponseCode
 from longboat.remoting.connection import Connection
@@ -48,6 +48,12 @@ class Router:
         """Answer `code` with `handler` (replacing an earlier one), behind the middlewares."""
         self._handlers[int(code)] = handler
         self._chains[int(code)] = self._chain(int(code))
+
+    def register_all(self, routes: Mapping[int, Handler]) -> None:
+        """`register` each code of `routes`, a module's request codes and their handlers
+        declared as one table."""
+        for code, handler in routes.items():
+            self.register(code, handler)
 
     def use(self, middleware: Middleware, *, codes: Iterable[int] | None = None) -> None:
         """Put `middleware` around the handlers of `codes` (all codes when None), present

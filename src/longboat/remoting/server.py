@@ -6,7 +6,11 @@ Limits (`ConnectionLimits`), so one peer or many cannot exhaust the server:
   SYSTEM_BUSY with a remark naming the limit and its setting, and is closed;
 * a connection with no bytes read or written for `idle_timeout_s` is closed (Netty's
   `IdleStateHandler` with RocketMQ's `serverChannelMaxIdleTimeSeconds`, 120 s): each open
-  connection holds a read buffer of up to one frame (16 MiB).
+  connection holds a read buffer of up to one frame (16 MiB).  Clients heartbeat every 30 s,
+  so only a silent or dead peer is cut.  Unlike RocketMQ's all-idle handler, a connection that
+  owes the peer an answer (a pull or pop held for its suspend time, a request still being
+  answered) is not idle, however quiet: cutting it would turn a long poll the client asked for
+  into a transport error.  Its idle time counts from the answer.
 """
 
 from __future__ import annotations
@@ -117,7 +121,11 @@ class RemotingServer:
         while True:
             await asyncio.sleep(min(10.0, timeout / 2))
             deadline = time.monotonic() - timeout
-            idle = [c for c in (*self.connections, *self._refused) if c.last_active < deadline]
+            idle = [
+                c
+                for c in (*self.connections, *self._refused)
+                if c.last_active < deadline and not c.owes_answers
+            ]
             for conn in idle:
                 log.info(
                     "closing %s: idle for %.0f s (setting %s)",

@@ -121,7 +121,7 @@ class Appender:
                     return PutResult(
                         PutStatus.SERVICE_NOT_AVAILABLE, error=f"the store is {state.value}"
                     )
-                result = self._append(admitted)
+                result, dispatched = self._append(admitted)
                 if result.status is not PutStatus.PUT_OK:
                     return result
                 new_max = self._queues.max_offset(topic, queue_id)
@@ -142,15 +142,18 @@ class Appender:
                     admitted.consumable,
                     properties_of,
                 )
+                if dispatched is not None:  # each LMQ the message went to has it too
+                    lmq.tell_arrivals(arrivals, dispatched, admitted.tags_codes, properties_of)
         finally:
             self._indexer.after_append()
         if arrivals.observers:
             arrivals.appended(self._log.write_offset)
         return result
 
-    def _append(self, admitted: Admitted) -> PutResult:
+    def _append(self, admitted: Admitted) -> tuple[PutResult, lmq.Targets | None]:
         """Encode, copy in, write the queue entries; the index entries are left to the
-        index writer.  Caller holds the lock."""
+        index writer.  Also returns where an LMQ message was dispatched (None: nowhere).
+        Caller holds the lock."""
         topic, queue_id = admitted.topic, admitted.queue_id
         # A new queue is registered only once its first record is written: a refused append
         # leaves no trace, in memory or on disk.
@@ -196,11 +199,11 @@ class Appender:
                 PutStatus.MESSAGE_ILLEGAL,
                 error=f"{len(sizes)} message(s) of {size} bytes do not fit one commit-log "
                 f"segment of {commit_log.segment_size} bytes",
-            )
+            ), None
         if commit_log.allocates(size):
             refusal = self._maintenance.check_disk()
             if refusal is not None:
-                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=refusal)
+                return PutResult(PutStatus.SERVICE_NOT_AVAILABLE, error=refusal), None
         actual = commit_log.reserve(size)
         offsets = list(accumulate(sizes[:-1], initial=actual))
         if actual != start:  # rolled to a new segment: move the offsets written in
@@ -231,7 +234,7 @@ class Appender:
         self._indexer.appended(topic, messages, offsets, now, end)
         appended = Appended(offsets, queue_offsets, sizes, now, self._msg_id_prefix)
         durable = self._flusher.request(end) if self._sync else None
-        return PutResult(PutStatus.PUT_OK, appended, durable=durable)
+        return PutResult(PutStatus.PUT_OK, appended, durable=durable), targets
 
     # ------------------------------------------------------------------ a master's bytes
 
@@ -258,6 +261,8 @@ class Appender:
                 code = redispatch.add(msg)
                 if code is not None:
                     notify.setdefault((msg.topic, msg.queue_id, code), msg.properties)
+                    for name, _ in lmq.lmq_targets(msg.properties):
+                        notify.setdefault((name, lmq.LMQ_QUEUE_ID, code), msg.properties)
                 self.last_store_ms = max(self.last_store_ms, msg.store_timestamp)
             touched = redispatch.finish(scan.end)
             if scan.problem is not None:

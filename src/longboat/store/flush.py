@@ -17,23 +17,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
-import threading
 import time
 from collections.abc import Callable
+
+from longboat.store.worker_thread import WorkerThread
 
 log = logging.getLogger(__name__)
 
 
-class FlushService:
+class FlushService(WorkerThread):
     def __init__(
         self, flush: Callable[[], int], interval_s: float, *, name: str = "longboat-store-flush"
     ) -> None:
+        super().__init__(name)
         self._flush = flush
         self._interval = interval_s
-        self._cond = threading.Condition()
         self._pending: list[tuple[int, concurrent.futures.Future[bool]]] = []
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         # How many syncs ran and how many requests they covered (group-commit evidence).
         self.syncs = 0
         self.requests = 0
@@ -86,8 +85,4 @@ class FlushService:
                 self._pending[:0] = late
 
     def stop(self) -> None:
-        with self._cond:
-            self._stopping = True
-            self._cond.notify()
-        if self._thread.is_alive():
-            self._thread.join()
+        self._stop_thread()

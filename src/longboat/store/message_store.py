@@ -23,7 +23,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from longboat.protocol.message import MessageExt
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
 from longboat.store.admission import Admission
 from longboat.store.append import Appender
@@ -43,7 +44,7 @@ from longboat.store.offsets import ConsumerOffsetTable
 from longboat.store.queue_read import read_queue
 from longboat.store.queue_table import QueueTable
 from longboat.store.recovery import RecoveryReport, recover
-from longboat.store.results import GetResult, PutResult
+from longboat.store.results import GetResult, GetStatus, PutResult
 from longboat.store.retention import DiskSpace, RetentionPolicy, filesystem_usage
 from longboat.store.topics import TopicConfigTable
 
@@ -258,6 +259,27 @@ class MessageStore:
         where this log ends (the replica must reconnect and report its end again)."""
         return self._appender.append_replicated(offset, data)
 
+    def cut_log(self, offset: int, reason: str) -> None:
+        """Cut the open commit log at `offset`: a former master that rejoins its group as a
+        slave while it runs drops the tail its new master does not hold (`truncate.py` does
+        the same to a closed store).  Appends wait meanwhile; every queue entry pointing at or
+        past `offset` goes, in the queues mapped and in those mapped later; index entries of
+        cut records stay, as lookups re-read the record.  Call it from the thread that reads
+        the store (the broker's event loop), so no read sees a file half cut.  The files are
+        cut at once; the maintenance thread's next checkpoint records it (a crash before that
+        recovers from files already cut).
+
+        Raises StoreUsageError when the store is not open."""
+        with self._lock:
+            if self._life.state is not StoreState.OPEN:
+                raise StoreUsageError(f"cut_log() on a store that is {self._life.state.value}")
+            self._indexer.write()
+            if offset >= self._log.write_offset:
+                return
+            self._log.cut(offset, reason)
+            self._queues.trust_below(offset)
+            self._indexer.dispatched = min(self._indexer.dispatched, self._log.write_offset)
+
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
         """Up to `max_bytes` of the commit log from `offset`, within one segment and below
         its end (what a master streams to a replica); None at the end or below the start."""
@@ -295,6 +317,17 @@ class MessageStore:
             tag_filter=tag_filter,
             record_filter=record_filter,
         )
+
+    def message_at(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
+        """The message at one queue offset, decoded; None when the queue holds none there
+        (removed, not yet written) or its record does not decode (a torn or foreign one)."""
+        got = self.get_messages(topic, queue_id, offset, 1)
+        if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
+            return None
+        try:
+            return decode_record(got.records[0])
+        except ProtocolError:
+            return None
 
     def max_offset(self, topic: str, queue_id: int) -> int:
         return self._queues.max_offset(topic, queue_id)

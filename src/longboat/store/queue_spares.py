@@ -29,6 +29,7 @@ import threading
 from pathlib import Path
 
 from longboat.store.segments import MappedSegment, segment_name
+from longboat.store.worker_thread import WorkerThread
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,9 @@ PAGE = mmap.PAGESIZE
 _ENTRY_SIZE = 20  # a consume-queue entry: a spare holding data starts with a non-zero one
 
 
-class QueueSpares:
+class QueueSpares(WorkerThread):
     def __init__(self, root: Path, segment_size: int, *, keep: int = KEEP) -> None:
+        super().__init__("longboat-queue-spares")
         self._dir = root / SPARE_DIR
         self._segment_size = segment_size
         self._keep = keep
@@ -54,9 +56,6 @@ class QueueSpares:
         self._ready: list[tuple[Path, MappedSegment, threading.Event]] = []
         self._moves: list[tuple[Path, Path, threading.Event]] = []  # spare dir, queue dir
         self._next = 0
-        self._stopped = False
-        self._cond = threading.Condition()
-        self._thread = threading.Thread(target=self._run, name="longboat-queue-spares", daemon=True)
 
     def start(self) -> None:
         """Take over the empty spares a previous run left (dropping any other), then start
@@ -101,11 +100,7 @@ class QueueSpares:
 
     def close(self) -> None:
         """Finish the moves taken, stop the thread, unmap the spares (they stay on disk)."""
-        with self._cond:
-            self._stopped = True
-            self._cond.notify()
-        if self._thread.is_alive():
-            self._thread.join()
+        self._stop_thread()
         for _, segment, _ in self._ready:
             segment.close()
         self._ready = []
@@ -113,8 +108,8 @@ class QueueSpares:
     def _run(self) -> None:
         while True:
             with self._cond:
-                while not self._moves and (self._stopped or len(self._ready) >= self._keep):
-                    if self._stopped:
+                while not self._moves and (self._stopping or len(self._ready) >= self._keep):
+                    if self._stopping:
                         return
                     self._cond.wait()
                 moves, self._moves = self._moves, []

@@ -14,7 +14,6 @@ returns; otherwise it survives a process crash at once and a power loss after th
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,12 +23,13 @@ from longboat.protocol.bodies import DataVersion, TopicConfig
 from longboat.protocol.topic_names import kept_name
 from longboat.store.change_log import ChangeLog
 from longboat.store.json_file import read_json, write_json_atomic
+from longboat.store.versioned_table import VersionedTable
 
 # Below this many logged changes the log is left alone: a small table's log is cheap to replay.
 COMPACT_AFTER_CHANGES = 1000
 
 
-class TopicConfigTable:
+class TopicConfigTable(VersionedTable[TopicConfig]):
     def __init__(
         self,
         path: Path,
@@ -37,12 +37,9 @@ class TopicConfigTable:
         clock: Callable[[], float] = time.time,
         sync_each_change: bool = True,
     ) -> None:
+        super().__init__(clock=clock)
         self.path = path
         self._sync_each_change = sync_each_change
-        self._clock = clock
-        self._table: dict[str, TopicConfig] = {}
-        self._version = DataVersion()
-        self._lock = threading.Lock()
         self._changes = ChangeLog(path.with_name(path.name + ".log"))
 
     def load(self) -> None:
@@ -79,10 +76,6 @@ class TopicConfigTable:
     def get(self, topic: str) -> TopicConfig | None:
         return self._table.get(topic)
 
-    def all(self) -> dict[str, TopicConfig]:
-        with self._lock:
-            return dict(self._table)
-
     def put(self, config: TopicConfig) -> None:
         """Create or replace a topic's config, durably."""
         with self._lock:
@@ -98,9 +91,7 @@ class TopicConfigTable:
             return True
 
     def _log(self, change: dict[str, Any]) -> None:
-        self._version = DataVersion(
-            timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
-        )
+        self._next_version()
         change = {"dataVersion": self._version.to_dict(), **change}
         self._changes.append(change, sync=self._sync_each_change)
 

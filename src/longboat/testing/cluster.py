@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from collections.abc import Coroutine
 from pathlib import Path
 from types import TracebackType
@@ -27,6 +26,7 @@ from longboat.client.config import ClientConfig
 from longboat.client.message import MessageExt
 from longboat.client.queue_reader import QueueReader
 from longboat.client.sync import LoopThread
+from longboat.client.tasks import poll_until
 from longboat.namesrv import NameServer
 
 T = TypeVar("T")
@@ -147,22 +147,20 @@ class LongboatCluster:
         await self._on_loop(self._wait_caught_up(group, topic, timeout))
 
     async def _wait_caught_up(self, group: str, topic: str | None, timeout: float) -> None:
-        assert self._admin is not None, "the cluster is stopped"
-        deadline = time.monotonic() + timeout
-        while True:
-            progress = [
-                p
-                for p in await self._admin.group_progress(group, topic, with_lag_time=False)
-                if not is_retry_queue(p.mq)
-            ]
-            if progress and all(p.lag == 0 for p in progress):
-                return
-            if time.monotonic() >= deadline:
-                raise AssertionError(
-                    f"group {group} has not caught up on {topic or 'its topics'} within "
-                    f"{timeout:g}s: {_describe(progress)}"
-                )
-            await asyncio.sleep(_POLL_S)
+        admin = self._admin
+        assert admin is not None, "the cluster is stopped"
+        progress: list[QueueProgress] = []
+
+        async def caught_up() -> bool:
+            rows = await admin.group_progress(group, topic, with_lag_time=False)
+            progress[:] = [p for p in rows if not is_retry_queue(p.mq)]
+            return bool(progress) and all(p.lag == 0 for p in progress)
+
+        if not await poll_until(caught_up, timeout, _POLL_S):
+            raise AssertionError(
+                f"group {group} has not caught up on {topic or 'its topics'} within "
+                f"{timeout:g}s: {_describe(progress)}"
+            )
 
     def messages(self, topic: str) -> list[MessageExt]:
         """Every message `topic` holds now, on every queue, oldest first (by store time, then

@@ -109,6 +109,16 @@ class Member:
         return self.process is not None and self.process.poll() is None
 
 
+def _configured(
+    name: str, command: str, directory: Path, conf: str, addr: str, place: Placement
+) -> Member:
+    """A member run as `longboat <command> -c FILE`, FILE holding `conf` in its `directory`."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{command}.conf"
+    path.write_text(conf)
+    return Member(name, [command, "-c", str(path)], directory, addr, place.prefix(name))
+
+
 class Placement(Protocol):
     """Where each member runs: its address, and what runs its command."""
 
@@ -131,6 +141,8 @@ class Loopback:
 class ProcessCluster:
     root: Path
     controllers: list[Member] = field(default_factory=list)
+    # Controllers this cluster does not run (another implementation's), asked as its own are.
+    foreign_controllers: list[str] = field(default_factory=list)
     namesrv: Member | None = None
     brokers: list[Member] = field(default_factory=list)
 
@@ -143,29 +155,27 @@ class ProcessCluster:
         brokers: int = 3,
         heartbeat_timeout_ms: int = 3000,
         placement: Placement | None = None,
+        foreign_controllers: list[str] | None = None,
     ) -> ProcessCluster:
         """`placement`: where each member ("controller-n0", "namesrv", "broker-0", ...) runs;
-        all on 127.0.0.1 by default.  Ports are probed free on this host's loopback."""
+        all on 127.0.0.1 by default.  Ports are probed free on this host's loopback.  With
+        `foreign_controllers` (addresses), the brokers follow those and none is started."""
         place = placement or Loopback()
-        cluster = cls(root)
+        cluster = cls(root, foreign_controllers=list(foreign_controllers or []))
+        if foreign_controllers:
+            controllers = 0
         ports = free_controller_ports(controllers, LOOPBACK)
         peers = ";".join(f"n{i}-{place.host(f'controller-n{i}')}:{p}" for i, p in enumerate(ports))
         for i, port in enumerate(ports):
-            directory = root / f"controller-n{i}"
-            directory.mkdir(parents=True, exist_ok=True)
-            conf = directory / "controller.conf"
-            conf.write_text(
+            name = f"controller-n{i}"
+            directory = root / name
+            conf = (
                 f"controllerDLegerPeers={peers}\ncontrollerDLegerSelfId=n{i}\n"
                 f"controllerStorePath={directory / 'store'}\nscanNotActiveBrokerInterval=500\n"
             )
+            addr = f"{place.host(name)}:{port}"
             cluster.controllers.append(
-                Member(
-                    f"controller-n{i}",
-                    ["controller", "-c", str(conf)],
-                    directory,
-                    f"{place.host(f'controller-n{i}')}:{port}",
-                    place.prefix(f"controller-n{i}"),
-                )
+                _configured(name, "controller", directory, conf, addr, place)
             )
         ns_port = free_port()
         ns_host = place.host("namesrv")
@@ -176,47 +186,40 @@ class ProcessCluster:
             f"{ns_host}:{ns_port}",
             place.prefix("namesrv"),
         )
-        controller_addrs = ";".join(m.addr for m in cluster.controllers)
+        controller_addrs = ";".join(
+            [m.addr for m in cluster.controllers] or cluster.foreign_controllers
+        )
         for i in range(brokers):
-            host = place.host(f"broker-{i}")
+            name = f"broker-{i}"
+            host = place.host(name)
             port = free_port()
-            directory = root / f"broker-{i}"
-            directory.mkdir(parents=True, exist_ok=True)
-            conf = directory / "broker.conf"
-            conf.write_text(
-                "\n".join(
-                    [
-                        f"brokerName={GROUP}",
-                        f"listenPort={port}",
-                        f"haListenPort={free_port()}",
-                        f"listenHost={host}",
-                        f"brokerIP1={host}",
-                        f"namesrvAddr={cluster.namesrv.addr}",
-                        f"storePathRootDir={directory / 'store'}",
-                        "enableControllerMode=true",
-                        f"controllerAddr={controller_addrs}",
-                        "allAckInSyncStateSet=true",
-                        f"controllerHeartBeatTimeoutMills={heartbeat_timeout_ms}",
-                        "haMaxTimeSlaveNotCatchup=3000",
-                        "haSendHeartbeatInterval=1000",
-                        "brokerHeartbeatInterval=500",
-                        "syncBrokerMetadataPeriod=500",
-                        "slaveSynchronizeInterval=1000",
-                        "metricsPort=0",
-                        # 16 MiB commit-log files: the 1 GiB default is preallocated.
-                        f"mappedFileSizeCommitLog={16 * 1024 * 1024}",
-                        "",
-                    ]
-                )
+            directory = root / name
+            conf = "\n".join(
+                [
+                    f"brokerName={GROUP}",
+                    f"listenPort={port}",
+                    f"haListenPort={free_port()}",
+                    f"listenHost={host}",
+                    f"brokerIP1={host}",
+                    f"namesrvAddr={cluster.namesrv.addr}",
+                    f"storePathRootDir={directory / 'store'}",
+                    "enableControllerMode=true",
+                    f"controllerAddr={controller_addrs}",
+                    "allAckInSyncStateSet=true",
+                    f"controllerHeartBeatTimeoutMills={heartbeat_timeout_ms}",
+                    "haMaxTimeSlaveNotCatchup=3000",
+                    "haSendHeartbeatInterval=1000",
+                    "brokerHeartbeatInterval=500",
+                    "syncBrokerMetadataPeriod=500",
+                    "slaveSynchronizeInterval=1000",
+                    "metricsPort=0",
+                    # 16 MiB commit-log files: the 1 GiB default is preallocated.
+                    f"mappedFileSizeCommitLog={16 * 1024 * 1024}",
+                    "",
+                ]
             )
             cluster.brokers.append(
-                Member(
-                    f"broker-{i}",
-                    ["broker", "-c", str(conf)],
-                    directory,
-                    f"{host}:{port}",
-                    place.prefix(f"broker-{i}"),
-                )
+                _configured(name, "broker", directory, conf, f"{host}:{port}", place)
             )
         return cluster
 
@@ -238,13 +241,10 @@ class ProcessCluster:
     async def _ask(
         self, client: RemotingClient, code: RequestCode, body: bytes = b""
     ) -> RemotingCommand | None:
-        for member in self.controllers:
-            if not member.alive:
-                continue
+        addrs = [m.addr for m in self.controllers if m.alive] + self.foreign_controllers
+        for addr in addrs:
             try:
-                reply = await client.request(
-                    member.addr, RemotingCommand.request(code, {}, body), 2.0
-                )
+                reply = await client.request(addr, RemotingCommand.request(code, {}, body), 2.0)
             except RemotingError:
                 continue
             if reply.code == ResponseCode.SUCCESS:

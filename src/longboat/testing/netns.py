@@ -4,7 +4,10 @@ Each member gets a namespace of its own with one veth link to a bridge in this n
 address on a private /24, and runs its command under `ip netns exec`; this process reaches
 every member through the bridge.  `cut(name)` takes the member's link down — a partition that
 is a link cut, not a mock: its connections stay open and hear nothing — and `heal(name)`
-brings it back.  Names are random, so runs side by side do not collide; `close()` removes
+brings it back.  `isolate(name, others)` is a partial partition: the member's namespace
+routes every packet it sends to those members into a blackhole, so it is cut off from them
+while this process and everyone else still reach it; `rejoin(name)` lifts it.
+Names are random, so runs side by side do not collide; `close()` removes
 every namespace and the bridge.
 """
 
@@ -28,6 +31,7 @@ class Network:
         self._subnet = f"10.{rng.randint(100, 250)}.{rng.randint(0, 255)}"
         self._hosts: dict[str, str] = {}
         self._links: dict[str, str] = {}
+        self._isolated: dict[str, list[str]] = {}
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self._subnet}.1/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
@@ -65,6 +69,16 @@ class Network:
 
     def heal(self, name: str) -> None:
         _ip("link", "set", self._links[name], "up")
+
+    def isolate(self, name: str, others: list[str]) -> None:
+        ns = self.namespace(name)
+        self._isolated[name] = [self.host(other) for other in others]
+        for addr in self._isolated[name]:
+            _ip("-n", ns, "route", "add", "blackhole", f"{addr}/32")
+
+    def rejoin(self, name: str) -> None:
+        for addr in self._isolated.pop(name, []):
+            _ip("-n", self.namespace(name), "route", "del", "blackhole", f"{addr}/32")
 
     def close(self) -> None:
         for name in self._hosts:

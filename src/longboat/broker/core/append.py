@@ -141,7 +141,9 @@ class Appender:
         now_ms = int(self.clock() * 1000)
         cfg = self.config
         # A timer (RIP-43) first: it yields to a delay level, whose message loses its timer.
-        reroute_timer(msg, now_ms, cfg.timer_precision_ms, cfg.timer_max_delay_sec)
+        reroute_timer(
+            msg, now_ms, cfg.timer_precision_ms, cfg.timer_max_delay_sec, cfg.timer_wheel_enable
+        )
         reroute_delayed(msg, self.delay_levels, now_ms)
         return self.store.put_message(msg)
 

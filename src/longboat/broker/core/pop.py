@@ -57,6 +57,23 @@ T = TypeVar("T")
 COMPACT_AFTER_RECORDS = 10_000
 
 
+@dataclass(frozen=True, slots=True)
+class PopRequest:
+    """What a pop asks, whichever protocol carried it: up to `max_msgs` visible messages of
+    `topic` for `group` that `expression` (and `sql`) match, made invisible for
+    `invisible_ms`.  `queue_id` -1 pops every readable queue, else that one queue (a remoting
+    client may pop queue by queue); `fifo` None: as the group is set."""
+
+    group: str
+    topic: str
+    max_msgs: int
+    expression: TagExpression
+    invisible_ms: int
+    sql: Sql92Filter | None = None
+    queue_id: int = -1
+    fifo: bool | None = None
+
+
 @dataclass(slots=True)
 class Popped:
     """One message handed to a consumer."""
@@ -138,22 +155,11 @@ class PopService:
         RocketMQ 5 counts them."""
         return self.controller.subscription_groups.get(group).retry_max_times + 1
 
-    def pop(
-        self,
-        group: str,
-        topic: str,
-        *,
-        max_msgs: int,
-        expression: TagExpression,
-        invisible_ms: int,
-        fifo: bool,
-        sql: Sql92Filter | None = None,
-        queue_id: int = -1,
-    ) -> list[Popped]:
-        """Up to `max_msgs` visible messages of `topic` for `group`, now invisible for
-        `invisible_ms`; expired ones past the maximum attempts are dead-lettered instead.
-        `queue_id` -1 pops every readable queue, else that one queue (a remoting client
-        may pop queue by queue)."""
+    def pop(self, request: PopRequest, fifo: bool) -> list[Popped]:
+        """What `request` asks for, now invisible; expired ones past the maximum attempts are
+        dead-lettered instead.  `fifo`: the request's, or the group's setting."""
+        group, topic, queue_id = request.group, request.topic, request.queue_id
+        max_msgs = request.max_msgs
         ctl = self.controller
         config = ctl.topics.get(topic)
         if config is None or not config.perm & PERM_READ:
@@ -162,51 +168,35 @@ class PopService:
         turn = self._turn.get((group, topic), 0)
         self._turn[(group, topic)] = (turn + 1) % nums
         now = self._clock()
-        when = (now, now + invisible_ms / 1000, self.table.next_seq())
+        when = (now, now + request.invisible_ms / 1000, self.table.next_seq())
         queues = [(turn + i) % nums for i in range(nums)] if queue_id < 0 else [queue_id]
         out: list[Popped] = []
         for qid in queues:
             left = max_msgs - len(out)
             if left <= 0 or qid >= nums:
                 break
-            out += self._pop_queue(group, topic, qid, left, (expression, sql), when, fifo)
+            out += self._pop_queue(
+                group, topic, qid, left, (request.expression, request.sql), when, fifo
+            )
         return out
 
-    async def pop_waiting(
-        self,
-        group: str,
-        topic: str,
-        *,
-        max_msgs: int,
-        expression: TagExpression,
-        sql: Sql92Filter | None,
-        invisible_ms: int,
-        wait_s: float,
-        queue_id: int = -1,
-        fifo: bool | None = None,
-    ) -> list[Popped]:
+    async def pop_waiting(self, request: PopRequest, wait_s: float) -> list[Popped]:
         """`pop`, long-polled: parked up to `wait_s` until an arrival, or an in-flight message
-        becoming visible again, gives it something.  `fifo` None: as the group is set."""
+        becoming visible again, gives it something."""
+        group, topic = request.group, request.topic
+        fifo = request.fifo
         if fifo is None:
             fifo = self.controller.subscription_groups.get(group).consume_message_orderly
         order = fifo
 
         def attempt() -> list[Popped]:
-            popped = self.pop(
-                group,
-                topic,
-                max_msgs=max_msgs,
-                expression=expression,
-                sql=sql,
-                invisible_ms=invisible_ms,
-                fifo=order,
-                queue_id=queue_id,
-            )
+            popped = self.pop(request, order)
             if popped:
                 self.maybe_compact()
                 self._wake_when_visible(group, topic)
             return popped
 
+        expression = request.expression
         codes = None if expression.matches_all else expression.codes
         return await self._until(group, topic, codes, wait_s, attempt) or []
 
@@ -309,7 +299,7 @@ class PopService:
         for offset in expired:
             if len(out) >= max_msgs:
                 break
-            ext = self._read_one(topic, queue_id, offset)
+            ext = self.controller.store.message_at(topic, queue_id, offset)
             if ext is None:  # gone from the store (retention): nothing to deliver
                 self.table.finish(key, q, offset)
                 continue
@@ -367,15 +357,6 @@ class PopService:
             Popped(ext, make_handle(queue_id, offset, seq), f.attempt, seq)
             for ext, offset, f in zip(messages, taken, delivered, strict=True)
         ]
-
-    def _read_one(self, topic: str, queue_id: int, offset: int) -> MessageExt | None:
-        got = self.controller.store.get_messages(topic, queue_id, offset, 1)
-        if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
-            return None
-        try:
-            return decode_record(got.records[0])
-        except ProtocolError:
-            return None
 
     def _dead_letter(self, group: str, ext: MessageExt, attempts: int) -> None:
         """Store a copy in `%DLQ%<group>` (in-line, on the loop, as the send path appends)."""
@@ -447,7 +428,7 @@ class PopService:
     def forward_to_dlq(self, group: str, topic: str, handle: str) -> None:
         """The client gave up on the message (FIFO push consumer): dead-letter it now."""
         key, q, offset, f = self._in_flight(group, topic, handle)
-        ext = self._read_one(topic, key[2], offset)
+        ext = self.controller.store.message_at(topic, key[2], offset)
         if ext is not None:
             self._dead_letter(group, ext, f.attempt)
         self.table.finish(key, q, offset)

@@ -7,6 +7,14 @@ cannot slip between them (arrivals are reported on the event loop).  The store's
 listener sets the events of the receives the arrival may satisfy; the receive then pops again.
 A woken receive that still finds nothing (another consumer of the group was faster) parks
 again until its deadline.
+
+Why not the pulls' hold service (`state/hold.py`): a held pull is an answer owed on a remoting
+connection, keyed by one queue and an offset, woken when that queue passes the offset, and
+answered by the service itself.  A parked pop is a coroutine (gRPC's or remoting's) waiting on
+a whole topic with no offset of its own — the group's pop state says what is left — and it is
+also woken by what no arrival reports: a message coming back from invisibility, an ack or a
+changed invisible time.  Parking pops there would give the hold service a second key, a second
+kind of waiter and wake-ups without arrivals; this list stays the smaller design.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ walks the body again to learn it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 
 from longboat.broker.config import BrokerConfig
 from longboat.broker.core.admission import Admission
@@ -121,27 +121,22 @@ class PullRead:
         return self.code == ResponseCode.PULL_NOT_FOUND
 
 
+@dataclass(eq=False)
 class PullReads:
     """Checks, reads and answers pulls; one per broker, shared by the immediate path and
     the held pulls' re-runs."""
 
-    def __init__(
-        self,
-        config: BrokerConfig,
-        store: MessageStore,
-        admission: Admission,
-        consumers: ConsumerManager,
-        offsets: ConsumerOffsetTable,
-        groups: SubscriptionGroupTable,
-        deliveries: Deliveries,
-    ) -> None:
-        self.config = config
-        self.store = store
-        self.admission = admission
-        self.consumers = consumers
-        self.offsets = offsets
-        self.suggestion = PullSuggestion(config, store, groups)
-        self.deliveries = deliveries
+    config: BrokerConfig
+    store: MessageStore
+    admission: Admission
+    consumers: ConsumerManager
+    offsets: ConsumerOffsetTable
+    groups: InitVar[SubscriptionGroupTable]
+    deliveries: Deliveries
+    suggestion: PullSuggestion = field(init=False)
+
+    def __post_init__(self, groups: SubscriptionGroupTable) -> None:
+        self.suggestion = PullSuggestion(self.config, self.store, groups)
 
     def role_changed(self, config: BrokerConfig) -> None:
         """Controller mode switched the role: a slave's rule (no carried offset stored, a

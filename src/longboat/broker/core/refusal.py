@@ -43,6 +43,7 @@ class Reason(Enum):
     UNSUPPORTED_TYPE = ResponseCode.MESSAGE_ILLEGAL, "the message type is not served"
     TYPE_CONFLICT = ResponseCode.MESSAGE_ILLEGAL, "the properties contradict the type"
     ILLEGAL_DELIVERY_TIME = ResponseCode.MESSAGE_ILLEGAL, "the delivery time is too far"
+    TIMERS_DISABLED = ResponseCode.SYSTEM_ERROR, "timer messages are off (timerWheelEnable)"
     BAD_REQUEST = ResponseCode.SYSTEM_ERROR, "the request is malformed"
     # load
     BUSY = ResponseCode.SYSTEM_BUSY, "the broker is overloaded: retry later"

@@ -5,10 +5,12 @@ A message naming `TIMER_DELIVER_MS` (absolute, epoch ms), `TIMER_DELAY_SEC` or
 becomes `TIMER_DELIVER_MS` — is stored at once in `rmq_sys_wheel_timer` queue 0, as RocketMQ
 does, with REAL_TOPIC / REAL_QID saying where it belongs and `TIMER_OUT_MS` (also its tags
 code) the instant it is due.  That instant is the delivery time rounded UP to
-`timerPrecisionMs`: RocketMQ rounds down (a message may arrive up to one grain early); here
-none arrives before its time.  A time already past is no timer: the message is stored as sent.
-One farther than `timerMaxDelaySec` is refused with RocketMQ's code and remark.  A message with
-a delay level keeps the level and loses its timer properties (RocketMQ's HookUtils).
+`timerPrecisionMs`, so none arrives before its time (RocketMQ files a message in the slot
+below its instant and reads each slot one grain after it began: late by up to a grain too).
+A time already past is no timer: the message is stored as sent.  One farther than
+`timerMaxDelaySec` is refused with RocketMQ's code and remark; with `timerWheelEnable=false`
+every timer message is refused (SYSTEM_ERROR), as RocketMQ refuses it.  A message with a
+delay level keeps the level and loses its timer properties (RocketMQ's HookUtils).
 
 A send of a timer message answers with its recall handle (`protocol/recall_handle.py`).
 """
@@ -54,9 +56,12 @@ def has_timer(properties: dict[str, str]) -> bool:
     return any(name in properties for name in _TIMER_PROPS)
 
 
-def reroute_timer(msg: MessageInner, now_ms: int, precision_ms: int, max_delay_sec: int) -> bool:
+def reroute_timer(
+    msg: MessageInner, now_ms: int, precision_ms: int, max_delay_sec: int, enabled: bool = True
+) -> bool:
     """Rewrite a timer message in place to the timer queue; False when it is none (or due
-    already).  Refusal (MESSAGE_ILLEGAL) when its time is unreadable or too far ahead."""
+    already).  Refusal (MESSAGE_ILLEGAL) when its time is unreadable or too far ahead;
+    Refusal (SYSTEM_ERROR, RocketMQ's remark) for any timer when timers are off."""
     props = msg.properties
     if msg.topic == TIMER_TOPIC or Prop.TIMER_OUT_MS in props or not has_timer(props):
         return False
@@ -66,6 +71,8 @@ def reroute_timer(msg: MessageInner, now_ms: int, precision_ms: int, max_delay_s
         return False
     if not MessageSysFlag.is_consumable_transaction_type(msg.sys_flag):
         return False  # a prepared half: its commit is the one delivered (see transactions)
+    if not enabled:
+        raise Refusal(Reason.TIMERS_DISABLED, TIMERS_DISABLED_REMARK)
     max_delay_ms = max_delay_sec * 1000
     try:
         if Prop.TIMER_DELAY_SEC in props:
@@ -88,6 +95,10 @@ def reroute_timer(msg: MessageInner, now_ms: int, precision_ms: int, max_delay_s
     msg.queue_id = TIMER_QUEUE
     msg.tags_code = due_ms
     return True
+
+
+# RocketMQ's remark for WHEEL_TIMER_NOT_ENABLE, word for word (it names the setting's value).
+TIMERS_DISABLED_REMARK = "accurate timer message is not enabled, timerWheelEnable is false"
 
 
 def illegal_timer_remark(max_delay_ms: int) -> str:

@@ -44,10 +44,10 @@ import logging
 from collections.abc import Callable
 from typing import Protocol
 
-from longboat.broker.config import BrokerConfig
 from longboat.broker.core.append import Appender
 from longboat.broker.core.half_messages import TYPE_MASK, half_message
 from longboat.broker.core.refusal import Reason, Refusal
+from longboat.broker.feature_host import FeatureHost
 from longboat.broker.state.topics import TopicManager
 from longboat.protocol.bodies import TopicConfig
 from longboat.protocol.errors import ProtocolError
@@ -60,22 +60,18 @@ from longboat.protocol.topic_names import (
     TRANS_OP_HALF_TOPIC,
 )
 from longboat.protocol.types import PERM_READ_WRITE
-from longboat.store import MessageInner, MessageStore, PutResult, PutStatus
+from longboat.store import MessageInner, PutResult, PutStatus
 
 
-class TransactionHost(Protocol):
-    """What the service needs from the broker (the controller is one): typed here rather
-    than as the core host, which the core sits below."""
+class TransactionHost(FeatureHost, Protocol):
+    """What the service needs from the broker (the controller is one): a feature's host
+    with the whole topic table, the clock and the append path; typed here rather than as
+    the core host, which the core sits below."""
 
-    @property
-    def config(self) -> BrokerConfig: ...
-    @property
-    def store(self) -> MessageStore: ...
     @property
     def topics(self) -> TopicManager: ...
     @property
     def clock(self) -> Callable[[], float]: ...
-
     @property
     def appender(self) -> Appender: ...
 
@@ -168,7 +164,11 @@ class TransactionService:
         by its gRPC transaction id; raises Refusal (UNKNOWN_TRANSACTION) when no undecided half has
         this id (decided already, or never begun on this broker)."""
         raw_offset, _, message_id = transaction_id.partition(":")
-        half = self._half_at(int(raw_offset)) if raw_offset.isdigit() else None
+        half = (
+            self.controller.store.message_at(TRANS_HALF_TOPIC, 0, int(raw_offset))
+            if raw_offset.isdigit()
+            else None
+        )
         if (
             half is None
             or self.is_decided(half.queue_offset)
@@ -182,15 +182,6 @@ class TransactionService:
             )
         results = self.decide(half, COMMIT if commit else ROLLBACK)
         return results[0] if commit else None
-
-    def _half_at(self, offset: int) -> MessageExt | None:
-        got = self.controller.store.get_messages(TRANS_HALF_TOPIC, 0, offset, 1)
-        if not got.records or got.queue_offsets[0] != offset:
-            return None
-        try:
-            return decode_record(got.records[0])
-        except ProtocolError:
-            return None
 
     # ------------------------------------------------------------------ deciding
 

@@ -20,11 +20,12 @@ import logging
 import random
 import zlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from longboat.broker.core.append import outcome
 from longboat.broker.core.message_filter import SQL92, message_filter
-from longboat.broker.core.pop import PopService
+from longboat.broker.core.pop import PopRequest, PopService
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
 from longboat.broker.core.transactions import TransactionService
@@ -88,22 +89,15 @@ def _metadata(context: Any, key: str) -> str:
     return ""
 
 
+@dataclass(eq=False)
 class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
-    def __init__(
-        self,
-        controller: CoreHost,
-        pop: PopService,
-        transactions: TransactionService,
-        port: int,
-        access: GrpcAccess | None = None,
-    ) -> None:
-        self.controller = controller
-        self.access = access
-        self.pop = pop
-        self.transactions = transactions
-        self.port = port
-        # client id -> its open Telemetry stream
-        self.sessions: dict[str, TelemetrySession] = {}
+    controller: CoreHost
+    pop: PopService
+    transactions: TransactionService
+    port: int
+    access: GrpcAccess | None = None
+    # client id -> its open Telemetry stream
+    sessions: dict[str, TelemetrySession] = field(default_factory=dict, init=False)
 
     # ------------------------------------------------------------------ checks
 
@@ -117,7 +111,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         ctl = self.controller
         if (
             not ctl.config.auto_create_subscription_group
-            and name not in ctl.subscription_groups.configured()
+            and name not in ctl.subscription_groups.all()
         ):
             raise Refusal(
                 Reason.GROUP_NOT_FOUND,
@@ -387,15 +381,8 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         if remaining is not None:
             wait_s = min(wait_s, remaining - LONG_POLLING_RESERVE_S)
         namespace = request.message_queue.topic.resource_namespace
-        popped = await self.pop.pop_waiting(
-            group,
-            config.topic_name,
-            max_msgs=batch,
-            expression=expression,
-            sql=sql,
-            invisible_ms=invisible_ms,
-            wait_s=max(0.0, wait_s),
-        )
+        wanted = PopRequest(group, config.topic_name, batch, expression, invisible_ms, sql=sql)
+        popped = await self.pop.pop_waiting(wanted, wait_s=max(0.0, wait_s))
         if not popped:
             yield svc.ReceiveMessageResponse(
                 status=status(Code.MESSAGE_NOT_FOUND, "no new message")

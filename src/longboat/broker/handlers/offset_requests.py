@@ -131,11 +131,14 @@ def _offset(cmd: RemotingCommand, offset: int) -> RemotingCommand:
 
 def install(controller: CoreHost) -> None:
     requests = OffsetRequests(controller)
-    register = controller.router.register
-    register(RequestCode.QUERY_CONSUMER_OFFSET, requests.query_consumer_offset)
-    register(RequestCode.UPDATE_CONSUMER_OFFSET, requests.update_consumer_offset)
-    register(RequestCode.GET_MAX_OFFSET, requests.max_offset)
-    register(RequestCode.GET_MIN_OFFSET, requests.min_offset)
-    register(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, requests.search_offset)
-    register(RequestCode.GET_EARLIEST_MSG_STORETIME, requests.earliest_store_time)
-    register(RequestCode.GET_ALL_CONSUMER_OFFSET, requests.all_consumer_offsets)
+    controller.router.register_all(
+        {
+            RequestCode.QUERY_CONSUMER_OFFSET: requests.query_consumer_offset,
+            RequestCode.UPDATE_CONSUMER_OFFSET: requests.update_consumer_offset,
+            RequestCode.GET_MAX_OFFSET: requests.max_offset,
+            RequestCode.GET_MIN_OFFSET: requests.min_offset,
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: requests.search_offset,
+            RequestCode.GET_EARLIEST_MSG_STORETIME: requests.earliest_store_time,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: requests.all_consumer_offsets,
+        }
+    )

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from longboat.broker.core.message_filter import SQL92, message_filter
-from longboat.broker.core.pop import REMOTING_SEQ_MASK, Popped, parse_handle
+from longboat.broker.core.pop import REMOTING_SEQ_MASK, Popped, PopRequest, parse_handle
 from longboat.broker.core.refusal import Refusal
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.errors import ProtocolError
@@ -83,16 +83,18 @@ class PopProcessor:
             return cmd.make_response(refusal.code, refusal.remark)
         tags = TagExpression.parse("*" if (h.expType or "").upper() == SQL92 else h.exp)
         fifo = bool(h.order) or ctl.subscription_groups.get(h.consumerGroup).consume_message_orderly
-        popped = await self.pop.pop_waiting(
+        wanted = PopRequest(
             h.consumerGroup,
             h.topic,
             max_msgs=max(1, min(h.maxMsgNums, MAX_POP_MSGS)),
             expression=tags,
-            sql=flt.sql,
             invisible_ms=h.invisibleTime,
-            wait_s=max(0.0, h.pollTime / 1000 - POLL_RESERVE_S),
+            sql=flt.sql,
             queue_id=h.queueId,
             fifo=fifo,
+        )
+        popped = await self.pop.pop_waiting(
+            wanted, wait_s=max(0.0, h.pollTime / 1000 - POLL_RESERVE_S)
         )
         pop_time = int(self.pop.now() * 1000)
         if not popped:
@@ -276,11 +278,14 @@ class PopProcessor:
 
 def install(controller: CoreHost) -> None:
     processor = PopProcessor(controller)
-    register = controller.router.register
-    register(RequestCode.QUERY_ASSIGNMENT, processor.query_assignment)
-    register(RequestCode.POP_MESSAGE, processor.pop_message)
-    register(RequestCode.ACK_MESSAGE, processor.ack_message)
-    register(RequestCode.BATCH_ACK_MESSAGE, processor.batch_ack)
-    register(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, processor.change_invisible_time)
-    register(RequestCode.NOTIFICATION, processor.notification)
-    register(RequestCode.POLLING_INFO, processor.polling_info)
+    controller.router.register_all(
+        {
+            RequestCode.QUERY_ASSIGNMENT: processor.query_assignment,
+            RequestCode.POP_MESSAGE: processor.pop_message,
+            RequestCode.ACK_MESSAGE: processor.ack_message,
+            RequestCode.BATCH_ACK_MESSAGE: processor.batch_ack,
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME: processor.change_invisible_time,
+            RequestCode.NOTIFICATION: processor.notification,
+            RequestCode.POLLING_INFO: processor.polling_info,
+        }
+    )

@@ -35,6 +35,7 @@ from longboat.protocol.codes import VERSION_4_9_8
 from longboat.protocol.headers import GetBrokerConfigResponseHeader
 from longboat.protocol.table_bodies import encode_kv_table
 from longboat.remoting import Connection
+from longboat.store.lmq import is_lmq
 
 if TYPE_CHECKING:
     from longboat.broker.core_host import CoreHost
@@ -102,6 +103,8 @@ class BrokerStats:
     def on_arrival(
         self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
+        if is_lmq(topic):
+            return  # the same message again, dispatched to a light queue: not a new put
         key = (topic, queue_id)
         self.puts.total += max(0, new_max - self._queue_ends.get(key, 0))
         self._queue_ends[key] = new_max

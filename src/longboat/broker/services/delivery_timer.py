@@ -43,10 +43,8 @@ from longboat.broker.core.timers import (
     decode_recall_handle,
 )
 from longboat.broker.services.delay_schedule import restored_message
-from longboat.protocol.errors import ProtocolError
-from longboat.protocol.message import MessageExt, decode_record
 from longboat.protocol.properties import Prop
-from longboat.store import GetStatus, PutStatus
+from longboat.store import PutStatus
 from longboat.store.json_file import read_json, write_bytes_atomic
 
 if TYPE_CHECKING:
@@ -229,7 +227,7 @@ class TimerService:
         check_recall(handle, topic, cfg.broker_name, now_ms, cfg.timer_max_delay_sec)
         due = handle.timestamp_ms - 1
         for offset in list(self.wheel.slots.get(due, ())):
-            ext = self._read(offset)
+            ext = self.controller.store.message_at(TIMER_TOPIC, TIMER_QUEUE, offset)
             if (
                 ext is not None
                 and ext.properties.get(Prop.REAL_TOPIC) == topic
@@ -267,7 +265,7 @@ class TimerService:
         taken = self.wheel.take(now_ms, ROUND)
         done: list[int] = []
         for i, (_, offset) in enumerate(taken):
-            ext = self._read(offset)
+            ext = self.controller.store.message_at(TIMER_TOPIC, TIMER_QUEUE, offset)
             restored = restored_message(ext) if ext is not None else None
             if restored is not None:
                 result = self.controller.appender.store_message(restored)
@@ -297,15 +295,6 @@ class TimerService:
             self._timer = self._loop.call_soon(self._deliver_due)
         else:
             self._arm()
-
-    def _read(self, offset: int) -> MessageExt | None:
-        got = self.controller.store.get_messages(TIMER_TOPIC, TIMER_QUEUE, offset, 1)
-        if got.status is not GetStatus.FOUND or got.queue_offsets[0] != offset:
-            return None
-        try:
-            return decode_record(got.records[0])
-        except ProtocolError:
-            return None
 
 
 def install(controller: CoreHost) -> TimerService | None:

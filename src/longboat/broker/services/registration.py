@@ -23,6 +23,7 @@ sync the remoting address); a round no name server answered changes nothing.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import zlib
 from collections.abc import Callable
@@ -53,6 +54,16 @@ class BrokerIdentity:
     broker_id: int
     broker_addr: str
     ha_addr: str
+
+    def header(self) -> BrokerIdentityHeader:
+        """The identity as the name server reads it: UNREGISTER_BROKER's header, and the
+        fields REGISTER_BROKER's header shares with it."""
+        return BrokerIdentityHeader(
+            brokerName=self.broker_name,
+            brokerAddr=self.broker_addr,
+            clusterName=self.cluster,
+            brokerId=self.broker_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +124,8 @@ class NameServerRegistrar:
         body, compressed = encode_register_body(table, version)
         ident = self.identity
         header = RegisterBrokerRequestHeader(
-            brokerName=ident.broker_name,
-            brokerAddr=ident.broker_addr,
-            clusterName=ident.cluster,
+            **dataclasses.asdict(ident.header()),
             haServerAddr=ident.ha_addr,
-            brokerId=ident.broker_id,
             compressed=compressed,
             bodyCrc32=zlib.crc32(body) & 0x7FFFFFFF,
             incremental=incremental or None,
@@ -141,13 +149,7 @@ class NameServerRegistrar:
                 log.exception("master listener %r failed", listener)
 
     async def unregister(self) -> None:
-        ident = self.identity
-        header = BrokerIdentityHeader(
-            brokerName=ident.broker_name,
-            brokerAddr=ident.broker_addr,
-            clusterName=ident.cluster,
-            brokerId=ident.broker_id,
-        ).to_ext()
+        header = self.identity.header().to_ext()
         await self._send_to_all(RequestCode.UNREGISTER_BROKER, header, b"")
 
     async def _send_to_all(

@@ -40,10 +40,13 @@ class Member:
 
 @dataclass(slots=True)
 class ConsumerGroup:
+    """A consumer group as its members' heartbeats describe it: the latest heartbeat's
+    settings win, as in RocketMQ (their defaults are the heartbeat body's)."""
+
     name: str
-    consume_type: str = "CONSUME_PASSIVELY"
-    message_model: str = "CLUSTERING"
-    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    consume_type: str
+    message_model: str
+    consume_from_where: str
     members: dict[Connection, Member] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
 
@@ -87,10 +90,13 @@ class ConsumerManager:
         list or the subscribed topics changed."""
         info = self._groups.get(data.group_name)
         if info is None:
-            info = self._groups[data.group_name] = ConsumerGroup(data.group_name)
-        info.consume_type = data.consume_type
-        info.message_model = data.message_model
-        info.consume_from_where = data.consume_from_where
+            info = self._groups[data.group_name] = ConsumerGroup(
+                data.group_name, data.consume_type, data.message_model, data.consume_from_where
+            )
+        else:
+            info.consume_type = data.consume_type
+            info.message_model = data.message_model
+            info.consume_from_where = data.consume_from_where
         member = info.members.get(conn)
         changed = member is None or member.client_id != client_id
         info.members[conn] = Member(client_id, language, version, self._clock())

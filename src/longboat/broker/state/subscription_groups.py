@@ -9,22 +9,21 @@ write on a consumer's first send-back.
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from longboat.protocol.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from longboat.protocol.bodies import SubscriptionGroupConfig, SubscriptionGroupWrapper
 from longboat.store.json_file import read_json, write_json_atomic
+from longboat.store.versioned_table import VersionedTable
 
 
-class SubscriptionGroupTable:
+class SubscriptionGroupTable(VersionedTable[SubscriptionGroupConfig]):
+    """`all()` holds the groups configured explicitly; `get` answers for any group."""
+
     def __init__(self, path: Path, *, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(clock=clock)
         self.path = path
-        self._clock = clock
-        self._table: dict[str, SubscriptionGroupConfig] = {}
-        self._version = DataVersion()
-        self._lock = threading.Lock()
 
     def load(self) -> None:
         """Read the file if there is one; ValueError when it exists but is damaged."""
@@ -37,17 +36,11 @@ class SubscriptionGroupTable:
         """The group's settings: the stored ones, else RocketMQ's defaults."""
         return self._table.get(group) or SubscriptionGroupConfig(group_name=group)
 
-    def configured(self) -> dict[str, SubscriptionGroupConfig]:
-        with self._lock:
-            return dict(self._table)
-
     def put(self, config: SubscriptionGroupConfig) -> None:
         """Create or replace a group's settings, durably (raises OSError on I/O failure)."""
         with self._lock:
             self._table[config.group_name] = config
-            self._version = DataVersion(
-                timestamp=int(self._clock() * 1000), counter=self._version.counter + 1
-            )
+            self._next_version()
             write_json_atomic(self.path, self._wrapper().to_dict())
 
     def wrapper(self) -> SubscriptionGroupWrapper:

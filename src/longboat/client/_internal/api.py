@@ -1,32 +1,24 @@
 """The typed request layer: one coroutine per remoting command the client sends.
 
 Everything above this module speaks in typed values (headers, `MessageQueue`, `PullResult`);
-everything below is `RemotingClient`.  This is also the one place where transport failures and
-non-success answers become the client's exceptions (`errors.py`): callers never see a
-`RemotingError` or a raw response code.
-
-Name-server commands fail over between the configured name servers (the last one that
-answered is tried first); broker commands go to the address they are given — choosing the
-broker is the caller's business (see `instance.py`).
+below it is `channel.RequestChannel`, where a request goes out over `RemotingClient` and
+failures become the client's exceptions.  Broker commands go to the address they are given —
+choosing the broker is the caller's business (see `instance.py`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
 
-from longboat.client.config import ClientConfig
+from longboat.client._internal.channel import RequestChannel
 from longboat.client.errors import (
     BrokerError,
-    ClientUsageError,
     NoRouteError,
-    TransportError,
     broker_error,
-    transport_error,
 )
 from longboat.client.message import SendResult, SendStatus
 from longboat.client.types import PullResult, PullStatus
-from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode, fastjson
+from longboat.protocol import ProtocolError, RequestCode, ResponseCode, fastjson
 from longboat.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -74,7 +66,6 @@ from longboat.protocol.table_bodies import (
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
 from longboat.protocol.types import MessageQueue
-from longboat.remoting import RemotingClient, RemotingError
 
 # Java's answer to GET_CONSUMER_LIST_BY_GROUP for a group with no live member is an error.
 _NO_CONSUMER_REMARK = "no consumer"
@@ -93,78 +84,8 @@ _PULL_STATUS: dict[int, PullStatus] = {
 }
 
 
-class ClientAPI:
-    """Typed requests over one `RemotingClient`; stateless apart from name-server failover."""
-
-    def __init__(self, remoting: RemotingClient, config: ClientConfig) -> None:
-        self.remoting = remoting
-        self.config = config
-        self._namesrv_first = 0
-
-    # ------------------------------------------------------------------ plumbing
-
-    def _command(
-        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
-    ) -> RemotingCommand:
-        return RemotingCommand.request(code, ext, body, serialize_type=self.config.serialize_type)
-
-    async def invoke(
-        self, addr: str, cmd: RemotingCommand, timeout: float | None = None
-    ) -> RemotingCommand:
-        """Send a request and return the answer, whatever its code; transport errors mapped."""
-        try:
-            return await self.remoting.request(
-                addr, cmd, self.config.request_timeout if timeout is None else timeout
-            )
-        except RemotingError as exc:
-            raise transport_error(exc, addr) from exc
-
-    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
-        try:
-            await self.remoting.oneway(addr, cmd)
-        except RemotingError as exc:
-            raise transport_error(exc, addr) from exc
-
-    async def _call(
-        self,
-        addr: str,
-        cmd: RemotingCommand,
-        timeout: float | None = None,
-        ok: Collection[int] = (ResponseCode.SUCCESS,),
-    ) -> RemotingCommand:
-        """Like `invoke`, but any code outside `ok` raises the matching BrokerError."""
-        response = await self.invoke(addr, cmd, timeout)
-        if response.code not in ok:
-            raise broker_error(response.code, response.remark, addr=addr, request_code=cmd.code)
-        return response
-
-    async def _call_namesrv(
-        self, cmd: RemotingCommand, ok: Collection[int] = (ResponseCode.SUCCESS,)
-    ) -> tuple[str, RemotingCommand]:
-        addrs = self.config.namesrv_addrs
-        last: TransportError | None = None
-        for i in range(len(addrs)):
-            index = (self._namesrv_first + i) % len(addrs)
-            try:
-                response = await self.invoke(addrs[index], cmd)
-            except TransportError as exc:
-                last = exc
-                continue
-            self._namesrv_first = index
-            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                # A broker answers a name server's request so ("request type 105 not supported").
-                raise ClientUsageError(
-                    f"{addrs[index]} does not serve name-server request {cmd.code}: it looks "
-                    "like a broker, not a name server; give the name server's address "
-                    "(port 9876 by default)"
-                )
-            if response.code not in ok:
-                raise broker_error(
-                    response.code, response.remark, addr=addrs[index], request_code=cmd.code
-                )
-            return addrs[index], response
-        assert last is not None
-        raise TransportError(f"no name server reachable ({', '.join(addrs)}): {last}") from last
+class ClientAPI(RequestChannel):
+    """Typed requests over one `RemotingClient`: one coroutine per remoting command."""
 
     # ------------------------------------------------------------------ name server
 
@@ -577,6 +498,14 @@ class ClientAPI:
         names (`brokerVersionDesc`, `commitLogDiskRatio`, `putTps`, ...)."""
         response = await self._call(addr, self._command(RequestCode.GET_BROKER_RUNTIME_INFO))
         return decode_kv_table(response.body) if response.body else {}
+
+    async def get_broker_config(self, addr: str) -> dict[str, str]:
+        """GET_BROKER_CONFIG: every setting of the broker under its broker.conf key, as
+        RocketMQ writes them (`key=value` lines; its store's settings included)."""
+        response = await self._call(addr, self._command(RequestCode.GET_BROKER_CONFIG))
+        text = response.body.decode("utf-8", "replace") if response.body else ""
+        pairs = (line.partition("=") for line in text.splitlines())
+        return {key.strip(): value.strip() for key, sep, value in pairs if sep}
 
     async def get_sync_state_data(
         self, controller_addr: str, broker_names: list[str]

@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from longboat.client._internal.api import ClientAPI
+from longboat.client._internal.broker_timers import BrokerTimers
 from longboat.client._internal.pull_target import PullTargets
 from longboat.client._internal.route import TopicRoute
 from longboat.client.config import DEFAULT_INSTANCE_NAME, ClientConfig
@@ -97,6 +98,7 @@ class ClientInstance:
             tls=config.tls_context(),
         )
         self.api = ClientAPI(self.remoting, config)
+        self.timers = BrokerTimers(self.api.get_broker_config)
         self.router.register(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_ids_changed)
         self.router.register(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction)
         self.router.register(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, self._on_reset_offset)

@@ -25,27 +25,21 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Unpack
 
 from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.push.listener import (
     ConcurrentContext,
     ConcurrentListener,
     ConsumeResult,
-    ListenerKindError,
-    ResultReader,
+    ConsumeServiceOptions,
     WorkerPool,
-    call_listener,
-    is_async,
 )
-from longboat.client.push.redelivery import Redelivery
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)
-
-Consumed = Callable[[MessageQueue, ProcessQueue, int | None], None]
 
 
 @dataclass(slots=True)
@@ -60,28 +54,16 @@ class ConcurrentConsumeService(WorkerPool[_Request]):
         self,
         listener: ConcurrentListener,
         *,
-        workers: int,
-        batch_max: int,
         max_reconsume_times: int,
-        redelivery: Redelivery | None,
-        consumed: Consumed,
         local_retry_delay: float = 5.0,
-        consume_timeout: float = 15 * 60.0,
-        on_kind_error: Callable[[ListenerKindError], None] | None = None,
+        **options: Unpack[ConsumeServiceOptions],
     ) -> None:
-        super().__init__(workers, "longboat-consume")
-        self.listener = listener
-        self.consume_timeout = consume_timeout
+        super().__init__(listener, ConsumeResult, "longboat-consume", options)
         # Listener calls running now (by id of their request) and when each started; the
         # messages of such calls already sent back by the timeout (by id of the message).
         self._running: dict[int, tuple[_Request, float]] = {}
         self._timed_out: set[int] = set()
-        self._is_async = is_async(listener)
-        self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
-        self._results = ResultReader(listener, ConsumeResult, on_kind_error)
-        self.redelivery = redelivery
-        self._consumed = consumed
         self.local_retry_delay = local_retry_delay
         # Observability: messages handed back to the broker, retried locally, timed out.
         self.redelivered = 0
@@ -119,17 +101,10 @@ class ConcurrentConsumeService(WorkerPool[_Request]):
         context = ConcurrentContext(mq)
         self._running[id(request)] = (request, time.monotonic())
         try:
-            result = await call_listener(
-                self.listener, self._is_async, self._executor, msgs, context
-            )
-        except Exception:
-            log.exception("listener failed on %d message(s) of %s", len(msgs), mq)
-            result = ConsumeResult.RECONSUME_LATER
+            result = await self._verdict(msgs, context, f"of {mq}")
         finally:
             del self._running[id(request)]
-        try:
-            result = self._results.read(result)
-        except ListenerKindError:
+        if result is None:
             return  # left in the process queue: uncommitted, delivered again after a fix
         late = {id(m) for m in msgs} & self._timed_out if self._timed_out else set()
         if late:  # sent back by the timeout already: this call's result is too late

@@ -40,10 +40,12 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Generic, TypeVar, get_type_hints
+from typing import Any, Generic, NotRequired, TypedDict, TypeVar, get_type_hints
 
+from longboat.client.consume.process_queue import ProcessQueue
 from longboat.client.errors import ClientUsageError
 from longboat.client.push.inflight import InFlight
+from longboat.client.push.redelivery import Redelivery
 from longboat.client.tasks import ended
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
@@ -52,6 +54,10 @@ R = TypeVar("R")
 # The pending work a WorkerPool queues.
 W = TypeVar("W")
 log = logging.getLogger(__name__)
+
+# What a consume service reports once messages are done with: the queue, its process queue,
+# and its new committed offset (None when it did not move).
+Consumed = Callable[[MessageQueue, ProcessQueue, int | None], None]
 
 
 class ConsumeResult(Enum):
@@ -68,9 +74,6 @@ class OrderlyResult(Enum):
     SUCCESS = "SUCCESS"
     # Keep the batch at the head of its queue and try it again after `context.suspend_time`.
     SUSPEND_CURRENT_QUEUE_A_MOMENT = "SUSPEND_CURRENT_QUEUE_A_MOMENT"
-
-
-E = TypeVar("E", ConsumeResult, OrderlyResult)
 
 
 class ListenerKindError(ClientUsageError):
@@ -122,7 +125,7 @@ class ResultReader:
     def __init__(
         self,
         listener: Callable[..., Any],
-        kind: type[E],
+        kind: type[ConsumeResult] | type[OrderlyResult],
         on_kind_error: Callable[[ListenerKindError], None] | None = None,
     ) -> None:
         self.listener = listener
@@ -232,18 +235,66 @@ async def call_listener(
     return await asyncio.get_running_loop().run_in_executor(executor, listener, *args)
 
 
-class WorkerPool(Generic[W]):
-    """What every consume service builds and stops alike: its scheduled retries, its queue
-    of pending work (of W), the listener calls in flight, its worker tasks and their thread
-    pool."""
+class ConsumeServiceOptions(TypedDict):
+    """What every consume service is built with, beside its listener (the push consumer
+    gives them from its settings)."""
 
-    def __init__(self, workers: int, thread_name_prefix: str) -> None:
-        self.workers = workers
+    workers: int
+    batch_max: int
+    redelivery: Redelivery | None
+    consumed: Consumed
+    consume_timeout: NotRequired[float]
+    on_kind_error: NotRequired[Callable[[ListenerKindError], None] | None]
+
+
+_SERVICE_OPTIONS = ConsumeServiceOptions.__required_keys__ | ConsumeServiceOptions.__optional_keys__
+DEFAULT_CONSUME_TIMEOUT_S = 15 * 60.0
+
+
+class WorkerPool(Generic[W]):
+    """What every consume service builds and stops alike: its listener and the reading of its
+    results, its scheduled retries, its queue of pending work (of W), the listener calls in
+    flight, its worker tasks and their thread pool, and where its outcomes go (`redelivery`
+    for failed messages, `consumed` for the new committed offset of a queue)."""
+
+    def __init__(
+        self,
+        listener: Callable[..., Any],
+        kind: type[ConsumeResult] | type[OrderlyResult],
+        thread_name_prefix: str,
+        options: ConsumeServiceOptions,
+    ) -> None:
+        if unknown := options.keys() - _SERVICE_OPTIONS:
+            raise TypeError(f"unexpected keyword argument(s): {', '.join(sorted(unknown))}")
+        self.listener = listener
+        self._is_async = is_async(listener)
+        self._results = ResultReader(listener, kind, options.get("on_kind_error"))
+        self.workers = options["workers"]
+        self.batch_max = options["batch_max"]
+        self.redelivery = options["redelivery"]
+        self._consumed = options["consumed"]
+        self.consume_timeout = options.get("consume_timeout", DEFAULT_CONSUME_TIMEOUT_S)
         self.inflight = InFlight()
         self._pending: asyncio.Queue[W] = asyncio.Queue()
         self._timers: set[asyncio.TimerHandle] = set()
         self._tasks: list[asyncio.Task[None]] = []
-        self._executor = ThreadPoolExecutor(workers, thread_name_prefix=thread_name_prefix)
+        self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix=thread_name_prefix)
+
+    async def _verdict(self, msgs: list[MessageExt], context: object, where: str) -> Any:
+        """Call the listener on `msgs` and read its result as the table above says (its
+        kind's failure when it raised, logged as a failure `where`); None after a result of
+        the other kind, which stops the service (`ListenerKindError`)."""
+        try:
+            result = await call_listener(
+                self.listener, self._is_async, self._executor, msgs, context
+            )
+        except Exception:
+            log.exception("listener failed on %d message(s) %s", len(msgs), where)
+            result = self._results.failure
+        try:
+            return self._results.read(result)
+        except ListenerKindError:
+            return None
 
     async def stop(self, timeout: float) -> None:
         """No more scheduled retries, queued work dropped (its messages stay uncommitted, so

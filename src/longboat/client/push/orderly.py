@@ -35,21 +35,18 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
+from typing import Unpack
 
 from longboat.client._internal.instance import ClientInstance
 from longboat.client.consume.process_queue import ProcessQueue
-from longboat.client.push.concurrent import Consumed
 from longboat.client.push.listener import (
-    ListenerKindError,
+    ConsumeServiceOptions,
     OrderlyContext,
     OrderlyListener,
     OrderlyResult,
-    ResultReader,
     WorkerPool,
-    call_listener,
-    is_async,
 )
-from longboat.client.push.redelivery import DEAD_LETTER, Redelivery
+from longboat.client.push.redelivery import DEAD_LETTER
 from longboat.client.rebalance.locks import RENEW_INTERVAL_S, RETRY_S, lock_queues, unlock_queues
 from longboat.protocol.message import MessageExt
 from longboat.protocol.types import MessageQueue
@@ -73,30 +70,19 @@ class OrderlyConsumeService(WorkerPool[MessageQueue]):
         *,
         instance: ClientInstance,
         group: str,
-        workers: int,
-        batch_max: int,
         max_reconsume_times: int | None,
-        redelivery: Redelivery | None,
-        consumed: Consumed,
         use_broker_locks: bool,
         suspend_time: float = 1.0,
         lock_interval: float = RENEW_INTERVAL_S,
         lock_max_age: float = 30.0,
         lock_retry: float = RETRY_S,
         clock: Callable[[], float] = time.monotonic,
-        on_kind_error: Callable[[ListenerKindError], None] | None = None,
-        consume_timeout: float = 15 * 60.0,
+        **options: Unpack[ConsumeServiceOptions],
     ) -> None:
-        super().__init__(workers, "longboat-orderly")
-        self.listener = listener
-        self._is_async = is_async(listener)
+        super().__init__(listener, OrderlyResult, "longboat-orderly", options)
         self.instance = instance
         self.group = group
-        self.batch_max = batch_max
         self.max_reconsume_times = max_reconsume_times
-        self._results = ResultReader(listener, OrderlyResult, on_kind_error)
-        self.redelivery = redelivery
-        self._consumed = consumed
         self.use_broker_locks = use_broker_locks
         self.suspend_time = suspend_time
         self.lock_interval = lock_interval
@@ -107,7 +93,6 @@ class OrderlyConsumeService(WorkerPool[MessageQueue]):
         self._scheduled: set[MessageQueue] = set()
         self.suspended = 0
         self.dead_lettered = 0
-        self.consume_timeout = consume_timeout
         # Listener calls running now: when each started, and the offset its batch starts at.
         self._running: dict[MessageQueue, tuple[float, int]] = {}
         self.overrun_calls = 0
@@ -254,17 +239,10 @@ class OrderlyConsumeService(WorkerPool[MessageQueue]):
         context = OrderlyContext(mq, suspend_time=self.suspend_time)
         self._running[mq] = (self.clock(), msgs[0].queue_offset)
         try:
-            result = await call_listener(
-                self.listener, self._is_async, self._executor, msgs, context
-            )
-        except Exception:
-            log.exception("orderly listener failed on %s at offset %d", mq, msgs[0].queue_offset)
-            result = OrderlyResult.SUSPEND_CURRENT_QUEUE_A_MOMENT
+            result = await self._verdict(msgs, context, f"of {mq} at offset {msgs[0].queue_offset}")
         finally:
             del self._running[mq]
-        try:
-            result = self._results.read(result)
-        except ListenerKindError:
+        if result is None:
             pq.give_back()  # uncommitted, delivered again after a fix
             return None
         if pq.dropped:

@@ -10,7 +10,7 @@ listener's parent), and what `begin` returns right after, with the outcome.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
 from longboat.client.message import Message, SendResult
@@ -49,6 +49,20 @@ def begin_send(observers: Sequence[SendObserver], group: str, msg: Message) -> S
             e(msg_id, result, error)
 
     return end
+
+
+async def ended(end: SendEnd | None, msg_id: str, send: Awaitable[SendResult]) -> SendResult:
+    """Await `send` and hand its outcome (result or error) to `end`, what `begin_send`
+    returned; the outcome is `send`'s."""
+    if end is None:
+        return await send
+    try:
+        result = await send
+    except BaseException as exc:
+        end(msg_id, None, exc)
+        raise
+    end(msg_id, result, None)
+    return result
 
 
 def begin_consume(

@@ -177,7 +177,7 @@ class MessageTracer:
 
 
 def _type_of(msg: Message) -> MessageType:
-    if msg.delay_level:
+    if msg.delayed:
         return _DELAY
     return _HALF if msg.properties.get(Prop.TRAN_MSG) == "true" else _NORMAL
 

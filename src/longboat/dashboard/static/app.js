@@ -87,20 +87,62 @@ function field(label, input) { return h("label", {}, label, input); }
 
 // ------------------------------------------------------------------ pages
 
+// A page that is a heading over one box, redrawn by `draw` from `path`'s answer at every
+// refresh: what the router calls back.
+function refreshedPage(view, heading, path, draw) {
+  view.append(h("h2", {}, heading));
+  const box = view.appendChild(h("div"));
+  return async () => box.replaceChildren(draw(await api(path)));
+}
+
 const pages = {
   async cluster(view) {
-    view.append(h("h2", {}, "Cluster"));
+    return refreshedPage(view, "Cluster", "/api/cluster", data => table(`${data.brokers.length} broker(s)`,
+      [["cluster"], ["broker"], ["id", 1], ["role"], ["address"], ["version"], ["user topics", 1],
+        ["put TPS (10 s)", 1], ["get TPS (10 s)", 1], ["stored since start", 1], ["disk used"]],
+      data.brokers.map(b => b.topics === null ?
+        [b.cluster, b.broker, b.id, b.role, b.addr, h("span", {class: "error"}, b.error), "", "", "", "", ""] :
+        [b.cluster, b.broker, b.id, b.role, b.addr, b.version || "-", b.topics,
+          b.putTps ?? "-", b.getTps ?? "-", b.putToday ?? "-",
+          b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
+  },
+
+  // Per broker group: its master, its slaves and how far behind each is (bytes, and seconds
+  // since the master held no more than the slave holds; "≥" when the slave is behind the
+  // dashboard's whole history of its master); in controller mode the group's SyncStateSet
+  // and epochs as the leading controller keeps them.
+  async replication(view) {
+    view.append(h("h2", {}, "Replication"));
+    const note = view.appendChild(h("p", {class: "muted"}));
     const box = view.appendChild(h("div"));
+    const replica = r => `${r.brokerId} ${r.brokerAddress}${r.alive ? "" : " (down)"}`;
+    const seconds = m => m.role === "master" ? "-" : m.behindSeconds === null ? "unknown" :
+      m.behindSecondsAtLeast ? `≥ ${Math.floor(m.behindSeconds)} s` : `${Math.round(m.behindSeconds)} s`;
     return async () => {
-      const data = await api("/api/cluster");
-      box.replaceChildren(table(`${data.brokers.length} broker(s)`,
-        [["cluster"], ["broker"], ["id", 1], ["role"], ["address"], ["version"], ["user topics", 1],
-          ["put TPS (10 s)", 1], ["get TPS (10 s)", 1], ["stored since start", 1], ["disk used"]],
-        data.brokers.map(b => b.topics === null ?
-          [b.cluster, b.broker, b.id, b.role, b.addr, h("span", {class: "error"}, b.error), "", "", "", "", ""] :
-          [b.cluster, b.broker, b.id, b.role, b.addr, b.version || "-", b.topics,
-            b.putTps ?? "-", b.getTps ?? "-", b.putToday ?? "-",
-            b.diskRatio === null ? "-" : `${(b.diskRatio * 100).toFixed(1)}% (${b.diskCapacity || ""})`])));
+      const data = await api("/api/replication");
+      note.replaceChildren(data.controllers.length ?
+        `controller mode: controllers ${data.controllers.join(", ")}` :
+        "master-slave: no broker runs in controller mode",
+        data.controllerError ? h("span", {class: "error"}, ` (${data.controllerError})`) : "");
+      box.replaceChildren(...data.groups.map(g => {
+        const c = g.controller;
+        const headers = [["id", 1], ["role"], ["address"], ["commit-log end", 1], ["behind master (bytes)", 1],
+          ["behind master (seconds)", 1]];
+        if (c) headers.push(["in SyncStateSet"]);
+        const rows = g.members.map(m => [m.id, m.role, m.addr, m.logEnd ?? "unknown",
+          m.role === "master" ? "-" : m.behind ?? "unknown", seconds(m),
+          ...(c ? [m.inSyncStateSet ? "yes" : "no"] : [])]);
+        return h("section", {class: "group", "aria-label": `broker group ${g.broker}`},
+          h("h3", {}, `${g.broker} (cluster ${g.cluster})`),
+          c ? h("dl", {class: "sync-state"},
+            h("dt", {}, "master"), h("dd", {class: "master"}, c.masterBrokerId === null ? "none" : `${c.masterBrokerId} ${c.masterAddress}`),
+            h("dt", {}, "master epoch"), h("dd", {class: "master-epoch"}, c.masterEpoch),
+            h("dt", {}, "SyncStateSet"), h("dd", {class: "sync-state-set"}, c.inSyncReplicas.map(replica).join(", ") || "empty"),
+            h("dt", {}, "SyncStateSet epoch"), h("dd", {class: "sync-state-set-epoch"}, c.syncStateSetEpoch),
+            h("dt", {}, "not in sync"), h("dd", {class: "not-in-sync"}, c.notInSyncReplicas.map(replica).join(", ") || "-")) : null,
+          table(`members of ${g.broker}`, headers, rows));
+      }));
+      if (!data.groups.length) box.replaceChildren(h("p", {}, "no broker is registered with the name server"));
     };
   },
 
@@ -170,16 +212,11 @@ const pages = {
   },
 
   async groups(view) {
-    view.append(h("h2", {}, "Consumer groups"));
-    const box = view.appendChild(h("div"));
-    return async () => {
-      const data = await api("/api/groups");
-      box.replaceChildren(table(`${data.groups.length} group(s)`,
-        [["group"], ["state"], ["members", 1], ["lag", 1], ["consume msgs/s", 1]],
-        data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
-          h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-",
-          g.rate === null || g.rate === undefined ? "-" : g.rate.toFixed(1)])));
-    };
+    return refreshedPage(view, "Consumer groups", "/api/groups", data => table(`${data.groups.length} group(s)`,
+      [["group"], ["state"], ["members", 1], ["lag", 1], ["consume msgs/s", 1]],
+      data.groups.map(g => [link(`#/group/${enc(g.name)}`, g.name),
+        h("span", {class: `state-${g.state.replace(" ", "-")}`}, g.state), g.members, g.lag ?? "-",
+        g.rate === null || g.rate === undefined ? "-" : g.rate.toFixed(1)])));
   },
 
   async group(view, name) {
