@@ -8,6 +8,7 @@ what a user can rely on (its response code, whether the remark names the subject
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -18,7 +19,9 @@ from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import BrokerError, ClientError
 from longboat.client.lite_pull import LitePullConsumer
-from longboat.protocol.headers import SendMessageRequestHeaderV2
+from longboat.client.message import SendResult
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.headers import CreateTopicRequestHeader, SendMessageRequestHeaderV2
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import properties_to_string
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
@@ -40,10 +43,28 @@ class Target:
 Scenario = Callable[[Target], Awaitable[Observation]]
 
 
-async def new_topic(ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE) -> str:
+async def new_topic(
+    ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE, message_type: str | None = None
+) -> str:
+    """A new topic on the one master; with `message_type`, the topic attribute
+    `message.type` RocketMQ 5's proxy checks a gRPC send against (NORMAL when unset, so a
+    DELAY or FIFO message needs a topic of its type); Longboat's broker ignores it."""
     topic = unique("Diff")
     async with Admin(config=config_for(ns)) as admin:
         await admin.create_topic(topic, queue_nums=queues, perm=perm)
+        if message_type is not None:
+            _, addr = await master_addr(admin)
+            header = CreateTopicRequestHeader(
+                topic=topic,
+                defaultTopic=AUTO_CREATE_TOPIC_KEY,
+                readQueueNums=queues,
+                writeQueueNums=queues,
+                perm=perm,
+            )
+            ext = {**header.to_ext(), "attributes": f"+message.type={message_type}"}
+            command = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+            answer = await admin.instance.api.invoke(addr, command)
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
     return topic
 
 
@@ -77,7 +98,7 @@ async def raw_send(
     body: bytes,
     queue_id: int = 0,
     properties: dict[str, str] | None = None,
-) -> None:
+) -> SendResult:
     """SEND_MESSAGE_V2 as the producer would send it, without the client's own checks."""
     name, addr = await master_addr(admin)
     header = SendMessageRequestHeaderV2(
@@ -94,7 +115,40 @@ async def raw_send(
         unitMode=False,
     )
     mq = MessageQueue(topic, name, queue_id)
-    await admin.instance.api.send(addr, mq, header, body, msg_id="raw", timeout=10)
+    return await admin.instance.api.send(addr, mq, header, body, msg_id="raw", timeout=10)
+
+
+class TopicReader:
+    """A new group reading a one-queue topic from its first offset, started before anything
+    is sent: what it reads is everything the topic stores, in offset order (`got`)."""
+
+    def __init__(self, ns: str, topic: str) -> None:
+        self.got: list[MessageExt] = []
+        self._consumer = LitePullConsumer(
+            unique("reader_g"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+        )
+        self._consumer.subscribe(topic)
+
+    async def __aenter__(self) -> TopicReader:
+        await self._consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._consumer.shutdown()
+
+    async def until(self, *bodies: bytes) -> list[MessageExt]:
+        """Read on until every one of `bodies` came (WAIT_S at most); everything read."""
+        async with asyncio.timeout(WAIT_S):
+            while not set(bodies) <= {m.body for m in self.got}:
+                self.got.extend(await self._consumer.poll(timeout=1))
+        return self.got
+
+    def bodies(self) -> list[str]:
+        return [m.body.decode() for m in self.got]
+
+    def message(self, body: bytes) -> MessageExt:
+        """The first message read with `body`."""
+        return next(m for m in self.got if m.body == body)
 
 
 def queue_bodies(msgs: list[MessageExt]) -> list[list[str]]:
