@@ -9,8 +9,9 @@ what a user can rely on (its response code, whether the remark names the subject
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,8 @@ from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import BrokerError, ClientError
 from longboat.client.lite_pull import LitePullConsumer
-from longboat.client.message import SendResult
+from longboat.client.message import Message, SendResult
+from longboat.client.producer import Producer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import CreateTopicRequestHeader, SendMessageRequestHeaderV2
 from longboat.protocol.message import MessageExt
@@ -180,6 +182,34 @@ async def subscribed(
     finally:
         await consumer.shutdown()
     return got
+
+
+@contextlib.asynccontextmanager
+async def reading_and_sending(
+    ns: str, topic: str
+) -> AsyncIterator[tuple[TopicReader, Producer, Admin]]:
+    """A `TopicReader` of `topic` (started first), a producer, and an admin for raw sends."""
+    async with (
+        TopicReader(ns, topic) as reader,
+        Producer(unique("pg"), config=config_for(ns)) as producer,
+        Admin(config=config_for(ns)) as admin,
+    ):
+        yield reader, producer, admin
+
+
+async def send_around_a_time(
+    producer: Producer, topic: str, early: list[str], late: list[str], gap_s: float = 0.05
+) -> int:
+    """Send `early`, then `late`; the time (epoch ms) between them, `gap_s` after the last
+    early message was sent and about 50 ms before the first late one."""
+    for body in early:
+        await producer.send(Message(topic, body.encode()))
+    await asyncio.sleep(gap_s)
+    between_ms = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    for body in late:
+        await producer.send(Message(topic, body.encode()))
+    return between_ms
 
 
 async def observe(scenario: Scenario, target: Target) -> Observation:

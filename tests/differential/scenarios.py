@@ -36,6 +36,7 @@ from differential.harness import (
     outcome,
     queue_bodies,
     raw_send,
+    send_around_a_time,
     subscribed,
 )
 from differential.scenarios5 import SCENARIOS5
@@ -343,13 +344,9 @@ async def consume_from_new_group(target: Target) -> Observation:
     ns = target.namesrv
     topic = await new_topic(ns)
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
-        for i in range(3):
-            await producer.send(Message(topic, b"old-%d" % i))
-        await asyncio.sleep(0.05)
-        between_ms = int(time.time() * 1000)
-        await asyncio.sleep(0.05)
-        for i in range(2):
-            await producer.send(Message(topic, b"recent-%d" % i))
+        between_ms = await send_around_a_time(
+            producer, topic, [f"old-{i}" for i in range(3)], [f"recent-{i}" for i in range(2)]
+        )
         seen: Observation = {}
         for start in ConsumeFrom:
             consumer = LitePullConsumer(

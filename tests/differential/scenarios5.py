@@ -26,14 +26,13 @@ from differential.harness import (
     WAIT_S,
     Observation,
     Target,
-    TopicReader,
     master_addr,
     new_topic,
     outcome,
     raw_send,
+    reading_and_sending,
 )
 from longboat.client import Message
-from longboat.client.admin import Admin
 from longboat.client.pop import PopConsumer, PoppedMessage
 from longboat.client.producer import Producer
 from longboat.protocol.headers import RecallMessageRequestHeader
@@ -71,11 +70,7 @@ async def timers(target: Target) -> Observation:
     ns = target.namesrv
     topic = await new_topic(ns)
     seen: Observation = {}
-    async with (
-        TopicReader(ns, topic) as reader,
-        Producer(unique("pg"), config=config_for(ns)) as producer,
-        Admin(config=config_for(ns)) as admin,
-    ):
+    async with reading_and_sending(ns, topic) as (reader, producer, admin):
         start = now_ms()
         at = await producer.send(Message(topic, b"at+2s", deliver_at=start + 2000))
         past = await producer.send(Message(topic, b"at-5s", deliver_at=start - 5000))
@@ -120,11 +115,7 @@ async def recall(target: Target) -> Observation:
     ns = target.namesrv
     topic = await new_topic(ns)
     seen: Observation = {}
-    async with (
-        TopicReader(ns, topic) as reader,
-        Producer(unique("pg"), config=config_for(ns)) as producer,
-        Admin(config=config_for(ns)) as admin,
-    ):
+    async with reading_and_sending(ns, topic) as (reader, producer, admin):
         start = now_ms()
         doomed = await producer.send(Message(topic, b"recalled", deliver_at=start + 2000))
         # Due a second after the recalled one: once it is read, the recalled one would have been.

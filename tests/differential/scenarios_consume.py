@@ -19,9 +19,10 @@ from differential.harness import (
     WAIT_S,
     Observation,
     Target,
-    TopicReader,
     new_topic,
     raw_send,
+    reading_and_sending,
+    send_around_a_time,
 )
 from longboat.client import Message
 from longboat.client.admin import Admin
@@ -159,11 +160,7 @@ async def delay_levels(target: Target) -> Observation:
     ns = target.namesrv
     topic = await new_topic(ns, queues=2)
     levels = (0, 1, 3, 18)
-    async with (
-        TopicReader(ns, topic) as reader,
-        Producer(unique("pg"), config=config_for(ns)) as producer,
-        Admin(config=config_for(ns)) as admin,
-    ):
+    async with reading_and_sending(ns, topic) as (reader, producer, admin):
         queue = next(q for q in await producer.fetch_publish_queues(topic) if q.queue_id == 1)
         results = [
             await producer.send(
@@ -195,18 +192,13 @@ async def delay_levels(target: Target) -> Observation:
 
 async def reset_by_time(target: Target) -> Observation:
     """A group's offsets reset by time while it is offline, and what a member then reads.
-    The time is 1 s after the early messages and just before the late ones, so the message
+    The time is 1 s after the early messages and 50 ms before the late ones, so the message
     stored nearest to it (RocketMQ's choice) and the first stored after it agree."""
     ns = target.namesrv
     topic, group = await new_topic(ns), unique("reset_g")
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
-        for i in range(3):
-            await producer.send(Message(topic, b"early-%d" % i))
-        await asyncio.sleep(1.0)
-        between_ms = int(time.time() * 1000)
-        await asyncio.sleep(0.02)
-        for i in range(2):
-            await producer.send(Message(topic, b"late-%d" % i))
+        early, late = [f"early-{i}" for i in range(3)], [f"late-{i}" for i in range(2)]
+        between_ms = await send_around_a_time(producer, topic, early, late, gap_s=1.0)
     seen: Observation = {}
     async with Admin(config=config_for(ns)) as admin:
         later = await admin.reset_offsets(group, topic, int(time.time() * 1000) + 3_600_000)
