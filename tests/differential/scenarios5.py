@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -220,8 +221,9 @@ async def pop_java53(target: Target) -> Observation:
 
 async def grpc_python5(target: Target) -> Observation:
     """RocketMQ's official Python client (gRPC) against the gRPC endpoint: a message with tag,
-    keys and a property, a timer (`delivery_timestamp`), a recalled timer; a SimpleConsumer
-    that leaves its first message unacknowledged (it comes back, its attempt counted)."""
+    keys and a property, a timer (`delivery_timestamp`), a recalled timer (recalled again, and
+    one recalled once delivered), a timer beyond the longest delay; a SimpleConsumer that
+    leaves its first message unacknowledged (it comes back, its attempt counted)."""
     assert target.grpc_endpoint is not None
     # RocketMQ 5's proxy sends a message only to a topic of its type (5.3.3 has no MIXED).
     topics = (
@@ -251,11 +253,24 @@ def _grpc_message(topic: str, body: bytes, **fields: Any) -> GrpcMessage:
     return msg
 
 
+def _grpc_outcome(call: Callable[[], object]) -> str:
+    """ "ok", or the name of the official client's exception (it names the gRPC code)."""
+    try:
+        call()
+    except Exception as exc:
+        return type(exc).__name__
+    return "ok"
+
+
 def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) -> Observation:
     config = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
     seen: Observation = {}
     producer = GrpcProducer(config, (topic, timer_topic))
     producer.startup()
+    consumer = SimpleConsumer(
+        config, group, {t: FilterExpression("*") for t in (topic, timer_topic)}, await_duration=2
+    )
+    consumer.startup()
     try:
         plain_msg = _grpc_message(topic, b"plain", tag="T", keys="k1")
         plain_msg.add_property("color", "blue")
@@ -268,6 +283,13 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
         )
         # Due after the recalled one: once it is received, the recalled one would have been.
         producer.send(_grpc_message(timer_topic, b"at+4s", delivery_timestamp=start_s + 4))
+        seen["beyond the longest delay"] = _grpc_outcome(
+            lambda: producer.send(
+                _grpc_message(
+                    timer_topic, b"too-far", delivery_timestamp=start_s + FOUR_DAYS_MS // 1000
+                )
+            )
+        )
         seen["recall handles given (plain, timer)"] = [
             bool(plain.recall_handle),
             bool(timer.recall_handle),
@@ -275,31 +297,16 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
         seen["recall before due: the message's id"] = (
             producer.recall_message(timer_topic, doomed.recall_handle) == doomed.message_id
         )
-        try:
-            producer.recall_message(timer_topic, doomed.recall_handle)
-            seen["recall again"] = "ok"
-        except Exception as exc:  # the client's exception type names the gRPC code
-            seen["recall again"] = type(exc).__name__
-    finally:
-        producer.shutdown()
-    subscriptions = {t: FilterExpression("*") for t in (topic, timer_topic)}
-    consumer = SimpleConsumer(config, group, subscriptions, await_duration=2)
-    consumer.startup()
-    deliveries: list[tuple[str, int, Any]] = []
-    try:
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline:
-            for msg in consumer.receive(16, 2):
-                body = msg.body.decode()
-                first_plain = body == "plain" and not any(d[0] == "plain" for d in deliveries)
-                deliveries.append((body, msg.delivery_attempt, msg))
-                if not first_plain:  # left to its invisible time: it comes back
-                    consumer.ack(msg)
-            bodies = [d[0] for d in deliveries]
-            if "at+4s" in bodies and bodies.count("plain") >= 2:
-                break
+        seen["recall again"] = _grpc_outcome(
+            lambda: producer.recall_message(timer_topic, doomed.recall_handle)
+        )
+        deliveries = _receive_leaving_first_plain(consumer)
+        seen["recall once delivered"] = _grpc_outcome(
+            lambda: producer.recall_message(timer_topic, timer.recall_handle)
+        )
     finally:
         consumer.shutdown()
+        producer.shutdown()
     plains = [d for d in deliveries if d[0] == "plain"]
     seen["received"] = sorted({d[0] for d in deliveries})
     seen["plain: attempts"] = [d[1] for d in plains]
@@ -308,6 +315,24 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
     timer_msg = next(d[2] for d in deliveries if d[0] == "at+2s")
     seen["timer: delivery timestamp kept"] = timer_msg.delivery_timestamp == (start_s + 2) * 1000
     return seen
+
+
+def _receive_leaving_first_plain(consumer: SimpleConsumer) -> list[tuple[str, int, Any]]:
+    """(body, attempt, message) of each delivery until "at+4s" came and "plain" came back;
+    all acked but the first delivery of "plain"."""
+    deliveries: list[tuple[str, int, Any]] = []
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        for msg in consumer.receive(16, 2):
+            body = msg.body.decode()
+            first_plain = body == "plain" and not any(d[0] == "plain" for d in deliveries)
+            deliveries.append((body, msg.delivery_attempt, msg))
+            if not first_plain:  # left to its invisible time: it comes back
+                consumer.ack(msg)
+        bodies = [d[0] for d in deliveries]
+        if "at+4s" in bodies and bodies.count("plain") >= 2:
+            break
+    return deliveries
 
 
 SCENARIOS5 = {
