@@ -290,6 +290,12 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
                 )
             )
         )
+        # Milliseconds where the client's field holds seconds (due in an hour, read as ms).
+        seen["a delivery timestamp in milliseconds"] = _grpc_outcome(
+            lambda: producer.send(
+                _grpc_message(timer_topic, b"in-ms", delivery_timestamp=(start_s + 3600) * 1000)
+            )
+        )
         seen["recall handles given (plain, timer)"] = [
             bool(plain.recall_handle),
             bool(timer.recall_handle),
