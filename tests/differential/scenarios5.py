@@ -22,7 +22,7 @@ from rocketmq import Message as GrpcMessage
 from rocketmq import Producer as GrpcProducer
 from rocketmq.v5.util.misc import Misc
 
-from client.client_e2e import config_for, unique
+from client.client_e2e import config_for, read_topic, unique
 from differential.harness import (
     WAIT_S,
     Observation,
@@ -34,8 +34,10 @@ from differential.harness import (
     reading_and_sending,
 )
 from longboat.client import Message
+from longboat.client.admin import Admin
 from longboat.client.pop import PopConsumer, PoppedMessage
 from longboat.client.producer import Producer
+from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.headers import RecallMessageRequestHeader
 from longboat.protocol.properties import Prop
 from longboat.protocol.recall_handle import RecallHandle
@@ -184,6 +186,39 @@ async def pop_remoting(target: Target) -> Observation:
         got = await _pop_until(other, topic, {"acked", "expires", "hidden"}, invisible=60.0)
         seen["another group pops"] = sorted(m.body.decode() for m in got)
     return seen
+
+
+async def pop_dead_letters(target: Target) -> Observation:
+    """Pop consumption by a group whose `retryMaxTimes` is 1, never acking a message popped
+    with an invisible time of 1 s: its pops (reconsume times) until whichever comes first, a
+    third pop or a dead letter in the group's `%DLQ%`."""
+    ns = target.namesrv
+    topic, group = await new_topic(ns), unique("pop_dlq_g")
+    async with Admin(config=config_for(ns)) as admin:
+        _, addr = await master_addr(admin)
+        await admin.instance.api.create_subscription_group(
+            addr, SubscriptionGroupConfig(group_name=group, retry_max_times=1)
+        )
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        await producer.send(Message(topic, b"never acked", keys=["never-acked"]))
+    popped: list[PoppedMessage] = []
+
+    async def popped_thrice(consumer: PopConsumer) -> None:
+        while len(popped) < 3:
+            popped.extend(await consumer.receive(topic, invisible_time=1.0, wait=2))
+
+    async with PopConsumer(group, config=config_for(ns)) as consumer:
+        popping = asyncio.create_task(popped_thrice(consumer))
+        dlq = asyncio.create_task(read_topic(ns, f"%DLQ%{group}", 1, timeout=2 * WAIT_S))
+        await asyncio.wait({popping, dlq}, timeout=2 * WAIT_S, return_when=asyncio.FIRST_COMPLETED)
+        for racer in (popping, dlq):
+            racer.cancel()
+        await asyncio.gather(popping, dlq, return_exceptions=True)
+    dead = dlq.result() if not dlq.cancelled() and dlq.exception() is None else []
+    return {
+        "popped (reconsume times)": [m.reconsume_times for m in popped],
+        "dead letters (body, keys)": [[m.body.decode(), m.keys] for m in dead],
+    }
 
 
 async def _pop_until(
@@ -346,6 +381,7 @@ SCENARIOS5 = {
     "recall": recall,
     "pop_remoting": pop_remoting,
     "pop_java53": pop_java53,
+    "pop_dead_letters": pop_dead_letters,
     "grpc_python5": grpc_python5,
 }
 # Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy).
