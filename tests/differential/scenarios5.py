@@ -265,15 +265,18 @@ async def grpc_python5(target: Target) -> Observation:
         await new_topic(target.namesrv),
         await new_topic(target.namesrv, message_type="DELAY"),
     )
-    return await asyncio.to_thread(_grpc_python5, target.grpc_endpoint, topics, unique("py5_g"))
+    return await asyncio.to_thread(
+        _on_own_loop, _grpc_python5_on, target.grpc_endpoint, *topics, unique("py5_g")
+    )
 
 
-def _grpc_python5(endpoint: str, topics: tuple[str, str], group: str) -> Observation:
-    # grpc.aio, under the client, asks the calling thread for an event loop.
+def _on_own_loop(run: Callable[..., Observation], *args: Any) -> Observation:
+    """`run(*args)` on this (worker) thread with an event loop of its own: grpc.aio, under
+    the official client, asks the calling thread for one."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     try:
-        return _grpc_python5_on(endpoint, *topics, group)
+        return run(*args)
     finally:
         asyncio.set_event_loop(None)
         loop.close()
@@ -376,6 +379,52 @@ def _receive_leaving_first_plain(consumer: SimpleConsumer) -> list[tuple[str, in
     return deliveries
 
 
+async def grpc_python5_fifo(target: Target) -> Observation:
+    """FIFO over gRPC with the official Python client: a FIFO topic, a group that consumes
+    orderly, messages of message groups A (a1, a2) and B (b1); a SimpleConsumer receiving one
+    message at a time leaves a1's first delivery unacknowledged. A's deliveries in order (a2
+    only once a1 was acked), and that B's came."""
+    assert target.grpc_endpoint is not None
+    ns = target.namesrv
+    topic, group = await new_topic(ns, message_type="FIFO"), unique("py5_fifo_g")
+    async with Admin(config=config_for(ns)) as admin:
+        _, addr = await master_addr(admin)
+        await admin.instance.api.create_subscription_group(
+            addr, SubscriptionGroupConfig(group_name=group, consume_message_orderly=True)
+        )
+    return await asyncio.to_thread(
+        _on_own_loop, _grpc_python5_fifo_on, target.grpc_endpoint, topic, group
+    )
+
+
+def _grpc_python5_fifo_on(endpoint: str, topic: str, group: str) -> Observation:
+    config = ClientConfiguration(endpoint, Credentials(), request_timeout=10)
+    producer = GrpcProducer(config, (topic,))
+    producer.startup()
+    consumer = SimpleConsumer(config, group, {topic: FilterExpression("*")}, await_duration=2)
+    consumer.startup()
+    deliveries: list[tuple[str, int]] = []
+    try:
+        for body, message_group in (("a1", "A"), ("a2", "A"), ("b1", "B")):
+            producer.send(_grpc_message(topic, body.encode(), message_group=message_group))
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and not {"a2", "b1"} <= {d[0] for d in deliveries}:
+            for msg in consumer.receive(1, 2):
+                body = msg.body.decode()
+                if body != "a1" or any(d[0] == "a1" for d in deliveries):
+                    consumer.ack(msg)
+                deliveries.append((body, msg.delivery_attempt))
+    finally:
+        consumer.shutdown()
+        producer.shutdown()
+    return {
+        "A: deliveries in order (body, attempt)": [
+            [body, attempt] for body, attempt in deliveries if body.startswith("a")
+        ],
+        "B: delivered": [body for body, _ in deliveries if body.startswith("b")],
+    }
+
+
 SCENARIOS5 = {
     "timers": timers,
     "recall": recall,
@@ -383,6 +432,7 @@ SCENARIOS5 = {
     "pop_java53": pop_java53,
     "pop_dead_letters": pop_dead_letters,
     "grpc_python5": grpc_python5,
+    "grpc_python5_fifo": grpc_python5_fifo,
 }
 # Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy).
 SINCE_5 = set(SCENARIOS5)

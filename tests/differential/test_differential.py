@@ -32,7 +32,7 @@ TABLE_HEADING = "### Accepted differences"
 COLUMNS = {"4.9.7": 1, "5.3.3": 2}  # each RocketMQ version's cell in `Row.cells`
 SAME = "same"  # a RocketMQ cell saying that version does what Longboat does
 MISSING = "(absent)"
-GRPC_SCENARIOS = {"grpc_java5", "grpc_python5"}
+GRPC_SCENARIOS = {"grpc_java5", "grpc_python5", "grpc_python5_fifo"}
 
 
 @dataclass(frozen=True)
