@@ -16,12 +16,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from client.client_e2e import config_for, unique
+from client.push_support import positioned
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import BrokerError, ClientError
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.message import Message, SendResult
 from longboat.client.producer import Producer
+from longboat.client.push import PushConsumer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import CreateTopicRequestHeader, SendMessageRequestHeaderV2
 from longboat.protocol.message import MessageExt
@@ -210,6 +212,17 @@ async def send_around_a_time(
     for body in late:
         await producer.send(Message(topic, body.encode()))
     return between_ms
+
+
+async def positioned_then_send(
+    consumer: PushConsumer, ns: str, topic: str, bodies: tuple[str, ...], keyed: bool = False
+) -> None:
+    """Once the started `consumer` knows where each of its queues starts, send `bodies` to
+    `topic` (each its own key when `keyed`), so it gets every one of them."""
+    await positioned(consumer)
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body.encode(), keys=[body] if keyed else None))
 
 
 async def observe(scenario: Scenario, target: Target) -> Observation:

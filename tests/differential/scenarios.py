@@ -34,6 +34,7 @@ from differential.harness import (
     master_addr,
     new_topic,
     outcome,
+    positioned_then_send,
     queue_bodies,
     raw_send,
     send_around_a_time,
@@ -226,10 +227,7 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
     consumer.register_listener(listener)
     await consumer.start()
     try:
-        await positioned(consumer)
-        async with Producer(unique("pg"), config=config_for(ns)) as producer:
-            for body in ("fine", "flaky", "poison"):
-                await producer.send(Message(topic, body.encode(), keys=[body]))
+        await positioned_then_send(consumer, ns, topic, ("fine", "flaky", "poison"), keyed=True)
         # With no reconsume allowed, the flaky message's one failure sends it there too.
         dead_count = 2 if max_reconsume <= 0 else 1
         dead = await read_topic(ns, f"%DLQ%{group}", dead_count, timeout=WAIT_S)

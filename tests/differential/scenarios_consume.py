@@ -12,7 +12,6 @@ import time
 from client.client_e2e import config_for, unique
 from client.push_support import (
     Deliveries,
-    positioned,
     settled,
 )
 from differential.harness import (
@@ -20,6 +19,7 @@ from differential.harness import (
     Observation,
     Target,
     new_topic,
+    positioned_then_send,
     raw_send,
     reading_and_sending,
     send_around_a_time,
@@ -64,10 +64,7 @@ async def consume_timeout(target: Target) -> Observation:
     consumer.register_listener(listener)
     await consumer.start()
     try:
-        await positioned(consumer)
-        async with Producer(unique("pg"), config=config_for(ns)) as producer:
-            for body in ("before", "hangs", "after"):
-                await producer.send(Message(topic, body.encode()))
+        await positioned_then_send(consumer, ns, topic, ("before", "hangs", "after"))
         await deliveries.wait(
             lambda: (
                 deliveries.bodies().count("hangs") >= 2
