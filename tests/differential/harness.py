@@ -8,17 +8,24 @@ what a user can rely on (its response code, whether the remark names the subject
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from client.client_e2e import config_for, unique
+from client.push_support import positioned
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import BrokerError, ClientError
 from longboat.client.lite_pull import LitePullConsumer
-from longboat.protocol.headers import SendMessageRequestHeaderV2
+from longboat.client.message import Message, SendResult
+from longboat.client.producer import Producer
+from longboat.client.push import PushConsumer
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.headers import CreateTopicRequestHeader, SendMessageRequestHeaderV2
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import properties_to_string
 from longboat.protocol.topic_names import AUTO_CREATE_TOPIC_KEY
@@ -40,10 +47,28 @@ class Target:
 Scenario = Callable[[Target], Awaitable[Observation]]
 
 
-async def new_topic(ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE) -> str:
+async def new_topic(
+    ns: str, queues: int = 1, perm: int = PERM_READ | PERM_WRITE, message_type: str | None = None
+) -> str:
+    """A new topic on the one master; with `message_type`, the topic attribute
+    `message.type` RocketMQ 5's proxy checks a gRPC send against (NORMAL when unset, so a
+    DELAY or FIFO message needs a topic of its type); Longboat's broker ignores it."""
     topic = unique("Diff")
     async with Admin(config=config_for(ns)) as admin:
         await admin.create_topic(topic, queue_nums=queues, perm=perm)
+        if message_type is not None:
+            _, addr = await master_addr(admin)
+            header = CreateTopicRequestHeader(
+                topic=topic,
+                defaultTopic=AUTO_CREATE_TOPIC_KEY,
+                readQueueNums=queues,
+                writeQueueNums=queues,
+                perm=perm,
+            )
+            ext = {**header.to_ext(), "attributes": f"+message.type={message_type}"}
+            command = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+            answer = await admin.instance.api.invoke(addr, command)
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
     return topic
 
 
@@ -77,7 +102,7 @@ async def raw_send(
     body: bytes,
     queue_id: int = 0,
     properties: dict[str, str] | None = None,
-) -> None:
+) -> SendResult:
     """SEND_MESSAGE_V2 as the producer would send it, without the client's own checks."""
     name, addr = await master_addr(admin)
     header = SendMessageRequestHeaderV2(
@@ -94,7 +119,40 @@ async def raw_send(
         unitMode=False,
     )
     mq = MessageQueue(topic, name, queue_id)
-    await admin.instance.api.send(addr, mq, header, body, msg_id="raw", timeout=10)
+    return await admin.instance.api.send(addr, mq, header, body, msg_id="raw", timeout=10)
+
+
+class TopicReader:
+    """A new group reading a one-queue topic from its first offset, started before anything
+    is sent: what it reads is everything the topic stores, in offset order (`got`)."""
+
+    def __init__(self, ns: str, topic: str) -> None:
+        self.got: list[MessageExt] = []
+        self._consumer = LitePullConsumer(
+            unique("reader_g"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
+        )
+        self._consumer.subscribe(topic)
+
+    async def __aenter__(self) -> TopicReader:
+        await self._consumer.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._consumer.shutdown()
+
+    async def until(self, *bodies: bytes) -> list[MessageExt]:
+        """Read on until every one of `bodies` came (WAIT_S at most); everything read."""
+        async with asyncio.timeout(WAIT_S):
+            while not set(bodies) <= {m.body for m in self.got}:
+                self.got.extend(await self._consumer.poll(timeout=1))
+        return self.got
+
+    def bodies(self) -> list[str]:
+        return [m.body.decode() for m in self.got]
+
+    def message(self, body: bytes) -> MessageExt:
+        """The first message read with `body`."""
+        return next(m for m in self.got if m.body == body)
 
 
 def queue_bodies(msgs: list[MessageExt]) -> list[list[str]]:
@@ -126,6 +184,45 @@ async def subscribed(
     finally:
         await consumer.shutdown()
     return got
+
+
+@contextlib.asynccontextmanager
+async def reading_and_sending(
+    ns: str, topic: str
+) -> AsyncIterator[tuple[TopicReader, Producer, Admin]]:
+    """A `TopicReader` of `topic` (started first), a producer, and an admin for raw sends."""
+    async with (
+        TopicReader(ns, topic) as reader,
+        Producer(unique("pg"), config=config_for(ns)) as producer,
+        Admin(config=config_for(ns)) as admin,
+    ):
+        yield reader, producer, admin
+
+
+async def send_around_a_time(
+    producer: Producer, topic: str, early: list[str], late: list[str], gap_s: float = 0.05
+) -> int:
+    """Send `early`, then `late`; the time (epoch ms) between them, `gap_s` after the last
+    early message was sent and about 50 ms before the first late one."""
+    for body in early:
+        await producer.send(Message(topic, body.encode()))
+    await asyncio.sleep(gap_s)
+    between_ms = int(time.time() * 1000)
+    await asyncio.sleep(0.05)
+    for body in late:
+        await producer.send(Message(topic, body.encode()))
+    return between_ms
+
+
+async def positioned_then_send(
+    consumer: PushConsumer, ns: str, topic: str, bodies: tuple[str, ...], keyed: bool = False
+) -> None:
+    """Once the started `consumer` knows where each of its queues starts, send `bodies` to
+    `topic` (each its own key when `keyed`), so it gets every one of them."""
+    await positioned(consumer)
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body.encode(), keys=[body] if keyed else None))
 
 
 async def observe(scenario: Scenario, target: Target) -> Observation:

@@ -30,13 +30,18 @@ from differential.harness import (
     Observation,
     Scenario,
     Target,
+    TopicReader,
     master_addr,
     new_topic,
     outcome,
+    positioned_then_send,
     queue_bodies,
     raw_send,
+    send_around_a_time,
     subscribed,
 )
+from differential.scenarios5 import SCENARIOS5
+from differential.scenarios_consume import SCENARIOS_CONSUME
 from longboat.client import Message
 from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
@@ -191,10 +196,15 @@ async def bad_input(target: Target) -> Observation:
 
 async def retries_to_dlq(target: Target) -> Observation:
     """A push consumer's failed messages: reconsumed through the group's retry topic (delay
-    levels of 1 s) up to `max_reconsume_times`, then stored in its dead-letter topic."""
+    levels of 1 s) up to `max_reconsume_times`, then stored in its dead-letter topic.
+
+    -1 is sent as it is by Longboat's client (and by RocketMQ's Python client); both brokers
+    then dead-letter a message at its first failure (`reconsumeTimes >= maxReconsumeTimes`).
+    RocketMQ's Java client never sends it: it sends 16 for -1, which both brokers take as any
+    other limit."""
     ns = target.namesrv
     seen: Observation = {}
-    for max_reconsume in (0, 2):
+    for max_reconsume in (-1, 0, 2):
         seen.update(await _retries(ns, max_reconsume))
     return seen
 
@@ -217,14 +227,11 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
     consumer.register_listener(listener)
     await consumer.start()
     try:
-        await positioned(consumer)
-        async with Producer(unique("pg"), config=config_for(ns)) as producer:
-            for body in ("fine", "flaky", "poison"):
-                await producer.send(Message(topic, body.encode(), keys=[body]))
+        await positioned_then_send(consumer, ns, topic, ("fine", "flaky", "poison"), keyed=True)
         # With no reconsume allowed, the flaky message's one failure sends it there too.
-        dead_count = 2 if max_reconsume == 0 else 1
+        dead_count = 2 if max_reconsume <= 0 else 1
         dead = await read_topic(ns, f"%DLQ%{group}", dead_count, timeout=WAIT_S)
-        flaky_deliveries = 1 if max_reconsume == 0 else 2
+        flaky_deliveries = 1 if max_reconsume <= 0 else 2
         await deliveries.wait(lambda: deliveries.bodies().count("flaky") >= flaky_deliveries)
     finally:
         await consumer.shutdown()
@@ -335,13 +342,9 @@ async def consume_from_new_group(target: Target) -> Observation:
     ns = target.namesrv
     topic = await new_topic(ns)
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
-        for i in range(3):
-            await producer.send(Message(topic, b"old-%d" % i))
-        await asyncio.sleep(0.05)
-        between_ms = int(time.time() * 1000)
-        await asyncio.sleep(0.05)
-        for i in range(2):
-            await producer.send(Message(topic, b"recent-%d" % i))
+        between_ms = await send_around_a_time(
+            producer, topic, [f"old-{i}" for i in range(3)], [f"recent-{i}" for i in range(2)]
+        )
         seen: Observation = {}
         for start in ConsumeFrom:
             consumer = LitePullConsumer(
@@ -420,9 +423,11 @@ async def transactions(target: Target) -> Observation:
     def local(msg: Message, arg: object) -> LocalTransactionState:
         return {"commit": COMMIT, "rollback": ROLLBACK}.get(msg.body.decode(), UNKNOWN)
 
-    async with TransactionProducer(
-        unique("txg"), config=config_for(ns), check_listener=check
-    ) as producer:
+    # One queue, read from its first offset by a group started before anything is sent.
+    async with (
+        TopicReader(ns, topic) as reader,
+        TransactionProducer(unique("txg"), config=config_for(ns), check_listener=check) as producer,
+    ):
         sent = {
             body: await producer.send_in_transaction(Message(topic, body.encode()), local)
             for body in ("commit", "rollback", *answers)
@@ -430,20 +435,12 @@ async def transactions(target: Target) -> Observation:
         async with asyncio.timeout(WAIT_S):
             while not set(answers) <= set(checks):
                 await asyncio.sleep(0.1)
+        # The check's answer reaches the broker after the listener returned: the plain
+        # message is sent once the checked-back commit is visible, so it comes after every
+        # decision on both systems however slow the box (the rollbacks never show).
+        await reader.until(b"unknown-then-commit")
         await producer.send(Message(topic, b"end"))
-    # One queue: what comes before the plain message sent after every decision is all there is.
-    got: list[MessageExt] = []
-    consumer = LitePullConsumer(
-        unique("tx_reader"), config=config_for(ns), consume_from=ConsumeFrom.FIRST_OFFSET
-    )
-    consumer.subscribe(topic)
-    await consumer.start()
-    try:
-        async with asyncio.timeout(WAIT_S):
-            while b"end" not in [m.body for m in got]:
-                got += await consumer.poll(timeout=1)
-    finally:
-        await consumer.shutdown()
+        got = await reader.until(b"end")
     visible = {m.body.decode(): m for m in got}
     return {
         "local states": [sent[b].local_state.name for b in sent],
@@ -518,4 +515,6 @@ SCENARIOS: dict[str, Scenario] = {
     "lookups": lookups,
     "transactions": transactions,
     "grpc_java5": grpc_java5,
+    **SCENARIOS_CONSUME,
+    **SCENARIOS5,
 }

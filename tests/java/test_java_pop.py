@@ -7,7 +7,6 @@ reaches the end of each queue, so nothing is delivered again."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,10 +14,8 @@ from pathlib import Path
 from client.client_e2e import unique
 from client.push_support import create_topic, send
 from conftest import Cluster
-from peers.rocketmq import JDK17_OPENS, PEER_JVM_OPTIONS, classpath
-from peers.rocketmq5 import SERVER5_DIR
+from peers.rocketmq5 import run_pop_consume
 
-PROGRAM = SERVER5_DIR.parent / "pop" / "PopConsume.java"
 QUEUES = 4
 
 
@@ -31,24 +28,7 @@ def test_java_53_pop_consumer_consumes_and_acks_everything(
     bodies = [f"pop-{i}" for i in range(20)]
     asyncio.run(send(ns, topic, bodies))
     group = unique("java-pop")
-    done = subprocess.run(
-        [
-            "java",
-            *PEER_JVM_OPTIONS,
-            f"-Drocketmq.client.logRoot={tmp_path}",
-            *JDK17_OPENS,
-            "-cp",
-            classpath(SERVER5_DIR),
-            str(PROGRAM),
-            ns,
-            group,
-            topic,
-            "20",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_pop_consume(ns, group, topic, 20, log_root=tmp_path)
     print(done.stdout[-4000:], done.stderr[-4000:], file=sys.stderr)
     assert done.returncode == 0, done.stdout[-2000:]
     got = {line.split()[1] for line in done.stdout.splitlines() if line.startswith("GOT ")}

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import tempfile
 import time
 from collections.abc import Mapping
@@ -52,6 +53,7 @@ from peers.rocketmq import (
 )
 
 SERVER5_DIR = JAVA_DIR / "server5"
+POP_PROGRAM = JAVA_DIR / "pop" / "PopConsume.java"
 VERSION = "5.3.3"
 # One JVM holds the proxy and the broker: a heap as small as the 4.9.7 broker's, and direct
 # memory capped so netty's pools stay small on a shared box.
@@ -65,6 +67,9 @@ PROXY_JVM_OPTIONS = (
 
 # What a 5.x broker needs beyond `broker_settings`.
 BROKER5_SETTINGS: dict[str, object] = {
+    # Recall (RECALL_MESSAGE, gRPC RecallMessage) is off by default in 5.3 ("recall failed,
+    # operation is forbidden", NO_PERMISSION); Longboat's broker always serves it.
+    "recallMessageEnable": "true",
     # The timer wheel (arbitrary delays) preallocates a 100 MiB log by default.
     "mappedFileSizeTimerLog": 4 * 1024 * 1024,
     # 5.x writes transaction decisions in batches, every 3 s by default: with halves checked
@@ -208,6 +213,29 @@ def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
         *args,
     ]
     return run_peer(f"mqadmin {VERSION} {' '.join(args)}", command, CLIENT_DIR, timeout=timeout)
+
+
+def run_pop_consume(
+    namesrv_addr: str, group: str, topic: str, count: int, *, log_root: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run RocketMQ's remoting client 5.3.3 as a pop-mode push consumer (`POP_PROGRAM`, in
+    source mode on the 5.x server's classpath, which holds rocketmq-client 5.3.3) until it
+    consumed `count` distinct bodies: its output is a line "GOT <body> <reconsumeTimes>" per
+    message, then "DONE" (exit 0) or "TIMEOUT <distinct bodies>" (exit 1)."""
+    command = [
+        "java",
+        *PEER_JVM_OPTIONS,
+        f"-Drocketmq.client.logRoot={log_root}",
+        *JDK17_OPENS,
+        "-cp",
+        classpath(SERVER5_DIR),
+        str(POP_PROGRAM),
+        namesrv_addr,
+        group,
+        topic,
+        str(count),
+    ]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
 def main() -> None:

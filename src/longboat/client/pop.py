@@ -29,6 +29,7 @@ from longboat.client.config import ClientConfig
 from longboat.client.errors import ClientUsageError, NoRouteError, broker_error
 from longboat.client.lifecycle import InstanceUser
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.errors import ProtocolError
 from longboat.protocol.header_fields import Header
 from longboat.protocol.message import MessageExt, decode_records
 from longboat.protocol.pop_headers import (
@@ -37,6 +38,9 @@ from longboat.protocol.pop_headers import (
     ChangeInvisibleTimeResponseHeader,
     ExtraInfo,
     PopMessageRequestHeader,
+    PopMessageResponseHeader,
+    parse_queue_info,
+    topic_mark,
 )
 from longboat.protocol.properties import Prop
 from longboat.protocol.topic_names import validate_group
@@ -116,18 +120,26 @@ class PopConsumer(InstanceUser):
             exp=expression,
         )
         self._turn = (self._turn + 1) % len(addrs)
-        addr = addrs[self._turn]
+        broker_name, addr = addrs[self._turn]
         response = await self._call(
             addr,
             RequestCode.POP_MESSAGE,
             header,
-            ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND),
+            # RocketMQ's brokers answer a long poll that saw nothing with POLLING_TIMEOUT.
+            ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.POLLING_TIMEOUT),
             timeout=wait + ANSWER_MARGIN_S,
         )
         if response.code != ResponseCode.SUCCESS:
             return []
+        answer = PopMessageResponseHeader.from_ext(response.ext_fields)
+        try:
+            starts = parse_queue_info(answer.startOffsetInfo)
+        except ProtocolError as bad:
+            raise broker_error(
+                ResponseCode.SYSTEM_ERROR, str(bad), addr=addr, request_code=RequestCode.POP_MESSAGE
+            ) from None
         return [
-            PoppedMessage(m, addr, m.properties[Prop.POP_CK])
+            PoppedMessage(m, addr, _checkpoint(m, answer, starts, broker_name))
             for m in decode_records(response.body or b"")
         ]
 
@@ -188,6 +200,33 @@ class PopConsumer(InstanceUser):
         return response
 
 
-def _readable_brokers(route: TopicRoute) -> list[str]:
+def _readable_brokers(route: TopicRoute) -> list[tuple[str, str]]:
+    """(broker name, master address) of each broker serving `route` for reading."""
     names = sorted({mq.broker_name for mq in route.subscribe_queues})
-    return [addr for name in names if (addr := route.master_addr(name))]
+    return [(name, addr) for name in names if (addr := route.master_addr(name))]
+
+
+def _checkpoint(
+    msg: MessageExt,
+    answer: PopMessageResponseHeader,
+    starts: dict[tuple[str, int], str],
+    broker_name: str,
+) -> str:
+    """The message's checkpoint: its `POP_CK` when the broker set one (Longboat's does),
+    else built from the answer as RocketMQ's Java client does (processPopResponse: RocketMQ's
+    brokers leave it to the client), from its queue's start offset in `startOffsetInfo`."""
+    if (checkpoint := msg.properties.get(Prop.POP_CK)) is not None:
+        return checkpoint
+    mark = topic_mark(msg.topic)
+    return str(
+        ExtraInfo(
+            int(starts.get((mark, msg.queue_id), msg.queue_offset)),
+            answer.popTime,
+            answer.invisibleTime,
+            answer.reviveQid,
+            mark,
+            broker_name,
+            msg.queue_id,
+            msg.queue_offset,
+        )
+    )

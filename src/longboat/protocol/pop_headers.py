@@ -163,6 +163,18 @@ def queue_info(topic: str, values: dict[int, str]) -> str:
     return ";".join(f"{mark} {queue_id} {value}" for queue_id, value in values.items())
 
 
+def parse_queue_info(text: str | None) -> dict[tuple[str, int], str]:
+    """`startOffsetInfo` / `msgOffsetInfo` read back: (`<retry>` mark, queue id) -> value.
+    ProtocolError when an entry is not `"<retry> <queueId> <value>"`."""
+    found: dict[tuple[str, int], str] = {}
+    for entry in filter(None, (text or "").split(";")):
+        parts = entry.split(" ")
+        if len(parts) != 3 or not parts[1].lstrip("-").isdigit():
+            raise ProtocolError(f"queue info entry {entry!r} is not '<retry> <queueId> <value>'")
+        found[parts[0], int(parts[1])] = parts[2]
+    return found
+
+
 @dataclass(frozen=True, slots=True)
 class BatchAck:
     """One entry of a BATCH_ACK_MESSAGE body: the offsets `start_offset + i` for each bit i set."""

@@ -57,8 +57,11 @@ class Prop:
     TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
     TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
     TIMER_DELAY_MS = "TIMER_DELAY_MS"
-    # The broker's: the delivery time a timer message was scheduled for.
+    # The broker's: the delivery time a timer message was scheduled for, and when the timer
+    # entered and left the broker's wheel (on the delivered message, as RocketMQ 5 sets them).
     TIMER_OUT_MS = "TIMER_OUT_MS"
+    TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+    TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
     START_DELIVER_TIME = "__STARTDELIVERTIME"
     # RocketMQ 5's trace context (W3C traceparent), the v2 system property trace_context.
     TRACE_CONTEXT = "TRACE_CONTEXT"
@@ -80,7 +83,7 @@ RESERVED_PROPERTIES: frozenset[str] = frozenset(
         "EXTEND_UNIQ_INFO", Prop.INSTANCE_ID, Prop.CORRELATION_ID, Prop.REPLY_TO_CLIENT,
         Prop.TTL, Prop.ARRIVE_TIME, Prop.PUSH_REPLY_TIME, Prop.CLUSTER, Prop.MSG_TYPE,
         "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", Prop.TIMER_DELIVER_MS,
-        "TIMER_ENQUEUE_MS", "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_OUT_MS",
+        Prop.TIMER_ENQUEUE_MS, Prop.TIMER_DEQUEUE_MS, "TIMER_ROLL_TIMES", "TIMER_OUT_MS",
         "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
         "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "CRC32",
     }

@@ -267,7 +267,10 @@ class TimerService:
         for i, (_, offset) in enumerate(taken):
             ext = self.controller.store.message_at(TIMER_TOPIC, TIMER_QUEUE, offset)
             restored = restored_message(ext) if ext is not None else None
-            if restored is not None:
+            if ext is not None and restored is not None:
+                # As RocketMQ's timer store: when the timer entered the wheel, and left it.
+                restored.properties[Prop.TIMER_ENQUEUE_MS] = str(ext.store_timestamp)
+                restored.properties[Prop.TIMER_DEQUEUE_MS] = str(now_ms)
                 result = self.controller.appender.store_message(restored)
                 if result.status is not PutStatus.PUT_OK:
                     log.error(
