@@ -2,9 +2,12 @@
 transitions since (`config/popState.log`, one JSON array per line).
 
 Each transition is one `write` to the journal (opened O_APPEND) as it happens, before the
-client is answered, so an ack answered OK survives the broker process dying right after.  The
-journal is not fsynced per record: a machine crash may lose its last records (those messages
-are then delivered again), as the commit log under ASYNC_FLUSH may lose its tail.
+client is answered, so an ack answered OK survives the broker process dying right after (the
+page cache outlives the process).  `sync` makes the records durable against a machine crash
+too; `PopService` decides when, as the commit log's flush mode does for messages: before an
+ack is answered under SYNC_FLUSH (one fsync shared by the acks waiting meanwhile), once per
+flush interval under ASYNC_FLUSH (a machine crash then loses at most that interval's acks,
+whose messages are delivered again).
 
 `compact` writes a fresh snapshot atomically and only then empties the journal; replaying
 records the snapshot already holds changes nothing (see `PopTable.restore`), so a crash
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,11 @@ class PopJournal:
         self.journal_path = config_dir / "popState.log"
         self._fd: int | None = None
         self.records_since_compaction = 0
+        # `sync` runs on the flush thread while the loop appends and compacts.
+        self._lock = threading.Lock()
+        # Records written and records covered by the last sync: the flush service's "offsets".
+        self.written = 0
+        self.synced = 0
 
     def load(self) -> tuple[list[list[Any]], list[Record]]:
         """(snapshot, journal records written after it)."""
@@ -60,17 +69,38 @@ class PopJournal:
     def append(self, record: Record) -> None:
         if self._fd is None:
             return
-        os.write(self._fd, orjson.dumps(record) + b"\n")
+        line = orjson.dumps(record) + b"\n"
+        with self._lock:
+            os.write(self._fd, line)
+            self.written += 1
         self.records_since_compaction += 1
+
+    def sync(self) -> int:
+        """fsync the journal; returns the count of records written that are now durable (the
+        ones a compaction folded into the snapshot, which is written durably, included)."""
+        with self._lock:
+            written = self.written
+            if written == self.synced or self._fd is None:
+                return written
+            # A duplicate, so a close meanwhile cannot pull it away; appends go on meanwhile.
+            fd = os.dup(self._fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self.synced = max(self.synced, written)
+        return written
 
     def compact(self, snapshot: list[list[Any]]) -> None:
         """Snapshot the table, then empty the journal."""
         write_json_atomic(self.snapshot_path, {"queues": snapshot})
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+        with self._lock:
+            if self._fd is not None:
+                os.ftruncate(self._fd, 0)
         self.records_since_compaction = 0
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
