@@ -136,7 +136,7 @@ async def test_an_ack_is_answered_after_its_fsync_under_sync_flush_only(
     namesrv = broker.config.namesrv_addr
     async with Producer("pop-fsync-producer", config=config_for(namesrv)) as producer:
         await producer.send_batch([Message(topic, f"m-{i}".encode()) for i in range(20)])
-    journal, flusher = broker.pop.journal, broker.pop.flusher
+    journal, flusher = broker.pop.journal.file, broker.pop.flusher
     async with PopConsumer("pop-fsync", config=config_for(namesrv)) as consumer:
         got: list[PoppedMessage] = []
         async with asyncio.timeout(20):

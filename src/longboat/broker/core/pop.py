@@ -108,7 +108,9 @@ class PopService:
         self.table = PopTable(self.journal.append)
         self._sync_acks = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         self.flusher = FlushService(
-            self.journal.sync, config.flush_interval_commit_log / 1000, name="longboat-pop-flush"
+            self.journal.file.sync,
+            config.flush_interval_commit_log / 1000,
+            name="longboat-pop-flush",
         )
         self._turn: dict[tuple[str, str], int] = {}
         # Pops of both protocols that found nothing park here until an arrival or a message
@@ -151,9 +153,9 @@ class PopService:
         made among them) is fsynced, sharing the fsync with the acks waiting meanwhile; under
         ASYNC_FLUSH at once (the flush thread syncs every interval).  Raises OSError when the
         fsync failed: the ack is then not known to be durable."""
-        journal = self.journal
-        if self._sync_acks and journal.synced < journal.written:
-            await asyncio.wrap_future(self.flusher.request(journal.written))
+        file = self.journal.file
+        if self._sync_acks and file.synced < file.written:
+            await asyncio.wrap_future(self.flusher.request(file.written))
 
     # ------------------------------------------------------------------ popping
 

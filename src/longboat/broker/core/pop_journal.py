@@ -2,9 +2,9 @@
 transitions since (`config/popState.log`, one JSON array per line).
 
 Each transition is one `write` to the journal (opened O_APPEND) as it happens, before the
-client is answered, so an ack answered OK survives the broker process dying right after (the
-page cache outlives the process).  `sync` makes the records durable against a machine crash
-too; `PopService` decides when, as the commit log's flush mode does for messages: before an
+client is answered, so an ack answered OK survives the broker process dying right after
+(the page cache outlives the process).  `file.sync` makes the records durable against a
+machine crash too; `PopService` decides when, as the commit log's flush mode does for messages: before an
 ack is answered under SYNC_FLUSH (one fsync shared by the acks waiting meanwhile), once per
 flush interval under ASYNC_FLUSH (a machine crash then loses at most that interval's acks,
 whose messages are delivered again).
@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from longboat.broker.core.pop_table import Record
+from longboat.store.journal_file import JournalFile
 from longboat.store.json_file import read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -34,13 +34,10 @@ class PopJournal:
     def __init__(self, config_dir: Path) -> None:
         self.snapshot_path = config_dir / "popState.json"
         self.journal_path = config_dir / "popState.log"
-        self._fd: int | None = None
+        # Its `sync` (on the flush thread) covers the records a compaction folded into the
+        # snapshot too: the snapshot is written durably before the file is emptied.
+        self.file = JournalFile()
         self.records_since_compaction = 0
-        # `sync` runs on the flush thread while the loop appends and compacts.
-        self._lock = threading.Lock()
-        # Records written and records covered by the last sync: the flush service's "offsets".
-        self.written = 0
-        self.synced = 0
 
     def load(self) -> tuple[list[list[Any]], list[Record]]:
         """(snapshot, journal records written after it)."""
@@ -64,43 +61,19 @@ class PopJournal:
 
     def open(self) -> None:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.file.attach(os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
 
     def append(self, record: Record) -> None:
-        if self._fd is None:
-            return
-        line = orjson.dumps(record) + b"\n"
-        with self._lock:
-            os.write(self._fd, line)
-            self.written += 1
-        self.records_since_compaction += 1
-
-    def sync(self) -> int:
-        """fsync the journal; returns the count of records written that are now durable (the
-        ones a compaction folded into the snapshot, which is written durably, included)."""
-        with self._lock:
-            written = self.written
-            if written == self.synced or self._fd is None:
-                return written
-            # A duplicate, so a close meanwhile cannot pull it away; appends go on meanwhile.
-            fd = os.dup(self._fd)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self.synced = max(self.synced, written)
-        return written
+        """Journal a transition; none before `open` (the table replaying the journal)."""
+        if self.file.attached:
+            self.file.append(orjson.dumps(record) + b"\n")
+            self.records_since_compaction += 1
 
     def compact(self, snapshot: list[list[Any]]) -> None:
         """Snapshot the table, then empty the journal."""
         write_json_atomic(self.snapshot_path, {"queues": snapshot})
-        with self._lock:
-            if self._fd is not None:
-                os.ftruncate(self._fd, 0)
+        self.file.truncate()
         self.records_since_compaction = 0
 
     def close(self) -> None:
-        with self._lock:
-            fd, self._fd = self._fd, None
-        if fd is not None:
-            os.close(fd)
+        self.file.close()
