@@ -17,7 +17,8 @@ connections).  When the time is up the faults stop, the consumers drain, and the
 - duplicates: deliveries past the first (expected after kills: delivery is at least once);
 - broker RSS (and its anonymous part: RSS also counts the mapped commit-log and queue pages
   touched, which grow with the log), open file descriptors and the send p99 of each sampling
-  interval (targets: anonymous memory and fds flat after warm-up).
+  interval (targets: anonymous memory and fds flat after warm-up; the page shows their medians
+  per 5-minute window).
 
 Figures go to `bench/results/soak.json` (`bench.results`: commit, host, date; `--json` elsewhere)
 and a plot beside it (`.png`).  Consumers write the
@@ -35,11 +36,13 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,6 +70,8 @@ MODES = ("sync", "async", "batch", "oneway", "delayed", "timer", "transaction")
 # A popped message not acked (its consumer was killed, or the broker restarted before the ack)
 # comes back after this long.
 INVISIBLE_S = 10
+# The page's resource table: one row per window of this many seconds.
+WINDOW_S = 300
 # A timer message is due this long after its send.
 TIMER_AFTER = timedelta(seconds=2)
 READY_TIMEOUT_S = 60.0
@@ -217,11 +222,13 @@ async def consume(kind: str, namesrv: str, out: Path) -> None:
             while True:
                 try:
                     popped = await pop.receive(TOPIC, max_messages=32, invisible_time=INVISIBLE_S)
-                    record([p.message for p in popped])
-                    for p in popped:
-                        await pop.ack(p)
                 except ClientError:
-                    await asyncio.sleep(0.5)  # the broker is down, or a handle expired
+                    await asyncio.sleep(0.5)  # the broker is down
+                    continue
+                record([p.message for p in popped])
+                acks = await asyncio.gather(*map(pop.ack, popped), return_exceptions=True)
+                if any(isinstance(a, ClientError) for a in acks):  # down, or a handle expired
+                    await asyncio.sleep(0.5)
         lite = LitePullConsumer(
             GROUPS[kind], config=config, consume_from=ConsumeFrom.FIRST_OFFSET,
             auto_commit_interval=1.0,
@@ -249,14 +256,14 @@ def consume_grpc(endpoint: str, out: Path) -> None:
             break
         except Exception:  # the broker is down while this child starts: try again
             time.sleep(1.0)
-    with out.open("a") as sink:
+    # Acks of a batch go together (the client's ack_async hands back no future in 5.1.2).
+    with out.open("a") as sink, ThreadPoolExecutor(8) as acks:
         while True:
             try:
                 got = consumer.receive(32, INVISIBLE_S)
                 sink.write("".join(m.body.decode() + "\n" for m in got))
                 sink.flush()
-                for m in got:
-                    consumer.ack(m)
+                list(acks.map(consumer.ack, got))
             except Exception:  # the official client's errors: the broker is down, a stale handle
                 time.sleep(0.5)
 
@@ -495,6 +502,18 @@ def write(
         " / ".join(str(groups[kind]["duplicates"]) for kind in GROUPS),
         report["broker_kills"], report["consumer_kills"], report["send_p99_ms"],
     )  # fmt: skip
+    page.table(
+        "Broker resources per 5-minute window (medians; the first window is warm-up)",
+        ["minutes", "anonymous MiB", "RSS MiB", "open fds", "send p99 ms"],
+    )  # fmt: skip
+    for start_s in range(0, int(samples[-1].t) + 1 if samples else 0, WINDOW_S):
+        window = [s for s in samples if start_s <= s.t < start_s + WINDOW_S]
+        drain = " (drain)" if start_s >= report["minutes"] * 60 else ""
+        page.row(
+            f"{start_s // 60} to {(start_s + WINDOW_S) // 60}{drain}",
+            *(median_of([getattr(s, f) for s in window])
+              for f in ("broker_anon_mib", "broker_rss_mib", "broker_fds", "send_p99_ms")),
+        )  # fmt: skip
     shown = {k: v for k, v in report.items() if k != "intervals"}
     document = results.record(
         "soak", sizes={"minutes": report["minutes"]}, settings=asdict(rhythm), runs=[report],
@@ -523,6 +542,12 @@ def write(
     fig.savefig(path.with_suffix(".png"), dpi=90)
     plt.close(fig)
     return path
+
+
+def median_of(values: Sequence[float | None]) -> float | str:
+    """The median of the values sampled (a killed broker's samples are None), or "n/a"."""
+    present = [v for v in values if v is not None]
+    return round(float(statistics.median(present)), 1) if present else "n/a"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
