@@ -34,6 +34,7 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -441,6 +442,10 @@ async def run(minutes: float, rhythm: Rhythm, out: Path | None, drain_s: float) 
     report = summary(minutes, tally, work, samples, drained, broker.kills,
                      sum(c.kills for c in consumers.values()))  # fmt: skip
     print(f"result: {write(report, samples, rhythm, out)}")
+    if report["lost"]:
+        print(f"kept for a look: the store, the logs and the ids received, in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return report
 
 
