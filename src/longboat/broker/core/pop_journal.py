@@ -4,10 +4,10 @@ transitions since (`config/popState.log`, one JSON array per line).
 Each transition is one `write` to the journal (opened O_APPEND) as it happens, before the
 client is answered, so an ack answered OK survives the broker process dying right after
 (the page cache outlives the process).  `file.sync` makes the records durable against a
-machine crash too; `PopService` decides when, as the commit log's flush mode does for messages: before an
-ack is answered under SYNC_FLUSH (one fsync shared by the acks waiting meanwhile), once per
-flush interval under ASYNC_FLUSH (a machine crash then loses at most that interval's acks,
-whose messages are delivered again).
+machine crash too; `PopService` decides when, as the commit log's flush mode does for
+messages: before an ack is answered under SYNC_FLUSH (one fsync shared by the acks waiting
+meanwhile), once per flush interval under ASYNC_FLUSH (a machine crash then loses at most
+that interval's acks, whose messages are delivered again).
 
 `compact` writes a fresh snapshot atomically and only then empties the journal; replaying
 records the snapshot already holds changes nothing (see `PopTable.restore`), so a crash
