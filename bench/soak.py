@@ -1,9 +1,12 @@
 """A long run under faults: `python -m bench.soak --minutes 30`.
 
-A name server and a SYNC_FLUSH broker run as child processes; this process sends in every mode
-the remoting client has (sync, async with a callback, batch, oneway, delayed, transactional)
-and two consumer groups consume in child processes, one with the push consumer and one with
-the lite pull consumer (both from the first offset: at least once, never from the end).
+A name server and a SYNC_FLUSH broker (its RocketMQ 5 gRPC endpoint on) run as child
+processes; this process sends in every mode the remoting client has (sync, async with a
+callback, batch, oneway, delayed by level, timer at an exact time, transactional) and four
+consumer groups consume in child processes: the push consumer, the lite pull consumer (both
+from the first offset: at least once, never from the end), the pop consumer over remoting and
+the official RocketMQ 5 Python client's SimpleConsumer over gRPC (both pop from the first
+offset of a new group, receive, record, then ack).
 Faults, on a fixed rhythm: the broker is SIGKILLed and restarted on its data, a consumer
 process is SIGKILLed and restarted, the producers are shut down and started again (new
 connections).  When the time is up the faults stop, the consumers drain, and the run reports:
@@ -14,7 +17,8 @@ connections).  When the time is up the faults stop, the consumers drain, and the
 - duplicates: deliveries past the first (expected after kills: delivery is at least once);
 - broker RSS (and its anonymous part: RSS also counts the mapped commit-log and queue pages
   touched, which grow with the log), open file descriptors and the send p99 of each sampling
-  interval (targets: anonymous memory and fds flat after warm-up).
+  interval (targets: anonymous memory and fds flat after warm-up; the page shows their medians
+  per 5-minute window).
 
 Figures go to `bench/results/soak.json` (`bench.results`: commit, host, date; `--json` elsewhere)
 and a plot beside it (`.png`).  Consumers write the
@@ -30,18 +34,24 @@ import contextlib
 import itertools
 import json
 import os
+import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psutil
+from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
+from rocketmq.v5.util.misc import Misc
 
 from bench import results
 from longboat.bench.plot import pyplot
@@ -50,13 +60,21 @@ from longboat.client import ClientConfig, ClientError, Message, MessageExt
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.lite_pull import LitePullConsumer
+from longboat.client.pop import PopConsumer
 from longboat.client.producer import Producer
 from longboat.client.push import ConcurrentContext, PushConsumer
 from longboat.client.transaction import LocalTransactionState, TransactionProducer
 
 TOPIC = "SoakTopic"
-GROUPS = {"push": "soak_push", "lite": "soak_lite"}
-MODES = ("sync", "async", "batch", "oneway", "delayed", "transaction")
+GROUPS = {"push": "soak_push", "lite": "soak_lite", "pop": "soak_pop", "grpc": "soak_grpc"}
+MODES = ("sync", "async", "batch", "oneway", "delayed", "timer", "transaction")
+# A popped message not acked (its consumer was killed, or the broker restarted before the ack)
+# comes back after this long.
+INVISIBLE_S = 10
+# The page's resource table: one row per window of this many seconds.
+WINDOW_S = 300
+# A timer message is due this long after its send.
+TIMER_AFTER = timedelta(seconds=2)
 READY_TIMEOUT_S = 60.0
 
 
@@ -180,7 +198,8 @@ def usage(pid: int) -> tuple[float, float, int] | None:
 
 
 async def consume(kind: str, namesrv: str, out: Path) -> None:
-    """A consumer child: append each received id to `out`, one line each, flushed per batch."""
+    """A remoting consumer child: append each received id to `out`, one line each, flushed
+    per batch (a pop consumer acks a batch once it is written)."""
     config = ClientConfig([namesrv], instance_name=f"soak-{kind}-{os.getpid()}")
     with out.open("a") as sink:
 
@@ -198,6 +217,19 @@ async def consume(kind: str, namesrv: str, out: Path) -> None:
             push.register_listener(listener)
             await push.start()
             await asyncio.Event().wait()
+        if kind == "pop":
+            pop = PopConsumer(GROUPS[kind], config=config)
+            await pop.start()
+            while True:
+                try:
+                    popped = await pop.receive(TOPIC, max_messages=32, invisible_time=INVISIBLE_S)
+                except ClientError:
+                    await asyncio.sleep(0.5)  # the broker is down
+                    continue
+                record([p.message for p in popped])
+                acks = await asyncio.gather(*map(pop.ack, popped), return_exceptions=True)
+                if any(isinstance(a, ClientError) for a in acks):  # down, or a handle expired
+                    await asyncio.sleep(0.5)
         lite = LitePullConsumer(
             GROUPS[kind], config=config, consume_from=ConsumeFrom.FIRST_OFFSET,
             auto_commit_interval=1.0,
@@ -206,6 +238,35 @@ async def consume(kind: str, namesrv: str, out: Path) -> None:
         await lite.start()
         while True:
             record(await lite.poll(1.0))
+
+
+def consume_grpc(endpoint: str, out: Path) -> None:
+    """The gRPC consumer child: the official RocketMQ 5 Python client's SimpleConsumer
+    receives, its ids are appended to `out` and flushed, then each is acked."""
+    # The official client starts its telemetry stream through grpc.aio, which asks the calling
+    # thread for its event loop; it finds its own IP by routing towards a public address.
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    Misc._Misc__LOCAL_IP = "127.0.0.1"
+    consumer = SimpleConsumer(
+        ClientConfiguration(endpoint, Credentials(), request_timeout=10),
+        GROUPS["grpc"], {TOPIC: FilterExpression()}, await_duration=5,
+    )  # fmt: skip
+    while True:
+        try:
+            consumer.startup()
+            break
+        except Exception:  # the broker is down while this child starts: try again
+            time.sleep(1.0)
+    # Acks of a batch go together (the client's ack_async hands back no future in 5.1.2).
+    with out.open("a") as sink, ThreadPoolExecutor(8) as acks:
+        while True:
+            try:
+                got = consumer.receive(32, INVISIBLE_S)
+                sink.write("".join(m.body.decode() + "\n" for m in got))
+                sink.flush()
+                list(acks.map(consumer.ack, got))
+            except Exception:  # the official client's errors: the broker is down, a stale handle
+                time.sleep(0.5)
 
 
 def received(out: Path) -> list[str]:
@@ -241,10 +302,7 @@ async def produce(namesrv: str, tally: Tally, until: float, churn: float) -> Non
             while time.monotonic() < churn_at:
                 mode = next(modes)
                 ids = [tally.next_id(mode) for _ in range(3 if mode == "batch" else 1)]
-                msgs = [
-                    Message(TOPIC, i.encode(), keys=i, delay_level=1 if mode == "delayed" else 0)
-                    for i in ids
-                ]
+                msgs = [message(mode, i) for i in ids]
                 started = time.perf_counter()
                 try:
                     ok = await send(producer, tx, mode, msgs)
@@ -260,6 +318,16 @@ async def produce(namesrv: str, tally: Tally, until: float, churn: float) -> Non
         finally:
             await producer.shutdown()
             await tx.shutdown()
+
+
+def message(mode: str, id_: str) -> Message:
+    """The message carrying `id_` for a send in `mode` (delayed: the first level; timer: due
+    `TIMER_AFTER` from now)."""
+    if mode == "delayed":
+        return Message(TOPIC, id_.encode(), keys=id_, delay_level=1)
+    if mode == "timer":
+        return Message(TOPIC, id_.encode(), keys=id_, deliver_at=datetime.now(UTC) + TIMER_AFTER)
+    return Message(TOPIC, id_.encode(), keys=id_)
 
 
 def committed(msg: object) -> LocalTransactionState:
@@ -295,7 +363,7 @@ async def send(producer: Producer, tx: TransactionProducer, mode: str, msgs: lis
 
 async def run(minutes: float, rhythm: Rhythm, out: Path | None, drain_s: float) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="soak-"))
-    namesrv_port, broker_port = free_port(), free_port()
+    namesrv_port, broker_port, grpc_port = free_port(), free_port(), free_port()
     namesrv = f"127.0.0.1:{namesrv_port}"
     cli = ["-m", "longboat.cli"]
     ns = Child([*cli, "namesrv", "--port", str(namesrv_port)], work / "namesrv.log")
@@ -303,7 +371,8 @@ async def run(minutes: float, rhythm: Rhythm, out: Path | None, drain_s: float) 
         [*cli, "broker", "--namesrvAddr", namesrv, "--listenPort", str(broker_port),
          "--brokerIP1", "127.0.0.1", "--storePathRootDir", str(work / "store"),
          "--flushDiskType", "SYNC_FLUSH", "--mappedFileSizeCommitLog", str(16 * 2**20),
-         "--haListenPort", "0", "--grpcListenPort", "-1", "--transactionCheckInterval", "2000",
+         "--haListenPort", "0", "--grpcListenPort", str(grpc_port),
+         "--transactionCheckInterval", "2000",
          "--messageDelayLevel", "1s 2s"],
         work / "broker.log",
     )  # fmt: skip
@@ -317,7 +386,7 @@ async def run(minutes: float, rhythm: Rhythm, out: Path | None, drain_s: float) 
         for kind in GROUPS:
             consumers[kind] = Child(
                 ["-m", "bench.soak", "consume", kind, "--namesrv", namesrv,
-                 "--ids", str(work / f"{kind}.ids")],
+                 "--grpc", f"127.0.0.1:{grpc_port}", "--ids", str(work / f"{kind}.ids")],
                 work / f"{kind}.log",
             )  # fmt: skip
         start = time.monotonic()
@@ -373,6 +442,10 @@ async def run(minutes: float, rhythm: Rhythm, out: Path | None, drain_s: float) 
     report = summary(minutes, tally, work, samples, drained, broker.kills,
                      sum(c.kills for c in consumers.values()))  # fmt: skip
     print(f"result: {write(report, samples, rhythm, out)}")
+    if report["lost"]:
+        print(f"kept for a look: the store, the logs and the ids received, in {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
     return report
 
 
@@ -425,15 +498,27 @@ def write(
     page.target("acknowledged messages lost", "0", str(report["lost"]), report["lost"] == 0)
     page.table(
         f"Soak: {report['minutes']} min under faults",
-        ["acknowledged", "lost", "duplicates (push / lite)", "broker kills", "consumer kills",
-         "send p99 ms"],
+        ["acknowledged", "lost", f"duplicates ({' / '.join(GROUPS)})", "broker kills",
+         "consumer kills", "send p99 ms"],
     )  # fmt: skip
     groups = report["groups"]
     page.row(
         report["acknowledged"], report["lost"],
-        f"{groups['push']['duplicates']} / {groups['lite']['duplicates']}",
+        " / ".join(str(groups[kind]["duplicates"]) for kind in GROUPS),
         report["broker_kills"], report["consumer_kills"], report["send_p99_ms"],
     )  # fmt: skip
+    page.table(
+        "Broker resources per 5-minute window (medians; the first window is warm-up)",
+        ["minutes", "anonymous MiB", "RSS MiB", "open fds", "send p99 ms"],
+    )  # fmt: skip
+    for start_s in range(0, int(samples[-1].t) + 1 if samples else 0, WINDOW_S):
+        window = [s for s in samples if start_s <= s.t < start_s + WINDOW_S]
+        drain = " (drain)" if start_s >= report["minutes"] * 60 else ""
+        page.row(
+            f"{start_s // 60} to {(start_s + WINDOW_S) // 60}{drain}",
+            *(median_of([getattr(s, f) for s in window])
+              for f in ("broker_anon_mib", "broker_rss_mib", "broker_fds", "send_p99_ms")),
+        )  # fmt: skip
     shown = {k: v for k, v in report.items() if k != "intervals"}
     document = results.record(
         "soak", sizes={"minutes": report["minutes"]}, settings=asdict(rhythm), runs=[report],
@@ -464,12 +549,19 @@ def write(
     return path
 
 
+def median_of(values: Sequence[float | None]) -> float | str:
+    """The median of the values sampled (a killed broker's samples are None), or "n/a"."""
+    present = [v for v in values if v is not None]
+    return round(float(statistics.median(present)), 1) if present else "n/a"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__)
     sub = parser.add_subparsers(dest="command")
     child = sub.add_parser("consume", help="(a consumer child of the run)")
     child.add_argument("kind", choices=sorted(GROUPS))
     child.add_argument("--namesrv", required=True)
+    child.add_argument("--grpc", required=True, help="the broker's gRPC endpoint")
     child.add_argument("--ids", type=Path, required=True)
     parser.add_argument("--minutes", type=float, default=30.0)
     results.add_json_option(parser, "soak")
@@ -479,6 +571,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sample-every", type=float, default=5.0)
     parser.add_argument("--drain-seconds", type=float, default=120.0)
     args = parser.parse_args(argv)
+    if args.command == "consume" and args.kind == "grpc":
+        consume_grpc(args.grpc, args.ids)
+        return 0
     if args.command == "consume":
         asyncio.run(consume(args.kind, args.namesrv, args.ids))
         return 0

@@ -1,6 +1,7 @@
 """`python -m bench.soak`, one minute of it (`make test`; the docs' figures come from longer
-runs): mixed sends, two consumer groups, the broker and the consumers SIGKILLed and
-restarted, the producers replaced — and not one acknowledged message lost."""
+runs): mixed sends (timers included), four consumer groups (push, lite pull, pop over
+remoting, SimpleConsumer over gRPC), the broker and the consumers SIGKILLed and restarted, the
+producers replaced — and not one acknowledged message lost."""
 
 from __future__ import annotations
 
@@ -27,9 +28,10 @@ def test_a_one_minute_soak_loses_no_acknowledged_message(tmp_path: Path) -> None
     report = json.loads(out.read_text())["runs"][0]
     assert report["broker_kills"] >= 2 and report["consumer_kills"] >= 2
     assert set(report["sent_by_mode"]) == {
-        "sync", "async", "batch", "oneway", "delayed", "transaction"
+        "sync", "async", "batch", "oneway", "delayed", "timer", "transaction"
     }  # fmt: skip
     assert report["acknowledged"] > 1000
     assert report["lost"] == 0, report["groups"]
+    assert set(report["groups"]) == {"push", "lite", "pop", "grpc"}
     assert all(g["received"] >= report["acknowledged"] for g in report["groups"].values())
     assert report["intervals"] and out.with_suffix(".png").stat().st_size > 0

@@ -5,7 +5,8 @@ What must hold on a full disk: sends are refused with SERVICE_NOT_AVAILABLE (14)
 remark, never another code (ENOSPC, a crash); every acknowledged message is readable, whole
 and in order, and pulls keep working; the log and its queues agree; writes resume by themselves
 once space returns; a restart on the full disk recovers; with cleanFileForciblyEnable=false no
-unexpired segment is deleted, with it the oldest goes and writes go on.
+unexpired segment is deleted, with it the oldest goes and writes go on.  Over gRPC, a send is
+answered as RocketMQ 5.3's proxy answers it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import grpc
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
+
 from conftest import Cluster
+from grpc5.test_bad_input import send_request
 from longboat.protocol import ResponseCode
 from store.helpers import assert_consistent
 
@@ -157,4 +163,29 @@ async def test_clean_file_forcibly_deletes_the_oldest_segment_and_writes_go_on(
         assert kept and all(whole(m.body) for m in kept)
         assert kept[-1].body == acked[max(acked)]
     finally:
+        await w.close()
+
+
+async def test_a_grpc_send_on_a_full_disk_gets_what_rocketmqs_proxy_answers(
+    small_disk: Path, loopback_cluster: Callable[..., Cluster]
+) -> None:
+    """RocketMQ 5.3's proxy turns the broker's SERVICE_NOT_AVAILABLE into an in-band
+    INTERNAL_SERVER_ERROR carrying the broker's remark (its ResponseBuilder maps no other
+    remoting code for it; the gRPC call itself succeeds), and so does Longboat's endpoint."""
+    cluster = start(loopback_cluster, small_disk, grpc_listen_port=0)
+    assert cluster.broker.grpc is not None
+    w = Wire(cluster.broker_addr)
+    acked: dict[int, bytes] = {}
+    channel = grpc.aio.insecure_channel(f"127.0.0.1:{cluster.broker.grpc.port}")
+    try:
+        assert_refused_as_rocketmq(*await fill(w, acked))
+        answer = await MessagingServiceStub(channel).SendMessage(
+            send_request(TOPIC, checksummed(len(acked))), timeout=10
+        )
+        assert answer.status.code == pb.Code.INTERNAL_SERVER_ERROR, answer.status
+        assert [e.status.code for e in answer.entries] == [pb.Code.INTERNAL_SERVER_ERROR]
+        assert_refused_as_rocketmq(ResponseCode.SERVICE_NOT_AVAILABLE, answer.status.message)
+        await assert_readable(w, acked)  # nothing half-written by the refused send
+    finally:
+        await channel.close()
         await w.close()

@@ -17,13 +17,13 @@ its file: its change was never acknowledged.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+from longboat.store.journal_file import JournalFile
 from longboat.store.json_file import fsync_dir
 
 _PREFIX = ".journal."
@@ -33,12 +33,8 @@ class OffsetJournal:
     def __init__(self, snapshot_path: Path) -> None:
         self._dir = snapshot_path.parent
         self._stem = snapshot_path.stem
-        self._lock = threading.Lock()
-        self._fd = -1
+        self._file = JournalFile()
         self.generation = 0
-        # Lines written and lines covered by the last sync: the flush service's "offsets".
-        self._written = 0
-        self._synced = 0
 
     def _path(self, generation: int) -> Path:
         return self._dir / f"{self._stem}{_PREFIX}{generation}"
@@ -70,45 +66,26 @@ class OffsetJournal:
         self._dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(self._path(generation), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         fsync_dir(self._dir)  # the file itself must survive before a line in it is durable
-        with self._lock:
-            old, self._fd, self.generation = self._fd, fd, generation
-            if old >= 0:  # under the lock: a sync reporting lines of the old file covers them
-                os.fsync(old)
-                os.close(old)
+        self._file.attach(fd)
+        self.generation = generation
 
     def append(self, record: list[Any]) -> int:
         """Write one record; returns its sequence number for `sync`'s coverage."""
-        line = orjson.dumps(record) + b"\n"
-        with self._lock:
-            os.write(self._fd, line)
-            self._written += 1
-            return self._written
+        return self._file.append(orjson.dumps(record) + b"\n")
 
     def sync(self) -> int:
         """fsync the current file; returns the sequence number every record up to is durable."""
-        with self._lock:
-            written = self._written
-            if written == self._synced or self._fd < 0:
-                return written
-            # A duplicate, so a rotation closing the file meanwhile cannot pull it away;
-            # appends go on while the fsync runs.
-            fd = os.dup(self._fd)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        self._synced = written
-        return written
+        return self._file.sync()
 
     @property
     def written(self) -> int:
         """The sequence number of the last record written."""
-        return self._written
+        return self._file.written
 
     @property
     def synced(self) -> int:
         """The sequence number every record up to is durable."""
-        return self._synced
+        return self._file.synced
 
     def drop_below(self, generation: int) -> None:
         """Delete the files a durable snapshot covers."""
@@ -117,8 +94,4 @@ class OffsetJournal:
                 self._path(old).unlink(missing_ok=True)
 
     def close(self) -> None:
-        with self._lock:
-            fd, self._fd = self._fd, -1
-        if fd >= 0:
-            os.fsync(fd)
-            os.close(fd)
+        self._file.close()

@@ -6,6 +6,12 @@ it, dead-letters messages past the group's maximum attempts, keeps the group's c
 offsets (the lowest offset not yet done, per queue) up to date so `group describe` and lag
 read the same as for a remoting group, and persists the table through `pop_journal`.
 
+An ack's durability follows the broker's flush mode (`acks_durable`, which the adapters await
+before answering an ack): under SYNC_FLUSH an ack answered OK is fsynced first, so no crash
+brings its message back; under ASYNC_FLUSH a flush thread syncs the journal every
+`flushIntervalCommitLog`, so a machine crash brings back at most that interval's acked
+messages.  A killed process loses no ack in either mode (see `pop_journal`).
+
 A pop covers every readable queue of the topic (RocketMQ's proxy pops the broker's queues
 together, queue id -1), starting one queue further on each call so no queue starves.  A new
 group starts at the group's committed offset when it has one, else at the queue's first
@@ -38,7 +44,8 @@ from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
 from longboat.protocol.topic_names import DLQ_GROUP_TOPIC_PREFIX
 from longboat.protocol.types import PERM_READ
-from longboat.store import GetStatus, MessageInner, PutStatus
+from longboat.store import FlushDiskType, GetStatus, MessageInner, PutStatus
+from longboat.store.flush import FlushService
 
 
 class PopHost(FeatureHost, Protocol):
@@ -112,8 +119,16 @@ class PopService:
     ) -> None:
         self.controller = controller
         self._clock = clock
-        self._journal = PopJournal(controller.config.store_path_root_dir / "config")
-        self.table = PopTable(self._journal.append)
+        config = controller.config
+        # Public for the tests of its durability (written and synced record counts).
+        self.journal = PopJournal(config.store_path_root_dir / "config")
+        self.table = PopTable(self.journal.append)
+        self._sync_acks = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        self.flusher = FlushService(
+            self.journal.file.sync,
+            config.flush_interval_commit_log / 1000,
+            name="longboat-pop-flush",
+        )
         self._turn: dict[tuple[str, str], int] = {}
         # Pops of both protocols that found nothing park here until an arrival or a message
         # becoming visible again wakes them.
@@ -126,17 +141,18 @@ class PopService:
     # ------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
-        snapshot, records = self._journal.load()
+        snapshot, records = self.journal.load()
         self.table.restore(snapshot, records)
         self.table.start_seq_at(int(self._clock() * 1_000_000))
-        self._journal.open()
+        self.journal.open()
         self.compact()
+        self.flusher.start()
 
     def compact(self) -> None:
-        self._journal.compact(self.table.snapshot())
+        self.journal.compact(self.table.snapshot())
 
     def maybe_compact(self) -> None:
-        if self._journal.records_since_compaction >= COMPACT_AFTER_RECORDS:
+        if self.journal.records_since_compaction >= COMPACT_AFTER_RECORDS:
             self.compact()
 
     def stop_waiting(self) -> None:
@@ -146,7 +162,17 @@ class PopService:
 
     def close(self) -> None:
         self.compact()
-        self._journal.close()
+        self.flusher.stop()
+        self.journal.close()
+
+    async def acks_durable(self) -> None:
+        """Under SYNC_FLUSH, return once every journal record written so far (the acks just
+        made among them) is fsynced, sharing the fsync with the acks waiting meanwhile; under
+        ASYNC_FLUSH at once (the flush thread syncs every interval).  Raises OSError when the
+        fsync failed: the ack is then not known to be durable."""
+        file = self.journal.file
+        if self._sync_acks and file.synced < file.written:
+            await asyncio.wrap_future(self.flusher.request(file.written))
 
     # ------------------------------------------------------------------ popping
 

@@ -2,9 +2,12 @@
 transitions since (`config/popState.log`, one JSON array per line).
 
 Each transition is one `write` to the journal (opened O_APPEND) as it happens, before the
-client is answered, so an ack answered OK survives the broker process dying right after.  The
-journal is not fsynced per record: a machine crash may lose its last records (those messages
-are then delivered again), as the commit log under ASYNC_FLUSH may lose its tail.
+client is answered, so an ack answered OK survives the broker process dying right after
+(the page cache outlives the process).  `file.sync` makes the records durable against a
+machine crash too; `PopService` decides when, as the commit log's flush mode does for
+messages: before an ack is answered under SYNC_FLUSH (one fsync shared by the acks waiting
+meanwhile), once per flush interval under ASYNC_FLUSH (a machine crash then loses at most
+that interval's acks, whose messages are delivered again).
 
 `compact` writes a fresh snapshot atomically and only then empties the journal; replaying
 records the snapshot already holds changes nothing (see `PopTable.restore`), so a crash
@@ -21,6 +24,7 @@ from typing import Any
 import orjson
 
 from longboat.broker.core.pop_table import Record
+from longboat.store.journal_file import JournalFile
 from longboat.store.json_file import read_json, write_json_atomic
 
 log = logging.getLogger(__name__)
@@ -30,7 +34,9 @@ class PopJournal:
     def __init__(self, config_dir: Path) -> None:
         self.snapshot_path = config_dir / "popState.json"
         self.journal_path = config_dir / "popState.log"
-        self._fd: int | None = None
+        # Its `sync` (on the flush thread) covers the records a compaction folded into the
+        # snapshot too: the snapshot is written durably before the file is emptied.
+        self.file = JournalFile()
         self.records_since_compaction = 0
 
     def load(self) -> tuple[list[list[Any]], list[Record]]:
@@ -55,22 +61,19 @@ class PopJournal:
 
     def open(self) -> None:
         self.journal_path.parent.mkdir(parents=True, exist_ok=True)
-        self._fd = os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self.file.attach(os.open(self.journal_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
 
     def append(self, record: Record) -> None:
-        if self._fd is None:
-            return
-        os.write(self._fd, orjson.dumps(record) + b"\n")
-        self.records_since_compaction += 1
+        """Journal a transition; none before `open` (the table replaying the journal)."""
+        if self.file.attached:
+            self.file.append(orjson.dumps(record) + b"\n")
+            self.records_since_compaction += 1
 
     def compact(self, snapshot: list[list[Any]]) -> None:
         """Snapshot the table, then empty the journal."""
         write_json_atomic(self.snapshot_path, {"queues": snapshot})
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+        self.file.truncate()
         self.records_since_compaction = 0
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.file.close()

@@ -438,6 +438,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
         self.pop.maybe_compact()
         # An ack can release a FIFO queue's next message: parked receives look again.
         self.pop.wakeups.wake_topic(request.topic.name)
+        await self.pop.acks_durable()
         codes = {e.status.code for e in entries}
         if not entries:
             top = status(Code.BAD_REQUEST, "no entry to ack")
@@ -473,4 +474,5 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             self.pop.wakeups.wake_topic(request.topic.name)
         except Refusal as refusal:
             return svc.ForwardMessageToDeadLetterQueueResponse(status=refused(refusal))
+        await self.pop.acks_durable()
         return svc.ForwardMessageToDeadLetterQueueResponse(status=status())

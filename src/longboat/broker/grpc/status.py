@@ -30,6 +30,9 @@ V2_CODES: dict[Reason, int] = {
     Reason.TIMERS_DISABLED: Code.INTERNAL_SERVER_ERROR,
     Reason.BAD_REQUEST: Code.BAD_REQUEST,
     Reason.BUSY: Code.TOO_MANY_REQUESTS,
+    # A full disk (or a slave): the broker's SERVICE_NOT_AVAILABLE, which RocketMQ 5.3's proxy
+    # answers INTERNAL_SERVER_ERROR with the broker's remark (its ResponseBuilder maps no
+    # remoting code 14, LocalMessageService's send throws INTERNAL_SERVER_ERROR for it).
     Reason.UNAVAILABLE: Code.INTERNAL_SERVER_ERROR,
     Reason.STORE_ERROR: Code.INTERNAL_SERVER_ERROR,
     Reason.FLUSH_DISK_TIMEOUT: Code.MASTER_PERSISTENCE_TIMEOUT,

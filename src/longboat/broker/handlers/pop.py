@@ -202,24 +202,27 @@ class PopProcessor:
             assignments.append({"messageQueue": queue, "mode": "POP", "attachments": {}})
         return cmd.make_response(body=orjson.dumps({"messageQueueAssignments": assignments}))
 
-    def ack_message(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def ack_message(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = AckMessageRequestHeader.from_ext(cmd.ext_fields)
         try:
             ei = ExtraInfo.parse(h.extraInfo)
         except ProtocolError as exc:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{exc} (the client's error)")
-        return self._answer(
+        response = self._answer(
             cmd,
             h.topic,
             lambda: self._ack(h.consumerGroup, h.topic, h.queueId, h.offset, ei.revive_qid),
         )
+        if response.code == ResponseCode.SUCCESS:
+            await self.pop.acks_durable()
+        return response
 
     def _ack(self, group: str, topic: str, queue_id: int, offset: int, revive_qid: int) -> None:
         self.controller.admission.known_topic(topic, PERM_READ)
         handle = self.pop.handle_for(group, topic, queue_id, offset, revive_qid)
         self.pop.ack(group, topic, handle)
 
-    def batch_ack(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def batch_ack(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """Every offset of every entry acked; the ones no longer in flight under their
         checkpoint are skipped, as RocketMQ skips acks of a checkpoint already revived."""
         try:
@@ -241,6 +244,7 @@ class PopProcessor:
         self.pop.maybe_compact()
         for topic in topics:
             self.pop.wakeups.wake_topic(topic)
+        await self.pop.acks_durable()
         return cmd.make_response()
 
     def change_invisible_time(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
