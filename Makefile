@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 STAMP  := $(VENV)/.installed
 
-.PHONY: up test test-quick lint bench bench-report demo node-peers java-peers peer-servers browser rocketmq-up bench-rocketmq clean
+.PHONY: up test test-quick lint bench bench-report demo node-peers java-peers peer-servers browser net-tools rocketmq-up bench-rocketmq clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,14 @@ browser:
 	skip them" >&2; exit 1; }
 endif
 
+# iproute2 (`ip netns`, `tc`) and iptables for the network-fault tests (tests/controller: links
+# cut and packets dropped between namespaces), from Debian's packages; they need root, as CI has.
+net-tools:
+	@{ command -v ip >/dev/null && command -v iptables >/dev/null; } || { apt-get update -qq && \
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iproute2 iptables >/dev/null; } || { \
+	echo "make: the network-fault tests need ip and iptables (Debian: apt-get install iproute2 \
+	iptables, as root); without them they are reported as skipped" >&2; }
+
 ## Start an Apache RocketMQ name server and broker (random ports, printed) for comparisons.
 rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
@@ -102,7 +110,7 @@ up: $(STAMP)
 PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
 ## Install everything (Python extras, the Node and Java test peers) and run the whole suite.
-test: $(STAMP) node-peers java-peers peer-servers browser
+test: $(STAMP) node-peers java-peers peer-servers browser net-tools
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo
