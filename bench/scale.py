@@ -2,12 +2,13 @@
 
     python -m bench.scale [--topics 1,1000,10000] [--groups 1000] [--queues 8]
                           [--samples 500] [--rounds 5] [--no-rocketmq]
-                          [--rocketmq-max-topics 10000]
-                          [--name scale] [--json PATH]
+                          [--rocketmq-max-topics 10000] [--rocketmq-heap 2g]
+                          [--logs DIR] [--name scale] [--json PATH]
 
 Each system runs alone on loopback with a fresh store (Longboat: `longboat up`, its defaults;
 RocketMQ: its name server and broker JVMs from `peers.rocketmq`, ASYNC_FLUSH, 1 GiB commit-log
-files), and is measured by the same Python client:
+files, the broker's heap `--rocketmq-heap`, as its users give it at thousands of groups rather
+than the test suite's 512 MiB), and is measured by the same Python client:
 
 * topics are created one at a time (UPDATE_AND_CREATE_TOPIC straight to the broker, `--queues`
   queues each) up to each N of `--topics`: the mean and p50 time per topic of each step;
@@ -21,7 +22,9 @@ files), and is measured by the same Python client:
   RocketMQ's compressed form past 1,000 topics; RocketMQ: JSON, its default) and the time to
   encode it here; the servers' idle CPU (over 3 s) and RSS;
 * at the largest N, new consumer groups' first heartbeats up to each G of `--groups` (each
-  makes the broker create the group's retry topic), p50 per step;
+  makes the broker create the group's retry topic), p50 per step; meanwhile every group already
+  registered heartbeats again every 30 s, untimed, as RocketMQ's clients do (a broker closes a
+  connection whose groups have not heartbeated for 120 s);
 * then a restart: SIGTERM to the servers, start again on the same store and ports, and the time
   until a send is accepted; the sends are repeated and RSS is taken again.
 
@@ -31,7 +34,9 @@ RocketMQ stops at `--rocketmq-max-topics` (its topic table is rewritten on every
 plot of each figure against N beside it (`.png`).  Targets, at 10,000 topics and 1,000 groups:
 creation per topic, a new group's first heartbeat, send p50 and the restart each no slower than
 RocketMQ's, creation and send p50 within 1.5x of Longboat's own at 1 topic, and RSS after the
-restart at most 1.2x before it.  Linux only (CPU and RSS from /proc).
+restart at most 1.2x before it.  `--logs DIR` keeps each system's logs in DIR/SYSTEM
+(RocketMQ's broker.log, name server log and a GC log per broker JVM; Longboat's output).  Linux
+only (CPU and RSS from /proc).
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ import asyncio
 import functools
 import os
 import random
+import shutil
 import signal
 import socket
 import statistics
@@ -84,6 +90,10 @@ ROCKETMQ_OPTIONS = {
     "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
     "mappedFileSizeConsumeQueue": 300_000 * 20,
 }
+# RocketMQ's broker drops a connection's registration in a group, and closes the connection,
+# once that group has had no heartbeat on it for 120 s (ConsumerManager's
+# CHANNEL_EXPIRED_TIMEOUT); its clients heartbeat every 30 s (heartbeatBrokerInterval).
+HEARTBEAT_INTERVAL_S = 30.0
 
 
 def free_port() -> int:
@@ -141,7 +151,14 @@ def longboat(home: Path) -> Servers:
     )
 
 
-def rocketmq(home: Path) -> Servers:
+def rocketmq_broker_jvm(heap: str, home: Path) -> tuple[str, ...]:
+    """The broker JVM's options: a fixed `heap` (as runbroker.sh fixes its 8 GiB) and G1, with
+    each JVM's GC log beside its broker.log, so a stall shows whether it was collection."""
+    gc_log = home / "logs" / "broker-gc-%p.log"
+    return (f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", f"-Xlog:gc:file={gc_log}:uptime")
+
+
+def rocketmq(heap: str, home: Path) -> Servers:
     ns_port, broker_port = free_port(), free_port()
     clusters: list[RocketMQCluster] = []
 
@@ -152,6 +169,7 @@ def rocketmq(home: Path) -> Servers:
                 namesrv_port=ns_port,
                 broker_port_number=broker_port,
                 broker_options=ROCKETMQ_OPTIONS,
+                broker_jvm_options=rocketmq_broker_jvm(heap, home),
             )
         ]
 
@@ -343,28 +361,38 @@ async def registration_body(client: Client) -> dict[str, float]:
     return {"registration_body_kib": len(encoded) / 1024, "registration_encode_cpu_ms": cpu_ms}
 
 
+def heartbeat_data(client: Client, index: int) -> HeartbeatData:
+    """The heartbeat of the `index`-th group's one consumer (a client of its own)."""
+    return HeartbeatData(
+        f"127.0.0.1@scale-{index}",
+        consumer_data_set=[
+            ConsumerData(
+                f"scale-group-{index}",
+                subscription_data_set=[SubscriptionData.of(client.topics[0], "*", 0)],
+            )
+        ],
+    )
+
+
+async def heartbeat(client: Client, index: int) -> None:
+    await client.api.heartbeat(client.servers.broker, heartbeat_data(client, index))
+
+
 async def heartbeats(client: Client, groups: list[int]) -> list[dict[str, Any]]:
-    """First heartbeats of new consumer groups, up to each G; p50 per step."""
+    """First heartbeats of new consumer groups, up to each G; p50 per step.  Between them,
+    every `HEARTBEAT_INTERVAL_S`, the groups already registered heartbeat again (untimed)."""
     out: list[dict[str, Any]] = []
     done = 0
+    renewed = time.monotonic()
     for g in groups:
         times = []
         while done < g:
-            group = f"scale-group-{done}"
-            data = HeartbeatData(
-                f"127.0.0.1@scale-{done}",
-                consumer_data_set=[
-                    ConsumerData(
-                        group, subscription_data_set=[SubscriptionData.of(client.topics[0], "*", 0)]
-                    )
-                ],
-            )
             try:
-                times.append(
-                    await timed(
-                        functools.partial(client.api.heartbeat, client.servers.broker, data)
-                    )
-                )
+                if time.monotonic() - renewed > HEARTBEAT_INTERVAL_S:
+                    for index in range(done):
+                        await heartbeat(client, index)
+                    renewed = time.monotonic()
+                times.append(await timed(functools.partial(heartbeat, client, done)))
             except ClientError as exc:  # recorded: the run goes on to the restart
                 out.append({"groups": g, "error": f"after {done} groups: {exc}"})
                 return out
@@ -400,35 +428,53 @@ async def one_system(
     with tempfile.TemporaryDirectory(prefix="scale-") as tmp:
         servers = start(Path(tmp))
         try:
-            client = await connect(servers)
-            # The connection to the broker opened before anything is timed.
-            await client.api.get_topic_configs(servers.broker)
-            levels = []
-            for n in topics:
-                levels.append(await level(client, n, args, rng))
-                log(f"{servers.system} at {n} topics: {levels[-1]}")
-            groups = await heartbeats(client, args.groups)
-            log(f"{servers.system} heartbeats: {groups}")
-            rss_before = rss_mib(servers.pids())
-            await close(client)
-            log(f"{servers.system}: restarting")
-            started = time.monotonic()
-            servers.stop()
-            servers.start_again()
-            await first_send_after_restart(servers, client.topics[-1])
-            restart_s = time.monotonic() - started
-            again = await connect(servers)
-            again.topics = client.topics
-            await send_sample(again, args.samples, rng)
-            restart = {
-                "restart_to_first_send_s": restart_s,
-                "rss_before_restart_mib": rss_before,
-                "rss_after_restart_mib": rss_mib(servers.pids()),
-            }
-            log(f"{servers.system} restart: {restart}")
-            await close(again)
+            return await measure(servers, topics, args, rng, log)
         finally:
             servers.stop()
+            if args.logs:
+                keep_logs(Path(tmp), args.logs / servers.system)
+
+
+def keep_logs(home: Path, to: Path) -> None:
+    """Everything a run's servers wrote but their stores."""
+    shutil.copytree(home, to, ignore=shutil.ignore_patterns("store"), dirs_exist_ok=True)
+
+
+async def measure(
+    servers: Servers,
+    topics: list[int],
+    args: argparse.Namespace,
+    rng: random.Random,
+    log: Any,
+) -> dict[str, Any]:
+    """One system's figures: each level of `topics`, the heartbeats, the restart."""
+    client = await connect(servers)
+    # The connection to the broker opened before anything is timed.
+    await client.api.get_topic_configs(servers.broker)
+    levels = []
+    for n in topics:
+        levels.append(await level(client, n, args, rng))
+        log(f"{servers.system} at {n} topics: {levels[-1]}")
+    groups = await heartbeats(client, args.groups)
+    log(f"{servers.system} heartbeats: {groups}")
+    rss_before = rss_mib(servers.pids())
+    await close(client)
+    log(f"{servers.system}: restarting")
+    started = time.monotonic()
+    servers.stop()
+    servers.start_again()
+    await first_send_after_restart(servers, client.topics[-1])
+    restart_s = time.monotonic() - started
+    again = await connect(servers)
+    again.topics = client.topics
+    await send_sample(again, args.samples, rng)
+    restart = {
+        "restart_to_first_send_s": restart_s,
+        "rss_before_restart_mib": rss_before,
+        "rss_after_restart_mib": rss_mib(servers.pids()),
+    }
+    log(f"{servers.system} restart: {restart}")
+    await close(again)
     return {"levels": levels, "groups": groups, "restart": restart}
 
 
@@ -614,7 +660,12 @@ def document(
             "samples": args.samples,
             "rounds": args.rounds,
         },
-        settings={"command": command, "rocketmq_max_topics": args.rocketmq_max_topics},
+        settings={
+            "command": command,
+            "rocketmq_max_topics": args.rocketmq_max_topics,
+            "rocketmq_broker_heap": args.rocketmq_heap,
+            "heartbeat_renewal_s": HEARTBEAT_INTERVAL_S,
+        },
         runs=[systems],
         page=page.as_dict(),
     )
@@ -633,6 +684,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-rocketmq", action="store_true")
     parser.add_argument("--rocketmq-max-topics", type=int, default=10000)
     parser.add_argument(
+        "--rocketmq-heap", default="2g", help="the RocketMQ broker's heap, -Xms and -Xmx [2g]"
+    )
+    parser.add_argument("--logs", type=Path, help="keep each system's logs in LOGS/SYSTEM")
+    parser.add_argument(
         "--name", default="scale", help="the result's name: bench/results/NAME.json [scale]"
     )
     results.add_json_option(parser, "NAME")
@@ -646,7 +701,8 @@ def main(argv: list[str] | None = None) -> None:
     skip = "--no-rocketmq" if args.no_rocketmq else java_skip_reason()
     if skip is None:
         topics = [n for n in args.topics if n <= args.rocketmq_max_topics]
-        systems["rocketmq"] = asyncio.run(one_system(rocketmq, topics, args, print))
+        start = functools.partial(rocketmq, args.rocketmq_heap)
+        systems["rocketmq"] = asyncio.run(one_system(start, topics, args, print))
     else:
         print(f"Apache RocketMQ not run: {skip}")
     result = document(args.name, systems, args, command)

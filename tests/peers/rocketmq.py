@@ -354,6 +354,7 @@ def start_rocketmq(
     broker_options: Mapping[str, object] | None = None,
     namesrv_addr: str | None = None,
     module_dir: Path = SERVER_DIR,
+    broker_jvm_options: tuple[str, ...] = SERVER_JVM_OPTIONS,
 ) -> RocketMQCluster:
     """Start a name server and a broker with their ``ROCKETMQ_HOME`` and store under ``home``.
 
@@ -362,6 +363,8 @@ def start_rocketmq(
     With ``namesrv_addr`` (``host:port;...``, any name servers: RocketMQ's or Longboat's) no
     name server is started: the broker registers with those. ``module_dir`` holds the jars
     (4.9.7's by default; `peers.rocketmq5.start_rocketmq5_broker` passes 5.3.3's).
+    ``broker_jvm_options``: the broker JVM's heap and GC (the suite's small heap by default; a
+    benchmark at thousands of groups gives it the heap RocketMQ's users run).
     """
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
@@ -391,7 +394,7 @@ def start_rocketmq(
             module_dir,
             "org.apache.rocketmq.broker.BrokerStartup",
             ("-c", str(broker_conf)),
-            SERVER_JVM_OPTIONS,
+            broker_jvm_options,
         )
         cluster.processes.append(process)
         process.wait_started("boot success", START_TIMEOUT_S)
