@@ -1,6 +1,6 @@
 """A write's broker CPU per message, this tree against another revision's, runs alternated.
 
-    python -m bench.write_ab --against REV [--runs 200] [--requests 30]
+    python -m bench.write_ab --against REV [--runs 200] [--requests 30] [--processes 8]
                              [--loads batch,single] [--json PATH]
 
 The broker's whole server side of a send, without the event loop's and the kernel's share
@@ -13,10 +13,12 @@ sends them: SEND_BATCH_MESSAGE of 64 messages of 256 B (each with TAGS, WAIT and
 UNIQ_KEY), and SEND_MESSAGE_V2 of one such message.  Both trees' brokers stay up side by
 side and are fed chunks in turn (`--requests` batches, or 8x as many single sends), which
 one goes first alternating, so both see the same moments of a shared host (whole runs of one
-tree after the other differ by more than most changes).  The figure is CPU µs per message,
-the median over `--runs` pairs of chunks, after one pair of warm-up, and the ratio the
-median of the pairs' ratios.  Figures go to
-`bench/results/write_ab.json` (`--json` elsewhere).
+tree after the other differ by more than most changes); the pairs are spread over
+`--processes` pairs of brokers, one after the other, since a process's own layout makes it
+a few per cent faster or slower than another.  The figure is CPU µs per message of the event
+loop's thread, the median over `--runs` pairs of chunks (each broker's first chunk warms it),
+and the ratio the median of the pairs' ratios.  Figures go to `bench/results/write_ab.json`
+(`--json` elsewhere).
 """
 
 from __future__ import annotations
@@ -156,22 +158,29 @@ def _chunk(child: subprocess.Popen[str]) -> float:
 
 
 def _alternate(
-    trees: dict[str, Path], load: str, requests: int, runs: int
+    trees: dict[str, Path], load: str, requests: int, runs: int, processes: int
 ) -> list[dict[str, float]]:
-    """`runs` pairs of chunks, one per tree, the first of each pair alternating; the first
-    pair warms both brokers and is not kept."""
-    children = {name: _start(src, load, requests) for name, src in trees.items()}
-    try:
-        pairs = []
-        for run in range(runs + 1):
-            order = list(children) if run % 2 == 0 else list(reversed(children))
-            pairs.append({name: _chunk(children[name]) for name in order})
-        return pairs[1:]
-    finally:
-        for child in children.values():
-            assert child.stdin is not None
-            child.stdin.close()
-            child.wait()
+    """`runs` pairs of chunks, one per tree, the first of each pair alternating, spread over
+    `processes` pairs of brokers started one pair after the other: a process's own layout
+    (hash seed, addresses) makes it a few per cent faster or slower than another running the
+    same code, so one process per tree would measure its luck.  Each pair's first chunks
+    warm it and are not kept."""
+    pairs: list[dict[str, float]] = []
+    for process in range(processes):
+        share = runs // processes + (process < runs % processes)
+        children = {name: _start(src, load, requests) for name, src in trees.items()}
+        try:
+            for run in range(share + 1):
+                order = list(children) if run % 2 == 0 else list(reversed(children))
+                pair = {name: _chunk(children[name]) for name in order}
+                if run:
+                    pairs.append(pair)
+        finally:
+            for child in children.values():
+                assert child.stdin is not None
+                child.stdin.close()
+                child.wait()
+    return pairs
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -179,6 +188,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--against", help="the revision to compare with")
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--requests", type=int, default=30, help="batches per chunk (8x singles)")
+    parser.add_argument("--processes", type=int, default=8, help="broker pairs, in turn")
     parser.add_argument("--loads", default=",".join(LOADS), help="which loads, comma-separated")
     parser.add_argument("--child", choices=LOADS, help=argparse.SUPPRESS)
     results.add_json_option(parser, BENCHMARK)
@@ -196,7 +206,13 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="write-ab-rev-") as tmp:
         trees = {"then": _tree_at(args.against, Path(tmp)), "now": now_src}
         by_load = {
-            load: _alternate(trees, load, args.requests * (1 if load == "batch" else 8), args.runs)
+            load: _alternate(
+                trees,
+                load,
+                args.requests * (1 if load == "batch" else 8),
+                args.runs,
+                args.processes,
+            )
             for load in loads
         }
     for run in range(args.runs):
