@@ -215,8 +215,8 @@ def main(argv: list[str] | None = None) -> None:
             )
             for load in loads
         }
-    for run in range(args.runs):
-        figures = {f"{load}_{name}": by_load[load][run][name] for load in loads for name in trees}
+    for index in range(args.runs):
+        figures = {f"{load}_{name}": by_load[load][index][name] for load in loads for name in trees}
         runs.append(figures)
     summary = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
     for load in loads:
