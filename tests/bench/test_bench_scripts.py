@@ -181,6 +181,19 @@ def test_admit_ab_compares_against_a_revision_in_one_process(tmp_path: Path) -> 
     assert re.search(r"^\| µs per message \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)
 
 
+@pytest.mark.timeout(300)
+def test_write_ab_compares_a_revision_over_pairs_of_brokers(tmp_path: Path) -> None:
+    recorded = tmp_path / "write_ab.json"
+    out = _run("bench.write_ab", "--against", "HEAD", "--runs", "2", "--requests", "2",
+               "--processes", "1", "--json", str(recorded))  # fmt: skip
+    result = json.loads(recorded.read_text())
+    assert [sorted(r) for r in result["runs"]] == [
+        ["batch_now", "batch_then", "single_now", "single_then"]
+    ] * 2
+    for load in ("batch", "single"):
+        assert re.search(rf"^\| {load} \| [\d.]+ \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+
+
 def test_broker_processes_shows_each_count_and_the_ratio() -> None:
     """Medians per process count; a figure one count could not measure has no ratio."""
     from bench.broker_processes import page

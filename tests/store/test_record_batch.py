@@ -12,6 +12,7 @@ from longboat.protocol.message import (
     encode_record,
     encode_record_batch,
 )
+from longboat.store.consume_queue import ENTRY, pack_entries
 
 hosts = st.sampled_from([b"\x7f\x00\x00\x01", b"\x0a\x01\x02\x03", bytes(range(16))])
 ints = st.integers(min_value=0, max_value=2**31 - 1)
@@ -123,3 +124,20 @@ def test_counts_that_disagree_are_refused() -> None:
         encode(sender, [0, 1])
     with pytest.raises(ValueError, match="senders"):
         encode([sender] * 2, [0])
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    entries=st.lists(
+        st.tuples(longs, ints, st.integers(min_value=-(2**63), max_value=2**63 - 1)),
+        min_size=1,
+        max_size=70,
+    )
+)
+def test_queue_entries_of_a_batch_are_each_entry_in_turn(
+    entries: list[tuple[int, int, int]],
+) -> None:
+    """A batch's consume-queue entries, packed in one call, are the bytes of packing each
+    entry on its own (commit-log offset, size, tags code)."""
+    offsets, sizes, codes = (list(column) for column in zip(*entries, strict=True))
+    assert pack_entries(offsets, sizes, codes) == b"".join(ENTRY.pack(*e) for e in entries)

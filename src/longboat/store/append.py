@@ -28,7 +28,7 @@ from longboat.store.admission import Admission, Admitted
 from longboat.store.arrivals import Arrivals
 from longboat.store.commit_log import CommitLog
 from longboat.store.config import StoreConfig
-from longboat.store.consume_queue import ENTRY
+from longboat.store.consume_queue import ENTRY, pack_entries
 from longboat.store.errors import StoreUsageError
 from longboat.store.flush import FlushService
 from longboat.store.index.writer import IndexWriter
@@ -219,7 +219,7 @@ class Appender:
         # Dispatch: queue entries, index entries, what the caller is told.
         codes = admitted.tags_codes
         if consumable is None:
-            entries = b"".join(map(ENTRY.pack, offsets, sizes, codes))
+            entries = pack_entries(offsets, sizes, codes)
         else:
             entries = b"".join(
                 ENTRY.pack(phys, rsize, code)

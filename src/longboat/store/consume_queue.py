@@ -16,14 +16,34 @@ Invariants:
 
 from __future__ import annotations
 
+import functools
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from longboat.store.segments import MappedSegment, SegmentChain
 
 ENTRY = struct.Struct(">qiq")
 ENTRY_SIZE = ENTRY.size  # 20
+
+
+def pack_entries(offsets: Sequence[int], sizes: Sequence[int], codes: Sequence[int]) -> bytes:
+    """The entries of consecutive records (commit-log offset, size, tags code each) in one
+    struct call for a batch, instead of a call and a bytes object per message."""
+    count = len(offsets)
+    if count == 1:
+        return ENTRY.pack(offsets[0], sizes[0], codes[0])
+    fields: list[int] = [0] * (3 * count)
+    fields[0::3] = offsets
+    fields[1::3] = sizes
+    fields[2::3] = codes
+    return _entries_struct(count).pack(*fields)
+
+
+@functools.lru_cache(maxsize=256)
+def _entries_struct(count: int) -> struct.Struct:
+    """`count` consecutive entries as one struct (batches come in few sizes)."""
+    return struct.Struct(">" + "qiq" * count)
 
 
 class ConsumeQueue:
