@@ -4,7 +4,8 @@ Each member gets a namespace of its own with one veth link to a bridge in this n
 address on a private /24, and runs its command under `ip netns exec`; this process reaches
 every member through the bridge.  `cut(name)` takes the member's link down — a partition that
 is a link cut, not a mock: its connections stay open and hear nothing — and `heal(name)`
-brings it back.  Names are random, so runs side by side do not collide; `close()` removes
+brings it back.  `impair(name, ...)` puts `tc netem` delay and loss on the member's link, both
+ways, and `clear(name)` takes it off.  Names are random, so runs side by side do not collide; `close()` removes
 every namespace and the bridge.
 """
 
@@ -19,6 +20,10 @@ def _ip(*args: str) -> None:
     subprocess.run(["ip", *args], check=True, capture_output=True)
 
 
+def _tc(*args: str, check: bool = True) -> None:
+    subprocess.run(["tc", *args], check=check, capture_output=True)
+
+
 class Network:
     def __init__(self) -> None:
         token = uuid.uuid4().hex[:6]
@@ -28,6 +33,7 @@ class Network:
         self._subnet = f"10.{rng.randint(100, 250)}.{rng.randint(0, 255)}"
         self._hosts: dict[str, str] = {}
         self._links: dict[str, str] = {}
+        self._inside: dict[str, str] = {}
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self._subnet}.1/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
@@ -59,12 +65,25 @@ class Network:
         _ip("-n", ns, "link", "set", "lo", "up")
         self._hosts[name] = f"{self._subnet}.{n}"
         self._links[name] = outside
+        self._inside[name] = inside
 
     def cut(self, name: str) -> None:
         _ip("link", "set", self._links[name], "down")
 
     def heal(self, name: str) -> None:
         _ip("link", "set", self._links[name], "up")
+
+    def impair(self, name: str, *, delay_ms: int, jitter_ms: int = 0, loss_pct: float = 0) -> None:
+        """`tc netem` on both ends of the member's link: every packet to and from it is
+        delayed by `delay_ms` (± `jitter_ms`) and lost with probability `loss_pct` %, each way."""
+        netem = ["netem", "delay", f"{delay_ms}ms", f"{jitter_ms}ms", "loss", f"{loss_pct}%"]
+        _tc("qdisc", "replace", "dev", self._links[name], "root", *netem)
+        _tc("-n", self.namespace(name), "qdisc", "replace", "dev", self._inside[name], "root", *netem)
+
+    def clear(self, name: str) -> None:
+        """Take `impair`'s delay and loss off the member's link (nothing to do if none)."""
+        _tc("qdisc", "del", "dev", self._links[name], "root", check=False)
+        _tc("-n", self.namespace(name), "qdisc", "del", "dev", self._inside[name], "root", check=False)
 
     def close(self) -> None:
         for name in self._hosts:
