@@ -46,12 +46,21 @@ async def eventually(check: Callable[[], object], timeout_s: float = 30.0) -> No
 
 @asynccontextmanager
 async def checked_cluster(
-    root: Path, *, controllers: int, brokers: int, placement: Placement | None = None
+    root: Path,
+    *,
+    controllers: int,
+    brokers: int,
+    placement: Placement | None = None,
+    foreign_controllers: list[str] | None = None,
 ) -> AsyncIterator[tuple[ProcessCluster, RemotingClient, SendChecker, ReplicasInfo]]:
     """A started cluster of processes whose group has every broker in sync, a client to ask
     its controllers, and a checker sending steadily; all stopped at the end."""
     cluster = ProcessCluster.build(
-        root, controllers=controllers, brokers=brokers, placement=placement
+        root,
+        controllers=controllers,
+        brokers=brokers,
+        placement=placement,
+        foreign_controllers=foreign_controllers,
     )
     cluster.start()
     client = RemotingClient()
@@ -91,3 +100,18 @@ async def restart_in_sync(
     member.kill()
     member.start()
     await cluster.wait_for(client, in_sync=brokers)
+
+
+async def kill_master(
+    cluster: ProcessCluster, client: RemotingClient, checker: SendChecker, current: ReplicasInfo
+) -> tuple[Member, ReplicasInfo]:
+    """SIGKILL the master of `current`; returns it and the group once another broker is
+    master at a higher epoch and has acknowledged 100 more sends."""
+    old = cluster.member_at(current.master_address)
+    assert old is not None
+    old.kill()
+    acked_before = len(checker.acked)
+    new = await cluster.wait_for(client, in_sync=1, not_master=current.master_address)
+    assert new.master_epoch > current.master_epoch
+    await checker.wait_acked(acked_before + 100)
+    return old, new

@@ -113,10 +113,12 @@ async def test_a_group_is_elected_and_survives_the_leading_controllers_loss(
     leader = leader_of(controllers)
     assert leader is not None
     addr = leader.addr
+    follower = next(s for s in controllers if s is not leader)
+    # A follower learns who leads from the leader's first append after the election.
+    await eventually(lambda: follower.controller.leader_addr() == addr)
     client = RemotingClient()
     try:
         # A follower names the leader and refuses changes.
-        follower = next(s for s in controllers if s is not leader)
         meta = await call(client, follower.addr, RequestCode.CONTROLLER_GET_METADATA_INFO)
         header = GetMetaDataResponseHeader.from_ext(meta.ext_fields)
         assert (header.controllerLeaderAddress, header.isLeader) == (addr, False)

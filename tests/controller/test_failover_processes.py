@@ -1,5 +1,6 @@
-"""Controller-mode failover with real processes: SIGKILL of the master under steady sends,
-and of the leading controller.  The checker records every acknowledged send and reads the
+"""Controller-mode failover with real processes: SIGKILL of the master under steady sends
+(once, and twice in a row), of the leading controller, and of every node at once; a paused
+slave and a paused master.  The checker records every acknowledged send and reads the
 topic back: nothing acknowledged lost (allAckInSyncStateSet=true), no message twice in one
 queue, each queue in send order."""
 
@@ -14,7 +15,7 @@ from longboat.client.errors import ClientError
 from longboat.client.message import Message, SendStatus
 from longboat.testing.failover import SendChecker
 
-from .support import assert_clean, checked_cluster, finish, restart_in_sync
+from .support import assert_clean, checked_cluster, finish, kill_master, restart_in_sync
 
 
 async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
@@ -24,13 +25,7 @@ async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
         checker,
         first,
     ):
-        old = cluster.member_at(first.master_address)
-        assert old is not None
-        old.kill()
-        acked_before = len(checker.acked)
-        second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
-        assert second.master_epoch > first.master_epoch
-        await checker.wait_acked(acked_before + 200)
+        old, _ = await kill_master(cluster, client, checker, first)
         # The former master comes back: it cuts what it alone had and rejoins as a slave.
         await restart_in_sync(cluster, client, old, 3)
         verdict = await finish(checker)
@@ -157,3 +152,43 @@ async def test_delayed_messages_are_delivered_by_the_master_of_the_moment(tmp_pa
         finally:
             await delayed.producer.shutdown()
         assert_clean(await finish(checker))
+
+
+async def test_two_successive_failovers(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=1, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        masters = [first]
+        for _ in range(2):
+            # The new master accepts sends, then the old one rejoins as its slave and syncs.
+            old, new = await kill_master(cluster, client, checker, masters[-1])
+            await restart_in_sync(cluster, client, old, 2)
+            await checker.wait_acked(len(checker.acked) + 100)
+            masters.append(new)
+        # With two brokers the second failover hands the group back to the first master.
+        assert masters[2].master_address == first.master_address
+        verdict = await finish(checker)
+    assert_clean(verdict)
+
+
+async def test_a_restart_of_every_node_keeps_the_data_and_elects_a_master(tmp_path: Path) -> None:
+    async with checked_cluster(tmp_path, controllers=3, brokers=2) as (
+        cluster,
+        client,
+        checker,
+        first,
+    ):
+        # Everything dies at once, the checker still sending; then everything comes back.
+        for member in [*cluster.brokers, *cluster.controllers]:
+            member.kill()
+        acked_before = len(checker.acked)
+        for member in [*cluster.controllers, *cluster.brokers]:
+            member.start()
+        after = await cluster.wait_for(client, in_sync=2)
+        assert after.master_epoch >= first.master_epoch
+        await checker.wait_acked(acked_before + 100)
+        verdict = await finish(checker)
+    assert_clean(verdict)

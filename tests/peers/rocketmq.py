@@ -282,9 +282,12 @@ def spawn_server(
     return RocketMQProcess(name, proc, output)
 
 
-def start_namesrv(home: Path, module_dir: Path, port: int = 0) -> tuple[RocketMQProcess, str]:
+def start_namesrv(
+    home: Path, module_dir: Path, port: int = 0, options: Mapping[str, object] | None = None
+) -> tuple[RocketMQProcess, str]:
     """Start RocketMQ's name server (the version ``module_dir`` holds) on a loopback port;
-    return it and its address."""
+    return it and its address.  ``options``: more namesrv.properties entries (5.x's embedded
+    controller: ``enableControllerInNamesrv`` and its ``controller*`` keys)."""
     port = port or free_port()
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
@@ -297,6 +300,7 @@ def start_namesrv(home: Path, module_dir: Path, port: int = 0) -> tuple[RocketMQ
                 "listenPort": port,
                 "kvConfigPath": home / "namesrv" / "kvConfig.json",
                 "configStorePath": home / "namesrv" / "namesrv.properties",
+                **(options or {}),
             }
         )
     )

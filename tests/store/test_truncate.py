@@ -1,5 +1,5 @@
-"""Cutting a closed store's log (a former master rejoining as a slave), and where two logs
-stop agreeing by their epoch entries."""
+"""Cutting a store's log, closed or open (a former master rejoining as a slave), and where two
+logs stop agreeing by their epoch entries."""
 
 from __future__ import annotations
 
@@ -42,6 +42,32 @@ def test_truncate_to_cuts_the_log_and_its_queues_and_appends_continue(store_dir:
         assert store.max_offset("T", 0) == 151
     finally:
         store.close()
+
+
+def test_cut_log_cuts_the_open_log_and_its_queues_and_appends_continue(store_dir: Path) -> None:
+    cfg = small_config(store_dir)
+    store = MessageStore(cfg)
+    store.open()
+    try:
+        ends = []
+        for i in range(600):
+            result = store.put_message(message(queue_id=i % 2, body=b"%04d" % i + b"x" * 200))
+            assert result.appended is not None
+            ends.append(result.appended.end)
+        cut = ends[299]
+        store.cut_log(cut, "a test")
+        assert store.max_physical_offset == cut
+        assert store.max_offset("T", 0) == 150 and store.max_offset("T", 1) == 150
+        assert store.get_messages("T", 1, 150, 10).queue_offsets == []
+        result = store.put_message(message(queue_id=0, body=b"next"))
+        assert result.appended is not None and result.appended.commit_log_offsets == [cut]
+    finally:
+        store.close()
+    # What the cut left is what a restart finds.
+    with MessageStore(cfg) as store:
+        assert store.max_offset("T", 0) == 151 and store.max_offset("T", 1) == 150
+        got = store.get_messages("T", 0, 150, 10)
+        assert decode_record(b"".join(got.parts)).body == b"next"
 
 
 def test_truncate_past_the_end_changes_nothing(store_dir: Path) -> None:

@@ -82,6 +82,11 @@ class ControllerRaft:
         return bool(self._sync._isLeader())
 
     @property
+    def term(self) -> int:
+        """The Raft term this member is in (a new one at every election)."""
+        return int(self._sync.raftCurrentTerm)
+
+    @property
     def leader_addr(self) -> str | None:
         """The Raft address of the last known leader, None while there is none."""
         leader = self._sync._getLeader()

@@ -97,7 +97,17 @@ class CleanBrokerData:
     alive: frozenset[int]
 
 
-Command = ApplyBrokerId | RegisterBroker | ElectMaster | AlterSyncStateSet | CleanBrokerData
+@dataclass(frozen=True, slots=True)
+class Barrier:
+    """Changes nothing.  A controller that has just become the leader submits one and leads
+    only once it is applied: Raft applies in log order, so its table then holds every
+    command committed before its term, and nothing it answers is older than what an earlier
+    leader already answered."""
+
+
+Command = (
+    ApplyBrokerId | RegisterBroker | ElectMaster | AlterSyncStateSet | CleanBrokerData | Barrier
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +199,8 @@ class ReplicaTable:
                 return self._alter(cmd)
             case CleanBrokerData():
                 return self._clean(cmd)
+            case Barrier():
+                return Outcome()
 
     # ------------------------------------------------------------------ reads
 

@@ -25,6 +25,7 @@ from longboat.controller.raft import ControllerRaft, NotLeader
 from longboat.controller.replicas import (
     AlterSyncStateSet,
     ApplyBrokerId,
+    Barrier,
     CleanBrokerData,
     Command,
     ElectMaster,
@@ -110,6 +111,10 @@ class Controller:
         self.heartbeats = BrokerHeartbeats(clock())
         self.raft: ControllerRaft | None = None
         self._was_leader = False
+        # The Raft term whose barrier this controller has seen applied (see `is_leader`).
+        self._caught_up_term: int | None = None
+        self._barrier_term: int | None = None
+        self._barrier: asyncio.Future[None] | None = None
         self._scanner: asyncio.Task[None] | None = None
         self._notifier = RemotingClient()
         self._notifications: set[asyncio.Task[None]] = set()
@@ -123,6 +128,9 @@ class Controller:
         self._scanner = asyncio.ensure_future(self._scan())
 
     async def stop(self) -> None:
+        if self._barrier is not None:
+            self._barrier.cancel()
+            await asyncio.gather(self._barrier, return_exceptions=True)
         if self._scanner is not None:
             self._scanner.cancel()
             await asyncio.gather(self._scanner, return_exceptions=True)
@@ -138,12 +146,44 @@ class Controller:
 
     @property
     def is_leader(self) -> bool:
-        leading = self.raft is not None and self.raft.is_leader
+        """True while this controller leads with a table that is caught up.
+
+        Elected, a Raft leader may not have applied yet every command its predecessor
+        committed: answering from that table could hand a broker an older SyncStateSet or
+        epoch than it already holds.  So it leads from the moment its own `Barrier` command
+        is applied, in the same term (see `replicas.Barrier`); until then it answers
+        CONTROLLER_NOT_LEADER, naming itself, and brokers retry."""
+        raft = self.raft
+        term = raft.term if raft is not None and raft.is_leader else None
+        if term is not None and term != self._caught_up_term:
+            self._catch_up(term)
+            term = None
+        leading = term is not None
         if leading and not self._was_leader:
             log.info("controller %s: now the leader", self.config.self_id)
             self.heartbeats.reset(self.clock())
         self._was_leader = leading
         return leading
+
+    def _catch_up(self, term: int) -> None:
+        """Submit this term's barrier, once."""
+        if self._barrier is not None and not self._barrier.done():
+            return
+        if self._barrier_term == term:
+            return
+        self._barrier_term = term
+        self._barrier = asyncio.ensure_future(self._submit_barrier(term))
+
+    async def _submit_barrier(self, term: int) -> None:
+        assert self.raft is not None
+        try:
+            await self.raft.submit(Barrier())
+        except NotLeader as exc:
+            log.info("controller %s: not caught up as leader: %s", self.config.self_id, exc)
+            self._barrier_term = None  # tried again while it still leads
+            return
+        if self.raft is not None and self.raft.term == term:
+            self._caught_up_term = term
 
     def leader_addr(self) -> str | None:
         """The remoting address of the leading controller, if known."""

@@ -267,6 +267,11 @@ class CommitLog:
         self.write_offset = max(offset, self.chain.min_offset)
         self.flushed_offset = min(self.flushed_offset, self.write_offset)
 
+    def cut(self, offset: int, reason: str) -> None:
+        """End the open log at `offset` (see `set_end`), with no flush running meanwhile."""
+        with self._flush_lock:
+            self.set_end(offset, reason)
+
     def close(self) -> None:
         if self._prefaulter is not None:
             self._prefaulter.close()

@@ -259,6 +259,27 @@ class MessageStore:
         where this log ends (the replica must reconnect and report its end again)."""
         return self._appender.append_replicated(offset, data)
 
+    def cut_log(self, offset: int, reason: str) -> None:
+        """Cut the open commit log at `offset`: a former master that rejoins its group as a
+        slave while it runs drops the tail its new master does not hold (`truncate.py` does
+        the same to a closed store).  Appends wait meanwhile; every queue entry pointing at or
+        past `offset` goes, in the queues mapped and in those mapped later; index entries of
+        cut records stay, as lookups re-read the record.  Call it from the thread that reads
+        the store (the broker's event loop), so no read sees a file half cut.  The files are
+        cut at once; the maintenance thread's next checkpoint records it (a crash before that
+        recovers from files already cut).
+
+        Raises StoreUsageError when the store is not open."""
+        with self._lock:
+            if self._life.state is not StoreState.OPEN:
+                raise StoreUsageError(f"cut_log() on a store that is {self._life.state.value}")
+            self._indexer.write()
+            if offset >= self._log.write_offset:
+                return
+            self._log.cut(offset, reason)
+            self._queues.trust_below(offset)
+            self._indexer.dispatched = min(self._indexer.dispatched, self._log.write_offset)
+
     def commit_log_data(self, offset: int, max_bytes: int) -> bytes | None:
         """Up to `max_bytes` of the commit log from `offset`, within one segment and below
         its end (what a master streams to a replica); None at the end or below the start."""

@@ -141,6 +141,8 @@ class Loopback:
 class ProcessCluster:
     root: Path
     controllers: list[Member] = field(default_factory=list)
+    # Controllers this cluster does not run (another implementation's), asked as its own are.
+    foreign_controllers: list[str] = field(default_factory=list)
     namesrv: Member | None = None
     brokers: list[Member] = field(default_factory=list)
 
@@ -153,11 +155,15 @@ class ProcessCluster:
         brokers: int = 3,
         heartbeat_timeout_ms: int = 3000,
         placement: Placement | None = None,
+        foreign_controllers: list[str] | None = None,
     ) -> ProcessCluster:
         """`placement`: where each member ("controller-n0", "namesrv", "broker-0", ...) runs;
-        all on 127.0.0.1 by default.  Ports are probed free on this host's loopback."""
+        all on 127.0.0.1 by default.  Ports are probed free on this host's loopback.  With
+        `foreign_controllers` (addresses), the brokers follow those and none is started."""
         place = placement or Loopback()
-        cluster = cls(root)
+        cluster = cls(root, foreign_controllers=list(foreign_controllers or []))
+        if foreign_controllers:
+            controllers = 0
         ports = free_controller_ports(controllers, LOOPBACK)
         peers = ";".join(f"n{i}-{place.host(f'controller-n{i}')}:{p}" for i, p in enumerate(ports))
         for i, port in enumerate(ports):
@@ -180,7 +186,9 @@ class ProcessCluster:
             f"{ns_host}:{ns_port}",
             place.prefix("namesrv"),
         )
-        controller_addrs = ";".join(m.addr for m in cluster.controllers)
+        controller_addrs = ";".join(
+            [m.addr for m in cluster.controllers] or cluster.foreign_controllers
+        )
         for i in range(brokers):
             name = f"broker-{i}"
             host = place.host(name)
@@ -233,13 +241,10 @@ class ProcessCluster:
     async def _ask(
         self, client: RemotingClient, code: RequestCode, body: bytes = b""
     ) -> RemotingCommand | None:
-        for member in self.controllers:
-            if not member.alive:
-                continue
+        addrs = [m.addr for m in self.controllers if m.alive] + self.foreign_controllers
+        for addr in addrs:
             try:
-                reply = await client.request(
-                    member.addr, RemotingCommand.request(code, {}, body), 2.0
-                )
+                reply = await client.request(addr, RemotingCommand.request(code, {}, body), 2.0)
             except RemotingError:
                 continue
             if reply.code == ResponseCode.SUCCESS:

@@ -11,22 +11,28 @@ The controllers (`controllerAddr`) decide who is master; the broker follows:
              master = this broker at a new epoch -> become master (epoch entry appended, HA
              server, registered with the name servers as brokerId 0);
              master = another, or a new epoch -> become its slave
-    every brokerHeartbeatInterval: BROKER_HEARTBEAT to every controller (epoch, log end)
+    every brokerHeartbeatInterval: BROKER_HEARTBEAT to every controller (epoch, log end),
+             each on its own, so a silent controller delays no beat to the others
     as master, every brokerHeartbeatInterval: the SyncStateSet kept (below)
 
-SyncStateSet, as master.  A slave is in sync while it reached, within
-haMaxTimeSlaveNotCatchup, the master's log end of the previous check; one that disconnects or
-stops catching up is removed, one that catches up is added.  Each change goes through
-CONTROLLER_ALTER_SYNC_STATE_SET; `waiting_for` (whom an `allAckInSyncStateSet` send waits for)
-never lacks a member the controller counts in sync: a removal takes effect locally only once
-the controller accepted it, and an addition is waited for first, and proposed only once the
-slave acknowledged everything the master had when it started waiting for it.  So every
+SyncStateSet, as master.  A slave is in sync while it holds everything the master held
+haMaxTimeSlaveNotCatchup ago (its lag, in time, is under that window); one that disconnects
+or falls further behind is removed, one that comes within the window is added.  Leaving and
+joining use the same rule: a slave that left while sends went on without it comes back as
+soon as it is less than the window behind, not only once it reaches a moving log end.
+Each change goes through CONTROLLER_ALTER_SYNC_STATE_SET; `waiting_for` (whom an
+`allAckInSyncStateSet` send waits for) never lacks a member the controller counts in sync: a
+removal takes effect locally only once the controller accepted it, and an addition is waited
+for first, and proposed only once the slave acknowledged everything the master had when it
+started waiting for it.  So every
 acknowledged send is on every replica the controller may elect.
 
 A master deposed while running (paused, or cut off, and not restarted) becomes a slave at
 its next look at the controller, so it refuses sends from then on; if its log went past the
-new master's it is not truncated live: it does not follow, and logs that it must be
-restarted, which cuts it.
+point where it agrees with the new master's, that tail is cut there and then
+(`MessageStore.cut_log`) and it follows.  Only a log sharing no term with the master's is
+left alone (fenced: no writes, no replication) until a restart cuts it before the store
+opens.
 """
 
 from __future__ import annotations
@@ -34,9 +40,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from longboat.broker.config import BrokerConfig
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
@@ -123,12 +130,13 @@ class ControllerMode:
         # Whom an allAckInSyncStateSet send waits for (see the module docstring).
         self.waiting_for: frozenset[int] = frozenset()
         self._pending_add: dict[int, int] = {}  # slave id -> master end when first waited for
-        self._caught_up_at: dict[int, float] = {}
-        self._previous_end = 0
+        # (time, log end) at each check of the last haMaxTimeSlaveNotCatchup, oldest first.
+        self._ends: deque[tuple[float, int]] = deque()
         self._leader: str | None = None
         self._host: RoleHost | None = None
         self._syncing: asyncio.Lock | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._beating: dict[str, asyncio.Task[None]] = {}  # controller -> its beat in flight
         self.ha_addr = ""  # as master: where slaves stream from
 
     # ------------------------------------------------------------------ requests
@@ -275,9 +283,7 @@ class ControllerMode:
 
     def role_changed(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """NOTIFY_BROKER_ROLE_CHANGED (1008): look at the controller's table at once."""
-        task = asyncio.ensure_future(self.sync_role())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._spawn(self.sync_role())
         return cmd.make_response()
 
     # ------------------------------------------------------------------ periodic
@@ -298,14 +304,28 @@ class ControllerMode:
             cfg.broker_election_priority,
         ).to_ext()
 
-        async def one(addr: str) -> None:
-            cmd = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, dict(header))
-            try:
-                await self.client.request(addr, cmd, REQUEST_TIMEOUT_S)
-            except RemotingError:
-                pass
+        # Each controller's beat on its own: one that does not answer (dead, or cut off and
+        # timing out) must not hold back the beats to the others, or the leader would count
+        # this broker dead and elect around it.  A beat still in flight is not doubled.
+        for addr in cfg.controller_addrs:
+            if addr not in self._beating:
+                cmd = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, dict(header))
+                self._beating[addr] = self._spawn(self._beat(addr, cmd))
+        await asyncio.sleep(0)  # the beats go out before whatever the caller asks next
 
-        await asyncio.gather(*(one(a) for a in cfg.controller_addrs))
+    async def _beat(self, addr: str, cmd: RemotingCommand) -> None:
+        try:
+            await self.client.request(addr, cmd, REQUEST_TIMEOUT_S)
+        except RemotingError:
+            pass
+        finally:
+            del self._beating[addr]
+
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     async def sync_role(self) -> None:
         """Follow the controller's table: become master or slave, or ask for an election."""
@@ -366,8 +386,7 @@ class ControllerMode:
         )
         self._take_set(sss or SyncStateSet(frozenset({self.broker_id}), 0))
         self._pending_add.clear()
-        self._caught_up_at.clear()
-        self._previous_end = end
+        self._ends.clear()
         self.ha_addr = await self._host.become_master()
         self.role = "MASTER"  # from now on GET_BROKER_EPOCH_CACHE names the HA address
         log.info(
@@ -383,25 +402,37 @@ class ControllerMode:
         cache, ha_addr = await self._epoch_cache(addr)
         if not ha_addr:
             raise ControllerError(f"the master at {addr} is not serving as master yet")
-        end = self._host.store.max_physical_offset
+        store = self._host.store
+        end = store.max_physical_offset
         point = consistent_point(self.epochs.with_ends(end), cache.epoch_list)
         diverged = bool(self.epochs.entries) and (point is None or end > point)
         self.master_id, self.master_addr, self.master_epoch = master, addr, epoch
         self.role = "SLAVE"
         self.waiting_for = frozenset()
         if diverged:
-            # Fenced: a slave (it refuses sends) that does not follow, as its log cannot
-            # continue the master's; a restart cuts it (`prepare`).
-            log.error(
-                "controller mode: this log (end %d) holds records the master at %s does not "
-                "(they agree up to %s): serving no writes and not replicating; restart this "
-                "broker to cut them",
-                end,
+            # A slave first (it refuses sends, its master's services stop), following nobody
+            # until its log continues the master's.
+            await self._host.become_slave(self.broker_id, addr, "")
+            if point is None or point < store.min_physical_offset:
+                # Fenced: nothing shared to cut back to; a restart cuts it (`prepare`).
+                log.error(
+                    "controller mode: this log (end %d) shares no term with the master's at "
+                    "%s: serving no writes and not replicating; restart this broker to cut it",
+                    end,
+                    addr,
+                )
+                return
+            # A deposed master still running (cut off, paused): what it holds past the
+            # point where the two logs agree was never acknowledged under
+            # allAckInSyncStateSet, and goes before it follows.
+            log.warning(
+                "controller mode: %s is master; cutting this log from %d to %d, where it "
+                "stops agreeing with the master's",
                 addr,
+                end,
                 point,
             )
-            await self._host.become_slave(self.broker_id, addr, "")
-            return
+            store.cut_log(point, f"not held by the master at {addr} (epoch {epoch})")
         self.epochs.replace([(e.epoch, e.start_offset) for e in cache.epoch_list])
         await self._host.become_slave(self.broker_id, addr, ha_addr)
         log.info(
@@ -424,16 +455,14 @@ class ControllerMode:
         now = self.clock()
         end = self._host.store.max_physical_offset
         acks = self._host.connected_slaves()
-        for bid, ack in acks.items():
-            if ack >= self._previous_end:
-                self._caught_up_at[bid] = now
-        self._previous_end = end
         window = self.config.ha_max_time_slave_not_catchup / 1000
-        fit = {
-            bid
-            for bid in acks
-            if bid != self.broker_id and now - self._caught_up_at.get(bid, -1e18) < window
-        }
+        self._ends.append((now, end))
+        while now - self._ends[0][0] >= window:
+            self._ends.popleft()
+        # The master's log end as long ago as the window reaches: a slave holding it is
+        # less than the window behind.
+        lagging_limit = self._ends[0][1]
+        fit = {bid for bid, ack in acks.items() if bid != self.broker_id and ack >= lagging_limit}
         for bid in fit - self.sync_state_set - set(self._pending_add):
             self._pending_add[bid] = end  # waited for from now on
         for bid in set(self._pending_add) - fit:
