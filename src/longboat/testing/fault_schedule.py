@@ -3,8 +3,9 @@
 `generate(seed, duration_s)` turns a seed into a list of timed faults, one at a time, each
 undone before the next begins: SIGKILL of the master or a slave (started again on its store
 when the fault ends), SIGSTOP of a broker (SIGCONT), its link cut (healed) or slowed and
-lossy under `tc netem` (cleared).  The same seed gives the same schedule; a schedule names
-its targets by role ("the master", "slave 1" in broker-id order), not by process, because
+lossy under `tc netem` (cleared; a token bucket where the kernel has no netem, see
+`Network.impair`).  The same seed gives the same schedule; a schedule names
+its targets by role ("the master", "slave 1" of the others in name order), not by process, because
 which broker wins the first election differs from run to run.
 
 `FaultRunner` applies a schedule to a `ProcessCluster` whose members run in a `Network` of
@@ -50,11 +51,14 @@ class Fault:
     def target(self) -> str:
         return "master" if self.slave is None else f"slave {self.slave}"
 
-    def describe(self) -> str:
-        what = self.kind.value
+    @property
+    def what(self) -> str:
         if self.kind is FaultKind.NETEM:
-            what += f" {self.delay_ms} ms loss {self.loss_pct:g} %"
-        return f"t={self.at_s:5.1f}s +{self.lasts_s:.1f}s {what} on the {self.target}"
+            return f"{self.kind.value} {self.delay_ms} ms loss {self.loss_pct:g} %"
+        return self.kind.value
+
+    def describe(self) -> str:
+        return f"t={self.at_s:5.1f}s +{self.lasts_s:.1f}s {self.what} on the {self.target}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +123,8 @@ class FaultRunner:
         for fault in schedule.faults:
             await _sleep_until(start + fault.at_s)
             member = await self._resolve(fault)
-            self.log(f"t={time.monotonic() - start:5.1f}s {fault.describe()}: {member.name}")
+            now = time.monotonic() - start
+            self.log(f"t={now:5.1f}s {fault.what} on the {fault.target}: {member.name}")
             self._undo = self._apply(fault, member)
             await _sleep_until(start + fault.at_s + fault.lasts_s)
             self.heal()
@@ -176,12 +181,13 @@ class FaultRunner:
                 self.network.cut(member.name)
                 return lambda: self.network.heal(member.name)
             case FaultKind.NETEM:
-                self.network.impair(
+                qdisc = self.network.impair(
                     member.name,
                     delay_ms=fault.delay_ms,
                     jitter_ms=fault.delay_ms // 5,
                     loss_pct=fault.loss_pct,
                 )
+                self.log(f"  {member.name}'s link: {qdisc}")
                 return lambda: self.network.clear(member.name)
 
 

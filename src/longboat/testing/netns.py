@@ -111,13 +111,15 @@ class Network:
         else:
             qdisc = ["tbf", "rate", "64kbit", "burst", "4kb", "latency", f"{delay_ms}ms"]
         _tc("qdisc", "replace", "dev", self._links[name], "root", *qdisc)
-        _tc("-n", self.namespace(name), "qdisc", "replace", "dev", self._inside[name], "root", *qdisc)
+        inside = self._inside[name]
+        _tc("-n", self.namespace(name), "qdisc", "replace", "dev", inside, "root", *qdisc)
         return " ".join(qdisc)
 
     def clear(self, name: str) -> None:
         """Take `impair`'s qdisc off the member's link (nothing to do if none)."""
         _tc("qdisc", "del", "dev", self._links[name], "root", check=False)
-        _tc("-n", self.namespace(name), "qdisc", "del", "dev", self._inside[name], "root", check=False)
+        inside = self._inside[name]
+        _tc("-n", self.namespace(name), "qdisc", "del", "dev", inside, "root", check=False)
 
     def close(self) -> None:
         for name in self._hosts:
