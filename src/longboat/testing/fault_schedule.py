@@ -2,11 +2,12 @@
 
 `generate(seed, duration_s)` turns a seed into a list of timed faults, one at a time, each
 undone before the next begins: SIGKILL of the master or a slave (started again on its store
-when the fault ends), SIGSTOP of a broker (SIGCONT), its link cut (healed) or slowed and
-lossy under `tc netem` (cleared; a token bucket where the kernel has no netem, see
-`Network.impair`).  The same seed gives the same schedule; a schedule names
-its targets by role ("the master", "slave 1" of the others in name order), not by process, because
-which broker wins the first election differs from run to run.
+when the fault ends), SIGSTOP of a broker (SIGCONT), a broker cut off from its group while
+clients still reach it (rejoined), its link cut (healed) or slowed and lossy under `tc netem`
+(cleared; a token bucket where the kernel has no netem, see `Network.impair`).  The same
+seed gives the same schedule; a schedule names its targets by role ("the master", "slave 1"
+of the others in name order), not by process, because which broker wins the first election
+differs from run to run.
 
 `FaultRunner` applies a schedule to a `ProcessCluster` whose members run in a `Network` of
 namespaces, resolving each role when its fault begins; `heal()` undoes whatever fault is
@@ -33,6 +34,8 @@ class FaultKind(enum.Enum):
     PAUSE = "SIGSTOP"
     CUT = "link cut"
     NETEM = "netem"
+    # Cut off from the controllers, the other brokers and the name server, not the clients.
+    ISOLATE = "isolated from its group"
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +183,10 @@ class FaultRunner:
             case FaultKind.CUT:
                 self.network.cut(member.name)
                 return lambda: self.network.heal(member.name)
+            case FaultKind.ISOLATE:
+                others = [self.cluster.namesrv, *self.cluster.controllers, *self.cluster.brokers]
+                self.network.isolate(member.name, [m.name for m in others if m and m is not member])
+                return lambda: self.network.rejoin(member.name)
             case FaultKind.NETEM:
                 qdisc = self.network.impair(
                     member.name,
