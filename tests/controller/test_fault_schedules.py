@@ -48,7 +48,7 @@ def test_a_seed_gives_one_schedule_of_faults_one_at_a_time() -> None:
     assert kinds == {(k, on_master) for k in FaultKind for on_master in (True, False)}
 
 
-@pytest.mark.timeout(DURATION_S + 240)
+@pytest.mark.timeout(max(300.0, DURATION_S + 240))
 @pytest.mark.parametrize("seed", SEEDS, ids=lambda s: f"seed={s}")
 async def test_a_randomised_fault_schedule_loses_nothing_acknowledged(
     tmp_path: Path, network: Network, seed: int
