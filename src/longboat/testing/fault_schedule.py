@@ -12,7 +12,7 @@ differs from run to run.
 `FaultRunner` applies a schedule to a `ProcessCluster` whose members run in a `Network` of
 namespaces, resolving each role when its fault begins; `heal()` undoes whatever fault is
 still on (call it in a `finally`), and `settle()` waits until the group has a master and
-every broker in its SyncStateSet again.
+every broker in its SyncStateSet again, none restarted.
 """
 
 from __future__ import annotations
@@ -139,26 +139,12 @@ class FaultRunner:
         if undo is not None:
             undo()
 
-    async def settle(self, timeout_s: float = 30.0) -> list[str]:
-        """Wait until the group has a master and every broker in sync; a broker still out
-        after `timeout_s` is restarted on its store (a deposed master holding a tail nobody
-        acknowledged rejoins only once a restart's handshake truncates it).  Returns the
-        names of the brokers restarted."""
+    async def settle(self, timeout_s: float = 60.0) -> None:
+        """Wait until the group has a master and every broker in its SyncStateSet, each
+        back without a restart (a deposed master cuts its unacknowledged tail live);
+        AssertionError after `timeout_s`."""
         brokers = len(self.cluster.brokers)
-        try:
-            await self.cluster.wait_for(self.client, in_sync=brokers, timeout_s=timeout_s)
-            return []
-        except AssertionError:
-            pass
-        info = await self.cluster.wait_until(self.client, lambda i: bool(i.master_address))
-        in_sync = {r.broker_address for r in info.in_sync_replicas}
-        out = [m for m in self.cluster.brokers if m.addr not in in_sync]
-        for member in out:
-            self.log(f"{member.name} still out of the SyncStateSet: restarted on its store")
-            member.kill()
-            member.start()
-        await self.cluster.wait_for(self.client, in_sync=brokers, timeout_s=60.0)
-        return [m.name for m in out]
+        await self.cluster.wait_for(self.client, in_sync=brokers, timeout_s=timeout_s)
 
     async def _resolve(self, fault: Fault) -> Member:
         """The member in the fault's role now: the master the controller names (waiting
