@@ -3,11 +3,7 @@ process in its own network namespace, joined by veth links to one bridge (root o
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from longboat.protocol import RequestCode, ResponseCode
 from longboat.protocol.controller import EpochEntryCache
@@ -15,17 +11,6 @@ from longboat.remoting import RemotingClient
 from longboat.testing.netns import Network
 
 from .support import assert_clean, call, checked_cluster, finish, restart_in_sync
-
-
-@pytest.fixture
-def network() -> Iterator[Network]:
-    if os.geteuid() != 0:
-        pytest.fail("partition tests need root: they create network namespaces and links")
-    net = Network()
-    try:
-        yield net
-    finally:
-        net.close()
 
 
 async def test_a_master_cut_off_is_replaced_and_rejoins_after_healing(

@@ -84,8 +84,12 @@ class HASlave:
             last_report = time.monotonic()
             decoder = FrameDecoder()
             while addr == self.master_ha_addr:
+                # `asyncio.timeout`, not `wait_for`: on Python 3.11 `wait_for` returns the
+                # read's data when a cancel lands as the read completes, so `stop()` (a role
+                # switch to master) would wait on this loop for as long as the master talks.
                 try:
-                    data = await asyncio.wait_for(reader.read(1 << 20), self.heartbeat_s)
+                    async with asyncio.timeout(self.heartbeat_s):
+                        data = await reader.read(1 << 20)
                 except TimeoutError:
                     data = None
                 else:

@@ -1,0 +1,38 @@
+"""The `network` fixture: a `Network` of namespaces for the partition and fault-schedule
+tests, removed at teardown even when the test fails.
+
+They need root (namespaces, veth links, `tc`): elsewhere they are skipped, saying why — but
+not in CI (`CI` set), where they run as root and a missing privilege is a failure."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from longboat.testing.netns import Network
+
+
+def _unavailable() -> str | None:
+    if os.geteuid() != 0:
+        return "network namespaces, veth links and tc need root"
+    missing = [tool for tool in ("ip", "tc") if shutil.which(tool) is None]
+    if missing:
+        return f"{' and '.join(missing)} not found (iproute2)"
+    return None
+
+
+@pytest.fixture
+def network() -> Iterator[Network]:
+    reason = _unavailable()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"in CI the partition tests must run: {reason}")
+        pytest.skip(reason)
+    net = Network()
+    try:
+        yield net
+    finally:
+        net.close()
