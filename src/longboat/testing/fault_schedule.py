@@ -3,16 +3,18 @@
 `generate(seed, duration_s)` turns a seed into a list of timed faults, one at a time, each
 undone before the next begins: SIGKILL of the master or a slave (started again on its store
 when the fault ends), SIGSTOP of a broker (SIGCONT), a broker cut off from its group while
-clients still reach it (rejoined), its link cut (healed) or slowed and lossy under `tc netem`
-(cleared; a token bucket where the kernel has no netem, see `Network.impair`).  The same
-seed gives the same schedule; a schedule names its targets by role ("the master", "slave 1"
+clients still reach it (rejoined), its link cut (healed), or its link slowed by `tc netem`
+delay or made lossy by iptables drops (cleared).  The same seed gives the same schedule on
+every machine; a schedule names its targets by role ("the master", "slave 1"
 of the others in name order), not by process, because which broker wins the first election
 differs from run to run.
 
 `FaultRunner` applies a schedule to a `ProcessCluster` whose members run in a `Network` of
 namespaces, resolving each role when its fault begins; `heal()` undoes whatever fault is
 still on (call it in a `finally`), and `settle()` waits until the group has a master and
-every broker in its SyncStateSet again, none restarted.
+every broker in its SyncStateSet again, none restarted.  A fault this machine cannot put on
+(delay without sch_netem, loss without iptables) is skipped, its reason printed, and listed
+in `skipped`.
 """
 
 from __future__ import annotations
@@ -26,16 +28,17 @@ from dataclasses import dataclass
 
 from longboat.remoting import RemotingClient
 from longboat.testing.failover import Member, ProcessCluster
-from longboat.testing.netns import Network
+from longboat.testing.netns import Network, Unavailable
 
 
 class FaultKind(enum.Enum):
     KILL = "SIGKILL"
     PAUSE = "SIGSTOP"
     CUT = "link cut"
-    NETEM = "netem"
     # Cut off from the controllers, the other brokers and the name server, not the clients.
     ISOLATE = "isolated from its group"
+    DELAY = "delay"
+    LOSS = "loss"
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +59,10 @@ class Fault:
 
     @property
     def what(self) -> str:
-        if self.kind is FaultKind.NETEM:
-            return f"{self.kind.value} {self.delay_ms} ms loss {self.loss_pct:g} %"
+        if self.kind is FaultKind.DELAY:
+            return f"delay {self.delay_ms} ms"
+        if self.kind is FaultKind.LOSS:
+            return f"loss {self.loss_pct:g} %"
         return self.kind.value
 
     def describe(self) -> str:
@@ -86,9 +91,8 @@ def generate(seed: int, duration_s: float = 20.0, slaves: int = 2) -> Schedule:
             break
         kind = rng.choice(list(FaultKind))
         slave = None if rng.random() < 0.5 else rng.randrange(slaves)
-        delay, loss = 0, 0.0
-        if kind is FaultKind.NETEM:
-            delay, loss = rng.choice([20, 50, 100, 200]), rng.choice([0.0, 1.0, 5.0, 10.0])
+        delay = rng.choice([20, 50, 100, 200]) if kind is FaultKind.DELAY else 0
+        loss = rng.choice([1.0, 5.0, 10.0, 30.0]) if kind is FaultKind.LOSS else 0.0
         faults.append(Fault(round(at, 1), lasts, kind, slave, delay, loss))
         at += lasts + rng.uniform(2.0, 4.0)
     return Schedule(seed, tuple(faults))
@@ -119,6 +123,7 @@ class FaultRunner:
         self.client = client
         self.log = log
         self._undo: Callable[[], None] | None = None
+        self.skipped: list[tuple[Fault, str]] = []
 
     async def run(self, schedule: Schedule) -> None:
         self.log(schedule.describe())
@@ -128,7 +133,12 @@ class FaultRunner:
             member = await self._resolve(fault)
             now = time.monotonic() - start
             self.log(f"t={now:5.1f}s {fault.what} on the {fault.target}: {member.name}")
-            self._undo = self._apply(fault, member)
+            try:
+                self._undo = self._apply(fault, member)
+            except Unavailable as missing:
+                self.log(f"  skipped, this machine cannot: {missing}")
+                self.skipped.append((fault, str(missing)))
+                continue
             await _sleep_until(start + fault.at_s + fault.lasts_s)
             self.heal()
             self.log(f"t={time.monotonic() - start:5.1f}s undone on {member.name}")
@@ -158,7 +168,8 @@ class FaultRunner:
         return slaves[fault.slave % len(slaves)]
 
     def _apply(self, fault: Fault, member: Member) -> Callable[[], None]:
-        """Begin `fault` on `member`; returns what ends it."""
+        """Begin `fault` on `member`; returns what ends it.  Raises `Unavailable` (nothing
+        begun) where this machine cannot put the fault's delay or loss on a link."""
         match fault.kind:
             case FaultKind.KILL:
                 member.kill()
@@ -173,15 +184,14 @@ class FaultRunner:
                 others = [self.cluster.namesrv, *self.cluster.controllers, *self.cluster.brokers]
                 self.network.isolate(member.name, [m.name for m in others if m and m is not member])
                 return lambda: self.network.rejoin(member.name)
-            case FaultKind.NETEM:
-                qdisc = self.network.impair(
-                    member.name,
-                    delay_ms=fault.delay_ms,
-                    jitter_ms=fault.delay_ms // 5,
-                    loss_pct=fault.loss_pct,
+            case FaultKind.DELAY:
+                how = self.network.delay(
+                    member.name, delay_ms=fault.delay_ms, jitter_ms=fault.delay_ms // 5
                 )
-                self.log(f"  {member.name}'s link: {qdisc}")
-                return lambda: self.network.clear(member.name)
+            case FaultKind.LOSS:
+                how = self.network.drop(member.name, loss_pct=fault.loss_pct)
+        self.log(f"  {member.name}'s link: {how}")
+        return lambda: self.network.clear(member.name)
 
 
 async def _sleep_until(deadline: float) -> None:

@@ -7,8 +7,11 @@ is a link cut, not a mock: its connections stay open and hear nothing — and `h
 brings it back.  `isolate(name, others)` is a partial partition: the member's namespace
 routes every packet it sends to those members into a blackhole, so it is cut off from them
 while this process and everyone else still reach it; `rejoin(name)` lifts it.
-`impair(name, ...)` puts `tc netem` delay and loss on the member's link, both ways (a token
-bucket where the kernel has no netem), and `clear(name)` takes it off.
+`delay(name, ...)` puts `tc netem` delay on the member's link, both ways, where the kernel
+has sch_netem; `drop(name, ...)` loses a share of its packets, both ways, by iptables
+`statistic` rules in its namespace; `clear(name)` takes either off.  Where the machine lacks
+what one needs, it raises `Unavailable` saying what is missing (`netem_missing`,
+`iptables_missing` tell beforehand).
 Names are random, so runs side by side do not collide; `close()` removes
 every namespace and the bridge.
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import random
+import shutil
 import subprocess
 import uuid
 
@@ -27,6 +31,10 @@ def _ip(*args: str) -> None:
 
 def _tc(*args: str, check: bool = True) -> None:
     subprocess.run(["tc", *args], check=check, capture_output=True)
+
+
+class Unavailable(Exception):
+    """This machine cannot put that impairment on a link; the message says what is missing."""
 
 
 class Network:
@@ -40,6 +48,7 @@ class Network:
         self._links: dict[str, str] = {}
         self._inside: dict[str, str] = {}
         self._isolated: dict[str, list[str]] = {}
+        self._dropping: dict[str, list[list[str]]] = {}
         _ip("link", "add", self.bridge, "type", "bridge")
         _ip("addr", "add", f"{self._subnet}.1/24", "dev", self.bridge)
         _ip("link", "set", self.bridge, "up")
@@ -90,38 +99,89 @@ class Network:
             _ip("-n", self.namespace(name), "route", "del", "blackhole", f"{addr}/32")
 
     @functools.cached_property
-    def has_netem(self) -> bool:
-        """Whether this kernel has `tc netem` (sch_netem): probed once on the bridge."""
+    def netem_missing(self) -> str | None:
+        """Why `tc netem` cannot run here (the kernel's answer: no sch_netem), or None.
+        Probed once, by adding netem to the bridge and taking it off."""
+        if shutil.which("tc") is None:
+            return "tc not found (iproute2)"
         added = subprocess.run(
             ["tc", "qdisc", "add", "dev", self.bridge, "root", "netem", "delay", "1ms"],
             capture_output=True,
+            text=True,
         )
+        if added.returncode != 0:
+            return f"tc netem: {added.stderr.strip() or f'exit {added.returncode}'}"
         _tc("qdisc", "del", "dev", self.bridge, "root", check=False)
-        return added.returncode == 0
+        return None
 
-    def impair(self, name: str, *, delay_ms: int, jitter_ms: int = 0, loss_pct: float = 0) -> str:
-        """Slow the member's link, both ways, and say how.
+    @functools.cached_property
+    def iptables_missing(self) -> str | None:
+        """Why `drop` cannot run here (no iptables, or no `statistic` match in the kernel),
+        or None.  Probed once, with a rule like `drop`'s in a namespace of its own."""
+        if shutil.which("iptables") is None:
+            return "iptables not found"
+        probe = self.namespace("probe")
+        _ip("netns", "add", probe)
+        try:
+            added = subprocess.run(
+                ["ip", "netns", "exec", probe, "iptables", "-w", "-A", "OUTPUT", *_random_drop(1)],
+                capture_output=True,
+                text=True,
+            )
+        finally:
+            subprocess.run(["ip", "netns", "del", probe], capture_output=True)
+        if added.returncode != 0:
+            return f"iptables statistic: {added.stderr.strip() or f'exit {added.returncode}'}"
+        return None
 
-        `tc netem`: every packet to and from it delayed by `delay_ms` (± `jitter_ms`) and
-        lost with probability `loss_pct` %.  A kernel without sch_netem gets a token bucket
-        (`tbf`) instead: 64 kbit/s, a packet queued longer than `delay_ms` dropped — a slow
-        link whose delay and loss come from its queue, not from a draw."""
-        if self.has_netem:
-            qdisc = ["netem", "delay", f"{delay_ms}ms", f"{jitter_ms}ms", "loss", f"{loss_pct}%"]
-        else:
-            qdisc = ["tbf", "rate", "64kbit", "burst", "4kb", "latency", f"{delay_ms}ms"]
-        _tc("qdisc", "replace", "dev", self._links[name], "root", *qdisc)
+    def delay(self, name: str, *, delay_ms: int, jitter_ms: int = 0) -> str:
+        """Every packet to and from the member delayed `delay_ms` (± `jitter_ms`): `tc netem`
+        on both ends of its link.  Returns the qdisc; raises `Unavailable` where the kernel
+        has no netem (nothing else here holds a packet back for a time)."""
+        if self.netem_missing is not None:
+            raise Unavailable(self.netem_missing)
+        netem = ["netem", "delay", f"{delay_ms}ms", f"{jitter_ms}ms"]
+        _tc("qdisc", "replace", "dev", self._links[name], "root", *netem)
         inside = self._inside[name]
-        _tc("-n", self.namespace(name), "qdisc", "replace", "dev", inside, "root", *qdisc)
-        return " ".join(qdisc)
+        _tc("-n", self.namespace(name), "qdisc", "replace", "dev", inside, "root", *netem)
+        return "tc " + " ".join(netem)
+
+    def drop(self, name: str, *, loss_pct: float) -> str:
+        """Every packet to and from the member lost with probability `loss_pct` %: iptables
+        `statistic` rules on its link in its namespace, one for INPUT and one for OUTPUT.
+        Iptables rather than netem's loss, so that loss runs on kernels without sch_netem
+        too.  Returns what it put on; raises `Unavailable` where iptables cannot."""
+        if self.iptables_missing is not None:
+            raise Unavailable(self.iptables_missing)
+        inside = self._inside[name]
+        rules = [
+            ["INPUT", "-i", inside, *_random_drop(loss_pct)],
+            ["OUTPUT", "-o", inside, *_random_drop(loss_pct)],
+        ]
+        for rule in rules:
+            self._iptables(name, "-A", rule)
+            self._dropping.setdefault(name, []).append(rule)
+        return f"iptables statistic: {loss_pct:g} % dropped each way"
 
     def clear(self, name: str) -> None:
-        """Take `impair`'s qdisc off the member's link (nothing to do if none)."""
+        """Take `delay`'s qdiscs and `drop`'s rules off the member's link (nothing to do if
+        none)."""
         _tc("qdisc", "del", "dev", self._links[name], "root", check=False)
         inside = self._inside[name]
         _tc("-n", self.namespace(name), "qdisc", "del", "dev", inside, "root", check=False)
+        for rule in self._dropping.pop(name, []):
+            self._iptables(name, "-D", rule)
+
+    def _iptables(self, name: str, action: str, rule: list[str]) -> None:
+        _ip("netns", "exec", self.namespace(name), "iptables", "-w", action, *rule)
 
     def close(self) -> None:
         for name in self._hosts:
             subprocess.run(["ip", "netns", "del", self.namespace(name)], capture_output=True)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
+
+
+def _random_drop(loss_pct: float) -> list[str]:
+    """An iptables match and target: drop each packet with probability `loss_pct` %."""
+    probability = f"{loss_pct / 100:.4f}"
+    return ["-m", "statistic", "--mode", "random", "--probability", probability, "-j", "DROP"]
