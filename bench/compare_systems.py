@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from longboat.bench.usage import sample
+
 # Apache RocketMQ's launchers and the Java load generator live with the test peers.
 TESTS = Path(__file__).resolve().parent.parent / "tests"
 if str(TESTS) not in sys.path:
@@ -95,13 +97,36 @@ def start_longboat(
                 proc.wait()
         log.close()
 
-    return Running(f"127.0.0.1:{namesrv_port}", [proc.pid, *children(proc.pid)], stop)
+    return Running(f"127.0.0.1:{namesrv_port}", with_descendants([proc.pid]), stop)
 
 
-def children(pid: int) -> list[int]:
-    """The child processes of `pid` (Linux: /proc/PID/task/PID/children)."""
-    listed = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in listed.read_text().split()] if listed.is_file() else []
+def with_descendants(pids: list[int]) -> list[int]:
+    """`pids` and every process under them (Linux: /proc/PID/task/*/children).  Each RocketMQ
+    JVM runs under a guard process (the peers' lifeline) whose own RSS and CPU are not the
+    server's; `longboat up --brokers N` has its broker processes under it."""
+    out: list[int] = []
+    todo = list(pids)
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        for task in Path(f"/proc/{pid}/task").glob("*/children"):
+            todo += [int(child) for child in task.read_text().split()]
+    return out
+
+
+def rss_mib(pids: list[int]) -> float:
+    """Resident memory of these processes together, from /proc (Linux)."""
+    total_kib = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total_kib += int(line.split()[1])
+    return total_kib / 1024
+
+
+def cpu_s(pids: list[int]) -> float:
+    """CPU seconds (user + system) these processes have used."""
+    return sum(sample(pid).cpu_s for pid in pids)
 
 
 def apache(version: str, launcher: str) -> System:
@@ -114,7 +139,11 @@ def apache(version: str, launcher: str) -> System:
             broker_port_number=broker_port,
             broker_options={**ROCKETMQ_OPTIONS, "flushDiskType": flush},
         )
-        return Running(cluster.namesrv_addr, [p.proc.pid for p in cluster.processes], cluster.stop)
+        return Running(
+            cluster.namesrv_addr,
+            with_descendants([p.proc.pid for p in cluster.processes]),
+            cluster.stop,
+        )
 
     def describe() -> str:
         jvm: Any = importlib.import_module(launcher).SERVER_JVM_OPTIONS

@@ -43,9 +43,16 @@ from pathlib import Path
 from typing import Any
 
 from bench import results
-from bench.compare_systems import LONGBOAT, START_TIMEOUT_S, SYSTEMS, Running, available
+from bench.compare_systems import (
+    LONGBOAT,
+    START_TIMEOUT_S,
+    SYSTEMS,
+    Running,
+    available,
+    cpu_s,
+    rss_mib,
+)
 from longboat.bench import loadgen
-from longboat.bench.usage import sample
 from longboat.remoting.event_loop import run as run_async
 from peers.process import PeerProcess
 from peers.rocketmq import CLIENT_DIR, broker_port, peer_args, peer_command
@@ -89,20 +96,6 @@ COLD = frozenset({"cold_start", "idle_rss"})
 # would be noise (it ranged over 7x-2,445x in five runs).
 NO_RATIO = frozenset({"parked_rss"})
 Figures = dict[str, float | None]
-
-
-def rss_mib(pids: list[int]) -> float:
-    """Resident memory of these processes together, from /proc (Linux)."""
-    total_kib = 0
-    for pid in pids:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total_kib += int(line.split()[1])
-    return total_kib / 1024
-
-
-def cpu_s(pids: list[int]) -> float:
-    return sum(sample(pid).cpu_s for pid in pids)
 
 
 def bench_command(**options: object) -> list[str]:

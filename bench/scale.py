@@ -66,6 +66,7 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from bench import results  # noqa: E402
+from bench.compare_systems import cpu_s, rss_mib, with_descendants  # noqa: E402
 from longboat.bench.plot import pyplot  # noqa: E402
 from longboat.client import ClientConfig, ClientError, Message, MessageQueue  # noqa: E402
 from longboat.client.admin import Admin  # noqa: E402
@@ -182,37 +183,6 @@ def rocketmq(heap: str, home: Path) -> Servers:
         lambda: clusters[0].stop(),
         start,
     )
-
-
-def with_descendants(pids: list[int]) -> list[int]:
-    """`pids` and every process under them: each RocketMQ JVM runs under a guard process
-    (peers' lifeline), whose own RSS and CPU are not the server's."""
-    out: list[int] = []
-    todo = list(pids)
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        for task in Path(f"/proc/{pid}/task").glob("*/children"):
-            todo += [int(child) for child in task.read_text().split()]
-    return out
-
-
-def rss_mib(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return total / 1024
-
-
-def cpu_s(pids: list[int]) -> float:
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / ticks
 
 
 # --------------------------------------------------------------------------- measuring
