@@ -3,8 +3,8 @@ allAckInSyncStateSet=true), each process in its own network namespace: SIGKILL o
 master or a slave, SIGSTOP of a broker, a link cut, a broker cut off from its group but not
 from clients, `tc netem` delay, packet loss by iptables drops — one after another under
 steady sends.  A delay or loss this machine cannot put on (no sch_netem in the kernel, no
-iptables) is skipped, saying why, in CI too.  After healing, the checker reads everything back: nothing
-acknowledged lost, no message twice in one queue, each queue in send order.
+iptables) is skipped, saying why, in CI too.  After healing, the checker reads everything
+back: nothing acknowledged lost, no message twice in one queue, each queue in send order.
 
 Each schedule comes from a seed, printed first and named in the test id and in any failure:
 
