@@ -36,6 +36,7 @@ from differential.harness import (
 )
 from longboat.client import Message
 from longboat.client.admin import Admin
+from longboat.client.errors import NoRouteError
 from longboat.client.pop import PopConsumer, PoppedMessage
 from longboat.client.producer import Producer
 from longboat.protocol.bodies import SubscriptionGroupConfig
@@ -191,8 +192,10 @@ async def pop_remoting(target: Target) -> Observation:
 
 async def pop_dead_letters(target: Target) -> Observation:
     """Pop consumption by a group whose `retryMaxTimes` is 1, never acking a message popped
-    with an invisible time of 1 s: its pops (reconsume times) until whichever comes first, a
-    third pop or a dead letter in the group's `%DLQ%`."""
+    with an invisible time of 1 s: its first two pops (reconsume times), then whether a dead
+    letter reaches the group's `%DLQ%` (RocketMQ's broker never puts one there; how often its
+    revive brings the message back within a window depends on the host's load, so that count
+    is not compared)."""
     ns = target.namesrv
     topic, group = await new_topic(ns), unique("pop_dlq_g")
     async with Admin(config=config_for(ns)) as admin:
@@ -204,20 +207,25 @@ async def pop_dead_letters(target: Target) -> Observation:
         await producer.send(Message(topic, b"never acked", keys=["never-acked"]))
     popped: list[PoppedMessage] = []
 
-    async def popped_thrice(consumer: PopConsumer) -> None:
-        while len(popped) < 3:
+    async def pop_on() -> None:
+        while True:
             popped.extend(await consumer.receive(topic, invisible_time=1.0, wait=2))
 
     async with PopConsumer(group, config=config_for(ns)) as consumer:
-        popping = asyncio.create_task(popped_thrice(consumer))
-        dlq = asyncio.create_task(read_topic(ns, f"%DLQ%{group}", 1, timeout=2 * WAIT_S))
-        await asyncio.wait({popping, dlq}, timeout=2 * WAIT_S, return_when=asyncio.FIRST_COMPLETED)
-        for racer in (popping, dlq):
-            racer.cancel()
-        await asyncio.gather(popping, dlq, return_exceptions=True)
-    dead = dlq.result() if not dlq.cancelled() and dlq.exception() is None else []
+        popping = asyncio.create_task(pop_on())  # the consumer goes on asking, never acking
+        try:
+            async with asyncio.timeout(3 * WAIT_S):
+                while len(popped) < 2:
+                    await asyncio.sleep(0.1)
+            try:
+                dead = await read_topic(ns, f"%DLQ%{group}", 1, timeout=WAIT_S)
+            except NoRouteError:  # no dead letter ever created the group's %DLQ% topic
+                dead = []
+        finally:
+            popping.cancel()
+            await asyncio.gather(popping, return_exceptions=True)
     return {
-        "popped (reconsume times)": [m.reconsume_times for m in popped],
+        "popped (reconsume times)": [m.reconsume_times for m in popped[:2]],
         "dead letters (body, keys)": [[m.body.decode(), m.keys] for m in dead],
     }
 
@@ -258,8 +266,10 @@ async def pop_java53(target: Target) -> Observation:
 async def grpc_python5(target: Target) -> Observation:
     """RocketMQ's official Python client (gRPC) against the gRPC endpoint: a message with tag,
     keys and a property, a timer (`delivery_timestamp`), a recalled timer (recalled again, and
-    one recalled once delivered), a timer beyond the longest delay; a SimpleConsumer that
-    leaves its first message unacknowledged (it comes back, its attempt counted)."""
+    one recalled once delivered), a timer beyond the longest delay; a SimpleConsumer receiving
+    and acking each (its delivery attempt counted).  A message left unacked coming back is
+    compared in `pop_remoting`: over gRPC, RocketMQ's revive brought it back within 90 s in
+    some runs only on a loaded host, which made the comparison a race."""
     assert target.grpc_endpoint is not None
     # RocketMQ 5's proxy sends a message only to a topic of its type (5.3.3 has no MIXED).
     topics = (
@@ -345,7 +355,7 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
         seen["recall again"] = _grpc_outcome(
             lambda: producer.recall_message(timer_topic, doomed.recall_handle)
         )
-        deliveries = _receive_leaving_first_plain(consumer)
+        deliveries = _receive_all(consumer)
         seen["recall once delivered"] = _grpc_outcome(
             lambda: producer.recall_message(timer_topic, timer.recall_handle)
         )
@@ -362,26 +372,20 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
     return seen
 
 
-def _receive_leaving_first_plain(consumer: SimpleConsumer) -> list[tuple[str, int, Any]]:
-    """(body, attempt, message) of each delivery until "at+4s" came and "plain" came back;
-    all acked but the first delivery of "plain".  RocketMQ's revive service brings an unacked
-    pop back some seconds after its invisible time, later still on a loaded host: the wait for
-    that redelivery is three times the others' (it ends as soon as it came)."""
+def _receive_all(consumer: SimpleConsumer) -> list[tuple[str, int, Any]]:
+    """(body, attempt, message) of each delivery, each acked, until "plain" and "at+4s" came
+    (the recalled "recalled", due before "at+4s", would have come first)."""
     deliveries: list[tuple[str, int, Any]] = []
-    deadline = time.monotonic() + 3 * WAIT_S
+    deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
         try:
-            received = consumer.receive(16, 2)
+            received = consumer.receive(16, 10)
         except AioRpcError:  # a long poll past its deadline on a loaded box: poll again
             continue
         for msg in received:
-            body = msg.body.decode()
-            first_plain = body == "plain" and not any(d[0] == "plain" for d in deliveries)
-            deliveries.append((body, msg.delivery_attempt, msg))
-            if not first_plain:  # left to its invisible time: it comes back
-                consumer.ack(msg)
-        bodies = [d[0] for d in deliveries]
-        if "at+4s" in bodies and bodies.count("plain") >= 2:
+            deliveries.append((msg.body.decode(), msg.delivery_attempt, msg))
+            consumer.ack(msg)
+        if {"plain", "at+4s"} <= {d[0] for d in deliveries}:
             break
     return deliveries
 
@@ -418,7 +422,7 @@ def _grpc_python5_fifo_on(endpoint: str, topic: str, group: str) -> Observation:
         while time.monotonic() < deadline and not {"a2", "b1"} <= {d[0] for d in deliveries}:
             try:
                 received = consumer.receive(1, 2)
-            except AioRpcError:  # as in `_receive_leaving_first_plain`
+            except AioRpcError:  # as in `_receive_all`
                 continue
             for msg in received:
                 body = msg.body.decode()

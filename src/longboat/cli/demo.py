@@ -169,8 +169,9 @@ def _free_port() -> int:
 def longboat_up(data: Path) -> Iterator[str]:
     """`longboat up` in a child process on free loopback ports, with no endpoint the demo does
     not use (metrics, gRPC, dashboard), so it runs beside a `make up`; its name-server
-    address."""
-    namesrv_port, broker_port = _free_port(), _free_port()
+    address.  The broker takes any free port (0): a port picked here could have its
+    replication neighbour (+1) taken."""
+    namesrv_port = _free_port()
     cmd = [
         sys.executable,
         "-m",
@@ -181,7 +182,7 @@ def longboat_up(data: Path) -> Iterator[str]:
         "--namesrv-port",
         str(namesrv_port),
         "--broker-port",
-        str(broker_port),
+        "0",
         "--metrics-port",
         "0",
         "--grpc-port",
