@@ -66,7 +66,9 @@ async def send_and_read_from(namesrv: str, topic: str, slave_addr: str) -> list[
     got: list[bytes] = []
     async with QueueReader(config=config_for(namesrv)) as reader:
         api = reader.instance.api
-        async with asyncio.timeout(60):
+        # RocketMQ 5's slave copies its master's tables once a minute (its first try may come
+        # before it has learned its master's address): up to two minutes for the new topic.
+        async with asyncio.timeout(150):
             while await api.get_max_offset(slave_addr, mq) < COUNT:
                 await asyncio.sleep(0.2)
             offset = 0
@@ -76,8 +78,8 @@ async def send_and_read_from(namesrv: str, topic: str, slave_addr: str) -> list[
                         slave_addr, mq, offset, group=unique("ha-reader"), max_msgs=32, timeout=5
                     )
                 except BrokerError as exc:
-                    # The slave copies its master's topic table every few seconds (10 s in
-                    # RocketMQ); until then it does not serve the new topic.
+                    # The slave copies its master's topic table now and then (10 s in
+                    # RocketMQ 4, 60 s in 5); until then it does not serve the new topic.
                     assert exc.code == ResponseCode.TOPIC_NOT_EXIST, exc
                     await asyncio.sleep(0.5)
                     continue
