@@ -146,9 +146,11 @@ def apache(version: str, launcher: str) -> System:
         )
 
     def describe() -> str:
-        jvm: Any = importlib.import_module(launcher).SERVER_JVM_OPTIONS
+        jvm: Any = importlib.import_module(launcher).BROKER_JVM_OPTIONS
         options = ", ".join(f"{k}={v}" for k, v in ROCKETMQ_OPTIONS.items())
-        return f"Apache RocketMQ {version} name server + broker, each {' '.join(jvm)}, {options}"
+        return (
+            f"Apache RocketMQ {version} name server and broker, broker {' '.join(jvm)}, {options}"
+        )
 
     return System(
         f"rocketmq-{version}",

@@ -328,3 +328,15 @@ def test_cluster_setup_records_the_first_and_every_further_start(tmp_path: Path)
     assert len(result["runs"]) == 3 and all(r["start_s"] > 0 for r in result["runs"])
     assert result["page"]["targets"][0]["figure"] == "longboat_cluster setup, median s"
     assert re.search(r"^\| median of 2 \| [\d.]+ \| [\d.]+ \|$", out, re.M)
+
+
+def test_every_compared_system_describes_how_it_runs() -> None:
+    """The result's settings name every system's servers as run (checked without starting
+    them: a run would otherwise measure for half an hour and fail on writing its record)."""
+    from bench.compare_systems import SYSTEMS
+
+    from bench import rocketmq_compare
+
+    described = rocketmq_compare.settings(list(SYSTEMS))
+    assert set(SYSTEMS) <= described.keys()
+    assert "-Xmx512m" in described["rocketmq-5.3.3"] and "-Xmx512m" in described["rocketmq-4.9.7"]

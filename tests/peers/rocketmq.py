@@ -57,6 +57,7 @@ JDK17_OPENS = (
 # Peers live seconds: the client compiler alone starts faster on two shared cores.
 PEER_JVM_OPTIONS = ("-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1")
 SERVER_JVM_OPTIONS = ("-Xms256m", "-Xmx512m", "-XX:+UseG1GC")
+BROKER_JVM_OPTIONS = SERVER_JVM_OPTIONS  # the broker's JVM is set as the name server's
 
 # Retries and delay levels of one second (RocketMQ's smallest unit), so retry/DLQ and delay
 # scenarios take seconds rather than the default 10 s to 2 h.
@@ -354,7 +355,7 @@ def start_rocketmq(
     broker_options: Mapping[str, object] | None = None,
     namesrv_addr: str | None = None,
     module_dir: Path = SERVER_DIR,
-    broker_jvm_options: tuple[str, ...] = SERVER_JVM_OPTIONS,
+    broker_jvm_options: tuple[str, ...] = BROKER_JVM_OPTIONS,
 ) -> RocketMQCluster:
     """Start a name server and a broker with their ``ROCKETMQ_HOME`` and store under ``home``.
 

@@ -57,7 +57,7 @@ POP_PROGRAM = JAVA_DIR / "pop" / "PopConsume.java"
 VERSION = "5.3.3"
 # One JVM holds the proxy and the broker: a heap as small as the 4.9.7 broker's, and direct
 # memory capped so netty's pools stay small on a shared box.
-PROXY_JVM_OPTIONS = (
+BROKER_JVM_OPTIONS = (
     "-Xms256m",
     "-Xmx512m",
     "-XX:MaxDirectMemorySize=256m",
@@ -159,7 +159,7 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
             SERVER5_DIR,
             "org.apache.rocketmq.proxy.ProxyStartup",
             ("-pm", "local", "-pc", str(proxy_conf), "-bc", str(broker_conf)),
-            PROXY_JVM_OPTIONS,
+            BROKER_JVM_OPTIONS,
         )
         cluster.processes.append(proxy)
         # Printed once the broker started and both servers listen; the broker's registration
