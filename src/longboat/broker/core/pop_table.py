@@ -71,6 +71,11 @@ class QueuePop:
         """In-flight offsets whose invisible time is over, oldest first."""
         return sorted(o for o, f in self.inflight.items() if f.until <= now)
 
+    def held(self, now: float) -> bool:
+        """FIFO: whether the queue hands out nothing now, its oldest in-flight message still
+        invisible (an ack or that message's time running out releases it)."""
+        return bool(self.inflight) and self.inflight[min(self.inflight)].until > now
+
 
 class PopTable:
     """Every (group, topic, queue)'s pop state, with the transitions of the module docstring."""
