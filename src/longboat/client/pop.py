@@ -153,7 +153,7 @@ class PopConsumer(InstanceUser):
             raise broker_error(
                 ResponseCode.SYSTEM_ERROR, str(bad), addr=addr, request_code=RequestCode.POP_MESSAGE
             ) from None
-        popped = []
+        popped: list[PoppedMessage] = []
         for m in decode_records(response.body or b""):
             if counts:
                 _count_deliveries(m, counts)

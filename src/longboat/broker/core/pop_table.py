@@ -24,7 +24,8 @@ current one is stale (acked already, redelivered since, or re-armed), which is w
 ack of a redelivered message's old handle fail instead of acking the new delivery.
 
 FIFO groups (ordered consumption): a queue with anything in flight delivers nothing new; only
-its own expired messages come back, in offset order, and only once the oldest has expired.
+its own expired messages come back, in offset order, and only once the oldest has expired
+(until then the queue is `held`).
 Producers hash a message group to one queue, so a group's next message waits for the
 previous one's ack.
 
