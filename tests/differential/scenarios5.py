@@ -261,14 +261,14 @@ async def pop_orderly(target: Target) -> Observation:
                 )
                 stopped: set[int] = set()  # queues whose batch stopped at a failure
                 for m in batch:
-                    body = m.body.decode()
-                    deliveries[body[0]].append([body, m.reconsume_times])
-                    if body in failing or m.message.queue_id in stopped:
-                        failing.discard(body)
+                    text = m.body.decode()
+                    deliveries[text[0]].append([text, m.reconsume_times])
+                    if text in failing or m.message.queue_id in stopped:
+                        failing.discard(text)
                         stopped.add(m.message.queue_id)
                         continue
                     await consumer.ack(m)
-                    acked.append(body)
+                    acked.append(text)
         after = await consumer.receive(topic, invisible_time=60.0, wait=ORDERLY_INVISIBLE_S + 2)
     return {
         "queue a: deliveries (body, reconsume times)": deliveries["a"],
