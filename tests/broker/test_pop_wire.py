@@ -245,6 +245,32 @@ async def test_orderly_pop_holds_a_queue_until_its_messages_are_acked(
         await wire.close()
 
 
+async def test_an_orderly_notification_waits_until_the_held_queue_is_acked(
+    broker: BrokerController,
+) -> None:
+    wire, acker = Wire(broker.broker_addr), Wire(broker.broker_addr)
+    try:
+        await wire.send(TOPIC, b"h1", queue_id=0)
+        _, [first] = await pop(wire, order=True)
+        await wire.send(TOPIC, b"h2", queue_id=0)
+        # h2 is there to pop, but not for an orderly pop while h1 is out.
+        plain = await wire.call(
+            RequestCode.NOTIFICATION, NotificationRequestHeader(GROUP, TOPIC, -1, 0, 0)
+        )
+        assert plain.ext_fields["hasMsg"] == "true"
+        orderly = NotificationRequestHeader(GROUP, TOPIC, -1, 15_000, 0, order=True)
+        parked = asyncio.ensure_future(wire.call(RequestCode.NOTIFICATION, orderly))
+        await eventually(lambda: polling(acker, 1), "the orderly notification to park")
+        assert (await ack(acker, first)).code == ResponseCode.SUCCESS
+        answer = await parked
+        assert answer.ext_fields["hasMsg"] == "true"
+        _, [second] = await pop(wire, order=True)
+        assert second.body == b"h2"
+    finally:
+        await wire.close()
+        await acker.close()
+
+
 async def test_past_the_group_s_retries_a_popped_message_is_dead_lettered(
     broker: BrokerController,
 ) -> None:

@@ -1,7 +1,7 @@
 """Differential scenarios of what RocketMQ 5 brought: timer messages (RIP-43), recall, and pop
-consumption (RIP-19), each over remoting with Longboat's Python client and over gRPC with
-RocketMQ's official Python client (`rocketmq-python-client` 5.1.2). RocketMQ 4.9.7 has none
-of them (`SINCE_5`: run against Longboat and RocketMQ 5.3.3 only).
+consumption (RIP-19, orderly pop among it), each over remoting with Longboat's Python client
+and over gRPC with RocketMQ's official Python client (`rocketmq-python-client` 5.1.2).
+RocketMQ 4.9.7 has none of them (`SINCE_5`: run against Longboat and RocketMQ 5.3.3 only).
 
 Timers fire on a wheel of `timerPrecisionMs` (1 s by default) slots, so a timer may fire up
 to a slot early and two due in the same second in either order: what is observed is that
@@ -50,6 +50,8 @@ Misc._Misc__LOCAL_IP = "127.0.0.1"  # type: ignore[attr-defined]
 
 PRECISION_MS = 1000  # timerPrecisionMs, RocketMQ's default and Longboat's
 FOUR_DAYS_MS = 4 * 24 * 3600 * 1000  # past timerMaxDelaySec (3 days by default)
+# Long enough for a loaded host to ack a batch before its time runs out.
+ORDERLY_INVISIBLE_S = 4.0
 # What a delivered timer message may carry of the timer's own properties.
 TIMER_PROPERTIES = (
     Prop.TIMER_DELIVER_MS,
@@ -227,6 +229,52 @@ async def pop_dead_letters(target: Target) -> Observation:
     return {
         "popped (reconsume times)": [m.reconsume_times for m in popped[:2]],
         "dead letters (body, keys)": [[m.body.decode(), m.keys] for m in dead],
+    }
+
+
+async def pop_orderly(target: Target) -> Observation:
+    """Orderly pop over remoting (POP_MESSAGE with `order`) with `PopConsumer(orderly=True)`
+    on a 2-queue topic holding a0, a1, a2 in one queue and b0, b1 in the other, all readable
+    before the first pop.  The consumer acks each queue's messages in the order received,
+    except that a1's first delivery fails: it is left unacked, and a2 behind it too, until
+    their invisible time runs out.  Per queue, every delivery (body, reconsume times) in the
+    order received; what was acked; then a pop waiting past the invisible time (an ack that
+    did nothing would show here)."""
+    ns = target.namesrv
+    topic, group = await new_topic(ns, queues=2), unique("pop_order_g")
+    sent = {"a": [b"a0", b"a1", b"a2"], "b": [b"b0", b"b1"]}
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        queues = sorted(await producer.fetch_publish_queues(topic), key=lambda q: q.queue_id)
+        for queue, bodies in zip(queues, sent.values(), strict=True):
+            for body in bodies:
+                await producer.send(Message(topic, body), queue=queue)
+    # Every message readable first: each queue's first pop takes all of it on either broker.
+    await read_topic(ns, topic, 5, timeout=WAIT_S)
+    deliveries: dict[str, list[list[Any]]] = {"a": [], "b": []}
+    acked: list[str] = []
+    failing = {"a1"}
+    async with PopConsumer(group, orderly=True, config=config_for(ns)) as consumer:
+        async with asyncio.timeout(3 * WAIT_S):
+            while len(acked) < 5:
+                batch = await consumer.receive(
+                    topic, max_messages=32, invisible_time=ORDERLY_INVISIBLE_S, wait=2
+                )
+                stopped: set[int] = set()  # queues whose batch stopped at a failure
+                for m in batch:
+                    text = m.body.decode()
+                    deliveries[text[0]].append([text, m.reconsume_times])
+                    if text in failing or m.message.queue_id in stopped:
+                        failing.discard(text)
+                        stopped.add(m.message.queue_id)
+                        continue
+                    await consumer.ack(m)
+                    acked.append(text)
+        after = await consumer.receive(topic, invisible_time=60.0, wait=ORDERLY_INVISIBLE_S + 2)
+    return {
+        "queue a: deliveries (body, reconsume times)": deliveries["a"],
+        "queue b: deliveries (body, reconsume times)": deliveries["b"],
+        "acked": sorted(acked),
+        "popped after every ack": [m.body.decode() for m in after],
     }
 
 
@@ -446,6 +494,7 @@ SCENARIOS5 = {
     "pop_remoting": pop_remoting,
     "pop_java53": pop_java53,
     "pop_dead_letters": pop_dead_letters,
+    "pop_orderly": pop_orderly,
     "grpc_python5": grpc_python5,
     "grpc_python5_fifo": grpc_python5_fifo,
 }

@@ -226,14 +226,17 @@ class PopService:
         codes = None if expression.matches_all else expression.codes
         return await self._until(group, topic, codes, wait_s, attempt) or []
 
-    async def notify_waiting(self, group: str, topic: str, queue_id: int, wait_s: float) -> bool:
+    async def notify_waiting(
+        self, group: str, topic: str, queue_id: int, wait_s: float, fifo: bool = False
+    ) -> bool:
         """NOTIFICATION: whether the group has a message to pop (new or visible again, filters
-        not applied, as RocketMQ's answer), waiting up to `wait_s` for one."""
+        not applied, as RocketMQ's answer; with `fifo`, none in a queue an orderly pop holds),
+        waiting up to `wait_s` for one."""
         return await self._until(
-            group, topic, None, wait_s, lambda: self.has_visible(group, topic, queue_id)
+            group, topic, None, wait_s, lambda: self.has_visible(group, topic, queue_id, fifo)
         )
 
-    def has_visible(self, group: str, topic: str, queue_id: int = -1) -> bool:
+    def has_visible(self, group: str, topic: str, queue_id: int = -1, fifo: bool = False) -> bool:
         config = self.controller.topics.get(topic)
         if config is None:
             return False
@@ -246,6 +249,8 @@ class PopService:
                 start = committed if committed is not None else store.min_offset(topic, qid)
                 if store.max_offset(topic, qid) > start:
                     return True
+            elif fifo and q.held(now):
+                continue
             elif q.expired(now) or store.max_offset(topic, qid) > q.scanned:
                 return True
         return False
@@ -318,9 +323,9 @@ class PopService:
         key = (group, topic, queue_id)
         q = self._open(group, topic, queue_id)
         out: list[Popped] = []
-        expired = q.expired(now)
-        if fifo and q.inflight and (not expired or expired[0] != min(q.inflight)):
+        if fifo and q.held(now):
             return out  # the queue's oldest message is still out: nothing after it goes
+        expired = q.expired(now)
         limit = self.max_attempts(group)
         for offset in expired:
             if len(out) >= max_msgs:
