@@ -39,6 +39,7 @@ from longboat.client.admin import Admin
 from longboat.client.errors import NoRouteError
 from longboat.client.pop import PopConsumer, PoppedMessage
 from longboat.client.producer import Producer
+from longboat.client.queue_reader import QueueReader, lmq_queue
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.headers import RecallMessageRequestHeader
 from longboat.protocol.properties import Prop
@@ -488,6 +489,66 @@ def _grpc_python5_fifo_on(endpoint: str, topic: str, group: str) -> Observation:
     }
 
 
+async def lmq(target: Target) -> Observation:
+    """Light message queues (RIP-28, a broker with enableLmq and enableMultiDispatch): sends
+    naming %LMQ% queues (`Message.lmqs`, INNER_MULTI_DISPATCH), a delayed one, a batch, and two
+    raw sends naming what no LMQ is (a name with a path, a plain name last; a plain name first
+    is not sent: RocketMQ 5.3.3 then stops dispatching every message, its own included); each
+    LMQ read from queue 0 with a `QueueReader` and a group (bodies, queue offsets,
+    INNER_MULTI_QUEUE_OFFSET, min and max offsets), a pull parked on an LMQ, and a group's
+    offset committed on one."""
+    ns = target.namesrv
+    topic = await new_topic(ns)
+    a, b, c, d, e, f = (f"%LMQ%{unique(label)}" for label in "abcdef")
+    seen: Observation = {}
+    async with (
+        reading_and_sending(ns, topic) as (reader, producer, admin),
+        QueueReader(config=config_for(ns)) as queues,
+    ):
+        first = await producer.send(Message(topic, b"m1", lmqs=(a, b)))
+        await producer.send(Message(topic, b"m2", lmqs=(b,)))
+        await producer.send(Message(topic, b"m3", lmqs=(a, b, c)))
+        await producer.send_batch([Message(topic, b"batched", lmqs=(f,))])
+        await raw_send(admin, topic, b"path", properties={Prop.INNER_MULTI_DISPATCH: f"{c},{c}/x"})
+        await raw_send(
+            admin, topic, b"plain last", properties={Prop.INNER_MULTI_DISPATCH: f"{e},Plain"}
+        )
+        # Sent last: stored in the topic (and its LMQ) a level's second later, after the rest.
+        await producer.send(Message(topic, b"delayed", delay_level=1, lmqs=(d,)))
+        await reader.until(b"m1", b"m2", b"m3", b"delayed", b"batched", b"path", b"plain last")
+        broker = first.message_queue.broker_name
+        group = unique("lmq_g")
+        # A pull parked at the end of c, a second before a message for c is sent (had it
+        # not been parked yet, it would find the message all the same).
+        parked_at = await queues.max_offset(lmq_queue(c, broker))
+        parked = asyncio.ensure_future(
+            queues.pull(lmq_queue(c, broker), parked_at, group=group, max_msgs=32, suspend=20)
+        )
+        await asyncio.sleep(1.0)
+        await producer.send(Message(topic, b"woken", lmqs=(c,)))
+        seen["c: a parked pull gets"] = [m.body.decode() for m in (await parked).messages]
+        for label, name in zip("abcdef", (a, b, c, d, e, f), strict=True):
+            mq = lmq_queue(name, broker)
+            got = await queues.pull(mq, 0, group=group, max_msgs=32)
+            seen[f"{label}: pull from 0"] = got.status.name
+            seen[f"{label}: read (body, queue offset, INNER_MULTI_QUEUE_OFFSET)"] = [
+                [m.body.decode(), m.queue_offset, m.properties.get(Prop.INNER_MULTI_QUEUE_OFFSET)]
+                for m in got.messages
+            ]
+            seen[f"{label}: min, max offset"] = [
+                await queues.min_offset(mq),
+                await queues.max_offset(mq),
+            ]
+        await queues.commit(group, lmq_queue(a, broker), 2)
+        committed = await queues.committed(group, lmq_queue(a, broker))
+        seen["a: the group's offset committed"] = committed
+    by_body = {m.body.decode(): m for m in reader.got}
+    seen["topic: INNER_MULTI_QUEUE_OFFSET by body"] = {
+        body: m.properties.get(Prop.INNER_MULTI_QUEUE_OFFSET) for body, m in sorted(by_body.items())
+    }
+    return seen
+
+
 SCENARIOS5 = {
     "timers": timers,
     "recall": recall,
@@ -497,6 +558,7 @@ SCENARIOS5 = {
     "pop_orderly": pop_orderly,
     "grpc_python5": grpc_python5,
     "grpc_python5_fifo": grpc_python5_fifo,
+    "lmq": lmq,
 }
 # Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy).
 SINCE_5 = set(SCENARIOS5)
