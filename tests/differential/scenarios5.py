@@ -493,7 +493,7 @@ async def lmq(target: Target) -> Observation:
     """Light message queues (RIP-28, a broker with enableLmq and enableMultiDispatch): sends
     naming %LMQ% queues (`Message.lmqs`, INNER_MULTI_DISPATCH), a delayed one, a batch, and two
     raw sends naming what no LMQ is (a name with a path, a plain name last; a plain name first
-    is not sent: RocketMQ 5.3.3 then stops dispatching every message, its own included); each
+    is not sent: RocketMQ 5.3.3's dispatch thread fails on it, and on it again); each
     LMQ read from queue 0 with a `QueueReader` and a group (bodies, queue offsets,
     INNER_MULTI_QUEUE_OFFSET, min and max offsets), a pull parked on an LMQ, and a group's
     offset committed on one."""
@@ -560,5 +560,6 @@ SCENARIOS5 = {
     "grpc_python5_fifo": grpc_python5_fifo,
     "lmq": lmq,
 }
-# Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy).
+# Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy; LMQ is
+# 4.9's too, but only the suite's 5.3.3 broker runs with it).
 SINCE_5 = set(SCENARIOS5)

@@ -22,9 +22,9 @@ writes them (its Java client finds an LMQ's offset by the position of the LMQ's 
 that gets no entry has an empty one.  Those are names without the `%LMQ%` prefix, which
 Longboat skips, and names holding a path separator, which RocketMQ's ConsumeQueue skips too (a
 queue's name is a directory's).  RocketMQ 5.3.3 writes no entry for any LMQ of a message that
-names a plain queue last (its offsets then split into fewer parts than the names), and stops
-dispatching altogether at one named first (it parses the empty offset as a number); Longboat
-serves the LMQs named and ignores the rest.
+names a plain queue last (its offsets then split into fewer parts than the names), and its
+dispatch thread fails on one named first (it parses the empty offset as a number); Longboat
+serves the LMQs named and ignores the rest (docs/compatibility.md, scenario `lmq`).
 """
 
 from __future__ import annotations
