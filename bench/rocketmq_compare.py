@@ -51,6 +51,7 @@ from bench.compare_systems import (
     available,
     cpu_s,
     rss_mib,
+    unwind_on_sigterm,
 )
 from longboat.bench import loadgen
 from longboat.remoting.event_loop import run as run_async
@@ -226,6 +227,7 @@ def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> di
     document (`bench.results.record`) with the summary."""
     systems: list[str] = sizes.systems
     runs: list[dict[str, Figures]] = []
+    unwind_on_sigterm()  # before the first load generator starts, which precedes any server
     for run in range(sizes.runs):
         order = systems[run % len(systems) :] + systems[: run % len(systems)]
         figures: dict[str, Figures] = {}
