@@ -2,7 +2,7 @@
 CHANGE_MESSAGE_INVISIBLETIME) against the real broker, with the bare protocol client: the
 answers RocketMQ's clients read (POP_CK checkpoints, offset infos), an ack forgetting the
 message, a stale checkpoint refused, redelivery after the invisible time with the attempt
-counted, and a long-polled pop woken by an arrival."""
+counted, a long-polled pop woken by an arrival and one answered by a graceful stop."""
 
 from __future__ import annotations
 
@@ -290,3 +290,22 @@ async def test_past_the_group_s_retries_a_popped_message_is_dead_lettered(
         assert dead.body == b"poison" and dead.properties[Prop.RETRY_TOPIC] == TOPIC
     finally:
         await wire.close()
+
+
+async def test_a_graceful_stop_answers_a_parked_pop_empty(broker: BrokerController) -> None:
+    """A pop that found nothing parks in the hold service beside the held pulls (the held
+    count includes it), and a graceful stop answers it at once, empty, as it answers them."""
+    wire, watcher = Wire(broker.broker_addr), Wire(broker.broker_addr)
+    try:
+        await wire.send(TOPIC, b"taken", queue_id=0)
+        _, [_taken] = await pop(wire)
+        parked = asyncio.ensure_future(pop(wire, poll_ms=60_000))
+        await eventually(lambda: polling(watcher, 1), "the pop to park")
+        assert (broker.hold.held_pops, broker.hold.held_count) == (1, 1)
+        await broker.stop()
+        response, msgs = await parked  # the call's own timeout (10 s) is the safety net
+        assert (response.code, msgs) == (ResponseCode.PULL_NOT_FOUND, [])
+        assert broker.hold.held_count == 0
+    finally:
+        await wire.close()
+        await watcher.close()

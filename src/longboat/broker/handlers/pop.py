@@ -13,7 +13,8 @@ core's.  This module decodes, calls it and encodes RocketMQ's answers:
   checkpoint in `POP_CK` (`protocol/pop_headers.ExtraInfo`), its deliveries so far in
   RECONSUMETIMES, and the per-queue `startOffsetInfo` / `msgOffsetInfo` (plus
   `orderCountInfo` for an orderly pop) in the header; PULL_NOT_FOUND when the long poll
-  (`pollTime`) ran out empty.  Parked pops wait in the core's one list for both protocols.
+  (`pollTime`) ran out empty.  Parked pops of both protocols wait in the broker's hold
+  service beside the held pulls (`state/hold.py`).
 * the checkpoint's reviveQid carries the low 31 bits of the core's handle generation, so an
   ack of a delivery that was redelivered or re-armed since is refused as stale (NO_MESSAGE)
   instead of acking the newer delivery.
@@ -162,8 +163,8 @@ class PopProcessor:
 
     async def notification(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """NOTIFICATION (200054): whether the group has a message to pop, long-polled up to
-        pollTime, in the same wait list as pops; an orderly one (as `_orderly` decides for a
-        pop) does not count a queue an orderly pop holds, as RocketMQ's does not."""
+        pollTime, parked as pops are; an orderly one (as `_orderly` decides for a pop) does
+        not count a queue an orderly pop holds, as RocketMQ's does not."""
         h = NotificationRequestHeader.from_ext(cmd.ext_fields)
         try:
             self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
@@ -181,7 +182,7 @@ class PopProcessor:
             self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
         except Refusal as refusal:
             return cmd.make_response(refusal.code, refusal.remark)
-        waiting = self.pop.wakeups.parked(h.topic)
+        waiting = self.pop.hold.parked_pops(h.topic)
         return cmd.make_response(ext_fields=PollingInfoResponseHeader(waiting).to_ext())
 
     def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -249,7 +250,7 @@ class PopProcessor:
             topics.add(entry.topic)
         self.pop.maybe_compact()
         for topic in topics:
-            self.pop.wakeups.wake_topic(topic)
+            self.pop.hold.wake_pops(topic)
         await self.pop.acks_durable()
         return cmd.make_response()
 
@@ -282,7 +283,7 @@ class PopProcessor:
             return cmd.make_response(refusal.code, refusal.remark)
         self.pop.maybe_compact()
         # An ack can release an orderly queue's next message: parked pops look again.
-        self.pop.wakeups.wake_topic(topic)
+        self.pop.hold.wake_pops(topic)
         return cmd.make_response()
 
 
