@@ -2,7 +2,8 @@
 CHANGE_MESSAGE_INVISIBLETIME) against the real broker, with the bare protocol client: the
 answers RocketMQ's clients read (POP_CK checkpoints, offset infos), an ack forgetting the
 message, a stale checkpoint refused, redelivery after the invisible time with the attempt
-counted, a long-polled pop woken by an arrival and one answered by a graceful stop."""
+counted, a long-polled pop woken by an arrival (beside a held pull) and one answered by a
+graceful stop."""
 
 from __future__ import annotations
 
@@ -290,6 +291,27 @@ async def test_past_the_group_s_retries_a_popped_message_is_dead_lettered(
         assert dead.body == b"poison" and dead.properties[Prop.RETRY_TOPIC] == TOPIC
     finally:
         await wire.close()
+
+
+async def test_one_send_wakes_a_parked_pop_and_a_held_pull(broker: BrokerController) -> None:
+    """Both kinds of long poll wait in the one hold service: a send wakes the pull held on
+    its queue and the pop parked on its topic."""
+    popper, puller, sender = (Wire(broker.broker_addr) for _ in range(3))
+    try:
+        await sender.send(TOPIC, b"first", queue_id=0)
+        _, [_first] = await pop(popper)
+        parked = asyncio.ensure_future(pop(popper, poll_ms=15_000))
+        held = asyncio.ensure_future(puller.pull(TOPIC, 0, 1, group="pull-g", suspend_ms=15_000))
+        await eventually(lambda: broker.hold.held_count == 2, "a pop and a pull to wait")
+        assert (broker.hold.held_pulls, broker.hold.held_pops) == (1, 1)
+        await sender.send(TOPIC, b"both", queue_id=0)
+        (_, popped), pulled = await asyncio.gather(parked, held)
+        assert [m.body for m in popped] == [b"both"]
+        assert [m.body for m in records(pulled)] == [b"both"]
+        assert broker.hold.held_count == 0
+    finally:
+        for wire in (popper, puller, sender):
+            await wire.close()
 
 
 async def test_a_graceful_stop_answers_a_parked_pop_empty(broker: BrokerController) -> None:

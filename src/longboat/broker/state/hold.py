@@ -513,9 +513,7 @@ class HoldService(Generic[P, F]):
         woken: dict[Waiter, None] = {}
         for (topic, queue_id), waiters in list(self._queues.items()):
             max_offset = self._max_offset(topic, queue_id)
-            woken.update(
-                (held, None) for held in waiters.all() if held.offset < max_offset
-            )
+            woken.update((held, None) for held in waiters.all() if held.offset < max_offset)
         for waiters in list(self._topics.values()):
             woken.update((parked, None) for parked in waiters.all() if self._behind(parked))
         for waiter in woken:
