@@ -487,21 +487,27 @@ class HoldService(Generic[P, F]):
     ) -> list[Waiter]:
         """The pulls of `key` and the pops of its topic an arrival wakes, out of their
         `Waiters` (WOKEN) and counted; a queue or topic left without waiters is forgotten."""
-        woken: list[Waiter] = []
-        pulls = self._queues.get(key)
-        if pulls:
-            woken = pulls.take_woken(new_max, tags_code, props)
-            if not pulls:
-                del self._queues[key]
-            self.woken += len(woken)
-        topic = key[0]
-        pops = self._topics.get(topic)
-        if pops:
-            popped = pops.take_woken(new_max, tags_code, props)
-            if not pops:
-                del self._topics[topic]
-            self.pops_woken += len(popped)
-            woken += popped
+        woken = self._take(self._queues, key, new_max, tags_code, props)
+        self.woken += len(woken)
+        popped = self._take(self._topics, key[0], new_max, tags_code, props)
+        self.pops_woken += len(popped)
+        return woken + popped if popped else woken
+
+    @staticmethod
+    def _take(
+        index: dict[Any, Waiters],
+        key: object,
+        new_max: int,
+        tags_code: int,
+        props: Mapping[str, str],
+    ) -> list[Waiter]:
+        """What the arrival wakes of the `Waiters` of `key` in `index`; forgotten if left empty."""
+        waiters = index.get(key)
+        if not waiters:
+            return []
+        woken = waiters.take_woken(new_max, tags_code, props)
+        if not waiters:
+            del index[key]
         return woken
 
     def recheck(self) -> int:
