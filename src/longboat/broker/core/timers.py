@@ -17,6 +17,7 @@ A send of a timer message answers with its recall handle (`protocol/recall_handl
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Protocol
 
 from longboat.broker.core.refusal import Reason, Refusal
@@ -34,17 +35,19 @@ _TIMER_PROPS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS
 class Timers(Protocol):
     """What the adapters and the metrics use of the broker's timer service."""
 
-    enqueued: int  # timer messages stored (rocketmq_timer_enqueue_total)
-    dequeued: int  # delivered to their topics (rocketmq_timer_dequeue_total)
+    # Timer messages filed in the wheel / delivered to their topics, by real topic
+    # (rocketmq_timer_enqueue_total / rocketmq_timer_dequeue_total).
+    enqueued: Counter[str]
+    dequeued: Counter[str]
 
     @property
     def pending(self) -> int:
-        """Timers waiting (rocketmq_timer_message_snapshot)."""
+        """Timers waiting (rocketmq_timer_dequeue_lag)."""
         ...
 
-    @property
-    def earliest_due_ms(self) -> int | None:
-        """The earliest due time of a pending timer, None when none waits."""
+    def due_counts(self) -> list[tuple[int, int]]:
+        """(due ms, timers pending then) per due time, in no order; safe to call from
+        another thread (the metrics scrape's)."""
         ...
 
     def recall(self, topic: str, raw_handle: str) -> str:

@@ -366,7 +366,9 @@ class RocketMQ5Collector(Collector):
         )
         storage.add_metric([*values, "local", "disk"], self.controller.store.disk_bytes)
         yield storage
-        yield from timer_families(self.controller.timers, names, values)
+        now_ms = int(time.time() * 1000)
+        timers = self.controller.timers
+        yield from timer_families(timers, names, values, now_ms, cfg.timer_precision_ms)
 
     def _lag(self, names: list[str], values: list[str]) -> Iterator[Metric]:
         labels = [*names, "consumer_group", "topic", "is_retry", "is_system"]
