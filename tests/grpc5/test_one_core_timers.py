@@ -188,3 +188,45 @@ def test_with_timers_off_both_protocols_refuse_a_timer_as_rocketmq_does(
         assert refused == (pb.Code.INTERNAL_SERVER_ERROR, remark)
     finally:
         channel.close()
+
+
+@pytest.mark.parametrize("side", BOTH)
+def test_a_broker_with_a_shorter_longest_delay_refuses_a_timer_beyond_it(
+    grpc5_factory: Callable[..., Grpc5], side: str
+) -> None:
+    short = grpc5_factory(timer_max_delay_sec=10)
+    topic = short.topic(queues=1)
+    channel = grpc.insecure_channel(short.endpoint)
+    try:
+        both = {"remoting": TimerRemoting(short), "grpc": TimerGrpc(MessagingServiceStub(channel))}
+        code, remark = both[side].refused_at(topic, now_ms() + 60_000)
+        assert code == (
+            ResponseCode.MESSAGE_ILLEGAL if side == "remoting" else pb.Code.ILLEGAL_DELIVERY_TIME
+        )
+        assert remark == MAX_DELAY_REMARK.replace("259200000ms", "10000ms")
+        handle, _ = both[side].send_at(topic, b"within", now_ms() + 5_000)
+        assert handle  # within the setting: a timer as any other
+    finally:
+        channel.close()
+
+
+@pytest.mark.parametrize(("setting", "grain"), [(500, 500), (2000, 1000)])
+@pytest.mark.parametrize("side", BOTH)
+def test_a_timer_fires_at_the_next_grain_of_the_precision_never_before(
+    grpc5_factory: Callable[..., Grpc5], side: str, setting: int, grain: int
+) -> None:
+    # RocketMQ's grains are 100, 200, 500 and 1,000 ms: a coarser setting runs at 1 s.
+    broker = grpc5_factory(timer_precision_ms=setting)
+    topic, group = broker.topic(queues=1), broker.group()
+    # Just past a grain: filed in the slot that grain begins, read once the slot has passed.
+    due = ((now_ms() + 1000) // 2000 + 1) * 2000 + 1
+    fires = -(-due // grain) * grain
+    channel = grpc.insecure_channel(broker.endpoint)
+    try:
+        both = {"remoting": TimerRemoting(broker), "grpc": TimerGrpc(MessagingServiceStub(channel))}
+        handle, _ = both[side].send_at(topic, b"grained", due)
+        assert handle
+        assert both[other(side)].read(topic, group, until=b"grained") == [b"grained"]
+        assert now_ms() >= fires > due
+    finally:
+        channel.close()

@@ -20,8 +20,8 @@ A restart rebuilds the wheel from the consume queue alone (tags codes, no commit
 minus the done offsets.
 
 Memory: 8 bytes per pending timer in its due time's array, a dict entry and a heap entry per
-distinct due time (at most `timerMaxDelaySec * 1000 / timerPrecisionMs` of them: 259,200 by
-default), one bit per timer-queue offset since the oldest pending one.
+distinct due time (at most `timerMaxDelaySec * 1000` / the grain, `timer_precision`: 259,200
+by default), one bit per timer-queue offset since the oldest pending one.
 """
 
 from __future__ import annotations
