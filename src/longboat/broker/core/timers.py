@@ -8,8 +8,9 @@ code) the instant it is due.  That instant is the delivery time rounded UP to th
 none arrives before its time and none later than RocketMQ's: RocketMQ files a message in the
 slot of its time rounded down (one grain below it when it is a multiple of the grain) and
 reads a slot once its grain has passed, which is the same instant (RocketMQ's own
-`TIMER_OUT_MS`, and the time in its recall handle, name that slot: one grain below ours).  The grain is what
-RocketMQ makes of `timerPrecisionMs` (`timer_precision`): 100, 200, 500 or 1,000 ms.
+`TIMER_OUT_MS`, and the time in its recall handle, name that slot: one grain below ours).
+The grain is what RocketMQ makes of `timerPrecisionMs` (`timer_precision`): 100, 200, 500
+or 1,000 ms.
 A time already past is no timer: the message is stored as sent.  One farther than
 `timerMaxDelaySec` is refused with RocketMQ's code and remark; with `timerWheelEnable=false`
 every timer message is refused (SYSTEM_ERROR), as RocketMQ refuses it.  A message with a
