@@ -70,8 +70,8 @@ class _Wheel:
     def pending(self) -> int:
         return sum(count for _, count in self._due_counts)
 
-    def due_counts(self) -> list[tuple[int, int]]:
-        return self._due_counts
+    def due_counts(self) -> tuple[list[int], list[int]]:
+        return [due for due, _ in self._due_counts], [count for _, count in self._due_counts]
 
     def recall(self, topic: str, raw_handle: str) -> str:
         raise AssertionError("the metrics never recall")

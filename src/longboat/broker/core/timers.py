@@ -51,9 +51,9 @@ class Timers(Protocol):
         """Timers waiting (rocketmq_timer_dequeue_lag)."""
         ...
 
-    def due_counts(self) -> list[tuple[int, int]]:
-        """(due ms, timers pending then) per due time, in no order; safe to call from
-        another thread (the metrics scrape's)."""
+    def due_counts(self) -> tuple[list[int], list[int]]:
+        """The pending timers' due times (ms, in no order) and, aligned, how many are due
+        at each; safe to call from another thread (the metrics scrape's)."""
         ...
 
     def recall(self, topic: str, raw_handle: str) -> str:

@@ -141,11 +141,13 @@ class TimerWheel:
         self.pending -= 1
         return True
 
-    def due_counts(self) -> list[tuple[int, int]]:
-        """(due ms, timers due then) of each due time with a timer, in no order.  It only
-        reads, so the metrics scrape's thread may call it: `list()` copies the dict in one
-        step under the GIL (int keys run no Python code), where `earliest` would pop."""
-        return [(due, len(slot)) for due, slot in list(self.slots.items()) if slot]
+    def due_counts(self) -> tuple[list[int], list[int]]:
+        """The due times (ms, in no order) and, aligned, how many timers each has (0 for a
+        slot emptied but not yet dropped).  It only reads, so the metrics scrape's thread
+        may call it: the dict is copied in one step under the GIL (int keys run no Python
+        code), where `earliest` would pop."""
+        slots = self.slots.copy()
+        return list(slots), list(map(len, slots.values()))
 
     def earliest(self) -> int | None:
         """The earliest due time with a timer (empty slots are dropped on the way)."""
@@ -252,7 +254,7 @@ class TimerService:
     def pending(self) -> int:
         return self.wheel.pending
 
-    def due_counts(self) -> list[tuple[int, int]]:
+    def due_counts(self) -> tuple[list[int], list[int]]:
         return self.wheel.due_counts()
 
     def _arm(self) -> None:

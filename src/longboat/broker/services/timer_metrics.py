@@ -22,15 +22,16 @@ in-line (`delivery_timer.py`), so no timer ever waits to enter it.  Hence, per f
   timers due more than 24 h ahead, or overdue, are in no row, as in RocketMQ.
 
 Every row carries the node labels and RocketMQ's store labels `storage_type="local"`,
-`storage_medium="disk"`.  The distribution walks the due times once per scrape: one step per
-distinct due time (at most `timerMaxDelaySec * 1000 / timerPrecisionMs`), nothing between
-scrapes.
+`storage_medium="disk"`.  The scrape reads the due times (at most `timerMaxDelaySec * 1000`
+/ the grain of them) nine times, once per bound and once for the earliest; nothing is kept
+between scrapes.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections.abc import Iterator
+from itertools import compress, pairwise, repeat
+from operator import gt
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
@@ -51,17 +52,17 @@ def timer_families(
         return
     names = [*names, *_STORE_LABELS]
     values = [*values, *_STORE_LABELS.values()]
-    for name, doc, counts in (
+    for name, doc, by_topic in (
         ("rocketmq_timer_enqueue", "Total number of timer enqueue", timers.enqueued),
         ("rocketmq_timer_dequeue", "Total number of timer dequeue", timers.dequeued),
     ):
         counter = CounterMetricFamily(name, doc, labels=[*names, "topic"])
-        for topic, count in list(counts.items()):
+        for topic, count in list(by_topic.items()):
             counter.add_metric([*values, topic], count)
         yield counter
-    due_counts = timers.due_counts()
-    overdue = [due for due, _ in due_counts if due <= now_ms]
-    behind_s = (now_ms - min(overdue)) // 1000 if overdue else 0
+    dues, counts = timers.due_counts()
+    earliest = min(compress(dues, counts), default=None)
+    behind_s = (now_ms - earliest) // 1000 if earliest is not None and earliest <= now_ms else 0
     for name, doc, figure in (
         ("rocketmq_timer_enqueue_lag", "Timer enqueue messages lag", 0),
         ("rocketmq_timer_enqueue_latency", "Timer enqueue latency", 0),
@@ -76,22 +77,20 @@ def timer_families(
         "Timer message distribution snapshot, only count timing messages in 24h.",
         labels=[*names, "timer_bound_s"],
     )
-    rows = due_distribution(due_counts, now_ms, precision_ms)
+    rows = due_distribution(dues, counts, now_ms, precision_ms)
     for bound, count in zip(SNAPSHOT_BOUNDS_S, rows, strict=True):
         snapshot.add_metric([*values, str(bound)], count)
     yield snapshot
 
 
 def due_distribution(
-    due_counts: list[tuple[int, int]], now_ms: int, precision_ms: int
+    dues: list[int], counts: list[int], now_ms: int, precision_ms: int
 ) -> list[int]:
     """Timers per bound of SNAPSHOT_BOUNDS_S: row i counts those due in [previous bound,
-    bound i) seconds after `now_ms` rounded down to `precision_ms` (RocketMQ's slots)."""
+    bound i) seconds after `now_ms` rounded down to `precision_ms` (RocketMQ's slots).
+    Each cumulative count is one pass in C (`compress` over `map`) rather than a Python
+    step per due time: a wheel may hold 259,200 due times."""
     start = now_ms // precision_ms * precision_ms
-    bounds_ms = [bound * 1000 for bound in SNAPSHOT_BOUNDS_S]
-    rows = [0] * len(bounds_ms)
-    for due, count in due_counts:
-        ahead = due - start
-        if 0 <= ahead < bounds_ms[-1]:
-            rows[bisect_right(bounds_ms, ahead)] += count
-    return rows
+    limits = [start, *(start + bound * 1000 for bound in SNAPSHOT_BOUNDS_S)]
+    before = [sum(compress(counts, map(gt, repeat(limit), dues))) for limit in limits]
+    return [upper - lower for lower, upper in pairwise(before)]
