@@ -42,6 +42,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from longboat.broker.core.timers import timer_precision
 from longboat.broker.services.timer_metrics import timer_families
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.topic_names import (
@@ -366,7 +367,9 @@ class RocketMQ5Collector(Collector):
         )
         storage.add_metric([*values, "local", "disk"], self.controller.store.disk_bytes)
         yield storage
-        yield from timer_families(self.controller.timers, names, values)
+        now_ms = int(time.time() * 1000)
+        grain = timer_precision(cfg.timer_precision_ms)
+        yield from timer_families(self.controller.timers, names, values, now_ms, grain)
 
     def _lag(self, names: list[str], values: list[str]) -> Iterator[Metric]:
         labels = [*names, "consumer_group", "topic", "is_retry", "is_system"]
