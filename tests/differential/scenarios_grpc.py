@@ -8,10 +8,13 @@ gRPC). The client runs on a worker thread with an event loop of its own (`_on_ow
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+import grpc
 from rocketmq import (
     ClientConfiguration,
     Credentials,
@@ -23,7 +26,11 @@ from rocketmq import (
 from rocketmq import Message as GrpcMessage
 from rocketmq import Producer as GrpcProducer
 from rocketmq.grpc_protocol import Code, FilterType
+from rocketmq.grpc_protocol import definition_pb2 as pb
+from rocketmq.grpc_protocol import service_pb2 as svc
+from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
 from rocketmq.v5.exception import ClientException
+from rocketmq.v5.util import MessageIdCodec
 
 from client.client_e2e import unique
 from differential.harness import WAIT_S, Observation, Target, new_topic
@@ -55,8 +62,9 @@ def _config(endpoint: str) -> ClientConfiguration:
 
 def _grpc_refusal(call: Callable[[], object], *subjects: str) -> Observation:
     """ "ok", or what a user learns from the official client's exception: its class, the
-    status code it carries (None when the client refused before the wire), and whether its
-    message names each of `subjects`."""
+    status code it carries (None when the client refused before the wire, or raised an
+    exception of its own over the endpoint's answer), and whether its message names each of
+    `subjects`."""
     try:
         call()
     except Exception as exc:
@@ -181,7 +189,9 @@ async def grpc_python5_bad_input(target: Target) -> Observation:
     """What the official client raises for a send to an unknown topic, to an illegal topic
     name, of a body over 4 MiB (the client checks the limit the endpoint's settings give);
     a receive by a group nobody created and by an illegal group name; a NORMAL message to a
-    FIFO topic and a FIFO one (with a message group) to a NORMAL topic."""
+    FIFO topic and a FIFO one (with a message group) to a NORMAL topic. Then what the
+    endpoint answers where the client hides the answer (an unknown topic's route) or refuses
+    before the wire (an illegal topic name, a body over 4 MiB, NORMAL to a FIFO topic)."""
     assert target.grpc_endpoint is not None
     ns = target.namesrv
     normal, fifo = await new_topic(ns), await new_topic(ns, message_type="FIFO")
@@ -210,13 +220,62 @@ def _bad_input_on(endpoint: str, normal: str, fifo: str) -> Observation:
         seen["send: FIFO to a NORMAL topic"] = _grpc_refusal(
             lambda: producer.send(_grpc_message(normal, b"x", message_group="G")), normal
         )
+        seen.update(_endpoint_answers(config, producer.sign(), missing, illegal, normal, fifo))
     finally:
         producer.shutdown()
     for label, group in (("unknown group", unique("never_seen_g")), ("illegal group", "bad g!")):
         seen[f"receive: {label}"] = _grpc_refusal(
-            lambda g=group: _receive_once(config, g, normal), group
+            functools.partial(_receive_once, config, group, normal), group
         )
     return seen
+
+
+def _endpoint_answers(
+    config: ClientConfiguration, metadata: Any, missing: str, illegal: str, normal: str, fifo: str
+) -> Observation:
+    """What the endpoint itself answers (status code, whether its message names the
+    subject) where the client hides it or refuses before the wire: raw requests through the
+    client package's stub, signed as the running producer whose settings it holds."""
+    channel = grpc.insecure_channel(
+        config.rpc_endpoints.facade, options=[("grpc.max_send_message_length", -1)]
+    )
+    stub = MessagingServiceStub(channel)
+    seen: Observation = {}
+    try:
+        route = stub.QueryRoute(
+            svc.QueryRouteRequest(
+                topic=pb.Resource(name=missing), endpoints=config.rpc_endpoints.endpoints
+            ),
+            metadata=metadata,
+            timeout=10,
+        )
+        seen["endpoint: route of an unknown topic"] = _status(route.status, missing)
+        for label, topic, body, subject in (
+            ("send to an illegal topic name", illegal, b"x", illegal),
+            ("send a body over 4 MiB", normal, b"x" * (FOUR_MIB + 1), str(FOUR_MIB)),
+            ("send NORMAL to a FIFO topic", fifo, b"x", fifo),
+        ):
+            sent = stub.SendMessage(_raw_normal(topic, body), metadata=metadata, timeout=20)
+            seen[f"endpoint: {label}"] = _status(sent.status, subject)
+    finally:
+        channel.close()
+    return seen
+
+
+def _raw_normal(topic: str, body: bytes) -> Any:
+    """A SendMessageRequest of one NORMAL message, as the client builds it."""
+    msg = pb.Message(topic=pb.Resource(name=topic), body=body)
+    sp = msg.system_properties
+    sp.message_id = MessageIdCodec().next_message_id()
+    sp.message_type = pb.MessageType.NORMAL
+    sp.body_encoding = pb.Encoding.IDENTITY
+    sp.born_timestamp.GetCurrentTime()
+    sp.born_host = "127.0.0.1"
+    return svc.SendMessageRequest(messages=[msg])
+
+
+def _status(status: Any, subject: str) -> Observation:
+    return {"code": Code.Name(status.code), "names_subject": subject in status.message}
 
 
 def _receive_once(config: ClientConfiguration, group: str, topic: str) -> None:
