@@ -42,6 +42,7 @@ from differential.harness import (
 )
 from differential.scenarios5 import SCENARIOS5
 from differential.scenarios_consume import SCENARIOS_CONSUME
+from differential.scenarios_grpc import SCENARIOS_GRPC
 from longboat.client import Message
 from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
@@ -504,4 +505,5 @@ SCENARIOS: dict[str, Scenario] = {
     "grpc_java5": grpc_java5,
     **SCENARIOS_CONSUME,
     **SCENARIOS5,
+    **SCENARIOS_GRPC,
 }

@@ -404,7 +404,8 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
         seen["recall again"] = _grpc_outcome(
             lambda: producer.recall_message(timer_topic, doomed.recall_handle)
         )
-        deliveries = _receive_all(consumer)
+        # The recalled "recalled", due before "at+4s", would have come first.
+        deliveries = _receive_all(consumer, {"plain", "at+4s"})
         seen["recall once delivered"] = _grpc_outcome(
             lambda: producer.recall_message(timer_topic, timer.recall_handle)
         )
@@ -421,9 +422,9 @@ def _grpc_python5_on(endpoint: str, topic: str, timer_topic: str, group: str) ->
     return seen
 
 
-def _receive_all(consumer: SimpleConsumer) -> list[tuple[str, int, Any]]:
-    """(body, attempt, message) of each delivery, each acked, until "plain" and "at+4s" came
-    (the recalled "recalled", due before "at+4s", would have come first)."""
+def _receive_all(consumer: SimpleConsumer, until: set[str]) -> list[tuple[str, int, Any]]:
+    """(body, attempt, message) of each delivery, each acked, until every body of `until`
+    came (WAIT_S at most)."""
     deliveries: list[tuple[str, int, Any]] = []
     deadline = time.monotonic() + WAIT_S
     while time.monotonic() < deadline:
@@ -434,7 +435,7 @@ def _receive_all(consumer: SimpleConsumer) -> list[tuple[str, int, Any]]:
         for msg in received:
             deliveries.append((msg.body.decode(), msg.delivery_attempt, msg))
             consumer.ack(msg)
-        if {"plain", "at+4s"} <= {d[0] for d in deliveries}:
+        if until <= {d[0] for d in deliveries}:
             break
     return deliveries
 

@@ -22,6 +22,7 @@ from conftest import Cluster, start_cluster
 from differential.harness import Observation, Target, observe
 from differential.scenarios import SCENARIOS
 from differential.scenarios5 import SINCE_5
+from differential.scenarios_grpc import SCENARIOS_GRPC
 from peers.rocketmq import SHORT_DELAY_LEVELS
 from peers.rocketmq5 import AnyRocketMQ
 
@@ -32,7 +33,7 @@ TABLE_HEADING = "### Accepted differences"
 COLUMNS = {"4.9.7": 1, "5.3.3": 2}  # each RocketMQ version's cell in `Row.cells`
 SAME = "same"  # a RocketMQ cell saying that version does what Longboat does
 MISSING = "(absent)"
-GRPC_SCENARIOS = {"grpc_java5", "grpc_python5", "grpc_python5_fifo"}
+GRPC_SCENARIOS = {"grpc_java5", "grpc_python5", "grpc_python5_fifo", *SCENARIOS_GRPC}
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import threading
 import time
 
 from rocketmq import FilterExpression, Message, Producer, TransactionChecker, TransactionResolution
+from rocketmq.grpc_protocol import MessageType
 
 from .conftest import Grpc5
 from .test_python_simple import message, only_the_marker_comes, receive_all
@@ -47,6 +48,8 @@ def test_commit_and_rollback(grpc5: Grpc5) -> None:
             got = receive_all(consumer, 1)
             assert [m.body for m in got] == [b"committed"]
             assert got[0].message_id == receipt.message_id
+            # Told TRANSACTION, as RocketMQ's proxy tells a committed message.
+            assert got[0].message_type == MessageType.TRANSACTION
             consumer.ack(got[0])
             only_the_marker_comes(consumer, producer, message(topic, b"after"))
     finally:

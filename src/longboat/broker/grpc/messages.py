@@ -30,6 +30,7 @@ from longboat.protocol.compression import decompress_body
 from longboat.protocol.ids import host_bytes
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import KEY_SEPARATOR, Prop, holds_separator
+from longboat.protocol.sysflags import MessageSysFlag
 from longboat.store import MessageInner
 
 # Property names that are RocketMQ's own, never shown as user properties.
@@ -115,12 +116,16 @@ def to_inner(msg: Any, queue_id: int, max_body: int) -> MessageInner:
     )
 
 
-def message_type_of(props: dict[str, str]) -> int:
+def message_type_of(props: dict[str, str], sys_flag: int) -> int:
+    """The type a consumer is told a stored message has. A committed transactional message is
+    TRANSACTION, as RocketMQ's proxy tells it (from TRAN_MSG, which RocketMQ keeps on the
+    committed copy); Longboat's commit removes TRAN_MSG, so its sys flag says it."""
     if Prop.SHARDING_KEY in props:
         return pb.MessageType.FIFO
     if Prop.TIMER_DELIVER_MS in props:
         return pb.MessageType.DELAY
-    if props.get(Prop.TRAN_MSG) == "true":
+    committed = MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_COMMIT_TYPE
+    if committed or props.get(Prop.TRAN_MSG) == "true":
         return pb.MessageType.TRANSACTION
     return pb.MessageType.NORMAL
 
@@ -152,7 +157,7 @@ def to_v2(
     sp.body_digest.type = pb.DigestType.CRC32
     sp.body_digest.checksum = format(zlib.crc32(body), "08X")
     sp.body_encoding = pb.Encoding.IDENTITY
-    sp.message_type = message_type_of(props)
+    sp.message_type = message_type_of(props, ext.sys_flag)
     sp.born_timestamp.FromMilliseconds(ext.born_timestamp)
     sp.born_host = _ip(ext.born_host)
     sp.store_timestamp.FromMilliseconds(ext.store_timestamp)
