@@ -291,24 +291,30 @@ async def _pop_until(
 
 
 async def pop_java53(target: Target) -> Observation:
-    """RocketMQ's remoting client 5.3.3 in pop mode (`DefaultMQPushConsumer` with
+    """RocketMQ's remoting client 5.3.3 letting the broker assign (`DefaultMQPushConsumer` with
     `setClientRebalance(false)`: QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE) consuming a
-    2-queue topic: what it consumed, and how often each came."""
+    2-queue topic, after the group's mode was set to POP (SET_MESSAGE_REQUEST_MODE, as
+    `mqadmin setConsumeMode` does: both brokers assign PULL otherwise): what it consumed, how
+    often each came, and that each came by a pop (with its POP_CK checkpoint)."""
     ns = target.namesrv
     topic = await new_topic(ns, queues=2)
+    group = unique("java_pop_g")
+    async with Admin(config=config_for(ns)) as admin:
+        await admin.set_message_request_mode(topic, group, "POP")
     bodies = [f"pop-{i}" for i in range(6)]
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         for body in bodies:
             await producer.send(Message(topic, body.encode()))
     with tempfile.TemporaryDirectory() as logs:
         done = await asyncio.to_thread(
-            run_pop_consume, ns, unique("java_pop_g"), topic, len(bodies), log_root=Path(logs)
+            run_pop_consume, ns, group, topic, len(bodies), log_root=Path(logs)
         )
     got = [line.split() for line in done.stdout.splitlines() if line.startswith("GOT ")]
     return {
         "finished": done.stdout.splitlines()[-1:],
         "consumed": sorted({g[1] for g in got}),
         "reconsume times": sorted({int(g[2]) for g in got}),
+        "delivered by": sorted({g[3] for g in got}),
     }
 
 
