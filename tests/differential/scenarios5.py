@@ -593,12 +593,14 @@ async def pop_requests(target: Target) -> Observation:
         def notified(answer: Any) -> list[Any]:
             return [answer.code, answer.ext_fields.get("hasMsg")]
 
+        def notification(poll_ms: int) -> NotificationRequestHeader:
+            # RocketMQ's broker waits until bornTime + pollTime: bornTime is the client's now.
+            return NotificationRequestHeader(group, topic, -1, poll_ms, int(time.time() * 1000))
+
         seen["notification, nothing sent, not waiting"] = notified(
-            await call(RequestCode.NOTIFICATION, NotificationRequestHeader(group, topic, -1, 0, 0))
+            await call(RequestCode.NOTIFICATION, notification(0))
         )
-        waiting = asyncio.ensure_future(
-            call(RequestCode.NOTIFICATION, NotificationRequestHeader(group, topic, -1, 15_000, 0))
-        )
+        waiting = asyncio.ensure_future(call(RequestCode.NOTIFICATION, notification(15_000)))
         async with asyncio.timeout(WAIT_S):
             while await polling(group, -1) != 1:
                 await asyncio.sleep(0.1)
