@@ -50,6 +50,7 @@ from longboat.protocol.pop_headers import (
     ExtraInfo,
     NotificationRequestHeader,
     PollingInfoRequestHeader,
+    PopMessageRequestHeader,
 )
 from longboat.protocol.properties import Prop
 from longboat.protocol.recall_handle import RecallHandle
@@ -569,13 +570,14 @@ async def lmq(target: Target) -> Observation:
 
 async def pop_requests(target: Target) -> Observation:
     """The pop requests a client sends raw, against the one broker: NOTIFICATION 200054 (on a
-    topic still empty, at once and long-polled until a send), POLLING_INFO 200055 (while that
-    notification waits: for its group and queue -1, for queue 0, for another group), and
-    BATCH_ACK_MESSAGE 200151 acking two of four popped messages (each entry built from the
-    messages' checkpoints, as RocketMQ's client builds it), then an empty batch.  Which acks
-    took effect shows in what comes back once the invisible time (4 s) ran out."""
+    topic still empty, at once, and long-polled until a send), POLLING_INFO 200055 while that
+    notification (group G) and a long-polled POP_MESSAGE (group P, any queue) wait: for P and
+    queue -1, P and queue 0, G and queue -1; then BATCH_ACK_MESSAGE 200151 acking two of four
+    messages G popped (each entry built from the messages' checkpoints, as RocketMQ's client
+    builds it), and an empty batch.  Which acks took effect shows in what comes back once the
+    invisible time (4 s) ran out."""
     ns = target.namesrv
-    topic, group = await new_topic(ns), unique("pop_req_g")
+    topic, group, popper = await new_topic(ns), unique("pop_req_g"), unique("pop_req_p")
     seen: Observation = {}
     async with Admin(config=config_for(ns)) as admin:
         broker_name, addr = await master_addr(admin)
@@ -593,25 +595,32 @@ async def pop_requests(target: Target) -> Observation:
         def notified(answer: Any) -> list[Any]:
             return [answer.code, answer.ext_fields.get("hasMsg")]
 
-        def notification(poll_ms: int) -> NotificationRequestHeader:
-            # RocketMQ's broker waits until bornTime + pollTime: bornTime is the client's now.
-            return NotificationRequestHeader(group, topic, -1, poll_ms, int(time.time() * 1000))
+        # RocketMQ's broker waits until bornTime + pollTime: bornTime is the client's now.
+        def now_ms() -> int:
+            return int(time.time() * 1000)
 
         seen["notification, nothing sent, not waiting"] = notified(
-            await call(RequestCode.NOTIFICATION, notification(0))
+            await call(
+                RequestCode.NOTIFICATION, NotificationRequestHeader(group, topic, -1, 0, now_ms())
+            )
         )
-        waiting = asyncio.ensure_future(call(RequestCode.NOTIFICATION, notification(15_000)))
+        notification = NotificationRequestHeader(group, topic, -1, 15_000, now_ms())
+        waiting = asyncio.ensure_future(call(RequestCode.NOTIFICATION, notification))
+        pop = PopMessageRequestHeader(popper, topic, -1, 1, 60_000, 15_000, now_ms(), 0, "TAG", "*")
+        popping = asyncio.ensure_future(call(RequestCode.POP_MESSAGE, pop))
         async with asyncio.timeout(WAIT_S):
-            while await polling(group, -1) != 1:
+            while (parked := await polling(popper, -1)) < 1:
                 await asyncio.sleep(0.1)
-        seen["polling info while it waits: its group, queue -1"] = 1
-        seen["polling info: its group, queue 0"] = await polling(group, 0)
-        seen["polling info: another group, queue -1"] = await polling(unique("pop_req_o"), -1)
+        seen["polling info while they wait: the pop's group, queue -1"] = parked
+        seen["polling info: the pop's group, queue 0"] = await polling(popper, 0)
+        seen["polling info: the notification's group, queue -1"] = await polling(group, -1)
         bodies = [f"m{i}" for i in range(4)]
         async with Producer(unique("pg"), config=config_for(ns)) as producer:
             for body in bodies:
                 await producer.send(Message(topic, body.encode()))
         seen["the waiting notification, once a message came"] = notified(await waiting)
+        seen["the waiting pop, once a message came"] = (await popping).code
+        seen["polling info once the pop was answered"] = await polling(popper, -1)
 
         async with PopConsumer(group, config=config_for(ns)) as consumer:
             first = await _pop_until(consumer, topic, set(bodies), invisible=4.0)

@@ -9,7 +9,6 @@ is delivered again.  A group never set is assigned in PULL mode, and the client 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -28,26 +27,32 @@ async def set_pop_mode(namesrv: str, topic: str, group: str) -> None:
         await admin.set_message_request_mode(topic, group, "POP")
 
 
-def consumed(done: subprocess.CompletedProcess[str]) -> list[tuple[str, str]]:
-    """(body, "pop" or "pull") per message the Java consumer printed; it must have finished."""
+def java_consumes(
+    cluster: Cluster, count: int, log_root: Path, *, pop: bool
+) -> tuple[str, str, list[tuple[str, str]]]:
+    """`count` messages sent to a new topic, consumed by the Java client in a new group (set to
+    POP first when `pop`): the topic, the group, and (body, "pop" or "pull") per message."""
+    ns = cluster.namesrv_addr
+    topic = asyncio.run(create_topic(ns, QUEUES))
+    bodies = [f"m-{i}" for i in range(count)]
+    asyncio.run(send(ns, topic, bodies))
+    group = unique("java-pop" if pop else "java-pull")
+    if pop:
+        asyncio.run(set_pop_mode(ns, topic, group))
+    done = run_pop_consume(ns, group, topic, count, log_root=log_root)
     print(done.stdout[-4000:], done.stderr[-4000:], file=sys.stderr)
     assert done.returncode == 0, done.stdout[-2000:]
     lines = [line.split() for line in done.stdout.splitlines() if line.startswith("GOT ")]
-    return [(fields[1], fields[3]) for fields in lines]
+    got = [(fields[1], fields[3]) for fields in lines]
+    assert {body for body, _ in got} == set(bodies)
+    return topic, group, got
 
 
 def test_java_53_pop_consumer_consumes_and_acks_everything(
     java_peers: None, loopback_cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     cluster = loopback_cluster()
-    ns = cluster.namesrv_addr
-    topic = asyncio.run(create_topic(ns, QUEUES))
-    bodies = [f"pop-{i}" for i in range(20)]
-    asyncio.run(send(ns, topic, bodies))
-    group = unique("java-pop")
-    asyncio.run(set_pop_mode(ns, topic, group))
-    got = consumed(run_pop_consume(ns, group, topic, 20, log_root=tmp_path))
-    assert {body for body, _ in got} == set(bodies)
+    topic, group, got = java_consumes(cluster, 20, tmp_path, pop=True)
     assert {how for _, how in got} == {"pop"}
     # Consumed by pops, not pulls: the broker's pop state holds the group's queues, none of
     # their messages still out.
@@ -62,12 +67,6 @@ def test_java_53_broker_assigned_consumer_pulls_unless_the_group_is_set_to_pop(
     java_peers: None, loopback_cluster: Callable[..., Cluster], tmp_path: Path
 ) -> None:
     cluster = loopback_cluster()
-    ns = cluster.namesrv_addr
-    topic = asyncio.run(create_topic(ns, QUEUES))
-    bodies = [f"pull-{i}" for i in range(8)]
-    asyncio.run(send(ns, topic, bodies))
-    group = unique("java-pull")
-    got = consumed(run_pop_consume(ns, group, topic, len(bodies), log_root=tmp_path))
-    assert {body for body, _ in got} == set(bodies)
+    topic, group, got = java_consumes(cluster, 8, tmp_path, pop=False)
     assert {how for _, how in got} == {"pull"}
     assert all(cluster.broker.pop.table.queue(group, topic, q) is None for q in range(QUEUES))

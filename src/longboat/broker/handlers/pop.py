@@ -174,13 +174,14 @@ class PopProcessor:
         return cmd.make_response(ext_fields=NotificationResponseHeader(has).to_ext())
 
     def polling_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        """POLLING_INFO (200055): how many pops (and notifications) wait on the topic."""
+        """POLLING_INFO (200055): how many pops of the group wait on the topic asking for
+        that queue (-1: any), as RocketMQ counts them (notifications not)."""
         h = PollingInfoRequestHeader.from_ext(cmd.ext_fields)
         try:
             self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
         except Refusal as refusal:
             return cmd.make_response(refusal.code, refusal.remark)
-        waiting = self.pop.hold.parked_pops(h.topic)
+        waiting = self.pop.hold.parked_pops(h.topic, h.consumerGroup, h.queueId)
         return cmd.make_response(ext_fields=PollingInfoResponseHeader(waiting).to_ext())
 
     async def ack_message(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
