@@ -625,9 +625,9 @@ async def pop_requests(target: Target) -> Observation:
         async with PopConsumer(group, config=config_for(ns)) as consumer:
             first = await _pop_until(consumer, topic, set(bodies), invisible=4.0)
             acked = [m for m in first if m.body in (b"m0", b"m2")]
-            body = _batch_ack_body(broker_name, group, acked)
+            batch = _batch_ack_body(broker_name, group, acked)
             seen["batch ack of m0 and m2"] = (
-                await call(RequestCode.BATCH_ACK_MESSAGE, None, body)
+                await call(RequestCode.BATCH_ACK_MESSAGE, None, batch)
             ).code
             empty = orjson.dumps({"brokerName": broker_name, "acks": []})
             seen["batch ack naming no ack"] = (
