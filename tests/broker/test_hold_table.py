@@ -82,12 +82,13 @@ class Rig:
         codes: frozenset[int] | None = None,
         ends: dict[int, int] | None = None,
         wait_s: float = SUSPEND_MS / 1000,
+        polled: tuple[str, int] | None = ("g", -1),
     ) -> ParkedPop:
         """A pop of the topic that found nothing, having read each queue to `ends` (by
-        default queue 0 to its current end)."""
+        default queue 0 to its current end); `polled` None: a notification."""
         if ends is None:
             ends = {0: self.max_offsets.get((TOPIC, 0), 0)}
-        parked = self.service.park(TOPIC, MessageFilter(codes=codes), ends, wait_s)
+        parked = self.service.park(TOPIC, MessageFilter(codes=codes), ends, wait_s, polled=polled)
         assert parked is not None
         return parked
 
@@ -508,9 +509,14 @@ async def test_the_held_count_includes_parked_pops() -> None:
     rig.park(codes=frozenset({TAG_A, TAG_B}))  # counted once, though under two codes
     service = rig.service
     assert (service.held_pulls, service.held_pops, service.held_count) == (2, 2, 4)
-    assert service.parked_pops(TOPIC) == 2 and service.parked_pops("other") == 0
+    # POLLING_INFO's count: by topic, group and asked queue id, notifications left out.
+    rig.park(polled=None)
+    assert service.held_pops == 3
+    assert service.parked_pops(TOPIC, "g", -1) == 2
+    assert service.parked_pops(TOPIC, "g", 0) == service.parked_pops(TOPIC, "h", -1) == 0
+    assert service.parked_pops("other", "g", -1) == 0
     assert service.full and rig.park()  # max_held bounds the pulls alone
-    assert service.held_count == 5
+    assert service.held_count == 6
     service.answer_all()
 
 

@@ -198,6 +198,20 @@ def test_a_long_topic_name_is_printed_whole_to_a_pipe(longboat, monkeypatch) -> 
     assert name in longboat("topic", "list").stdout
 
 
+def test_group_set_consume_mode_sets_what_the_broker_assigns(longboat, cluster) -> None:
+    longboat("topic", "create", "-t", "CliMode", "--queues", "2")
+    done = longboat(
+        "group", "set-consume-mode", "cli-mode", "-t", "CliMode", "-m", "pop", "-q", "1"
+    )
+    assert "group cli-mode consumes CliMode by POP on " in done.stdout
+    kept = cluster.broker.config.store_path_root_dir / "config" / "messageRequestMode.json"
+    saved = json.loads(kept.read_text())["messageRequestModeMap"]["CliMode"]["cli-mode"]
+    assert (saved["mode"], saved["popShareQueueNum"]) == ("POP", 1)
+    longboat("group", "set-consume-mode", "-g", "cli-mode", "-t", "CliMode", "-m", "PULL")
+    saved = json.loads(kept.read_text())["messageRequestModeMap"]["CliMode"]["cli-mode"]
+    assert saved["mode"] == "PULL"
+
+
 def test_group_reset_describe_and_refusal_while_members_run(longboat, cluster) -> None:
     longboat("produce", "-t", "CliGroup", "-n", "10", "--batch", "10")
     longboat("consume", "-t", "CliGroup", "-g", "cli-group", "--from", "earliest", "-n", "10")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from longboat.client.rebalance.allocate import (
+from longboat.protocol.allocate import (
     allocate_averagely,
     allocate_averagely_by_circle,
     allocate_consistent_hash,

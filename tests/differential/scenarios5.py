@@ -11,12 +11,14 @@ each fired no earlier than its due time less one slot, not their order or latene
 from __future__ import annotations
 
 import asyncio
+import base64
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 from grpc.aio import AioRpcError
 from rocketmq import ClientConfiguration, Credentials, FilterExpression, SimpleConsumer
 from rocketmq import Message as GrpcMessage
@@ -40,8 +42,16 @@ from longboat.client.errors import NoRouteError
 from longboat.client.pop import PopConsumer, PoppedMessage
 from longboat.client.producer import Producer
 from longboat.client.queue_reader import QueueReader, lmq_queue
+from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
+from longboat.protocol.header_fields import Header
 from longboat.protocol.headers import RecallMessageRequestHeader
+from longboat.protocol.pop_headers import (
+    ExtraInfo,
+    NotificationRequestHeader,
+    PollingInfoRequestHeader,
+    PopMessageRequestHeader,
+)
 from longboat.protocol.properties import Prop
 from longboat.protocol.recall_handle import RecallHandle
 from peers.rocketmq5 import run_pop_consume
@@ -291,24 +301,30 @@ async def _pop_until(
 
 
 async def pop_java53(target: Target) -> Observation:
-    """RocketMQ's remoting client 5.3.3 in pop mode (`DefaultMQPushConsumer` with
+    """RocketMQ's remoting client 5.3.3 letting the broker assign (`DefaultMQPushConsumer` with
     `setClientRebalance(false)`: QUERY_ASSIGNMENT, POP_MESSAGE, ACK_MESSAGE) consuming a
-    2-queue topic: what it consumed, and how often each came."""
+    2-queue topic, after the group's mode was set to POP (SET_MESSAGE_REQUEST_MODE, as
+    `mqadmin setConsumeMode` does: both brokers assign PULL otherwise): what it consumed, how
+    often each came, and that each came by a pop (with its POP_CK checkpoint)."""
     ns = target.namesrv
     topic = await new_topic(ns, queues=2)
+    group = unique("java_pop_g")
+    async with Admin(config=config_for(ns)) as admin:
+        await admin.set_message_request_mode(topic, group, "POP")
     bodies = [f"pop-{i}" for i in range(6)]
     async with Producer(unique("pg"), config=config_for(ns)) as producer:
         for body in bodies:
             await producer.send(Message(topic, body.encode()))
     with tempfile.TemporaryDirectory() as logs:
         done = await asyncio.to_thread(
-            run_pop_consume, ns, unique("java_pop_g"), topic, len(bodies), log_root=Path(logs)
+            run_pop_consume, ns, group, topic, len(bodies), log_root=Path(logs)
         )
     got = [line.split() for line in done.stdout.splitlines() if line.startswith("GOT ")]
     return {
         "finished": done.stdout.splitlines()[-1:],
         "consumed": sorted({g[1] for g in got}),
         "reconsume times": sorted({int(g[2]) for g in got}),
+        "delivered by": sorted({g[3] for g in got}),
     }
 
 
@@ -550,11 +566,122 @@ async def lmq(target: Target) -> Observation:
     return seen
 
 
+# --------------------------------------------------------------------------- pop requests
+
+
+async def pop_requests(target: Target) -> Observation:
+    """The pop requests a client sends raw, against the one broker: NOTIFICATION 200054 (on a
+    topic still empty, at once, and long-polled until a send), POLLING_INFO 200055 while that
+    notification (group G) and a long-polled POP_MESSAGE (group P, any queue) wait: for P and
+    queue -1, P and queue 0, G and queue -1; then BATCH_ACK_MESSAGE 200151 acking two of four
+    messages G popped (each entry built from the messages' checkpoints, as RocketMQ's client
+    builds it), and an empty batch.  Which acks took effect shows in what comes back once the
+    invisible time (4 s) ran out."""
+    ns = target.namesrv
+    topic, group, popper = await new_topic(ns), unique("pop_req_g"), unique("pop_req_p")
+    seen: Observation = {}
+    async with Admin(config=config_for(ns)) as admin:
+        broker_name, addr = await master_addr(admin)
+        api = admin.instance.api
+
+        async def call(code: int, header: Header | None = None, body: bytes = b"") -> Any:
+            ext = header.to_ext() if header is not None else {}
+            return await api.invoke(addr, RemotingCommand.request(code, ext, body), WAIT_S)
+
+        async def polling(for_group: str, queue_id: int) -> int:
+            header = PollingInfoRequestHeader(for_group, topic, queue_id)
+            answer = await call(RequestCode.POLLING_INFO, header)
+            return int(answer.ext_fields.get("pollingNum", -1))
+
+        def notified(answer: Any) -> list[Any]:
+            return [answer.code, answer.ext_fields.get("hasMsg")]
+
+        # RocketMQ's broker waits until bornTime + pollTime: bornTime is the client's now.
+        def now_ms() -> int:
+            return int(time.time() * 1000)
+
+        seen["notification, nothing sent, not waiting"] = notified(
+            await call(
+                RequestCode.NOTIFICATION, NotificationRequestHeader(group, topic, -1, 0, now_ms())
+            )
+        )
+        notification = NotificationRequestHeader(group, topic, -1, 15_000, now_ms())
+        waiting = asyncio.ensure_future(call(RequestCode.NOTIFICATION, notification))
+        pop = PopMessageRequestHeader(popper, topic, -1, 1, 60_000, 15_000, now_ms(), 0, "TAG", "*")
+        popping = asyncio.ensure_future(call(RequestCode.POP_MESSAGE, pop))
+        async with asyncio.timeout(WAIT_S):
+            while (parked := await polling(popper, -1)) < 1:
+                await asyncio.sleep(0.1)
+        seen["polling info while they wait: the pop's group, queue -1"] = parked
+        seen["polling info: the pop's group, queue 0"] = await polling(popper, 0)
+        seen["polling info: the notification's group, queue -1"] = await polling(group, -1)
+        bodies = [f"m{i}" for i in range(4)]
+        async with Producer(unique("pg"), config=config_for(ns)) as producer:
+            for body in bodies:
+                await producer.send(Message(topic, body.encode()))
+        seen["the waiting notification, once a message came"] = notified(await waiting)
+        seen["the waiting pop, once a message came"] = (await popping).code
+        seen["polling info once the pop was answered"] = await polling(popper, -1)
+
+        async with PopConsumer(group, config=config_for(ns)) as consumer:
+            first = await _pop_until(consumer, topic, set(bodies), invisible=4.0)
+            acked = [m for m in first if m.body in (b"m0", b"m2")]
+            batch = _batch_ack_body(broker_name, group, acked)
+            seen["batch ack of m0 and m2"] = (
+                await call(RequestCode.BATCH_ACK_MESSAGE, None, batch)
+            ).code
+            empty = orjson.dumps({"brokerName": broker_name, "acks": []})
+            seen["batch ack naming no ack"] = (
+                await call(RequestCode.BATCH_ACK_MESSAGE, None, empty)
+            ).code
+            again = await _pop_until(consumer, topic, {"m1", "m3"}, invisible=60.0)
+            seen["back after the invisible time (body, reconsume times)"] = sorted(
+                [m.body.decode(), m.reconsume_times] for m in again
+            )
+            for m in again:
+                await consumer.ack(m)
+    return seen
+
+
+def _batch_ack_body(broker_name: str, group: str, popped: list[PoppedMessage]) -> bytes:
+    """BATCH_ACK_MESSAGE's body acking `popped`: one entry per checkpoint (its queue, start
+    offset, pop time, revive queue), a bit per message at (offset - start offset), the bit
+    set as `BitSet.toByteArray()` in base64."""
+    entries: dict[tuple[int, int, int, int], list[int]] = {}
+    checkpoints: dict[tuple[int, int, int, int], ExtraInfo] = {}
+    for m in popped:
+        ck = ExtraInfo.parse(m.checkpoint)
+        key = (ck.queue_id, ck.ck_queue_offset, ck.pop_time, ck.revive_qid)
+        entries.setdefault(key, []).append(m.message.queue_offset - ck.ck_queue_offset)
+        checkpoints[key] = ck
+    acks = []
+    for key, bits in entries.items():
+        ck = checkpoints[key]
+        value = sum(1 << bit for bit in bits)
+        acks.append(
+            {
+                "c": group,
+                "t": popped[0].message.topic,
+                "r": ck.retry,
+                "so": ck.ck_queue_offset,
+                "q": ck.queue_id,
+                "rq": ck.revive_qid,
+                "pt": ck.pop_time,
+                "it": ck.invisible_time,
+                "b": base64.b64encode(
+                    value.to_bytes(max(1, (value.bit_length() + 7) // 8), "little")
+                ).decode(),
+            }
+        )
+    return orjson.dumps({"brokerName": broker_name, "acks": acks})
+
+
 SCENARIOS5 = {
     "timers": timers,
     "recall": recall,
     "pop_remoting": pop_remoting,
     "pop_java53": pop_java53,
+    "pop_requests": pop_requests,
     "pop_dead_letters": pop_dead_letters,
     "pop_orderly": pop_orderly,
     "grpc_python5": grpc_python5,

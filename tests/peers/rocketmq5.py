@@ -227,8 +227,9 @@ def run_pop_consume(
 ) -> subprocess.CompletedProcess[str]:
     """Run RocketMQ's remoting client 5.3.3 as a pop-mode push consumer (`POP_PROGRAM`, in
     source mode on the 5.x server's classpath, which holds rocketmq-client 5.3.3) until it
-    consumed `count` distinct bodies: its output is a line "GOT <body> <reconsumeTimes>" per
-    message, then "DONE" (exit 0) or "TIMEOUT <distinct bodies>" (exit 1)."""
+    consumed `count` distinct bodies: its output is a line "GOT <body> <reconsumeTimes> <pop|pull>"
+    per message (pop: it came with a POP_CK checkpoint), then "DONE" (exit 0) or "TIMEOUT
+    <distinct bodies>" (exit 1).  It pops only where the group's mode was set to POP first."""
     command = [
         "java",
         *PEER_JVM_OPTIONS,

@@ -45,6 +45,7 @@ from longboat.broker.core.timers import timer_tags_code
 from longboat.broker.core.transactions import TransactionService
 from longboat.broker.core_host import CoreHost
 from longboat.broker.handlers import (
+    assignment,
     client_requests,
     end_transaction,
     locks,
@@ -113,6 +114,7 @@ EXTRA_FEATURES: tuple[Feature, ...] = (
     runtime_info.install,
     end_transaction.install,
     pop.install,
+    assignment.install,
     recall.install,
 )
 DEFAULT_FEATURES: tuple[Feature, ...] = CORE_FEATURES + EXTRA_FEATURES

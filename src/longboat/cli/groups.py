@@ -1,4 +1,5 @@
-"""`longboat group list|describe|reset`: consumer groups, their progress and their offsets."""
+"""`longboat group list|describe|reset|set-consume-mode`: consumer groups, their progress,
+their offsets and how a broker assigns them."""
 
 from __future__ import annotations
 
@@ -216,6 +217,47 @@ def reset(
     for mq, offset in moved:
         table.add_row(mq.topic, mq.broker_name, str(mq.queue_id), str(offset))
     console.print(table)
+
+
+@group.command(name="set-consume-mode")
+@group_name
+@click.option("-t", "--topic", required=True, help="The topic the group consumes.")
+@click.option(
+    "-m",
+    "--mode",
+    required=True,
+    type=click.Choice(["PULL", "POP"], case_sensitive=False),
+    help="PULL or POP.",
+)
+@click.option(
+    "-q",
+    "--pop-share-queue-num",
+    type=int,
+    default=0,
+    show_default=True,
+    help="With POP: each member also pops the queues of the N members after it (0: all).",
+)
+@namesrv_option
+def set_consume_mode(
+    positional: str | None,
+    name: str | None,
+    topic: str,
+    mode: str,
+    pop_share_queue_num: int,
+    namesrv: str,
+) -> None:
+    """Make a group consume a topic by PULL or POP when its clients let the broker assign
+    (RocketMQ's `mqadmin setConsumeMode`; the Java client's setClientRebalance(false))."""
+    name = resolve_group(positional, name)
+
+    async def go() -> list[str]:
+        async with admin_for(namesrv) as admin:
+            return await admin.set_message_request_mode(
+                topic, name, mode, pop_share_queue_num=pop_share_queue_num
+            )
+
+    brokers = run(go())
+    console.print(f"group {name} consumes {topic} by {mode.upper()} on {', '.join(brokers)}")
 
 
 COMMANDS = (group,)

@@ -19,6 +19,7 @@ from longboat.client._internal.api import ClientAPI
 from longboat.client.admin_cluster import ClusterReader
 from longboat.client.errors import BrokerError, ClientUsageError, GroupOnlineError, TransportError
 from longboat.protocol import ResponseCode
+from longboat.protocol.assignment_bodies import MessageRequestMode, MessageRequestModeBody
 from longboat.protocol.bodies import ClientConnection, ConsumerConnection, SubscriptionGroupConfig
 from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_group
 from longboat.protocol.types import MessageQueue
@@ -106,6 +107,35 @@ class GroupAdmin(ClusterReader):
         """The topics `group` has offsets on, without its own retry topic."""
         progress = await self.group_progress(group, with_lag_time=False)
         return sorted({p.mq.topic for p in progress if not is_retry_queue(p.mq)})
+
+    async def set_message_request_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode | str,
+        *,
+        pop_share_queue_num: int = 0,
+    ) -> list[str]:
+        """Make `group` consume `topic` by "PULL" or "POP" when its clients let the broker
+        assign (RocketMQ's `mqadmin setConsumeMode`; the Java client's
+        `setClientRebalance(false)`): set on every master of the topic, kept across restarts.
+        A broker answers PULL for a pair never set, so such a client pops only after this.
+        With POP, `pop_share_queue_num` N > 0 gives each member its own queues and those of
+        the N members after it; 0 gives every member every queue.  Returns the masters set.
+
+        Raises ClientUsageError (nothing sent) for a bad mode or group name, BrokerError
+        when a broker refuses (a retry topic, an unknown topic)."""
+        if problem := validate_group(group):
+            raise ClientUsageError(f"invalid group: {problem}")
+        try:
+            request_mode = MessageRequestMode(str(mode).upper())
+        except ValueError:
+            raise ClientUsageError(f"mode must be PULL or POP, not {mode!r}") from None
+        setting = MessageRequestModeBody(topic, group, request_mode, pop_share_queue_num)
+        addrs = await self._master_addrs(topic)
+        for addr in addrs:
+            await self.instance.api.set_message_request_mode(addr, setting)
+        return addrs
 
     async def consumer_ids(self, group: str, topic: str | None = None) -> list[str]:
         """Live members of `group`, asked of a master of `topic` (or of any broker)."""

@@ -23,7 +23,7 @@ from typing import Any, TypedDict, TypeVar
 
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import ClientUsageError
-from longboat.client.rebalance.allocate import AllocateStrategy, allocate_averagely
+from longboat.protocol.allocate import AllocateStrategy, allocate_averagely
 from longboat.protocol.trace import DEFAULT_TRACE_TOPIC
 
 DEFAULT_OFFSET_STORE_DIR = Path.home() / ".longboat" / "offsets"

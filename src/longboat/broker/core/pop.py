@@ -227,7 +227,8 @@ class PopService:
         # the arrival (a batch reports the properties of its first message per tag only).
         expression = request.expression
         flt = MessageFilter(codes=None if expression.matches_all else expression.codes)
-        return await self._until(group, topic, request.queue_id, flt, wait_s, attempt) or []
+        polled = (group, request.queue_id)
+        return await self._until(group, topic, request.queue_id, flt, wait_s, attempt, polled) or []
 
     async def notify_waiting(
         self, group: str, topic: str, queue_id: int, wait_s: float, fifo: bool = False
@@ -267,12 +268,14 @@ class PopService:
         flt: MessageFilter,
         wait_s: float,
         attempt: Callable[[], T],
+        polled: tuple[str, int] | None = None,
     ) -> T:
         """`attempt()` until it gives something truthy or `wait_s` ran out, parked in the
         hold service between tries until an arrival on `topic` that `flt` passes, a message
         of the group becoming visible again or the deadline.  Each try starts by noting the
         ends of the queues it reads (`queue_id`, -1: all), so the hold service's re-check
-        sees a message stored between the empty try and the parking."""
+        sees a message stored between the empty try and the parking.  `polled`: the (group,
+        queue id) POLLING_INFO counts a parked pop under (None: a notification, not counted)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while True:
@@ -285,7 +288,7 @@ class PopService:
             if visible_at is not None:
                 remaining = min(remaining, max(0.001, visible_at - self.now()))
             # No await since the empty attempt: parked before anything else runs on the loop.
-            parked = self.hold.park(topic, flt, ends, remaining)
+            parked = self.hold.park(topic, flt, ends, remaining, polled=polled)
             if parked is None:  # the broker is stopping: answer what there is
                 return got
             try:

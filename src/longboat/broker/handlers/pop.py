@@ -1,7 +1,7 @@
 """Pop consumption over remoting (RIP-19): POP_MESSAGE 200050, ACK_MESSAGE 200051,
 CHANGE_MESSAGE_INVISIBLETIME 200053, NOTIFICATION 200054, POLLING_INFO 200055,
-BATCH_ACK_MESSAGE 200151, and QUERY_ASSIGNMENT 400
-(a client that lets the broker assign: every queue, in POP mode).
+and BATCH_ACK_MESSAGE 200151 (which queues a client letting the broker assign pops, and
+whether it pops at all, is `handlers/assignment.py`'s).
 
 Everything a pop does is the core's (`core/pop.py`): the one pop state the gRPC endpoint
 serves too, so a group may mix remoting pop consumers (the Java client's
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
-
-import orjson
 
 from longboat.broker.core.message_filter import SQL92, message_filter
 from longboat.broker.core.pop import REMOTING_SEQ_MASK, Popped, PopRequest, parse_handle
@@ -51,7 +49,7 @@ from longboat.protocol.pop_headers import (
 )
 from longboat.protocol.properties import Prop
 from longboat.protocol.tags import TagExpression
-from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX, validate_group
+from longboat.protocol.topic_names import validate_group
 from longboat.protocol.types import PERM_READ
 from longboat.remoting import Connection
 
@@ -176,38 +174,15 @@ class PopProcessor:
         return cmd.make_response(ext_fields=NotificationResponseHeader(has).to_ext())
 
     def polling_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        """POLLING_INFO (200055): how many pops (and notifications) wait on the topic."""
+        """POLLING_INFO (200055): how many pops of the group wait on the topic asking for
+        that queue (-1: any), as RocketMQ counts them (notifications not)."""
         h = PollingInfoRequestHeader.from_ext(cmd.ext_fields)
         try:
             self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
         except Refusal as refusal:
             return cmd.make_response(refusal.code, refusal.remark)
-        waiting = self.pop.hold.parked_pops(h.topic)
+        waiting = self.pop.hold.parked_pops(h.topic, h.consumerGroup, h.queueId)
         return cmd.make_response(ext_fields=PollingInfoResponseHeader(waiting).to_ext())
-
-    def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
-        """QUERY_ASSIGNMENT (400), which a client rebalancing on the broker asks (the Java
-        client's `setClientRebalance(false)`): the whole topic here, in POP mode (queue -1).
-        RocketMQ answers PULL unless an operator set the group's mode to POP; a client asks
-        only to consume without assigning queues itself, which is what pop does.  A group's
-        retry topic gets no queue: redeliveries come back through the topic's own pops."""
-        try:
-            topic = str(orjson.loads(cmd.body or b"{}")["topic"])
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"bad assignment query: {exc}")
-        assignments = []
-        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            try:
-                self.controller.admission.read_topic(topic)
-            except Refusal as refusal:
-                return cmd.make_response(refusal.code, refusal.remark)
-            queue = {
-                "topic": topic,
-                "brokerName": self.controller.config.broker_name,
-                "queueId": -1,
-            }
-            assignments.append({"messageQueue": queue, "mode": "POP", "attachments": {}})
-        return cmd.make_response(body=orjson.dumps({"messageQueueAssignments": assignments}))
 
     async def ack_message(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         h = AckMessageRequestHeader.from_ext(cmd.ext_fields)
@@ -291,7 +266,6 @@ def install(controller: CoreHost) -> None:
     processor = PopProcessor(controller)
     controller.router.register_all(
         {
-            RequestCode.QUERY_ASSIGNMENT: processor.query_assignment,
             RequestCode.POP_MESSAGE: processor.pop_message,
             RequestCode.ACK_MESSAGE: processor.ack_message,
             RequestCode.BATCH_ACK_MESSAGE: processor.batch_ack,

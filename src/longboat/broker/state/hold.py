@@ -172,12 +172,20 @@ class ParkedPop(Waiter):
     """One parked pop (or NOTIFICATION): its topic, each queue's end its empty pop read to (for
     the re-check), and the event its coroutine waits on — setting it is the pop's answer."""
 
-    __slots__ = ("ends", "event", "topic")
+    __slots__ = ("ends", "event", "polled", "topic")
 
-    def __init__(self, topic: str, flt: WakeFilter, ends: Mapping[int, int]) -> None:
+    def __init__(
+        self,
+        topic: str,
+        flt: WakeFilter,
+        ends: Mapping[int, int],
+        polled: tuple[str, int] | None = None,
+    ) -> None:
         super().__init__(flt, ANY_OFFSET)
         self.topic = topic
         self.ends = ends
+        # (group, queue id) a pop is counted under by POLLING_INFO; None for a notification.
+        self.polled = polled
         self.event = asyncio.Event()
 
 
@@ -360,10 +368,12 @@ class HoldService(Generic[P, F]):
         """`max_held` pulls are held: the pull module refuses more with SYSTEM_BUSY."""
         return self._pulls >= self.max_held
 
-    def parked_pops(self, topic: str) -> int:
-        """How many pops (and notifications) wait on `topic` (POLLING_INFO: rare, so counted
-        when asked)."""
-        return sum(1 for parked in self._pops if parked.topic == topic)
+    def parked_pops(self, topic: str, group: str, queue_id: int) -> int:
+        """How many pops of `group` wait on `topic` asking for `queue_id` (-1: any queue) —
+        POLLING_INFO, which counts as RocketMQ's: by (topic, group, queue id), pops only, not
+        notifications.  Rare, so counted when asked."""
+        key = (group, queue_id)
+        return sum(1 for parked in self._pops if parked.topic == topic and parked.polled == key)
 
     # ------------------------------------------------------------------ holding
 
@@ -393,18 +403,25 @@ class HoldService(Generic[P, F]):
         return True
 
     def park(
-        self, topic: str, flt: WakeFilter, ends: Mapping[int, int], wait_s: float
+        self,
+        topic: str,
+        flt: WakeFilter,
+        ends: Mapping[int, int],
+        wait_s: float,
+        *,
+        polled: tuple[str, int] | None = None,
     ) -> ParkedPop | None:
         """Park a pop of `topic` that found nothing, its empty pop having read each queue
         to `ends[queue]` (taken before it); its coroutine awaits the returned pop's event,
         set by an arrival `flt` passes, `wake_pops(topic)`, the re-check or `wait_s` running
         out.  None when nothing can park (the service is stopped or not started): the caller
-        answers what it has.  Caller: the pop core, with no await between its empty pop and
-        this call; it calls `leave` if it stops waiting first."""
+        answers what it has.  `polled`: what POLLING_INFO counts it under (`parked_pops`).
+        Caller: the pop core, with no await between its empty pop and this call; it calls
+        `leave` if it stops waiting first."""
         timers = self._timers
         if self._loop is None or timers is None:
             return None
-        parked = ParkedPop(topic, flt, ends)
+        parked = ParkedPop(topic, flt, ends, polled)
         parked.timer = timers.call_at(timers.time() + max(0.0, wait_s), self._expired, parked)
         self._enter(self._topics, topic, parked)
         self._pops[parked] = None

@@ -19,6 +19,7 @@ from longboat.client.errors import (
 from longboat.client.message import SendResult, SendStatus
 from longboat.client.types import PullResult, PullStatus
 from longboat.protocol import ProtocolError, RequestCode, ResponseCode, fastjson
+from longboat.protocol.assignment_bodies import MessageRequestModeBody
 from longboat.protocol.bodies import (
     ClusterInfo,
     ConsumerConnection,
@@ -470,6 +471,12 @@ class ClientAPI(RequestChannel):
     async def create_subscription_group(self, addr: str, config: SubscriptionGroupConfig) -> None:
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker (create, or replace its settings)."""
         cmd = self._command(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=config.to_json())
+        await self._call(addr, cmd)
+
+    async def set_message_request_mode(self, addr: str, setting: MessageRequestModeBody) -> None:
+        """SET_MESSAGE_REQUEST_MODE on one broker: whether the (topic, group) it names is
+        assigned to be pulled or popped when a client lets the broker assign."""
+        cmd = self._command(RequestCode.SET_MESSAGE_REQUEST_MODE, body=setting.to_json())
         await self._call(addr, cmd)
 
     async def create_topic(self, addr: str, config: TopicConfig) -> None:

@@ -33,8 +33,8 @@ from typing import Protocol
 from longboat.client._internal.instance import ClientInstance
 from longboat.client._internal.route import TopicRoute
 from longboat.client.errors import ClientError
-from longboat.client.rebalance.allocate import AllocateStrategy
 from longboat.client.tasks import BackgroundTask
+from longboat.protocol.allocate import AllocateStrategy
 from longboat.protocol.types import MessageQueue
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,10 @@
 // RocketMQ 5.3.3's remoting push consumer in pop mode (setClientRebalance(false)): the broker
 // assigns and pops, the client acks.  Run in source mode on server5's classpath (which holds
 // rocketmq-client 5.3.3): java -cp <classpath> PopConsume.java namesrv group topic count
-// Prints "GOT <body> <reconsumeTimes>" per message, then "DONE" once `count` distinct bodies came.
+// Prints "GOT <body> <reconsumeTimes> <popped>" per message (popped: "pop" when the message came
+// by a pop, carrying its POP_CK checkpoint, else "pull"), then "DONE" once `count` distinct
+// bodies came.  The broker decides pull or pop: RocketMQ pops only for a group whose mode an
+// operator set to POP (mqadmin setConsumeMode), and pulls otherwise.
 
 import java.nio.charset.StandardCharsets;
 import java.util.Set;
@@ -32,7 +35,8 @@ public class PopConsume {
             candidate.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
                 for (MessageExt msg : msgs) {
                     String body = new String(msg.getBody(), StandardCharsets.UTF_8);
-                    System.out.println("GOT " + body + " " + msg.getReconsumeTimes());
+                    String how = msg.getProperty("POP_CK") != null ? "pop" : "pull";
+                    System.out.println("GOT " + body + " " + msg.getReconsumeTimes() + " " + how);
                     seen.add(body);
                 }
                 if (seen.size() >= count) {

@@ -1,0 +1,109 @@
+"""Assignment by the broker (RocketMQ 5): QUERY_ASSIGNMENT 400, asked by a client that lets the
+broker assign (the Java client's `setClientRebalance(false)`), and SET_MESSAGE_REQUEST_MODE
+401, by which an operator makes a (topic, group) pulled or popped.
+
+As RocketMQ 5.3: the answer carries the mode set for (topic, group) (`state/request_modes.py`,
+persisted), PULL when none was set, so such a client pulls unless the group was set to POP; a
+retry topic is always PULL and its mode cannot be set.  The queues are this broker's queues
+of the topic (RocketMQ's broker shares the route's queues of every broker; a one-broker
+cluster gets the same answer), shared as `core/assignment.py` decides.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from longboat.broker.core.assignment import assign
+from longboat.broker.state.request_modes import MessageRequestModeTable
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.assignment_bodies import (
+    MessageRequestMode,
+    MessageRequestModeBody,
+    QueryAssignmentRequest,
+    encode_assignments,
+)
+from longboat.protocol.errors import ProtocolError
+from longboat.protocol.topic_names import RETRY_GROUP_TOPIC_PREFIX
+from longboat.protocol.types import MessageQueue
+from longboat.remoting import Connection
+
+if TYPE_CHECKING:
+    from longboat.broker.core_host import CoreHost
+
+REQUEST_MODE_FILE = "messageRequestMode.json"
+
+
+class AssignmentProcessor:
+    def __init__(self, controller: CoreHost, modes: MessageRequestModeTable) -> None:
+        self.controller = controller
+        self.modes = modes
+
+    def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        try:
+            query = QueryAssignmentRequest.from_json(cmd.body or b"")
+        except ProtocolError as exc:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{exc} (the client's error)")
+        setting = self.setting(query.topic, query.consumer_group)
+        queues = self._queues(query.topic)
+        if queues is None:
+            mine = None
+        elif query.message_model == "BROADCASTING":
+            mine = set(queues)
+        else:
+            ids = self.controller.consumers.client_ids(query.consumer_group)
+            mine = assign(setting, query.client_id, queues, ids, query.strategy_name)
+        return cmd.make_response(body=encode_assignments(mine, setting.mode))
+
+    def setting(self, topic: str, group: str) -> MessageRequestModeBody:
+        """The mode set for (topic, group), else the default: PULL (always PULL for a retry
+        topic)."""
+        if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            set_mode = self.modes.get(topic, group)
+            if set_mode is not None:
+                return set_mode
+        return MessageRequestModeBody(topic, group, MessageRequestMode.PULL)
+
+    def _queues(self, topic: str) -> list[MessageQueue] | None:
+        config = self.controller.topics.get(topic)
+        if config is None:
+            return None
+        broker = self.controller.config.broker_name
+        return [MessageQueue(topic, broker, q) for q in range(config.read_queue_nums)]
+
+    def set_message_request_mode(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+        try:
+            setting = MessageRequestModeBody.from_json(cmd.body or b"")
+        except ProtocolError as exc:
+            return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{exc} (the client's error)")
+        ctl = self.controller
+        if setting.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return cmd.make_response(
+                ResponseCode.NO_PERMISSION, "retry topic is not allowed to set mode"
+            )
+        if ctl.topics.get(setting.topic) is None:
+            return cmd.make_response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{setting.topic}] not exist"
+            )
+        if (
+            not ctl.config.auto_create_subscription_group
+            and setting.consumer_group not in ctl.subscription_groups.all()
+        ):
+            return cmd.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "subscription group does not exist"
+            )
+        self.modes.put(setting)
+        return cmd.make_response()
+
+
+def install(controller: CoreHost) -> None:
+    modes = MessageRequestModeTable(
+        controller.config.store_path_root_dir / "config" / REQUEST_MODE_FILE
+    )
+    modes.load()
+    processor = AssignmentProcessor(controller, modes)
+    controller.router.register_all(
+        {
+            RequestCode.QUERY_ASSIGNMENT: processor.query_assignment,
+            RequestCode.SET_MESSAGE_REQUEST_MODE: processor.set_message_request_mode,
+        }
+    )
