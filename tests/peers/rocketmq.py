@@ -91,9 +91,15 @@ def java_command(
 
 
 def peer_command(
-    program: str, args: tuple[str, ...], jvm_options: tuple[str, ...] = PEER_JVM_OPTIONS
+    program: str,
+    args: tuple[str, ...],
+    jvm_options: tuple[str, ...] = PEER_JVM_OPTIONS,
+    client_jars: Path = CLIENT_DIR,
 ) -> list[str]:
-    """The command line running a peer program (``jvm_options``: heap, GC, compiler)."""
+    """The command line running a peer program (``jvm_options``: heap, GC, compiler) on the
+    RocketMQ client of ``client_jars``' runtime classpath: the client module's own (4.9.8), or
+    `peers.rocketmq5.SERVER5_DIR`'s, which holds rocketmq-client 5.3.3. The programs' classes
+    go first; they use only API both clients have, so their one build runs on either."""
     target = CLIENT_DIR / "target"
     options = (
         *jvm_options,
@@ -103,7 +109,8 @@ def peer_command(
         f"-Drocketmq.client.localOffsetStoreDir={target / 'offsets'}",
         "-Drocketmq.client.logLevel=INFO",
     )
-    return java_command(CLIENT_DIR, f"{PEER_PACKAGE}.{program}", args, options)
+    jars = os.pathsep.join([str(target / "classes"), classpath(client_jars)])
+    return ["java", *options, *JDK17_OPENS, "-cp", jars, f"{PEER_PACKAGE}.{program}", *args]
 
 
 def peer_args(options: Mapping[str, object]) -> tuple[str, ...]:
@@ -120,15 +127,21 @@ def _peer_name(program: str, args: tuple[str, ...]) -> str:
 
 
 def run_java_peer(
-    program: str, *, timeout: float, check: bool = True, **options: object
+    program: str,
+    *,
+    timeout: float,
+    check: bool = True,
+    client_jars: Path = CLIENT_DIR,
+    **options: object,
 ) -> list[dict[str, Any]]:
     """Run a Java peer program (e.g. ``"Produce"``) to completion; return its events.
 
     ``options`` become its command line (see `peer_args`). Give a ``timeout_ms`` below
     ``timeout`` so the program reports its own timeout (exit 3) rather than being killed.
+    ``client_jars``: which RocketMQ client it runs on (see `peer_command`).
     """
     args = peer_args(options)
-    command = peer_command(program, args)
+    command = peer_command(program, args, client_jars=client_jars)
     return run_peer(_peer_name(program, args), command, CLIENT_DIR, timeout=timeout, check=check)
 
 

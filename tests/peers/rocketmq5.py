@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import tempfile
 import time
@@ -30,13 +29,10 @@ from typing import Any
 
 from longboat.client import ClientConfig
 from longboat.client.sync import Admin
-from peers.process import run_peer
 from peers.rocketmq import (
-    CLIENT_DIR,
     JAVA_DIR,
     JDK17_OPENS,
     PEER_JVM_OPTIONS,
-    PEER_PACKAGE,
     START_TIMEOUT_S,
     RocketMQCluster,
     RocketMQProcess,
@@ -44,8 +40,8 @@ from peers.rocketmq import (
     broker_settings,
     classpath,
     free_port,
-    peer_args,
     properties_text,
+    run_java_peer,
     serve_until_interrupted,
     spawn_server,
     start_namesrv,
@@ -200,19 +196,9 @@ def start_rocketmq5_broker(
 def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
     """Run the ``MqAdmin`` peer program on rocketmq-tools 5.3.3: `mqadmin` 5.3.3, unchanged.
 
-    The program is the 4.9.8 peers' (it only calls ``MQAdminStartup.main0``, the same in 5.x);
-    its classes go first on the 5.x server's classpath, which holds the 5.3.3 tools."""
-    args = peer_args(options)
-    command = [
-        "java",
-        *PEER_JVM_OPTIONS,
-        *JDK17_OPENS,
-        "-cp",
-        os.pathsep.join([str(CLIENT_DIR / "target" / "classes"), classpath(SERVER5_DIR)]),
-        f"{PEER_PACKAGE}.MqAdmin",
-        *args,
-    ]
-    return run_peer(f"mqadmin {VERSION} {' '.join(args)}", command, CLIENT_DIR, timeout=timeout)
+    The program is the 4.9.8 peers' (it only calls ``MQAdminStartup.main0``, the same in 5.x),
+    run on the 5.x server's classpath, which holds the 5.3.3 tools."""
+    return run_java_peer("MqAdmin", timeout=timeout, client_jars=SERVER5_DIR, **options)
 
 
 def run_pop_consume(
