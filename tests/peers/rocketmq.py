@@ -104,8 +104,9 @@ def peer_command(
     options = (
         *jvm_options,
         # The client logs under ~/logs and keeps broadcasting offsets under ~/.rocketmq_offsets
-        # by default; keep both in the build directory.
+        # by default; keep both in the build directory (5.x names its log root differently).
         f"-Drocketmq.client.logRoot={target / 'logs'}",
+        f"-Drocketmq.log.root={target / 'logs'}",
         f"-Drocketmq.client.localOffsetStoreDir={target / 'offsets'}",
         "-Drocketmq.client.logLevel=INFO",
     )
@@ -127,21 +128,15 @@ def _peer_name(program: str, args: tuple[str, ...]) -> str:
 
 
 def run_java_peer(
-    program: str,
-    *,
-    timeout: float,
-    check: bool = True,
-    client_jars: Path = CLIENT_DIR,
-    **options: object,
+    program: str, *, timeout: float, check: bool = True, **options: object
 ) -> list[dict[str, Any]]:
     """Run a Java peer program (e.g. ``"Produce"``) to completion; return its events.
 
     ``options`` become its command line (see `peer_args`). Give a ``timeout_ms`` below
     ``timeout`` so the program reports its own timeout (exit 3) rather than being killed.
-    ``client_jars``: which RocketMQ client it runs on (see `peer_command`).
     """
     args = peer_args(options)
-    command = peer_command(program, args, client_jars=client_jars)
+    command = peer_command(program, args)
     return run_peer(_peer_name(program, args), command, CLIENT_DIR, timeout=timeout, check=check)
 
 

@@ -29,7 +29,9 @@ from typing import Any
 
 from longboat.client import ClientConfig
 from longboat.client.sync import Admin
+from peers.process import run_peer
 from peers.rocketmq import (
+    CLIENT_DIR,
     JAVA_DIR,
     JDK17_OPENS,
     PEER_JVM_OPTIONS,
@@ -40,8 +42,9 @@ from peers.rocketmq import (
     broker_settings,
     classpath,
     free_port,
+    peer_args,
+    peer_command,
     properties_text,
-    run_java_peer,
     serve_until_interrupted,
     spawn_server,
     start_namesrv,
@@ -193,12 +196,19 @@ def start_rocketmq5_broker(
     return cluster
 
 
-def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
-    """Run the ``MqAdmin`` peer program on rocketmq-tools 5.3.3: `mqadmin` 5.3.3, unchanged.
+def run_java53_peer(program: str, *, timeout: float, **options: object) -> list[dict[str, Any]]:
+    """Run a peer program (`peers.rocketmq.run_java_peer`) on rocketmq-client 5.3.3: its one
+    build, on the 5.x server's classpath, which holds the 5.3.3 client and tools."""
+    args = peer_args(options)
+    command = peer_command(program, args, client_jars=SERVER5_DIR)
+    name = f"java peer {program} on {VERSION} {' '.join(args)}"
+    return run_peer(name, command, CLIENT_DIR, timeout=timeout)
 
-    The program is the 4.9.8 peers' (it only calls ``MQAdminStartup.main0``, the same in 5.x),
-    run on the 5.x server's classpath, which holds the 5.3.3 tools."""
-    return run_java_peer("MqAdmin", timeout=timeout, client_jars=SERVER5_DIR, **options)
+
+def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
+    """Run the ``MqAdmin`` peer program on rocketmq-tools 5.3.3: `mqadmin` 5.3.3, unchanged
+    (the program only calls ``MQAdminStartup.main0``, the same in 5.x)."""
+    return run_java53_peer("MqAdmin", timeout=timeout, **options)
 
 
 def run_pop_consume(
