@@ -1,13 +1,16 @@
-"""The broadcasting offset file: atomic, reloaded on restart, never shared by two consumers."""
+"""The broadcasting offset file: atomic, reloaded on restart, never shared by two consumers;
+what the broker-side store writes after the broker moved an offset."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from longboat.client.consume.offset_store import LocalFileOffsetStore
+from longboat.client._internal.instance import ClientInstance
+from longboat.client.consume.offset_store import LocalFileOffsetStore, RemoteOffsetStore
 from longboat.client.errors import ClientUsageError
 from longboat.protocol.types import MessageQueue
 
@@ -50,3 +53,15 @@ async def test_two_live_consumers_cannot_share_a_file(tmp_path: Path) -> None:
     second = LocalFileOffsetStore(tmp_path / "o.json")
     second.open()
     await second.close()
+
+
+def test_an_offset_the_broker_moved_is_written_again_at_its_last_written_value() -> None:
+    # A member consumed to 6 and wrote it; the broker moved it back to 3 (RocketMQ 5 ignores
+    # commits while a reset waits for the member's next pull); re-read up to 6, it is owed.
+    store = RemoteOffsetStore(cast(ClientInstance, object()), "g")
+    store.update(Q0, 6)
+    store.written.update(store.changed())  # as a write records it
+    assert store.changed() == {}
+    store.reset(Q0, 3)
+    store.update(Q0, 6)
+    assert store.changed() == {Q0: 6}

@@ -11,7 +11,8 @@ difference is a row of the table in docs/compatibility.md.
 The clients are Longboat's Python client (bad input goes through its low-level API, the raw
 request the producer would send, since the client refuses much of it before the wire) and, over
 gRPC, RocketMQ's Java client 5.0.8 (`grpc_java5`, against Longboat's gRPC endpoint and RocketMQ
-5's proxy; RocketMQ 4.9.7 has no gRPC).
+5's proxy; RocketMQ 4.9.7 has no gRPC), and over remoting RocketMQ's Java client 4.9.8 and 5.3.3
+(differential/scenarios_java.py).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from differential.harness import (
 from differential.scenarios5 import SCENARIOS5
 from differential.scenarios_consume import SCENARIOS_CONSUME
 from differential.scenarios_grpc import SCENARIOS_GRPC
+from differential.scenarios_java import SCENARIOS_JAVA
 from longboat.client import Message
 from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
@@ -506,4 +508,5 @@ SCENARIOS: dict[str, Scenario] = {
     **SCENARIOS_CONSUME,
     **SCENARIOS5,
     **SCENARIOS_GRPC,
+    **SCENARIOS_JAVA,
 }

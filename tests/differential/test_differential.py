@@ -23,6 +23,7 @@ from differential.harness import Observation, Target, observe
 from differential.scenarios import SCENARIOS
 from differential.scenarios5 import SINCE_5
 from differential.scenarios_grpc import SCENARIOS_GRPC
+from differential.scenarios_java import ON_5_ONLY
 from peers.rocketmq import SHORT_DELAY_LEVELS
 from peers.rocketmq5 import AnyRocketMQ
 
@@ -97,6 +98,8 @@ async def test_longboat_observes_what_rocketmq_does(
         pytest.skip(f"RocketMQ {any_rocketmq.version} has no gRPC endpoint (5.x only)")
     if name in SINCE_5 and any_rocketmq.version.startswith("4."):
         pytest.skip(f"RocketMQ {any_rocketmq.version} has no timers, recall or pop (5.x only)")
+    if name in ON_5_ONLY and any_rocketmq.version.startswith("4."):
+        pytest.skip(f"RocketMQ {any_rocketmq.version} does not serve the 5.x client's lite pull")
     if name not in ours:
         assert longboat.broker.grpc is not None
         here = Target(longboat.namesrv_addr, f"127.0.0.1:{longboat.broker.grpc.port}")

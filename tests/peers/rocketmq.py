@@ -92,19 +92,27 @@ def java_command(
 
 
 def peer_command(
-    program: str, args: tuple[str, ...], jvm_options: tuple[str, ...] = PEER_JVM_OPTIONS
+    program: str,
+    args: tuple[str, ...],
+    jvm_options: tuple[str, ...] = PEER_JVM_OPTIONS,
+    client_jars: Path = CLIENT_DIR,
 ) -> list[str]:
-    """The command line running a peer program (``jvm_options``: heap, GC, compiler)."""
+    """The command line running a peer program (``jvm_options``: heap, GC, compiler) on the
+    RocketMQ client of ``client_jars``' runtime classpath: the client module's own (4.9.8), or
+    `peers.rocketmq5.SERVER5_DIR`'s, which holds rocketmq-client 5.3.3. The programs' classes
+    go first; they use only API both clients have, so their one build runs on either."""
     target = CLIENT_DIR / "target"
     options = (
         *jvm_options,
         # The client logs under ~/logs and keeps broadcasting offsets under ~/.rocketmq_offsets
-        # by default; keep both in the build directory.
+        # by default; keep both in the build directory (5.x names its log root differently).
         f"-Drocketmq.client.logRoot={target / 'logs'}",
+        f"-Drocketmq.log.root={target / 'logs'}",
         f"-Drocketmq.client.localOffsetStoreDir={target / 'offsets'}",
         "-Drocketmq.client.logLevel=INFO",
     )
-    return java_command(CLIENT_DIR, f"{PEER_PACKAGE}.{program}", args, options)
+    jars = os.pathsep.join([str(target / "classes"), classpath(client_jars)])
+    return ["java", *options, *JDK17_OPENS, "-cp", jars, f"{PEER_PACKAGE}.{program}", *args]
 
 
 def peer_args(options: Mapping[str, object]) -> tuple[str, ...]:

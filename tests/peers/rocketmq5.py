@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import tempfile
 import time
@@ -37,7 +36,6 @@ from peers.rocketmq import (
     JAVA_DIR,
     JDK17_OPENS,
     PEER_JVM_OPTIONS,
-    PEER_PACKAGE,
     START_TIMEOUT_S,
     RocketMQCluster,
     RocketMQProcess,
@@ -46,6 +44,7 @@ from peers.rocketmq import (
     classpath,
     free_port,
     peer_args,
+    peer_command,
     properties_text,
     serve_until_interrupted,
     spawn_server,
@@ -204,22 +203,19 @@ def start_rocketmq5_broker(
     return cluster
 
 
-def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
-    """Run the ``MqAdmin`` peer program on rocketmq-tools 5.3.3: `mqadmin` 5.3.3, unchanged.
-
-    The program is the 4.9.8 peers' (it only calls ``MQAdminStartup.main0``, the same in 5.x);
-    its classes go first on the 5.x server's classpath, which holds the 5.3.3 tools."""
+def run_java53_peer(program: str, *, timeout: float, **options: object) -> list[dict[str, Any]]:
+    """Run a peer program (`peers.rocketmq.run_java_peer`) on rocketmq-client 5.3.3: its one
+    build, on the 5.x server's classpath, which holds the 5.3.3 client and tools."""
     args = peer_args(options)
-    command = [
-        "java",
-        *PEER_JVM_OPTIONS,
-        *JDK17_OPENS,
-        "-cp",
-        os.pathsep.join([str(CLIENT_DIR / "target" / "classes"), classpath(SERVER5_DIR)]),
-        f"{PEER_PACKAGE}.MqAdmin",
-        *args,
-    ]
-    return run_peer(f"mqadmin {VERSION} {' '.join(args)}", command, CLIENT_DIR, timeout=timeout)
+    command = peer_command(program, args, client_jars=SERVER5_DIR)
+    name = f"java peer {program} on {VERSION} {' '.join(args)}"
+    return run_peer(name, command, CLIENT_DIR, timeout=timeout)
+
+
+def run_mqadmin5(*, timeout: float, **options: object) -> list[dict[str, Any]]:
+    """Run the ``MqAdmin`` peer program on rocketmq-tools 5.3.3: `mqadmin` 5.3.3, unchanged
+    (the program only calls ``MQAdminStartup.main0``, the same in 5.x)."""
+    return run_java53_peer("MqAdmin", timeout=timeout, **options)
 
 
 def run_pop_consume(

@@ -38,7 +38,7 @@ def resources(cmd: RemotingCommand) -> dict[str, int]:
         return {topic: SUB if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else PUB}
     if code == RequestCode.CONSUMER_SEND_MSG_BACK:
         return {retry_topic(ext.get("group")): SUB}
-    if code == RequestCode.PULL_MESSAGE:
+    if code in (RequestCode.PULL_MESSAGE, RequestCode.LITE_PULL_MESSAGE):
         return {ext.get("topic", ""): SUB, retry_topic(ext.get("consumerGroup")): SUB}
     if code == RequestCode.QUERY_MESSAGE:
         return {ext.get("topic", ""): SUB}

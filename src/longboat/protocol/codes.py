@@ -90,6 +90,7 @@ class RequestCode(IntEnum):
     POLLING_INFO = 200055
     BATCH_ACK_MESSAGE = 200151
     GET_TOPIC_CONFIG = 351  # 5.x: one topic's config (mqadmin 5's topicStatus, consumerProgress)
+    LITE_PULL_MESSAGE = 361  # 5.x: a lite pull consumer's PULL_MESSAGE (its pulls' own queue)
     RECALL_MESSAGE = 370
 
 

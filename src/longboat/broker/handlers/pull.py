@@ -1,6 +1,8 @@
-"""PULL_MESSAGE (11) over remoting: decode the header into the core's `PullRequest`, check
-and read it through the core (`core/pull.py`, where the decision table is), encode the answer;
-park it in the hold service when there is nothing new and the client allows suspending.
+"""PULL_MESSAGE (11) over remoting, and LITE_PULL_MESSAGE (361): the same request as RocketMQ
+5's lite pull consumer sends it (its broker serves both with one processor). Decode the header
+into the core's `PullRequest`, check and read it through the core (`core/pull.py`, where the
+decision table is), encode the answer; park it in the hold service when there is nothing new
+and the client allows suspending.
 
 The pull path is built here, whole: `install` makes the one `PullReads` both the immediate
 path and the held pulls' re-runs use, and the hold service answered by this module's
@@ -96,8 +98,8 @@ class PullProcessor:
 
 
 def install(host: CoreHost) -> PullHold:
-    """Register PULL_MESSAGE and start the hold service its suspended pulls park in; the
-    controller keeps it as `host.hold` (observers, shutdown)."""
+    """Register PULL_MESSAGE and LITE_PULL_MESSAGE and start the hold service their suspended
+    pulls park in; the controller keeps it as `host.hold` (observers, shutdown)."""
     cfg = host.config
     reads = PullReads(
         cfg,
@@ -123,5 +125,7 @@ def install(host: CoreHost) -> PullHold:
         host.add_master_hooks(
             lambda: reads.role_changed(host.config), lambda: reads.role_changed(host.config)
         )
-    host.router.register(RequestCode.PULL_MESSAGE, PullProcessor(reads, hold).handle)
+    processor = PullProcessor(reads, hold)
+    host.router.register(RequestCode.PULL_MESSAGE, processor.handle)
+    host.router.register(RequestCode.LITE_PULL_MESSAGE, processor.handle)
     return hold

@@ -116,6 +116,15 @@ class RemoteOffsetStore(_MemoryTable):
         # What was last left with a slave meanwhile, per queue (not sent again unchanged).
         self.left: dict[MessageQueue, int] = {}
 
+    def reset(self, mq: MessageQueue, offset: int) -> None:
+        """The broker moved the queue's offset (OFFSET_ILLEGAL): what it holds is no longer
+        what was last written, so the offset is written again even when consumption brings it
+        back to that value. (RocketMQ 5 keeps a broker-driven reset for the member's next
+        pull, ignoring commits meanwhile: a member at 6 reset to 3 re-reads up to 6, and 6
+        must reach the broker although 6 was written before.)"""
+        super().reset(mq, offset)
+        self.written.pop(mq, None)
+
     async def read(self, mq: MessageQueue) -> int | None:
         instance = self.instance
         try:

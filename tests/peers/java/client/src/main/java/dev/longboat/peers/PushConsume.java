@@ -70,8 +70,12 @@ public final class PushConsume {
         } else {
             consumer.subscribe(topic, MessageSelector.bySql(sql));
         }
-        consumer.setMessageModel("broadcasting".equals(peer.get("model", "clustering"))
-                ? MessageModel.BROADCASTING : MessageModel.CLUSTERING);
+        // Clustering is the default. MessageModel is named only when broadcasting: rocketmq-client
+        // 5.x moved the class (to org.apache.rocketmq.remoting.protocol.heartbeat), and the JVM
+        // resolves it only where it is used, so the program runs unchanged on the 5.3.3 client.
+        if ("broadcasting".equals(peer.get("model", "clustering"))) {
+            consumer.setMessageModel(MessageModel.BROADCASTING);
+        }
         consumer.setMaxReconsumeTimes((int) peer.number("max-reconsume", 16));
         switch (peer.get("from", "first")) {
             case "first":
