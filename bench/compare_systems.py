@@ -12,6 +12,10 @@ where `cluster.namesrv_addr` is the name server's address, `cluster.processes[i]
 JVMs' pids and `cluster.stop()` stops them, and `SERVER_JVM_OPTIONS`, the servers' JVM options
 (`tests/peers/rocketmq.py` is 4.9.7's).  A system whose launcher module is not there is
 listed as unavailable and left out of the default run.
+
+A bench stopped by SIGTERM or Ctrl-C stops the servers it started: starting one here makes
+SIGTERM unwind the bench as Ctrl-C does (`unwind_on_sigterm`), so the `finally` around each
+server stops it (`tests/bench/test_bench_stops_its_servers.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +41,8 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 START_TIMEOUT_S = 120.0
+# What `longboat up` prints once its servers listen.
+READY_LINE = b"Ctrl-C stops"
 # RocketMQ as its users run it on a small host: its defaults, asynchronous flush, 1 GiB
 # commit-log files; the consume queue's file holds 300,000 entries.
 ROCKETMQ_OPTIONS: Mapping[str, object] = {
@@ -69,35 +76,80 @@ def start_longboat(
 ) -> Running:
     """`longboat up`; with `brokers` > 1 a broker group per process, whose pids are counted
     with `up`'s own (CPU and RSS are the servers' together, as for RocketMQ's two JVMs)."""
-    log = (home / "longboat.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "longboat.cli", "up", "--data", str(home / "store"),
+    proc = spawn_up(
+        ["--data", str(home / "store"),
          "--namesrv-port", str(namesrv_port), "--broker-port", str(broker_port),
          "--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1",
          "--brokers", str(brokers)],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        home / "longboat.log",
         env={**os.environ, "LONGBOAT_FLUSH_DISK_TYPE": flush},
     )  # fmt: skip
+    return Running(
+        f"127.0.0.1:{namesrv_port}", with_descendants([proc.pid]), lambda: stop_process(proc)
+    )
 
-    # Ready once both servers listen (as RocketMQ's starter waits for "boot success"); the
-    # cold start is timed by the Java producer's first accepted send, not by this wait.
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while b"Ctrl-C stops" not in (home / "longboat.log").read_bytes():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"longboat up did not start: see {home / 'longboat.log'}")
-        time.sleep(0.02)
 
-    def stop() -> None:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        log.close()
+def spawn_up(
+    args: list[str],
+    log_path: Path,
+    *,
+    env: Mapping[str, str] | None = None,
+    timeout_s: float = START_TIMEOUT_S,
+) -> subprocess.Popen[bytes]:
+    """`longboat up ARGS`, its output appended to `log_path`, once both servers listen (as
+    RocketMQ's starter waits for "boot success"; a cold start is timed by the load's first
+    accepted send, not by this wait).  RuntimeError, the process stopped, if it exits or
+    `timeout_s` passes first; whatever interrupts the wait stops it too.
 
-    return Running(f"127.0.0.1:{namesrv_port}", with_descendants([proc.pid]), stop)
+    It runs in a session of its own, so a Ctrl-C in the terminal reaches the bench alone,
+    which stops it on the way out; SIGTERM to the bench does the same (`unwind_on_sigterm`)."""
+    unwind_on_sigterm()
+    start = log_path.stat().st_size if log_path.exists() else 0
+    with log_path.open("ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "longboat.cli", "up", *args],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        )  # fmt: skip
+    try:
+        deadline = time.monotonic() + timeout_s
+        while READY_LINE not in (output := log_path.read_bytes()[start:]):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = output[-3000:].decode(errors="replace")
+                raise RuntimeError(f"longboat up did not start; the end of {log_path}:\n{tail}")
+            time.sleep(0.02)
+    except BaseException:
+        stop_process(proc)
+        raise
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    """SIGTERM (`longboat up` stops its brokers and flushes), SIGKILL if it lingers."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def unwind_on_sigterm() -> None:
+    """From now on SIGTERM raises SystemExit in the main thread, as Ctrl-C raises
+    KeyboardInterrupt, so the `finally` blocks and context managers around every server a
+    bench started stop it before the bench exits (with 128 + SIGTERM).  By default Python dies
+    on the spot and orphans them: `longboat up` runs in a session of its own and the Java load
+    generators are only its children (RocketMQ's JVMs die with the bench anyway, through their
+    lifeline guard).  A second SIGTERM while servers stop is ignored, so it cannot cut their
+    stopping short.  Only from the main thread, and only over SIGTERM's default action."""
+    main = threading.current_thread() is threading.main_thread()
+    if main and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _exit_unwinding)
+
+
+def _exit_unwinding(signum: int, _frame: object) -> None:
+    signal.signal(signum, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
 
 
 def with_descendants(pids: list[int]) -> list[int]:
@@ -133,6 +185,7 @@ def apache(version: str, launcher: str) -> System:
     """Apache RocketMQ `version`, started by the peers' module `launcher` (see above)."""
 
     def start(home: Path, namesrv_port: int, broker_port: int, flush: str) -> Running:
+        unwind_on_sigterm()
         cluster = importlib.import_module(launcher).start_rocketmq(
             home,
             namesrv_port=namesrv_port,

@@ -21,7 +21,7 @@ jars with theirs, ASYNC_FLUSH, 1 GiB commit-log files, 512 MiB heaps), and measu
   parked push consumer (send -> listener, p50/p99/p999);
 * Longboat's Python client (`longboat.bench.loadgen`) as a second load: batched produce by
   duration after a warm-up, pulls of 32 over a backlog of `--py-drain`, and `--parked` pulls
-  parked on one idle queue (broker CPU over 3 s and RSS growth);
+  parked on one idle queue (broker CPU over 10 s and RSS growth);
 * finally each system again with flushDiskType=SYNC_FLUSH and 16 threads of sync single sends.
 
 Every run's figures go to the JSON (`bench/results/rocketmq_compare.json` unless `--json`),
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -51,6 +52,7 @@ from bench.compare_systems import (
     available,
     cpu_s,
     rss_mib,
+    unwind_on_sigterm,
 )
 from longboat.bench import loadgen
 from longboat.remoting.event_loop import run as run_async
@@ -95,6 +97,8 @@ COLD = frozenset({"cold_start", "idle_rss"})
 # was reserved at start), so RocketMQ's growth is a few MiB of either sign and a ratio to it
 # would be noise (it ranged over 7x-2,445x in five runs).
 NO_RATIO = frozenset({"parked_rss"})
+# The parked pulls' CPU is read over `--duration` (default 10 s), where one clock tick is 0.1 %.
+ONE_TICK_PCT = 100 / (os.sysconf("SC_CLK_TCK") * 10.0)
 Figures = dict[str, float | None]
 
 
@@ -158,7 +162,9 @@ def python_cases(running: Running, broker_pid: int, sizes: argparse.Namespace) -
         await loadgen.produce(replace(batched, duration=sizes.warmup))
         produced = await loadgen.produce(batched)
         consumed = await loadgen.consume(replace(opts, batch=32), preloaded=sizes.py_drain)
-        parked = await loadgen.holds(opts, count=sizes.parked, window_s=3.0, pid=broker_pid)
+        parked = await loadgen.holds(
+            opts, count=sizes.parked, window_s=sizes.duration, pid=broker_pid
+        )
         return {
             "py_batch": produced.tps,
             "py_consume": consumed.tps,
@@ -226,6 +232,7 @@ def compare(sizes: argparse.Namespace, log: Callable[[str], None] = print) -> di
     document (`bench.results.record`) with the summary."""
     systems: list[str] = sizes.systems
     runs: list[dict[str, Figures]] = []
+    unwind_on_sigterm()  # before the first load generator starts, which precedes any server
     for run in range(sizes.runs):
         order = systems[run % len(systems) :] + systems[: run % len(systems)]
         figures: dict[str, Figures] = {}
@@ -352,8 +359,10 @@ def cell(figure: Mapping[str, float] | None) -> str:
 
 
 def _ratio(ours: float, theirs: float) -> float:
-    """Longboat / RocketMQ; a RocketMQ figure of 0 (an idle broker's CPU) counts as 0.01."""
-    return ours / max(theirs, 0.01)
+    """Longboat / RocketMQ; a RocketMQ figure under one clock tick over the default window (an
+    idle broker's CPU, which the kernel counts in ticks) counts as one tick, so two brokers a
+    tick apart do not make a ratio of 0.1 to 0."""
+    return ours / max(theirs, ONE_TICK_PCT)
 
 
 def size_settings(sizes: argparse.Namespace) -> dict[str, Any]:

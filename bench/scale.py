@@ -47,7 +47,6 @@ import functools
 import os
 import random
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -66,7 +65,13 @@ if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
 
 from bench import results  # noqa: E402
-from bench.compare_systems import cpu_s, rss_mib, with_descendants  # noqa: E402
+from bench.compare_systems import (  # noqa: E402
+    cpu_s,
+    rss_mib,
+    spawn_up,
+    stop_process,
+    with_descendants,
+)
 from longboat.bench.plot import pyplot  # noqa: E402
 from longboat.client import ClientConfig, ClientError, Message, MessageQueue  # noqa: E402
 from longboat.client.admin import Admin  # noqa: E402
@@ -82,7 +87,6 @@ from longboat.protocol.bodies import (  # noqa: E402
 from longboat.protocol.register_body import encode_register_body  # noqa: E402
 from peers.rocketmq import RocketMQCluster, java_skip_reason, start_rocketmq  # noqa: E402
 
-READY_LINE = "Ctrl-C stops"
 START_TIMEOUT_S = 300.0
 IDLE_S = 3.0
 BODY = b"x" * 128
@@ -120,26 +124,18 @@ class Servers:
 
 def longboat(home: Path) -> Servers:
     ns_port, broker_port = free_port(), free_port()
-    args = [sys.executable, "-m", "longboat.cli", "up", "--data", str(home / "store")]
+    args = ["--data", str(home / "store")]
     args += ["--namesrv-port", str(ns_port), "--broker-port", str(broker_port)]
     args += ["--metrics-port", "0", "--grpc-port", "-1", "--dashboard-port", "-1"]
     env = {**os.environ, "LONGBOAT_HOME": str(home)}
     procs: list[subprocess.Popen[bytes]] = []
 
     def start() -> None:
-        log = (home / "up.log").open("ab")
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env)
-        procs[:] = [proc]
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while READY_LINE not in (home / "up.log").read_text(errors="replace"):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("longboat up did not start:\n" + (home / "up.log").read_text())
-            time.sleep(0.05)
+        procs[:] = [spawn_up(args, home / "up.log", env=env, timeout_s=START_TIMEOUT_S)]
 
     def stop() -> None:
         for proc in procs:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(120)
+            stop_process(proc, timeout_s=120)
 
     start()
     return Servers(

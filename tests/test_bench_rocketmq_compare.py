@@ -79,5 +79,5 @@ def test_harness_writes_every_row_for_every_system(java_peers: None, tmp_path: P
         if ours is None or theirs is None or key in rocketmq_compare.NO_RATIO:
             assert against["ratio"] is None and against["met"] is None
             continue
-        assert against["ratio"] == pytest.approx(ours / max(theirs, 0.01))
+        assert against["ratio"] == pytest.approx(ours / max(theirs, rocketmq_compare.ONE_TICK_PCT))
         assert (against["met"] is None) == (target is None)

@@ -1,10 +1,11 @@
 """The hold service driven by hand, one transition at a time (the table in `hold.py`), with
 fake deadlines and a fake latency clock: no sockets, no sleeps.  The same machine runs end to
-end over real sockets in `test_hold_core.py`.
+end over real sockets in `test_hold_core.py` (pulls) and `test_pop_wire.py` (pops).
 
-Each test parks pulls, then feeds one event — an arrival, a deadline, a closed connection,
-shutdown — and checks which pulls were answered, how often (at most once), what was written
-to their connections, and what the observers heard."""
+Each test parks pulls or pops, then feeds one event — an arrival, a deadline, a closed
+connection, a pop's caller leaving, shutdown — and checks which were answered, how often (at
+most once), what was written to the pulls' connections, which pops' events were set, and what
+the observers heard."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from typing import Any
 import pytest
 
 from longboat.broker.core.message_filter import MessageFilter
-from longboat.broker.state.hold import WAKE_BATCH, HeldPull, HoldService
+from longboat.broker.services.metrics import hold_families
+from longboat.broker.state.hold import WAKE_BATCH, HeldPull, HoldService, ParkedPop
 from longboat.protocol import RemotingCommand, RequestCode
 from longboat.remoting import Connection
 
@@ -73,6 +75,21 @@ class Rig:
         pull = Pull(TOPIC, queue, offset, suspend_ms)
         held = self.service.hold(conn, request, pull, MessageFilter(codes=codes))
         return held, request, conn
+
+    def park(
+        self,
+        *,
+        codes: frozenset[int] | None = None,
+        ends: dict[int, int] | None = None,
+        wait_s: float = SUSPEND_MS / 1000,
+    ) -> ParkedPop:
+        """A pop of the topic that found nothing, having read each queue to `ends` (by
+        default queue 0 to its current end)."""
+        if ends is None:
+            ends = {0: self.max_offsets.get((TOPIC, 0), 0)}
+        parked = self.service.park(TOPIC, MessageFilter(codes=codes), ends, wait_s)
+        assert parked is not None
+        return parked
 
     def arrive(self, tags_code: int, *, queue: int = 0) -> None:
         """A message lands on the queue: its max offset moves one on, then the listener."""
@@ -423,3 +440,137 @@ async def test_a_woken_pull_whose_timer_fires_first_is_answered_once() -> None:
     turns.pop(0)()
     assert len(rig.answered) == 2 and all(len(rig.written(conn)) == 1 for conn in conns)
     assert rig.service.held_count == 0
+
+
+# ---------------------------------------------------------------------- parked pops
+
+
+async def test_one_arrival_wakes_a_held_pull_and_a_parked_pop(rig: Rig) -> None:
+    """Pops park in the same table as pulls: one arrival wakes the pulls of its queue and the
+    pops of its topic alike, each once."""
+    _, request, conn = rig.hold(offset=0)
+    parked = rig.park()
+    assert rig.service.held_count == 2 and rig.timers.pending == 2
+    rig.arrive(TAG_A)
+    assert [r.opaque for r in rig.written(conn)] == [request.opaque]
+    assert parked.event.is_set()
+    assert rig.service.held_count == 0 and rig.timers.pending == 0
+    assert (rig.service.woken, rig.service.pops_woken) == (1, 1)
+
+
+async def test_a_parked_pop_is_woken_by_any_queue_of_its_topic_its_tags_pass(rig: Rig) -> None:
+    every, tagged = rig.park(), rig.park(codes=frozenset({TAG_B}))
+    _, _, pull = rig.hold(queue=0)
+    rig.arrive(TAG_A, queue=1)  # a pop has no queue of its own; a pull has
+    assert every.event.is_set() and not tagged.event.is_set() and rig.written(pull) == []
+    rig.arrive(TAG_B, queue=2)
+    assert tagged.event.is_set() and rig.service.held_count == 1
+
+
+async def test_a_message_stored_between_an_empty_pop_and_its_parking_wakes_it(rig: Rig) -> None:
+    """The lost wake-up, for a pop: it noted its queues' ends, popped nothing, then a message
+    landed (its arrival found nobody parked), then it parked — the re-check after parking sees
+    the queue past the end it read and wakes it at once."""
+    ends = {0: 0, 1: 0}  # noted before the empty pop
+    rig.arrive(TAG_A, queue=1)  # lands before the parking: the listener wakes nobody
+    parked = rig.park(ends=ends)
+    assert parked.event.is_set()
+    assert rig.service.held_count == 0 and rig.timers.pending == 0
+    assert rig.service.pops_woken == 0  # the re-check woke it, not an arrival
+    # A pop that read to the current ends stays parked.
+    still = rig.park(ends={0: 0, 1: 1})
+    assert not still.event.is_set() and rig.service.held_count == 1
+
+
+async def test_shutdown_wakes_parked_pops_as_it_answers_held_pulls() -> None:
+    turns: list[Callable[[], object]] = []
+    rig = make_rig(defer=turns.append)
+    rig.service.start()
+    _, _, conn = rig.hold(queue=1)
+    woken = [rig.park(), rig.park()]  # woken by the arrival, their turn not yet come
+    rig.arrive(TAG_A)
+    waiting = rig.park(codes=frozenset({TAG_B}))
+    assert not any(parked.event.is_set() for parked in [*woken, waiting])
+    assert rig.service.answer_all() == 4
+    assert len(rig.written(conn)) == 1
+    assert all(parked.event.is_set() for parked in [*woken, waiting])
+    assert rig.service.held_count == 0 and rig.timers.pending == 0
+    # From now on a pop answers at once: nothing parks.
+    assert rig.service.park(TOPIC, MessageFilter(), {0: 0}, 1.0) is None
+
+
+async def test_the_held_count_includes_parked_pops() -> None:
+    rig = make_rig(max_held=2)
+    rig.service.start()
+    rig.hold()
+    rig.hold(queue=1)
+    rig.park()
+    rig.park(codes=frozenset({TAG_A, TAG_B}))  # counted once, though under two codes
+    service = rig.service
+    assert (service.held_pulls, service.held_pops, service.held_count) == (2, 2, 4)
+    assert service.parked_pops(TOPIC) == 2 and service.parked_pops("other") == 0
+    assert service.full and rig.park()  # max_held bounds the pulls alone
+    assert service.held_count == 5
+    service.answer_all()
+
+
+async def test_the_hold_families_count_pulls_and_pops_by_kind(rig: Rig) -> None:
+    rig.hold()
+    rig.park(wait_s=0.1)
+    rig.park()
+    rig.timers.advance(0.1)
+    rig.arrive(TAG_A)
+    rig.park()
+    figures = {
+        (family.name, sample.labels["kind"]): sample.value
+        for family in hold_families(rig.service)
+        for sample in family.samples
+    }
+    assert figures == {
+        ("longboat_held_pulls", "pull"): 0,
+        ("longboat_held_pulls", "pop"): 1,
+        ("longboat_pull_wakeups", "pull"): 1,
+        ("longboat_pull_wakeups", "pop"): 1,
+        ("longboat_pull_hold_timeouts", "pull"): 0,
+        ("longboat_pull_hold_timeouts", "pop"): 1,
+    }
+
+
+async def test_a_parked_pop_s_timer_wakes_it_once(rig: Rig) -> None:
+    parked = rig.park(wait_s=0.5)
+    rig.timers.advance(0.499)
+    assert not parked.event.is_set()
+    rig.timers.advance(0.001)
+    assert parked.event.is_set() and rig.service.pops_expired == 1
+    assert rig.service.held_count == 0
+    rig.arrive(TAG_A)  # too late: nobody is parked any more
+    assert rig.service.pops_woken == 0
+
+
+async def test_wake_pops_wakes_the_topic_s_pops_and_no_pull(rig: Rig) -> None:
+    """What no arrival reports (a message visible again, an ack) wakes the pops only."""
+    _, _, conn = rig.hold()
+    parked = rig.park(codes=frozenset({TAG_A}))
+    rig.service.wake_pops("other")
+    assert not parked.event.is_set()
+    rig.service.wake_pops(TOPIC)
+    assert parked.event.is_set() and rig.written(conn) == []
+    assert (rig.service.held_pulls, rig.service.held_pops) == (1, 0)
+
+
+async def test_a_pop_whose_caller_leaves_is_dropped_unanswered(rig: Rig) -> None:
+    parked = rig.park()
+    rig.service.leave(parked)
+    assert rig.service.held_count == 0 and rig.timers.pending == 0
+    rig.arrive(TAG_A)
+    rig.service.answer_all()
+    assert not parked.event.is_set()
+
+
+async def test_the_recheck_wakes_a_pop_whose_topic_moved_unheard(rig: Rig) -> None:
+    moved = rig.park(ends={0: 0, 1: 0})
+    other = rig.service.park("other", MessageFilter(), {0: 0}, 30.0)
+    rig.max_offsets[(TOPIC, 1)] = 1  # stored; on_arrival never called
+    assert rig.service.recheck() == 1
+    assert moved.event.is_set() and other is not None and not other.event.is_set()
+    assert rig.service.recheck() == 0

@@ -102,7 +102,7 @@ async def test_scrape_counts_traffic_holds_lag_and_dlq(loopback_cluster) -> None
         await consumer.commit({mq: 2})
         # Everything read: the consumer's next pull is parked; an arrival wakes it.
         await wait_for(lambda: broker.hold.held_count >= 1)
-        assert value(scrape(port), "longboat_held_pulls") >= 1
+        assert value(scrape(port), "longboat_held_pulls", kind="pull") >= 1
         async with Producer("metrics_pg2", config=client_config(cluster.namesrv_addr, "p2")) as p:
             await p.send(Message(topic, b"wake"))
         woken = await consumer.poll(timeout=5)
@@ -111,7 +111,7 @@ async def test_scrape_counts_traffic_holds_lag_and_dlq(loopback_cluster) -> None
     samples = scrape(port)
     assert value(samples, "longboat_messages_out_total", topic=topic) == 8
     assert value(samples, "longboat_bytes_out_total", topic=topic) > 400
-    assert value(samples, "longboat_pull_wakeups_total") >= 1
+    assert value(samples, "longboat_pull_wakeups_total", kind="pull") >= 1
     assert value(samples, "longboat_pull_wakeup_latency_seconds_count") >= 1
     queue = {"group": group, "topic": topic, "queue": "0"}
     assert value(samples, "longboat_consumer_lag_messages", **queue) == 8 - 2

@@ -2,7 +2,8 @@
 CHANGE_MESSAGE_INVISIBLETIME) against the real broker, with the bare protocol client: the
 answers RocketMQ's clients read (POP_CK checkpoints, offset infos), an ack forgetting the
 message, a stale checkpoint refused, redelivery after the invisible time with the attempt
-counted, and a long-polled pop woken by an arrival."""
+counted, a long-polled pop woken by an arrival (beside a held pull) and one answered by a
+graceful stop."""
 
 from __future__ import annotations
 
@@ -245,6 +246,32 @@ async def test_orderly_pop_holds_a_queue_until_its_messages_are_acked(
         await wire.close()
 
 
+async def test_an_orderly_notification_waits_until_the_held_queue_is_acked(
+    broker: BrokerController,
+) -> None:
+    wire, acker = Wire(broker.broker_addr), Wire(broker.broker_addr)
+    try:
+        await wire.send(TOPIC, b"h1", queue_id=0)
+        _, [first] = await pop(wire, order=True)
+        await wire.send(TOPIC, b"h2", queue_id=0)
+        # h2 is there to pop, but not for an orderly pop while h1 is out.
+        plain = await wire.call(
+            RequestCode.NOTIFICATION, NotificationRequestHeader(GROUP, TOPIC, -1, 0, 0)
+        )
+        assert plain.ext_fields["hasMsg"] == "true"
+        orderly = NotificationRequestHeader(GROUP, TOPIC, -1, 15_000, 0, order=True)
+        parked = asyncio.ensure_future(wire.call(RequestCode.NOTIFICATION, orderly))
+        await eventually(lambda: polling(acker, 1), "the orderly notification to park")
+        assert (await ack(acker, first)).code == ResponseCode.SUCCESS
+        answer = await parked
+        assert answer.ext_fields["hasMsg"] == "true"
+        _, [second] = await pop(wire, order=True)
+        assert second.body == b"h2"
+    finally:
+        await wire.close()
+        await acker.close()
+
+
 async def test_past_the_group_s_retries_a_popped_message_is_dead_lettered(
     broker: BrokerController,
 ) -> None:
@@ -264,3 +291,43 @@ async def test_past_the_group_s_retries_a_popped_message_is_dead_lettered(
         assert dead.body == b"poison" and dead.properties[Prop.RETRY_TOPIC] == TOPIC
     finally:
         await wire.close()
+
+
+async def test_one_send_wakes_a_parked_pop_and_a_held_pull(broker: BrokerController) -> None:
+    """Both kinds of long poll wait in the one hold service: a send wakes the pull held on
+    its queue and the pop parked on its topic."""
+    popper, puller, sender = (Wire(broker.broker_addr) for _ in range(3))
+    try:
+        await sender.send(TOPIC, b"first", queue_id=0)
+        _, [_first] = await pop(popper)
+        parked = asyncio.ensure_future(pop(popper, poll_ms=15_000))
+        held = asyncio.ensure_future(puller.pull(TOPIC, 0, 1, group="pull-g", suspend_ms=15_000))
+        await eventually(lambda: broker.hold.held_count == 2, "a pop and a pull to wait")
+        assert (broker.hold.held_pulls, broker.hold.held_pops) == (1, 1)
+        await sender.send(TOPIC, b"both", queue_id=0)
+        (_, popped), pulled = await asyncio.gather(parked, held)
+        assert [m.body for m in popped] == [b"both"]
+        assert [m.body for m in records(pulled)] == [b"both"]
+        assert broker.hold.held_count == 0
+    finally:
+        for wire in (popper, puller, sender):
+            await wire.close()
+
+
+async def test_a_graceful_stop_answers_a_parked_pop_empty(broker: BrokerController) -> None:
+    """A pop that found nothing parks in the hold service beside the held pulls (the held
+    count includes it), and a graceful stop answers it at once, empty, as it answers them."""
+    wire, watcher = Wire(broker.broker_addr), Wire(broker.broker_addr)
+    try:
+        await wire.send(TOPIC, b"taken", queue_id=0)
+        _, [_taken] = await pop(wire)
+        parked = asyncio.ensure_future(pop(wire, poll_ms=60_000))
+        await eventually(lambda: polling(watcher, 1), "the pop to park")
+        assert (broker.hold.held_pops, broker.hold.held_count) == (1, 1)
+        await broker.stop()
+        response, msgs = await parked  # the call's own timeout (10 s) is the safety net
+        assert (response.code, msgs) == (ResponseCode.PULL_NOT_FOUND, [])
+        assert broker.hold.held_count == 0
+    finally:
+        await wire.close()
+        await watcher.close()

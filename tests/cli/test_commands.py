@@ -395,9 +395,12 @@ def test_every_listing_has_a_json_format(longboat, cluster) -> None:
     waiting = [q["lagTime"] for q in as_json("group", "describe", "cli-json")["progress"]]
     assert all(isinstance(t, float) and round(t, 3) == t for t in waiting), waiting
     [broker] = as_json("cluster")
-    assert broker.keys() == {"cluster", "broker", "id", "role", "addr", "topics", "lag"}
+    assert broker.keys() == {
+        "cluster", "broker", "id", "role", "addr", "topics", "lag", "behindSeconds",
+        "behindSecondsAtLeast",
+    }  # fmt: skip
     assert (broker["addr"], broker["role"], broker["id"]) == (cluster.broker_addr, "master", 0)
-    assert broker["lag"] is None  # a master
+    assert broker["lag"] is None and broker["behindSeconds"] is None  # a master
     assert broker["topics"] >= 1
 
 

@@ -237,7 +237,8 @@ def test_a_bad_setting_is_one_line_and_exit_1(tmp_path: Path) -> None:
 
 def test_up_runs_a_local_cluster_of_masters_and_slaves(servers, tmp_path: Path) -> None:
     """`up --brokers 2 --slaves 1`: two broker groups of a master and a slave, each with its
-    own store; `cluster` shows ids, roles and the slaves' lag, which replication brings to 0."""
+    own store; `cluster` shows ids, roles and the slaves' lag in bytes and in seconds, which
+    replication brings to 0."""
     data = tmp_path / "store"
     up = start(servers, tmp_path, *up_args(data), "--brokers", "2", "--slaves", "1")
     namesrv = up.address_of("name server")
@@ -249,25 +250,19 @@ def test_up_runs_a_local_cluster_of_masters_and_slaves(servers, tmp_path: Path) 
     # Producers send to masters only.
     assert {r.message_queue.broker_name for r in results} <= {"broker-a", "broker-b"}
 
-    def cluster_json() -> list[dict[str, Any]]:
+    def cluster(*args: str) -> str:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "longboat.cli",
-                "cluster",
-                "--namesrv",
-                namesrv,
-                "--format",
-                "json",
-            ],
+            [sys.executable, "-m", "longboat.cli", "cluster", "--namesrv", namesrv, *args],
             capture_output=True,
             text=True,
             env=cli_env(tmp_path),
             timeout=60,
         )
         assert done.returncode == 0, done.stderr
-        rows: list[dict[str, Any]] = json.loads(done.stdout)
+        return done.stdout
+
+    def cluster_json() -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = json.loads(cluster("--format", "json"))
         return rows
 
     deadline = time.monotonic() + 30
@@ -281,6 +276,17 @@ def test_up_runs_a_local_cluster_of_masters_and_slaves(servers, tmp_path: Path) 
     assert sorted(members) == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
     assert [members[k]["role"] for k in sorted(members)] == ["master", "slave"] * 2
     assert members[("broker-a", 0)]["lag"] is None
+    # In seconds, from the masters' commit-log ends sampled over --lag-window: a slave that
+    # holds all its master holds is 0 s behind; a master has no lag.
+    for broker in ("broker-a", "broker-b"):
+        assert members[(broker, 1)]["behindSeconds"] == 0.0
+        assert members[(broker, 1)]["behindSecondsAtLeast"] is False
+        assert members[(broker, 0)]["behindSeconds"] is None
+    lines = cluster("--lag-window", "0.3").splitlines()
+    assert any("lag (bytes)" in line and "lag (time)" in line for line in lines)
+    (slave_row,) = [line for line in lines if addrs["broker-a/1"] in line]
+    cells = [c.strip() for c in slave_row.strip().strip("│").split("│")]
+    assert (cells[3], cells[-2:]) == ("slave", ["0", "0.0s"]), slave_row
     assert members[("broker-a", 0)]["addr"] == addrs["broker-a/0"]
     assert members[("broker-a", 1)]["addr"] == addrs["broker-a/1"]
     assert up.interrupt(signal.SIGINT) == 0

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from longboat.client import ClientConfig, Message
 from longboat.client.admin import Admin
 from longboat.client.producer import Producer
-from longboat.client.push import ConsumeFrom, PushConsumer
+from longboat.client.push import ConcurrentContext, ConsumeFrom, ConsumeResult, PushConsumer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.headers import ResetOffsetRequestHeader
 from longboat.protocol.message import MessageExt
@@ -81,6 +81,32 @@ class Deliveries:
 
     async def wait_for_bodies(self, wanted: set[str], timeout: float = 30.0) -> None:
         await self.wait(lambda: wanted <= set(self.bodies()), timeout)
+
+
+def failing_consumer(
+    namesrv: str, group: str, topic: str, max_reconsume_times: int
+) -> tuple[PushConsumer, Deliveries]:
+    """A push consumer of `topic` (not started) whose listener records every delivery in the
+    `Deliveries` returned and asks for a retry (RECONSUME_LATER) of the body "flaky" once and
+    of "poison" every time, so "flaky" is consumed on its retry and "poison" ends as a dead
+    letter; any other body is consumed at once."""
+    deliveries = Deliveries()
+    failures = {"flaky": 1, "poison": 10**6}
+    consumer = PushConsumer(
+        group, config=config_for(namesrv), max_reconsume_times=max_reconsume_times
+    )
+    consumer.subscribe(topic)
+
+    def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> ConsumeResult:
+        deliveries.record("c", ctx.mq, msgs)
+        body = msgs[0].body.decode()
+        if failures.get(body, 0) > 0:
+            failures[body] -= 1
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.SUCCESS
+
+    consumer.register_listener(listener)
+    return consumer, deliveries
 
 
 async def positioned(*consumers: PushConsumer, timeout: float = 15.0) -> None:

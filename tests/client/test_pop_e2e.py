@@ -1,6 +1,7 @@
 """Longboat's `PopConsumer` against a real broker: receive, ack, change the invisible time,
-redelivery with the attempt counted — and the pop state through a SIGKILL of the broker
-process: what was acked is never delivered again, what was not comes back."""
+redelivery with the attempt counted, orderly pops (`orderly=True`) — and the pop state
+through a SIGKILL of the broker process: what was acked is never delivered again, what was
+not comes back, and an orderly queue's unacked messages still come before its later ones."""
 
 from __future__ import annotations
 
@@ -60,6 +61,30 @@ async def test_receive_ack_and_change_invisible_time(namesrv: str) -> None:
         assert await consumer.receive(topic, wait=0.5) == []
 
 
+async def test_orderly_receive_holds_a_queue_until_its_messages_are_acked(namesrv: str) -> None:
+    topic = await new_topic(namesrv, queues=2)
+    await produce(namesrv, topic, [b"a0", b"a1", b"a2"], queue_id=0)
+    await produce(namesrv, topic, [b"b0"], queue_id=1)
+    async with PopConsumer(unique("pop"), orderly=True, namesrv_addrs=namesrv) as consumer:
+        first = await receive_n(consumer, topic, 4, invisible_time=3.0)
+        assert [m.body for m in first if m.message.queue_id == 0] == [b"a0", b"a1", b"a2"]
+        assert all(m.reconsume_times == 0 for m in first)
+        by_body = {m.body: m for m in first}
+        await consumer.ack(by_body[b"a0"])
+        await consumer.ack(by_body[b"b0"])
+        # a1 failed: it and a2 behind it are left; once their time ran out both come back, a1
+        # first, each counted; a3, sent meanwhile, waits behind them.
+        await produce(namesrv, topic, [b"a3"], queue_id=0)
+        again = await receive_n(consumer, topic, 2)
+        assert [(m.body, m.reconsume_times) for m in again] == [(b"a1", 1), (b"a2", 1)]
+        await consumer.ack(again[0])
+        await consumer.ack(again[1])
+        [last] = await receive_n(consumer, topic, 1)
+        assert (last.body, last.reconsume_times) == (b"a3", 0)
+        await consumer.ack(last)
+        assert await consumer.receive(topic, wait=0.5) == []
+
+
 async def test_pop_state_survives_a_sigkill(group: BrokerGroup) -> None:  # noqa: F811
     group.start("a", "ASYNC_MASTER")
     topic = unique("PopKill")
@@ -83,4 +108,31 @@ async def test_pop_state_survives_a_sigkill(group: BrokerGroup) -> None:  # noqa
         assert all(m.reconsume_times == 1 for m in again)
         for m in again:
             await consumer.ack(m)
+        assert await consumer.receive(topic, wait=0.5) == []
+
+
+async def test_orderly_pop_state_survives_a_sigkill(group: BrokerGroup) -> None:  # noqa: F811
+    group.start("a", "ASYNC_MASTER")
+    topic = unique("PopOrderKill")
+    await create_topic(group.namesrv, topic)
+    await produce(group.namesrv, topic, [b"o0", b"o1", b"o2"])
+    consumer_group = unique("pop")
+    config = config_for(group.namesrv)
+    async with PopConsumer(consumer_group, orderly=True, config=config) as consumer:
+        first = await receive_n(consumer, topic, 3, invisible_time=600.0)
+        assert [m.body for m in first] == [b"o0", b"o1", b"o2"]
+        await consumer.ack(first[0])
+    group.kill("a")
+    group.start("a", "ASYNC_MASTER")
+    await produce(group.namesrv, topic, [b"o3"])
+    # o1 and o2 were out (for 600 s, not kept): visible at once after the restart, counted,
+    # and still ahead of o3, which comes only once they are acked; o0 never comes back.
+    async with PopConsumer(consumer_group, orderly=True, config=config) as consumer:
+        again = await receive_n(consumer, topic, 2)
+        assert [(m.body, m.reconsume_times) for m in again] == [(b"o1", 1), (b"o2", 1)]
+        for m in again:
+            await consumer.ack(m)
+        [last] = await receive_n(consumer, topic, 1)
+        assert (last.body, last.reconsume_times) == (b"o3", 0)
+        await consumer.ack(last)
         assert await consumer.receive(topic, wait=0.5) == []

@@ -107,8 +107,7 @@ async def kill_master(
 ) -> tuple[Member, ReplicasInfo]:
     """SIGKILL the master of `current`; returns it and the group once another broker is
     master at a higher epoch and has acknowledged 100 more sends."""
-    old = cluster.member_at(current.master_address)
-    assert old is not None
+    old = cluster.master_of(current)
     old.kill()
     acked_before = len(checker.acked)
     new = await cluster.wait_for(client, in_sync=1, not_master=current.master_address)

@@ -11,11 +11,24 @@ import contextlib
 import time
 from pathlib import Path
 
+import pytest
+
 from longboat.client.errors import ClientError
 from longboat.client.message import Message, SendStatus
-from longboat.testing.failover import SendChecker
+from longboat.protocol.controller import ReplicasInfo
+from longboat.testing.failover import ProcessCluster, SendChecker
 
 from .support import assert_clean, checked_cluster, finish, kill_master, restart_in_sync
+
+
+def test_the_master_named_is_a_broker_of_the_cluster_or_the_test_fails_saying_so(
+    tmp_path: Path,
+) -> None:
+    cluster = ProcessCluster.build(tmp_path, brokers=2)  # built, not started
+    second = cluster.brokers[1]
+    assert cluster.master_of(ReplicasInfo(2, second.addr, 1, 1)) is second
+    with pytest.raises(AssertionError, match=r"the master None is none of broker-0 at "):
+        cluster.master_of(ReplicasInfo(None, None, 0, 0))
 
 
 async def test_sigkill_of_the_master_under_steady_sends(tmp_path: Path) -> None:
@@ -48,8 +61,7 @@ async def test_sigkill_of_the_leading_controller(tmp_path: Path) -> None:
         after = await cluster.wait_for(client, in_sync=2)
         assert after.master_address == first.master_address
         assert after.master_epoch == first.master_epoch
-        old = cluster.member_at(first.master_address)
-        assert old is not None
+        old = cluster.master_of(first)
         old.kill()
         second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
         assert second.master_epoch == first.master_epoch + 1
@@ -79,8 +91,7 @@ async def test_a_paused_slave_leaves_the_sync_state_set_and_comes_back(tmp_path:
         await cluster.wait_for(client, in_sync=3)
         await checker.wait_acked(len(checker.acked) + 100)
         # Still in sync as far as every acknowledged send goes: the master may fail now.
-        old = cluster.member_at(first.master_address)
-        assert old is not None
+        old = cluster.master_of(first)
         old.kill()
         await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
         verdict = await finish(checker)
@@ -94,8 +105,7 @@ async def test_a_paused_master_is_deposed_and_fenced_then_rejoins(tmp_path: Path
         checker,
         first,
     ):
-        old = cluster.member_at(first.master_address)
-        assert old is not None
+        old = cluster.master_of(first)
         old.pause()  # alive to the kernel, silent to the controller and its slaves
         second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
         await checker.wait_acked(len(checker.acked) + 100)
@@ -122,8 +132,7 @@ async def test_delayed_messages_are_delivered_by_the_master_of_the_moment(tmp_pa
         try:
             before = await delayed.producer.send(Message("FailoverDelayed", b"0", delay_level=1))
             assert before.status is SendStatus.SEND_OK
-            old = cluster.member_at(first.master_address)
-            assert old is not None
+            old = cluster.master_of(first)
             old.kill()
             await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
             # The new master serves the topic once its copy of the old master's topic table

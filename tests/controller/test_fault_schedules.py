@@ -102,8 +102,7 @@ async def test_delay_or_loss_on_the_masters_link_loses_nothing_acknowledged(
         checker,
         first,
     ):
-        master = cluster.member_at(first.master_address)
-        assert master is not None
+        master = cluster.master_of(first)
         calm = await _seconds_for(checker, 20)
         # On every path to the master, both ways: the clients' sends and its replication
         # to the slaves alike.

@@ -22,8 +22,7 @@ async def test_a_master_cut_off_is_replaced_and_rejoins_after_healing(
         checker,
         first,
     ):
-        old = cluster.member_at(first.master_address)
-        assert old is not None
+        old = cluster.master_of(first)
         network.cut(old.name)
         second = await cluster.wait_for(client, in_sync=1, not_master=first.master_address)
         assert second.master_epoch == first.master_epoch + 1
@@ -55,8 +54,7 @@ async def test_a_master_cut_off_from_its_group_cuts_its_tail_live_when_it_rejoin
         checker,
         first,
     ):
-        old = cluster.member_at(first.master_address)
-        assert old is not None
+        old = cluster.master_of(first)
         # Cut off from the controller, its slaves and the name server, but not from the
         # clients: until the route moves, it stores sends it can no longer replicate, and
         # acknowledges none of them.

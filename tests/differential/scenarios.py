@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from client.client_e2e import config_for, read_topic, unique
-from client.push_support import Deliveries, positioned
+from client.push_support import Deliveries, failing_consumer, positioned
 from differential.harness import (
     WAIT_S,
     Observation,
@@ -211,20 +211,7 @@ async def retries_to_dlq(target: Target) -> Observation:
 
 async def _retries(ns: str, max_reconsume: int) -> Observation:
     topic, group = await new_topic(ns), unique("retry_g")
-    deliveries = Deliveries()
-    failures = {"flaky": 1, "poison": 10**6}
-    consumer = PushConsumer(group, config=config_for(ns), max_reconsume_times=max_reconsume)
-    consumer.subscribe(topic)
-
-    def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> ConsumeResult:
-        deliveries.record("c", ctx.mq, msgs)
-        body = msgs[0].body.decode()
-        if failures.get(body, 0) > 0:
-            failures[body] -= 1
-            return ConsumeResult.RECONSUME_LATER
-        return ConsumeResult.SUCCESS
-
-    consumer.register_listener(listener)
+    consumer, deliveries = failing_consumer(ns, group, topic, max_reconsume)
     await consumer.start()
     try:
         await positioned_then_send(consumer, ns, topic, ("fine", "flaky", "poison"), keyed=True)

@@ -1,7 +1,7 @@
 """Differential scenarios of what RocketMQ 5 brought: timer messages (RIP-43), recall, and pop
-consumption (RIP-19), each over remoting with Longboat's Python client and over gRPC with
-RocketMQ's official Python client (`rocketmq-python-client` 5.1.2). RocketMQ 4.9.7 has none
-of them (`SINCE_5`: run against Longboat and RocketMQ 5.3.3 only).
+consumption (RIP-19, orderly pop among it), each over remoting with Longboat's Python client
+and over gRPC with RocketMQ's official Python client (`rocketmq-python-client` 5.1.2).
+RocketMQ 4.9.7 has none of them (`SINCE_5`: run against Longboat and RocketMQ 5.3.3 only).
 
 Timers fire on a wheel of `timerPrecisionMs` (1 s by default) slots, so a timer may fire up
 to a slot early and two due in the same second in either order: what is observed is that
@@ -39,6 +39,7 @@ from longboat.client.admin import Admin
 from longboat.client.errors import NoRouteError
 from longboat.client.pop import PopConsumer, PoppedMessage
 from longboat.client.producer import Producer
+from longboat.client.queue_reader import QueueReader, lmq_queue
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.headers import RecallMessageRequestHeader
 from longboat.protocol.properties import Prop
@@ -50,6 +51,8 @@ Misc._Misc__LOCAL_IP = "127.0.0.1"  # type: ignore[attr-defined]
 
 PRECISION_MS = 1000  # timerPrecisionMs, RocketMQ's default and Longboat's
 FOUR_DAYS_MS = 4 * 24 * 3600 * 1000  # past timerMaxDelaySec (3 days by default)
+# Long enough for a loaded host to ack a batch before its time runs out.
+ORDERLY_INVISIBLE_S = 4.0
 # What a delivered timer message may carry of the timer's own properties.
 TIMER_PROPERTIES = (
     Prop.TIMER_DELIVER_MS,
@@ -227,6 +230,52 @@ async def pop_dead_letters(target: Target) -> Observation:
     return {
         "popped (reconsume times)": [m.reconsume_times for m in popped[:2]],
         "dead letters (body, keys)": [[m.body.decode(), m.keys] for m in dead],
+    }
+
+
+async def pop_orderly(target: Target) -> Observation:
+    """Orderly pop over remoting (POP_MESSAGE with `order`) with `PopConsumer(orderly=True)`
+    on a 2-queue topic holding a0, a1, a2 in one queue and b0, b1 in the other, all readable
+    before the first pop.  The consumer acks each queue's messages in the order received,
+    except that a1's first delivery fails: it is left unacked, and a2 behind it too, until
+    their invisible time runs out.  Per queue, every delivery (body, reconsume times) in the
+    order received; what was acked; then a pop waiting past the invisible time (an ack that
+    did nothing would show here)."""
+    ns = target.namesrv
+    topic, group = await new_topic(ns, queues=2), unique("pop_order_g")
+    sent = {"a": [b"a0", b"a1", b"a2"], "b": [b"b0", b"b1"]}
+    async with Producer(unique("pg"), config=config_for(ns)) as producer:
+        queues = sorted(await producer.fetch_publish_queues(topic), key=lambda q: q.queue_id)
+        for queue, bodies in zip(queues, sent.values(), strict=True):
+            for body in bodies:
+                await producer.send(Message(topic, body), queue=queue)
+    # Every message readable first: each queue's first pop takes all of it on either broker.
+    await read_topic(ns, topic, 5, timeout=WAIT_S)
+    deliveries: dict[str, list[list[Any]]] = {"a": [], "b": []}
+    acked: list[str] = []
+    failing = {"a1"}
+    async with PopConsumer(group, orderly=True, config=config_for(ns)) as consumer:
+        async with asyncio.timeout(3 * WAIT_S):
+            while len(acked) < 5:
+                batch = await consumer.receive(
+                    topic, max_messages=32, invisible_time=ORDERLY_INVISIBLE_S, wait=2
+                )
+                stopped: set[int] = set()  # queues whose batch stopped at a failure
+                for m in batch:
+                    text = m.body.decode()
+                    deliveries[text[0]].append([text, m.reconsume_times])
+                    if text in failing or m.message.queue_id in stopped:
+                        failing.discard(text)
+                        stopped.add(m.message.queue_id)
+                        continue
+                    await consumer.ack(m)
+                    acked.append(text)
+        after = await consumer.receive(topic, invisible_time=60.0, wait=ORDERLY_INVISIBLE_S + 2)
+    return {
+        "queue a: deliveries (body, reconsume times)": deliveries["a"],
+        "queue b: deliveries (body, reconsume times)": deliveries["b"],
+        "acked": sorted(acked),
+        "popped after every ack": [m.body.decode() for m in after],
     }
 
 
@@ -440,14 +489,77 @@ def _grpc_python5_fifo_on(endpoint: str, topic: str, group: str) -> Observation:
     }
 
 
+async def lmq(target: Target) -> Observation:
+    """Light message queues (RIP-28, a broker with enableLmq and enableMultiDispatch): sends
+    naming %LMQ% queues (`Message.lmqs`, INNER_MULTI_DISPATCH), a delayed one, a batch, and two
+    raw sends naming what no LMQ is (a name with a path, a plain name last; a plain name first
+    is not sent: RocketMQ 5.3.3's dispatch thread fails on it, and on it again); each
+    LMQ read from queue 0 with a `QueueReader` and a group (bodies, queue offsets,
+    INNER_MULTI_QUEUE_OFFSET, min and max offsets), a pull parked on an LMQ, and a group's
+    offset committed on one."""
+    ns = target.namesrv
+    topic = await new_topic(ns)
+    a, b, c, d, e, f = (f"%LMQ%{unique(label)}" for label in "abcdef")
+    seen: Observation = {}
+    async with (
+        reading_and_sending(ns, topic) as (reader, producer, admin),
+        QueueReader(config=config_for(ns)) as queues,
+    ):
+        first = await producer.send(Message(topic, b"m1", lmqs=(a, b)))
+        await producer.send(Message(topic, b"m2", lmqs=(b,)))
+        await producer.send(Message(topic, b"m3", lmqs=(a, b, c)))
+        await producer.send_batch([Message(topic, b"batched", lmqs=(f,))])
+        await raw_send(admin, topic, b"path", properties={Prop.INNER_MULTI_DISPATCH: f"{c},{c}/x"})
+        await raw_send(
+            admin, topic, b"plain last", properties={Prop.INNER_MULTI_DISPATCH: f"{e},Plain"}
+        )
+        # Sent last: stored in the topic (and its LMQ) a level's second later, after the rest.
+        await producer.send(Message(topic, b"delayed", delay_level=1, lmqs=(d,)))
+        await reader.until(b"m1", b"m2", b"m3", b"delayed", b"batched", b"path", b"plain last")
+        broker = first.message_queue.broker_name
+        group = unique("lmq_g")
+        # A pull parked at the end of c, a second before a message for c is sent (had it
+        # not been parked yet, it would find the message all the same).
+        parked_at = await queues.max_offset(lmq_queue(c, broker))
+        parked = asyncio.ensure_future(
+            queues.pull(lmq_queue(c, broker), parked_at, group=group, max_msgs=32, suspend=20)
+        )
+        await asyncio.sleep(1.0)
+        await producer.send(Message(topic, b"woken", lmqs=(c,)))
+        seen["c: a parked pull gets"] = [m.body.decode() for m in (await parked).messages]
+        for label, name in zip("abcdef", (a, b, c, d, e, f), strict=True):
+            mq = lmq_queue(name, broker)
+            got = await queues.pull(mq, 0, group=group, max_msgs=32)
+            seen[f"{label}: pull from 0"] = got.status.name
+            seen[f"{label}: read (body, queue offset, INNER_MULTI_QUEUE_OFFSET)"] = [
+                [m.body.decode(), m.queue_offset, m.properties.get(Prop.INNER_MULTI_QUEUE_OFFSET)]
+                for m in got.messages
+            ]
+            seen[f"{label}: min, max offset"] = [
+                await queues.min_offset(mq),
+                await queues.max_offset(mq),
+            ]
+        await queues.commit(group, lmq_queue(a, broker), 2)
+        committed = await queues.committed(group, lmq_queue(a, broker))
+        seen["a: the group's offset committed"] = committed
+    by_body = {m.body.decode(): m for m in reader.got}
+    seen["topic: INNER_MULTI_QUEUE_OFFSET by body"] = {
+        body: m.properties.get(Prop.INNER_MULTI_QUEUE_OFFSET) for body, m in sorted(by_body.items())
+    }
+    return seen
+
+
 SCENARIOS5 = {
     "timers": timers,
     "recall": recall,
     "pop_remoting": pop_remoting,
     "pop_java53": pop_java53,
     "pop_dead_letters": pop_dead_letters,
+    "pop_orderly": pop_orderly,
     "grpc_python5": grpc_python5,
     "grpc_python5_fifo": grpc_python5_fifo,
+    "lmq": lmq,
 }
-# Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy).
+# Not in RocketMQ 4.9.7 (timers, recall and pop came with 5.x; gRPC is 5.x's proxy; LMQ is
+# 4.9's too, but only the suite's 5.3.3 broker runs with it).
 SINCE_5 = set(SCENARIOS5)

@@ -74,6 +74,9 @@ def longboat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         grpc_listen_port=0,
         # As the RocketMQ 5 proxy the suite runs (peers.rocketmq5).
         grpc_min_invisible_time_mills=1000,
+        # As its broker (peers.rocketmq5.LMQ_SETTINGS).
+        enable_lmq=True,
+        enable_multi_dispatch=True,
     )
     yield cluster
     cluster.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import grpc
 import pytest
@@ -82,13 +83,19 @@ class TimerGrpc(GrpcSide):
 Sides = dict[str, TimerRemoting | TimerGrpc]
 
 
-@pytest.fixture
-def sides(grpc5: Grpc5) -> Iterator[Sides]:
-    channel = grpc.insecure_channel(grpc5.endpoint)
+@contextmanager
+def sides_of(broker: Grpc5) -> Iterator[Sides]:
+    channel = grpc.insecure_channel(broker.endpoint)
     try:
-        yield {"remoting": TimerRemoting(grpc5), "grpc": TimerGrpc(MessagingServiceStub(channel))}
+        yield {"remoting": TimerRemoting(broker), "grpc": TimerGrpc(MessagingServiceStub(channel))}
     finally:
         channel.close()
+
+
+@pytest.fixture
+def sides(grpc5: Grpc5) -> Iterator[Sides]:
+    with sides_of(grpc5) as both:
+        yield both
 
 
 def other(name: str) -> str:
@@ -178,13 +185,44 @@ def test_with_timers_off_both_protocols_refuse_a_timer_as_rocketmq_does(
 ) -> None:
     off = grpc5_factory(timer_wheel_enable=False)
     topic = off.topic(queues=1)
-    channel = grpc.insecure_channel(off.endpoint)
-    try:
-        remark = "accurate timer message is not enabled, timerWheelEnable is false"
+    remark = "accurate timer message is not enabled, timerWheelEnable is false"
+    with sides_of(off) as both:
         # RocketMQ's SYSTEM_ERROR, which its proxy answers with its default code.
-        refused = TimerRemoting(off).refused_at(topic, now_ms() + 60_000)
+        refused = both["remoting"].refused_at(topic, now_ms() + 60_000)
         assert refused == (ResponseCode.SYSTEM_ERROR, remark)
-        refused = TimerGrpc(MessagingServiceStub(channel)).refused_at(topic, now_ms() + 60_000)
+        refused = both["grpc"].refused_at(topic, now_ms() + 60_000)
         assert refused == (pb.Code.INTERNAL_SERVER_ERROR, remark)
-    finally:
-        channel.close()
+
+
+@pytest.mark.parametrize("side", BOTH)
+def test_a_broker_with_a_shorter_longest_delay_refuses_a_timer_beyond_it(
+    grpc5_factory: Callable[..., Grpc5], side: str
+) -> None:
+    short = grpc5_factory(timer_max_delay_sec=10)
+    topic = short.topic(queues=1)
+    with sides_of(short) as both:
+        code, remark = both[side].refused_at(topic, now_ms() + 60_000)
+        assert code == (
+            ResponseCode.MESSAGE_ILLEGAL if side == "remoting" else pb.Code.ILLEGAL_DELIVERY_TIME
+        )
+        assert remark == MAX_DELAY_REMARK.replace("259200000ms", "10000ms")
+        handle, _ = both[side].send_at(topic, b"within", now_ms() + 5_000)
+        assert handle  # within the setting: a timer as any other
+
+
+@pytest.mark.parametrize(("setting", "grain"), [(500, 500), (2000, 1000)])
+@pytest.mark.parametrize("side", BOTH)
+def test_a_timer_fires_at_the_next_grain_of_the_precision_never_before(
+    grpc5_factory: Callable[..., Grpc5], side: str, setting: int, grain: int
+) -> None:
+    # RocketMQ's grains are 100, 200, 500 and 1,000 ms: a coarser setting runs at 1 s.
+    broker = grpc5_factory(timer_precision_ms=setting)
+    topic, group = broker.topic(queues=1), broker.group()
+    # Just past a grain: filed in the slot that grain begins, read once the slot has passed.
+    due = ((now_ms() + 1000) // 2000 + 1) * 2000 + 1
+    fires = -(-due // grain) * grain
+    with sides_of(broker) as both:
+        handle, _ = both[side].send_at(topic, b"grained", due)
+        assert handle
+        assert both[other(side)].read(topic, group, until=b"grained") == [b"grained"]
+    assert now_ms() >= fires > due

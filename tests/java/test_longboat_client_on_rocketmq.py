@@ -29,7 +29,12 @@ from pathlib import Path
 import pytest
 
 from client.client_e2e import config_for, read_topic, unique
-from client.push_support import Deliveries, broker_driven_reset_restarts_a_live_group, positioned
+from client.push_support import (
+    Deliveries,
+    broker_driven_reset_restarts_a_live_group,
+    failing_consumer,
+    positioned,
+)
 from longboat.client import Message, NoRouteError
 from longboat.client.admin import Admin, QueueOffset
 from longboat.client.consume_from import ConsumeFrom
@@ -38,7 +43,6 @@ from longboat.client.message import SendResult
 from longboat.client.producer import Producer
 from longboat.client.push import (
     ConcurrentContext,
-    ConsumeResult,
     MessageModel,
     OrderlyContext,
     OrderlyResult,
@@ -132,20 +136,7 @@ async def test_push_consumer_retries_through_retry_topic_into_the_dlq(
 ) -> None:
     ns = any_rocketmq.namesrv_addr
     topic, group = await new_topic(ns, 2), unique("retry_g")
-    deliveries = Deliveries()
-    failures = {"flaky": 1, "poison": 10**6}
-    consumer = PushConsumer(group, config=config_for(ns), max_reconsume_times=2)
-    consumer.subscribe(topic)
-
-    def listener(msgs: list[MessageExt], ctx: ConcurrentContext) -> ConsumeResult:
-        deliveries.record("c", ctx.mq, msgs)
-        body = msgs[0].body.decode()
-        if failures.get(body, 0) > 0:
-            failures[body] -= 1
-            return ConsumeResult.RECONSUME_LATER
-        return ConsumeResult.SUCCESS
-
-    consumer.register_listener(listener)
+    consumer, deliveries = failing_consumer(ns, group, topic, max_reconsume_times=2)
     await consumer.start()
     try:
         await positioned(consumer)

@@ -10,9 +10,10 @@ it three ways, all on random loopback ports:
 * gRPC to the proxy (``grpc_endpoint``): RocketMQ's 5.x clients.
 
 The broker is configured as the 4.9.7 one is (`peers.rocketmq.broker_settings`), plus small
-timer-wheel files. The session fixture ``rocketmq5_cluster`` (tests/conftest.py) starts one;
-``python -m peers.rocketmq5`` (``make rocketmq5-up``) starts one by hand. Every JVM runs under
-`peers.lifeline`, so it dies with the process that started it.
+timer-wheel files and light message queues. The session fixture ``rocketmq5_cluster``
+(tests/conftest.py) starts one; ``python -m peers.rocketmq5`` (``make rocketmq5-up``) starts
+one by hand. Every JVM runs under `peers.lifeline`, so it dies with the process that started
+it.
 """
 
 from __future__ import annotations
@@ -79,6 +80,11 @@ BROKER5_SETTINGS: dict[str, object] = {
 }
 
 
+# Light message queues (RIP-28, the `lmq` differential scenario), on the session broker only:
+# they change only what a message naming `%LMQ%` queues or a pull of an `%LMQ%` topic gets.
+LMQ_SETTINGS: dict[str, object] = {"enableLmq": "true", "enableMultiDispatch": "true"}
+
+
 @dataclass
 class RocketMQ5Cluster:
     """An Apache RocketMQ 5 name server and a proxy in local mode (with its broker)."""
@@ -124,6 +130,7 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
             "brokerClusterName": "RocketMQ5Cluster",
             "brokerName": "rocketmq5-broker-a",
             **BROKER5_SETTINGS,
+            **LMQ_SETTINGS,
         }
     )
     broker_conf = home / "conf" / "broker.conf"

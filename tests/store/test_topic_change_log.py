@@ -1,10 +1,13 @@
 """The topic table's change log: one appended line per change, a torn last line dropped,
-compaction folding the log into the snapshot without losing a change made meanwhile."""
+compaction folding the log into the snapshot without losing a change made meanwhile, also
+while topics are only created."""
 
 from __future__ import annotations
 
 import tracemalloc
 from pathlib import Path
+
+import pytest
 
 from longboat.protocol.bodies import TopicConfig
 from longboat.store import TopicConfigTable
@@ -105,3 +108,52 @@ def test_a_restart_replays_the_log_one_change_at_a_time(tmp_path: Path) -> None:
         tracemalloc.stop()
     assert len(again.all()) == 20_000
     assert peak - kept < log_size / 10  # the whole log parsed at once: several times its size
+
+
+def test_creating_topics_only_folds_each_time_the_table_doubles(tmp_path: Path) -> None:
+    """Creations alone (no topic changed twice) fold the log too: each fold waits for as many
+    changes as the snapshot holds, so the log never holds more than half the table and the
+    table is rewritten a logarithmic number of times."""
+    path = tmp_path / "topics.json"
+    log = path.with_name("topics.json.log")
+    table = TopicConfigTable(path, sync_each_change=False)
+    table.load()
+    created = 6 * COMPACT_AFTER_CHANGES
+    folded_at = []
+    for i in range(created):
+        table.put(TopicConfig(f"T{i}", 1, 1))
+        if table.compact():  # as the maintenance thread would, here after every change
+            folded_at.append(i + 1)
+        if (i + 1) % 250 == 0:
+            assert len(log.read_bytes().splitlines()) <= max(COMPACT_AFTER_CHANGES, (i + 1) // 2)
+    assert folded_at == [COMPACT_AFTER_CHANGES, 2 * COMPACT_AFTER_CHANGES,
+                         4 * COMPACT_AFTER_CHANGES]  # fmt: skip
+    assert len(log.read_bytes().splitlines()) == 2 * COMPACT_AFTER_CHANGES
+    table.close()
+    again = reloaded(path)
+    assert len(again.all()) == created and again.data_version == table.data_version
+
+
+@pytest.mark.parametrize("killed", ["before the snapshot was in place", "before the log's cut"])
+def test_a_crash_while_creations_fold_loses_no_topic(tmp_path: Path, killed: str) -> None:
+    """A process killed while folding a log of creations leaves either the old snapshot and
+    the whole log (the new snapshot is renamed into place whole, or not at all) or the new
+    snapshot and the whole log (not yet cut): either way every topic is back."""
+    path = tmp_path / "topics.json"
+    log = path.with_name("topics.json.log")
+    table = TopicConfigTable(path, sync_each_change=False)
+    table.load()
+    for i in range(COMPACT_AFTER_CHANGES):
+        table.put(TopicConfig(f"T{i}", 1, 1))
+    assert table.compact()
+    for i in range(COMPACT_AFTER_CHANGES, 2 * COMPACT_AFTER_CHANGES):
+        table.put(TopicConfig(f"T{i}", 1, 1))
+    snapshot, changes = path.read_bytes(), log.read_bytes()
+    assert table.compact()
+    table.close()
+    log.write_bytes(changes)
+    if killed == "before the snapshot was in place":
+        path.write_bytes(snapshot)
+    again = reloaded(path)
+    assert set(again.all()) == {f"T{i}" for i in range(2 * COMPACT_AFTER_CHANGES)}
+    assert again.data_version == table.data_version

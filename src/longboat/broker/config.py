@@ -179,7 +179,8 @@ class BrokerConfig:
     # Timer messages (RocketMQ 5's keys and defaults): whether they are served at all (off,
     # a timer message is refused as RocketMQ refuses it, and GET_BROKER_CONFIG's
     # `timerWheelEnable=false` tells clients to send delay levels instead), the delivery
-    # times' grain (a timer fires at the first multiple at or after its time) and the
+    # times' grain (a timer fires at the first multiple at or after its time; RocketMQ's
+    # grains only: 100, 200, 500 or 1,000 ms, see `core/timers.timer_precision`) and the
     # farthest one accepted.
     timer_wheel_enable: bool = True
     timer_precision_ms: int = 1000

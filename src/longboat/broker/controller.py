@@ -350,10 +350,10 @@ class BrokerController(LifecycleHooks):
         # A slave's halves are checked by its master; in controller mode the role changes.
         if not cfg.is_slave or cfg.enable_controller_mode:
             self.add_periodic(cfg.transaction_check_interval / 1000, self._check_transactions)
-        # Pop consumption's one state, served by remoting and gRPC alike; closed last.
-        self.pop = PopService(self)
+        # Pop consumption's one state, served by remoting and gRPC alike, its long polls
+        # parked in the pulls' hold service; closed last.
+        self.pop = PopService(self, self.hold)
         self.pop.open()
-        self.add_arrival_listener(self.pop.wakeups.on_arrival)
         self.add_stop_hook(self.pop.close)
         # Timer messages of both protocols (RIP-43) and their recall.
         self.timers = delivery_timer.install(self)
@@ -529,10 +529,7 @@ class BrokerController(LifecycleHooks):
         if hold is not None:
             answered = hold.answer_all()
             if answered:
-                log.info("answered %d held pull(s) at shutdown", answered)
-        pops = getattr(self, "pop", None)
-        if pops is not None:
-            pops.stop_waiting()
+                log.info("answered %d held pull(s) and parked pop(s) at shutdown", answered)
         await self._run_stop_hooks()
         if self.controller_mode is not None and self.ha_master is not None:
             await self._run_master_hooks(starting=False)

@@ -5,22 +5,33 @@ A slave's lag is its master's commit-log end minus its own, in bytes
 shows it for Apache RocketMQ groups too.  A master has no lag; a slave whose master is gone,
 or a broker that does not answer, shows none.
 
+The same lag in seconds is read as the dashboard's Replication page reads it, from a history
+of each master's commit-log end (`dashboard.sampler.LagSampler.sample_masters`, read by
+`dashboard.replication.seconds_json`); brokers keep no such history, so the command samples
+the masters itself for `--lag-window` seconds first (only when a group has a slave), and a
+slave further behind shows as at least that long.
+
 With `--controller` (controller mode), a second table: each group's master, master epoch and
 SyncStateSet as the leading controller keeps them (CONTROLLER_GET_SYNC_STATE_DATA)."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import click
 from rich.table import Table
 
 from longboat.cli.connect import admin_for, namesrv_option
-from longboat.cli.render import format_option, print_json
+from longboat.cli.options import bounded_option
+from longboat.cli.render import format_duration, format_option, print_json
 from longboat.cli.runtime import console, run
 from longboat.client import ClientError
 from longboat.client.admin import Admin
 from longboat.client.replication import log_ends, replication_lag
+from longboat.dashboard.admin_json import Json
+from longboat.dashboard.replication import Lag, seconds_json
+from longboat.dashboard.sampler import LagSampler
 from longboat.protocol.bodies import ClusterInfo
 from longboat.protocol.controller import BrokerReplicasInfo, ReplicaIdentity, ReplicasInfo
 from longboat.protocol.topic_names import topic_kind
@@ -37,14 +48,26 @@ from longboat.protocol.types import MASTER_ID
     help="Controllers (host:port, `;`-separated): also show each group's master, epoch and "
     "SyncStateSet (controller mode).",
 )
-def cluster(output: str, namesrv: str, controllers: str) -> None:
-    """Clusters, brokers (name, id, role, address) and how many user topics each serves."""
+@bounded_option(
+    "--lag-window",
+    default=1.0,
+    low=0.0,
+    high=300.0,
+    help="Seconds over which each master's commit-log end is sampled, for a slave's lag in "
+    "seconds (only when a group has a slave); a slave further behind shows as at least this.",
+)
+def cluster(output: str, namesrv: str, controllers: str, lag_window: float) -> None:
+    """Clusters, brokers (name, id, role, address), how many user topics each serves and how
+    far each slave is behind its master."""
     controller_addrs = [a.strip() for a in controllers.split(";") if a.strip()]
     replicas: list[BrokerReplicasInfo] = []
 
-    async def go() -> tuple[ClusterInfo, dict[str, int | str], dict[str, int | None]]:
+    async def go() -> tuple[ClusterInfo, dict[str, int | str], dict[str, int | None], Lag]:
         async with admin_for(namesrv) as admin:
             info = await admin.cluster_info()
+            sampler = LagSampler(admin, replication_window=lag_window + 60.0)
+            if any(broker_id != MASTER_ID for _, _, broker_id, _ in info.members()):
+                await sample_masters(sampler, lag_window)
             if controller_addrs:
                 names = sorted(info.broker_addr_table)
                 replicas.append(await admin.sync_state_data(controller_addrs, names))
@@ -53,11 +76,17 @@ def cluster(output: str, namesrv: str, controllers: str) -> None:
             )
             reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
             counts = await asyncio.gather(*(topic_count(admin, a, reserved) for a in addrs))
-            return info, dict(zip(addrs, counts, strict=True)), await log_ends(admin, addrs)
+            ends = await log_ends(admin, addrs)
+            history = Lag(sampler.log_end_histories(), sampler.clock())
+            return info, dict(zip(addrs, counts, strict=True)), ends, history
 
-    info, topics, ends = run(go())
+    info, topics, ends, history = run(go())
     lags = {
         addr: replication_lag(info, name, broker_id, ends)
+        for _, name, broker_id, addr in info.members()
+    }
+    seconds = {
+        addr: seconds_json(info, name, broker_id, ends, history)
         for _, name, broker_id, addr in info.members()
     }
     groups = replicas[0].replicas_info_table if replicas else {}
@@ -65,17 +94,19 @@ def cluster(output: str, namesrv: str, controllers: str) -> None:
         if controller_addrs:
             print_json(
                 {
-                    "brokers": [member_json(info, m, topics, lags) for m in info.members()],
+                    "brokers": [member_json(m, topics, lags, seconds) for m in info.members()],
                     "groups": {name: g.to_dict() for name, g in sorted(groups.items())},
                 }
             )
             return
-        print_json([member_json(info, m, topics, lags) for m in info.members()])
+        print_json([member_json(m, topics, lags, seconds) for m in info.members()])
         return
     if not info.broker_addr_table:
         console.print("no broker is registered with the name server")
         return
-    table = Table("cluster", "broker", "id", "role", "address", "topics", "lag (bytes)")
+    table = Table(
+        "cluster", "broker", "id", "role", "address", "topics", "lag (bytes)", "lag (time)"
+    )
     for cluster_name, name, broker_id, addr in info.members():
         lag = lags[addr]
         table.add_row(
@@ -86,6 +117,7 @@ def cluster(output: str, namesrv: str, controllers: str) -> None:
             addr,
             str(topics[addr]),
             "-" if lag is None else f"{lag:,}",
+            seconds_text(seconds[addr]),
         )
     console.print(table)
     if controller_addrs:
@@ -112,11 +144,31 @@ def _replica(r: ReplicaIdentity) -> str:
     return f"{r.broker_id}" + ("" if r.alive else " (down)")
 
 
+async def sample_masters(sampler: LagSampler, window: float, every: float = 0.2) -> None:
+    """Sample each master's commit-log end every `every` seconds for `window` seconds (once
+    when it is 0): the history a slave's lag in seconds is read from."""
+    deadline = time.monotonic() + window
+    while True:
+        await sampler.sample_masters()
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return
+        await asyncio.sleep(min(every, left))
+
+
+def seconds_text(seconds: Json) -> str:
+    """A slave's lag in seconds as the table shows it: `-` when unknown or for a master."""
+    if seconds["behindSeconds"] is None:
+        return "-"
+    at_least = "≥ " if seconds["behindSecondsAtLeast"] else ""
+    return at_least + format_duration(seconds["behindSeconds"])
+
+
 def member_json(
-    info: ClusterInfo,
     member: tuple[str, str, int, str],
     topics: dict[str, int | str],
     lags: dict[str, int | None],
+    seconds: dict[str, Json],
 ) -> dict[str, object]:
     cluster_name, name, broker_id, addr = member
     return {
@@ -126,6 +178,7 @@ def member_json(
         "role": role_of(broker_id),
         "addr": addr,
         "lag": lags[addr],
+        **seconds[addr],
         **(
             {"topics": topics[addr]}
             if isinstance(topics[addr], int)

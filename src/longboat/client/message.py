@@ -18,6 +18,7 @@ from longboat.protocol.codes import ResponseCode
 from longboat.protocol.delay_ladder import DEFAULT_DELAYS_MS, DEFAULT_MESSAGE_DELAY_LEVEL
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import KEY_SEPARATOR, Prop
+from longboat.protocol.topic_names import LMQ_PREFIX, LMQ_SEPARATOR, is_lmq, validate_topic
 from longboat.protocol.types import MessageQueue
 
 __all__ = ["Message", "MessageExt", "MessageQueue", "SendResult", "SendStatus"]
@@ -71,6 +72,18 @@ def deliver_ms(at: datetime | int) -> int:
     return int(at)
 
 
+def check_lmq(name: str) -> str:
+    """`name` when it names a light message queue: the `%LMQ%` prefix and a legal topic name
+    (so no separator nor path in it).  Else ClientUsageError: a broker skips such a name, and
+    RocketMQ 5.3.3 stops dispatching the message to its LMQs at a plain one."""
+    problem = validate_topic(name)
+    if problem is not None or not is_lmq(name):
+        raise ClientUsageError(
+            f"{name!r} is no light message queue: {problem or f'it lacks the {LMQ_PREFIX} prefix'}"
+        )
+    return name
+
+
 @dataclass(slots=True)
 class Message:
     """A message to send.  `keys` are indexed by the broker for lookups by key."""
@@ -91,10 +104,17 @@ class Message:
     # datetime or epoch milliseconds.  Needs a broker with timers (Longboat, RocketMQ 5);
     # a 4.x broker ignores it and delivers at once.
     deliver_at: datetime | int | None = None
+    # Light message queues (RocketMQ's LMQ, RIP-28) the message is also readable from, each a
+    # `%LMQ%` name: sent as INNER_MULTI_DISPATCH, so a broker with enableLmq and
+    # enableMultiDispatch stores the message once and gives each LMQ an entry (queue 0 of the
+    # `%LMQ%` topic, read with `QueueReader`).  Single sends only: no broker dispatches a batch.
+    lmqs: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if isinstance(self.body, str):
             raise TypeError("Message.body must be bytes; encode text first")
+        for name in self.lmqs:
+            check_lmq(name)
         if self.deliver_at is not None:
             if self.delay is not None or self.delay_level:
                 raise ClientUsageError("give deliver_at, delay or delay_level, not two of them")
@@ -150,6 +170,8 @@ class Message:
             props[Prop.DELAY] = str(self.delay_level)
         if self.deliver_at is not None:
             props[Prop.TIMER_DELIVER_MS] = str(deliver_ms(self.deliver_at))
+        if self.lmqs:
+            props[Prop.INNER_MULTI_DISPATCH] = LMQ_SEPARATOR.join(self.lmqs)
         return props
 
 

@@ -18,6 +18,14 @@ these members with RocketMQ 5 gRPC clients and the Java client's pop mode.
 
 A broker answers a pop at once when it has messages; otherwise it holds the pop up to
 `wait` seconds for one to arrive.  Each broker serving the topic is asked in turn.
+
+`PopConsumer(group, orderly=True)` pops orderly (RocketMQ's `order` flag), for messages a
+producer keeps in order by queue (`sharding_key=`): a queue's messages come in queue order,
+and nothing more of a queue is handed out while a message popped from it is still out (not
+acked, its invisible time not run out).  One left unacked comes back first when its time runs
+out, `reconsume_times` counted, followed by the later ones of its queue that were out with
+it.  So ack a queue's messages in the order received and, when one fails, leave the rest of
+that queue's batch unacked too: they come back behind it.
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ from longboat.protocol.pop_headers import (
     ExtraInfo,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
+    order_count_key,
+    parse_order_count_info,
     parse_queue_info,
     topic_mark,
 )
@@ -68,7 +78,8 @@ class PoppedMessage:
 
 
 class PopConsumer(InstanceUser):
-    """One member of a pop-consuming group."""
+    """One member of a pop-consuming group; with `orderly`, every pop is an orderly one (see
+    the module docstring)."""
 
     left_open_consequence = "received messages not acked come back after their invisible time"
 
@@ -76,6 +87,7 @@ class PopConsumer(InstanceUser):
         self,
         group: str,
         *,
+        orderly: bool = False,
         config: ClientConfig | None = None,
         namesrv_addrs: str | list[str] | None = None,
     ) -> None:
@@ -83,6 +95,7 @@ class PopConsumer(InstanceUser):
         if problem := validate_group(group):
             raise ClientUsageError(f"invalid consumer group: {problem}")
         self.group = group
+        self.orderly = orderly
         self._turn = 0
 
     async def receive(
@@ -118,6 +131,7 @@ class PopConsumer(InstanceUser):
             initMode=0,
             expType="TAG",
             exp=expression,
+            order=self.orderly or None,
         )
         self._turn = (self._turn + 1) % len(addrs)
         broker_name, addr = addrs[self._turn]
@@ -134,14 +148,17 @@ class PopConsumer(InstanceUser):
         answer = PopMessageResponseHeader.from_ext(response.ext_fields)
         try:
             starts = parse_queue_info(answer.startOffsetInfo)
+            counts = parse_order_count_info(answer.orderCountInfo) if self.orderly else {}
         except ProtocolError as bad:
             raise broker_error(
                 ResponseCode.SYSTEM_ERROR, str(bad), addr=addr, request_code=RequestCode.POP_MESSAGE
             ) from None
-        return [
-            PoppedMessage(m, addr, _checkpoint(m, answer, starts, broker_name))
-            for m in decode_records(response.body or b"")
-        ]
+        popped: list[PoppedMessage] = []
+        for m in decode_records(response.body or b""):
+            if counts:
+                _count_deliveries(m, counts)
+            popped.append(PoppedMessage(m, addr, _checkpoint(m, answer, starts, broker_name)))
+        return popped
 
     async def ack(self, popped: PoppedMessage) -> None:
         """Done with the message; BrokerError (NO_MESSAGE) when its invisible time ran out and
@@ -204,6 +221,19 @@ def _readable_brokers(route: TopicRoute) -> list[tuple[str, str]]:
     """(broker name, master address) of each broker serving `route` for reading."""
     names = sorted({mq.broker_name for mq in route.subscribe_queues})
     return [(name, addr) for name in names if (addr := route.master_addr(name))]
+
+
+def _count_deliveries(msg: MessageExt, counts: dict[tuple[str, str], int]) -> None:
+    """An orderly pop's message: its reconsume times as `orderCountInfo` counts them, by its
+    queue offset, else by its queue, as RocketMQ's Java client reads them (RocketMQ's broker
+    re-reads the queue, so the stored message says 0; Longboat's broker counted it already)."""
+    mark = topic_mark(msg.topic)
+    count = counts.get(
+        (mark, order_count_key(msg.queue_id, msg.queue_offset)),
+        counts.get((mark, str(msg.queue_id)), 0),
+    )
+    if count > 0:
+        msg.reconsume_times = count
 
 
 def _checkpoint(

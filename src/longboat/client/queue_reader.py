@@ -4,7 +4,8 @@ What RocketMQ's `DefaultMQPullConsumer` offered and connectors, tools and benchm
 caller chooses queues and offsets, pulls ranges, and commits where it wants; there is no
 rebalance, no heartbeat for the group and no buffering.  Applications that consume a group
 use `LitePullConsumer` or `PushConsumer` instead.  Every method finds the queue's master
-broker through the shared client instance's routes.
+broker through the shared client instance's routes; a light message queue's (`lmq_queue`),
+which has none, through the name server's cluster table.
 """
 
 from __future__ import annotations
@@ -14,12 +15,21 @@ import asyncio
 from longboat.client.consume_from import committed_offset
 from longboat.client.errors import NoRouteError
 from longboat.client.lifecycle import RegisteringNothingUser
+from longboat.client.message import check_lmq
 from longboat.client.tasks import poll_until
 from longboat.client.types import PullResult
 from longboat.protocol.tags import TagExpression
+from longboat.protocol.topic_names import LMQ_QUEUE_ID, is_lmq
 from longboat.protocol.types import MessageQueue
 
 _ROUTE_POLL_INTERVAL = 0.05
+
+
+def lmq_queue(name: str, broker_name: str) -> MessageQueue:
+    """The one queue of light message queue `name` on `broker_name` (the broker a message
+    sent with `Message.lmqs` was stored on: its `SendResult.message_queue.broker_name`), to
+    read with a `QueueReader`.  ClientUsageError when `name` is no LMQ's (`check_lmq`)."""
+    return MessageQueue(check_lmq(name), broker_name, LMQ_QUEUE_ID)
 
 
 class QueueReader(RegisteringNothingUser):
@@ -57,8 +67,19 @@ class QueueReader(RegisteringNothingUser):
         raise NoRouteError(0, f"topic {topic} has no readable queue")
 
     async def master_addr(self, mq: MessageQueue) -> str:
-        """The address of the broker that serves `mq` (its master)."""
-        return await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        """The address of the broker that serves `mq` (its master).  A light message queue
+        has no route: its broker is looked up by name in the name server's cluster table."""
+        if not is_lmq(mq.topic):
+            return await self.instance.find_master_addr(mq.broker_name, mq.topic)
+        addr = self.instance.master_addr(mq.broker_name)
+        if addr is None:
+            data = (await self.instance.api.get_cluster_info()).broker_addr_table.get(
+                mq.broker_name
+            )
+            addr = data.master_addr if data is not None else None
+        if addr is None:
+            raise NoRouteError(0, f"no master known for broker {mq.broker_name}", request_code=None)
+        return addr
 
     # ------------------------------------------------------------------ offsets
 

@@ -13,6 +13,12 @@ client builds each message's `POP_CK` property from them unless the broker alrea
 
 and sends it back in ACK_MESSAGE / CHANGE_MESSAGE_INVISIBLETIME with the queue and offset.
 `<retry>` is 0 for a normal topic, 1 for `%RETRY%`, 2 for the v2 pop retry topics.
+
+An orderly pop's answer (request header `order`) adds `orderCountInfo`: how often each message
+was delivered before, `"<retry> qo<queueId>%<queueOffset> <count>"` per message and, from
+RocketMQ's broker, `"<retry> <queueId> <count>"` per queue (the least of its messages, for
+older clients), joined by `;`.  RocketMQ's broker re-reads an orderly queue from its consumer
+offset, so the stored message's reconsume times say 0: the client takes the count from here.
 """
 
 from __future__ import annotations
@@ -172,6 +178,29 @@ def parse_queue_info(text: str | None) -> dict[tuple[str, int], str]:
         if len(parts) != 3 or not parts[1].lstrip("-").isdigit():
             raise ProtocolError(f"queue info entry {entry!r} is not '<retry> <queueId> <value>'")
         found[parts[0], int(parts[1])] = parts[2]
+    return found
+
+
+def order_count_key(queue_id: int, queue_offset: int) -> str:
+    """One message's key in `orderCountInfo`."""
+    return f"qo{queue_id}%{queue_offset}"
+
+
+def order_count_info(topic: str, counts: list[tuple[int, int, int]]) -> str:
+    """`orderCountInfo` for (queue id, queue offset, earlier deliveries) of each message."""
+    mark = topic_mark(topic)
+    return ";".join(f"{mark} {order_count_key(q, o)} {n}" for q, o, n in counts)
+
+
+def parse_order_count_info(text: str | None) -> dict[tuple[str, str], int]:
+    """`orderCountInfo` read back: (`<retry>` mark, `order_count_key` or queue id) -> count.
+    ProtocolError when an entry is not `"<retry> <key> <count>"`."""
+    found: dict[tuple[str, str], int] = {}
+    for entry in filter(None, (text or "").split(";")):
+        parts = entry.split(" ")
+        if len(parts) != 3 or not parts[2].isdigit():
+            raise ProtocolError(f"order count entry {entry!r} is not '<retry> <key> <count>'")
+        found[parts[0], parts[1]] = int(parts[2])
     return found
 
 

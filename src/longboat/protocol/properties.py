@@ -65,6 +65,10 @@ class Prop:
     START_DELIVER_TIME = "__STARTDELIVERTIME"
     # RocketMQ 5's trace context (W3C traceparent), the v2 system property trace_context.
     TRACE_CONTEXT = "TRACE_CONTEXT"
+    # Light message queues (RIP-28): the `%LMQ%` queues a message also goes to (comma-
+    # separated, the application's), and its offset in each (the broker's).
+    INNER_MULTI_DISPATCH = "INNER_MULTI_DISPATCH"
+    INNER_MULTI_QUEUE_OFFSET = "INNER_MULTI_QUEUE_OFFSET"
 
 
 KEY_SEPARATOR = " "
@@ -82,7 +86,7 @@ RESERVED_PROPERTIES: frozenset[str] = frozenset(
         "POP_CK_OFFSET", "1ST_POP_TIME", Prop.TRAN_PREPARED_QUEUE_OFFSET, "DUP_INFO",
         "EXTEND_UNIQ_INFO", Prop.INSTANCE_ID, Prop.CORRELATION_ID, Prop.REPLY_TO_CLIENT,
         Prop.TTL, Prop.ARRIVE_TIME, Prop.PUSH_REPLY_TIME, Prop.CLUSTER, Prop.MSG_TYPE,
-        "INNER_MULTI_QUEUE_OFFSET", "TIMER_DELAY_MS", "TIMER_DELAY_SEC", Prop.TIMER_DELIVER_MS,
+        Prop.INNER_MULTI_QUEUE_OFFSET, "TIMER_DELAY_MS", "TIMER_DELAY_SEC", Prop.TIMER_DELIVER_MS,
         Prop.TIMER_ENQUEUE_MS, Prop.TIMER_DEQUEUE_MS, "TIMER_ROLL_TIMES", "TIMER_OUT_MS",
         "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", "__BORNHOST", "BORN_TIMESTAMP",
         "DLQ_ORIGIN_TOPIC", "DLQ_ORIGIN_MESSAGE_ID", "CRC32",

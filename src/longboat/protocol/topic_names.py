@@ -138,6 +138,26 @@ def is_reply_topic(topic: str, reserved: set[str]) -> bool:
     return topic.endswith(REPLY_TOPIC_SUFFIX) and topic[: -len(REPLY_TOPIC_SUFFIX)] in reserved
 
 
+# Light message queues (RocketMQ's LMQ, RIP-28): a `%LMQ%` name is one queue (id 0) that a
+# message reaches through its INNER_MULTI_DISPATCH property, with no topic config or route.
+LMQ_PREFIX = "%LMQ%"
+LMQ_QUEUE_ID = 0
+LMQ_SEPARATOR = ","  # between the names of INNER_MULTI_DISPATCH
+
+
+def is_lmq(topic: str) -> bool:
+    return topic.startswith(LMQ_PREFIX)
+
+
+def topic_allows_lmq(topic: str) -> bool:
+    """Whether a message stored in `topic` goes to its LMQs (MixAll.topicAllowsLMQ): not while
+    it waits for its delay or timer, nor as a group's retry copy; once in its real topic (or a
+    dead-letter topic) it does, so a delayed message reaches its LMQs once, when due."""
+    return not (
+        topic.startswith((RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX)) or topic == SCHEDULE_TOPIC
+    )
+
+
 def admin_topic_refusal(topic: str) -> str | None:
     """Why an admin may not create, update or delete `topic`, None when it may: an illegal
     name, or one of the broker's own (TopicValidator.validateTopic and isSystemTopic)."""

@@ -23,6 +23,7 @@ from itertools import accumulate
 from longboat.protocol.ids import host_bytes, offset_msg_id_prefix
 from longboat.protocol.message import POS_PHYSICALOFFSET, MessageExt, encode_record_batch
 from longboat.protocol.properties import RawProperties
+from longboat.protocol.topic_names import LMQ_QUEUE_ID, topic_allows_lmq
 from longboat.store import lmq
 from longboat.store.admission import Admission, Admitted
 from longboat.store.arrivals import Arrivals
@@ -179,7 +180,7 @@ class Appender:
                 next_offset += plain
         messages = admitted.messages
         targets = None
-        if self._multi_dispatch and len(messages) == 1:
+        if self._multi_dispatch and len(messages) == 1 and topic_allows_lmq(topic):
             messages, targets = lmq.plan(self._queues, messages)
         host, port = self._store_host, self._store_port
         data, sizes = encode_record_batch(
@@ -261,8 +262,8 @@ class Appender:
                 code = redispatch.add(msg)
                 if code is not None:
                     notify.setdefault((msg.topic, msg.queue_id, code), msg.properties)
-                    for name, _ in lmq.lmq_targets(msg.properties):
-                        notify.setdefault((name, lmq.LMQ_QUEUE_ID, code), msg.properties)
+                    for name, _ in lmq.lmq_targets(msg.topic, msg.properties):
+                        notify.setdefault((name, LMQ_QUEUE_ID, code), msg.properties)
                 self.last_store_ms = max(self.last_store_ms, msg.store_timestamp)
             touched = redispatch.finish(scan.end)
             if scan.problem is not None:

@@ -3,8 +3,8 @@
 A table that changes one row at a time (topics: one per creation, thousands in a burst) would
 pay a rewrite of every row per change if it were persisted whole; here a change costs one
 line appended (fdatasync'd at once or at the owner's next `sync`), whatever the table's size,
-and the snapshot is rewritten only when the log has grown as long as the table (`compact`,
-from a background thread), so the amortised cost per change stays constant.
+and the snapshot is rewritten only when the log has grown as long as the snapshot it follows
+(`compact`, from a background thread), so the amortised cost per change stays constant.
 
     <snapshot>.log: one JSON object per line, in the order the changes were made
 

@@ -14,6 +14,7 @@ from dataclasses import KW_ONLY, dataclass, field
 
 from longboat.protocol.message import MessageExt
 from longboat.protocol.sysflags import MessageSysFlag
+from longboat.protocol.topic_names import LMQ_QUEUE_ID
 from longboat.store import lmq
 from longboat.store.consume_queue import ENTRY, ConsumeQueue
 from longboat.store.index.key_index import KeyIndex
@@ -81,7 +82,8 @@ class Redispatch:
         """The LMQ queues (and offsets) the record was dispatched to besides its own."""
         if lmq.INNER_MULTI_QUEUE_OFFSET not in msg.properties:
             return []
-        return [((name, lmq.LMQ_QUEUE_ID), o) for name, o in lmq.lmq_targets(msg.properties)]
+        targets = lmq.lmq_targets(msg.topic, msg.properties)
+        return [((name, LMQ_QUEUE_ID), offset) for name, offset in targets]
 
     def _write_index(self, end: int) -> None:
         self.index.add(self._hashes, self._offsets, self._stamps, end)

@@ -6,7 +6,12 @@ from a heartbeat) and is written before the call returns: a created topic that v
 crash would surprise every client routed to it.  A change is one line appended to
 `topics.json.log` (change_log), not a rewrite of the table, so creating the 100,000th topic
 costs what the first did; `compact` (the store's maintenance thread) folds the log into
-`topics.json` once it holds as many changes as the table has topics.  Durability follows the
+`topics.json` once it holds as many changes as that snapshot holds topics.  Measured against
+the snapshot, not the table: while topics are only created, the table grows as fast as the
+log and stays ahead of it, so the log would never fold.  Against the snapshot, a burst of
+creations folds each time the table has doubled: a rewrite costs a constant amortised per
+change, and the log holds no more changes than the snapshot holds topics (past
+COMPACT_AFTER_CHANGES) plus what one maintenance tick adds.  Durability follows the
 commit log's: with `sync_each_change` (SYNC_FLUSH) each change is fdatasync'd before the call
 returns; otherwise it survives a process crash at once and a power loss after the next
 `sync` (every checkpoint), as an ASYNC_FLUSH message does.
@@ -41,6 +46,7 @@ class TopicConfigTable(VersionedTable[TopicConfig]):
         self.path = path
         self._sync_each_change = sync_each_change
         self._changes = ChangeLog(path.with_name(path.name + ".log"))
+        self._snapshot_topics = 0  # in `topics.json` as last read or written
 
     def load(self) -> None:
         """The snapshot, then every change logged after it: a change the snapshot already
@@ -53,6 +59,7 @@ class TopicConfigTable(VersionedTable[TopicConfig]):
             config.topic_name = kept_name(config.topic_name)
             table[config.topic_name] = config
         version = DataVersion.from_dict(data.get("dataVersion"))
+        snapshot_topics = len(table)
         del data  # the parsed snapshot goes before the log is replayed
         with self._lock:
             for change in self._changes.replay():
@@ -67,6 +74,7 @@ class TopicConfigTable(VersionedTable[TopicConfig]):
                     table.pop(change["delete"], None)
             self._table = table
             self._version = version
+            self._snapshot_topics = snapshot_topics
 
     @property
     def data_version(self) -> DataVersion:
@@ -101,11 +109,12 @@ class TopicConfigTable(VersionedTable[TopicConfig]):
             self._changes.sync()
 
     def compact(self) -> bool:
-        """Fold the logged changes into the snapshot when the log is as long as the table
-        (and past COMPACT_AFTER_CHANGES); True when it did.  Changes go on meanwhile: the
-        table is copied under the lock, written outside it.  Caller: the maintenance thread."""
+        """Fold the logged changes into the snapshot when the log holds as many changes as the
+        snapshot holds topics (and at least COMPACT_AFTER_CHANGES); True when it did.  Changes
+        go on meanwhile: the table is copied under the lock, written outside it.  Caller: the
+        maintenance thread."""
         with self._lock:
-            if self._changes.records < max(COMPACT_AFTER_CHANGES, len(self._table)):
+            if self._changes.records < max(COMPACT_AFTER_CHANGES, self._snapshot_topics):
                 return False
             table = dict(self._table)
             version = self._version
@@ -119,6 +128,7 @@ class TopicConfigTable(VersionedTable[TopicConfig]):
         )
         with self._lock:
             self._changes.drop_before(covered)
+            self._snapshot_topics = len(table)
         return True
 
     def close(self) -> None:

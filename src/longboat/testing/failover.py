@@ -236,6 +236,16 @@ class ProcessCluster:
     def member_at(self, addr: str | None) -> Member | None:
         return next((m for m in self.brokers + self.controllers if m.addr == addr), None)
 
+    def master_of(self, info: ReplicasInfo) -> Member:
+        """The broker `info` names as its group's master.  AssertionError, naming the address
+        and this cluster's brokers, when none is at it (no master elected yet, or one this
+        cluster does not run): a test then fails saying so, not on `None` a line later."""
+        master = next((m for m in self.brokers if m.addr == info.master_address), None)
+        if master is None:
+            brokers = ", ".join(f"{m.name} at {m.addr}" for m in self.brokers)
+            raise AssertionError(f"the master {info.master_address} is none of {brokers}")
+        return master
+
     # ------------------------------------------------------------------ asking the controllers
 
     async def _ask(

@@ -160,8 +160,7 @@ class FaultRunner:
         """The member in the fault's role now: the master the controller names (waiting
         for one to be elected), or the `slave`-th of the others by name."""
         info = await self.cluster.wait_until(self.client, lambda i: bool(i.master_address))
-        master = self.cluster.member_at(info.master_address)
-        assert master is not None, f"no member at {info.master_address}"
+        master = self.cluster.master_of(info)
         if fault.slave is None:
             return master
         slaves = sorted((m for m in self.cluster.brokers if m is not master), key=lambda m: m.name)

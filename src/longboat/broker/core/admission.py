@@ -31,10 +31,10 @@ from longboat.protocol.topic_names import (
     DLQ_GROUP_TOPIC_PREFIX,
     NOT_ALLOWED_SEND_TOPICS,
     RETRY_GROUP_TOPIC_PREFIX,
+    is_lmq,
     validate_topic,
 )
 from longboat.protocol.types import PERM_READ, PERM_WRITE
-from longboat.store.lmq import is_lmq
 
 _CLUSTER_MARKER = property_marker(Prop.CLUSTER)
 

@@ -27,16 +27,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from longboat.broker.core.append import Appender
+from longboat.broker.core.message_filter import MessageFilter
 from longboat.broker.core.pop_journal import PopJournal
 from longboat.broker.core.pop_table import InFlight, PopTable, QueuePop, Record
-from longboat.broker.core.pop_wakeups import ReceiveWakeups
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.feature_host import FeatureHost
+from longboat.broker.state.hold import HoldService
 from longboat.filter.sql92 import Sql92Filter
 from longboat.protocol.errors import ProtocolError
 from longboat.protocol.message import MessageExt, decode_record
@@ -110,14 +111,23 @@ def parse_handle(handle: str) -> tuple[int, int, int]:
     return queue_id, offset, seq
 
 
+# A parked NOTIFICATION is woken by any arrival: its answer applies no filter.
+EVERY_MESSAGE = MessageFilter()
+
+
 class PopService:
     def __init__(
         self,
         controller: PopHost,
+        hold: HoldService[Any, Any],
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """`hold` is the broker's hold service: pops of both protocols that found nothing
+        park there beside the held pulls, until an arrival, a message becoming visible again
+        or their deadline wakes them."""
         self.controller = controller
+        self.hold = hold
         self._clock = clock
         config = controller.config
         # Public for the tests of its durability (written and synced record counts).
@@ -130,10 +140,6 @@ class PopService:
             name="longboat-pop-flush",
         )
         self._turn: dict[tuple[str, str], int] = {}
-        # Pops of both protocols that found nothing park here until an arrival or a message
-        # becoming visible again wakes them.
-        self.wakeups = ReceiveWakeups()
-        self.stopping = False
 
     def now(self) -> float:
         return self._clock()
@@ -154,11 +160,6 @@ class PopService:
     def maybe_compact(self) -> None:
         if self.journal.records_since_compaction >= COMPACT_AFTER_RECORDS:
             self.compact()
-
-    def stop_waiting(self) -> None:
-        """Shutdown: every parked pop answers now, and none parks again."""
-        self.stopping = True
-        self.wakeups.wake_all()
 
     def close(self) -> None:
         self.compact()
@@ -222,30 +223,38 @@ class PopService:
                 self._wake_when_visible(group, topic)
             return popped
 
+        # Woken by the tags its expression accepts; an SQL92 expression is not evaluated on
+        # the arrival (a batch reports the properties of its first message per tag only).
         expression = request.expression
-        codes = None if expression.matches_all else expression.codes
-        return await self._until(group, topic, codes, wait_s, attempt) or []
+        flt = MessageFilter(codes=None if expression.matches_all else expression.codes)
+        return await self._until(group, topic, request.queue_id, flt, wait_s, attempt) or []
 
-    async def notify_waiting(self, group: str, topic: str, queue_id: int, wait_s: float) -> bool:
+    async def notify_waiting(
+        self, group: str, topic: str, queue_id: int, wait_s: float, fifo: bool = False
+    ) -> bool:
         """NOTIFICATION: whether the group has a message to pop (new or visible again, filters
-        not applied, as RocketMQ's answer), waiting up to `wait_s` for one."""
+        not applied, as RocketMQ's answer; with `fifo`, none in a queue an orderly pop holds),
+        waiting up to `wait_s` for one."""
         return await self._until(
-            group, topic, None, wait_s, lambda: self.has_visible(group, topic, queue_id)
+            group,
+            topic,
+            queue_id,
+            EVERY_MESSAGE,
+            wait_s,
+            lambda: self.has_visible(group, topic, queue_id, fifo),
         )
 
-    def has_visible(self, group: str, topic: str, queue_id: int = -1) -> bool:
-        config = self.controller.topics.get(topic)
-        if config is None:
-            return False
+    def has_visible(self, group: str, topic: str, queue_id: int = -1, fifo: bool = False) -> bool:
         store, now = self.controller.store, self._clock()
-        queues = range(config.read_queue_nums) if queue_id < 0 else [queue_id]
-        for qid in queues:
+        for qid in self._queue_ids(topic, queue_id):
             q = self.table.queue(group, topic, qid)
             if q is None:
                 committed = self.controller.offsets.query(group, topic, qid)
                 start = committed if committed is not None else store.min_offset(topic, qid)
                 if store.max_offset(topic, qid) > start:
                     return True
+            elif fifo and q.held(now):
+                continue
             elif q.expired(now) or store.max_offset(topic, qid) > q.scanned:
                 return True
         return False
@@ -254,31 +263,47 @@ class PopService:
         self,
         group: str,
         topic: str,
-        codes: frozenset[int] | None,
+        queue_id: int,
+        flt: MessageFilter,
         wait_s: float,
         attempt: Callable[[], T],
     ) -> T:
-        """`attempt()` until it gives something truthy or `wait_s` ran out, parked between
-        tries until an arrival on `topic` (whose tags code is in `codes`; None: any) or a
-        message of the group becoming visible again."""
+        """`attempt()` until it gives something truthy or `wait_s` ran out, parked in the
+        hold service between tries until an arrival on `topic` that `flt` passes, a message
+        of the group becoming visible again or the deadline.  Each try starts by noting the
+        ends of the queues it reads (`queue_id`, -1: all), so the hold service's re-check
+        sees a message stored between the empty try and the parking."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + wait_s
         while True:
+            ends = self._ends(topic, queue_id)
             got = attempt()
             remaining = deadline - loop.time()
-            if got or remaining <= 0 or self.stopping:
+            if got or remaining <= 0:
                 return got
-            # No await since the empty attempt: an arrival cannot slip in before the parking.
-            waiter = self.wakeups.park(topic, codes)
             visible_at = self.next_visible_at(group, topic)
             if visible_at is not None:
                 remaining = min(remaining, max(0.001, visible_at - self.now()))
+            # No await since the empty attempt: parked before anything else runs on the loop.
+            parked = self.hold.park(topic, flt, ends, remaining)
+            if parked is None:  # the broker is stopping: answer what there is
+                return got
             try:
-                await asyncio.wait_for(waiter.event.wait(), remaining)
-            except TimeoutError:
-                pass
+                await parked.event.wait()
             finally:
-                self.wakeups.unpark(waiter)
+                self.hold.leave(parked)  # nothing when it was woken; forgotten when cancelled
+
+    def _queue_ids(self, topic: str, queue_id: int) -> Sequence[int]:
+        """The readable queues of `topic` (none when it is unknown), or `queue_id` alone."""
+        config = self.controller.topics.get(topic)
+        if config is None:
+            return ()
+        return range(config.read_queue_nums) if queue_id < 0 else [queue_id]
+
+    def _ends(self, topic: str, queue_id: int) -> dict[int, int]:
+        """Each of those queues' end (max offset) now."""
+        store = self.controller.store
+        return {qid: store.max_offset(topic, qid) for qid in self._queue_ids(topic, queue_id)}
 
     def _wake_when_visible(self, group: str, topic: str) -> None:
         """Messages just handed out come back when their time runs out: wake the topic's
@@ -290,7 +315,7 @@ class PopService:
     def wake_later(self, topic: str, delay_s: float) -> None:
         """A message of `topic` becomes visible in `delay_s` (re-armed, or at once for 0):
         its parked pops look again then.  `next_visible_at` alone would miss a re-armed one."""
-        asyncio.get_running_loop().call_later(delay_s, self.wakeups.wake_topic, topic)
+        asyncio.get_running_loop().call_later(delay_s, self.hold.wake_pops, topic)
 
     def _open(self, group: str, topic: str, queue_id: int) -> QueuePop:
         store = self.controller.store
@@ -318,9 +343,9 @@ class PopService:
         key = (group, topic, queue_id)
         q = self._open(group, topic, queue_id)
         out: list[Popped] = []
-        expired = q.expired(now)
-        if fifo and q.inflight and (not expired or expired[0] != min(q.inflight)):
+        if fifo and q.held(now):
             return out  # the queue's oldest message is still out: nothing after it goes
+        expired = q.expired(now)
         limit = self.max_attempts(group)
         for offset in expired:
             if len(out) >= max_msgs:

@@ -24,7 +24,8 @@ current one is stale (acked already, redelivered since, or re-armed), which is w
 ack of a redelivered message's old handle fail instead of acking the new delivery.
 
 FIFO groups (ordered consumption): a queue with anything in flight delivers nothing new; only
-its own expired messages come back, in offset order, and only once the oldest has expired.
+its own expired messages come back, in offset order, and only once the oldest has expired
+(until then the queue is `held`).
 Producers hash a message group to one queue, so a group's next message waits for the
 previous one's ack.
 
@@ -70,6 +71,11 @@ class QueuePop:
     def expired(self, now: float) -> list[int]:
         """In-flight offsets whose invisible time is over, oldest first."""
         return sorted(o for o, f in self.inflight.items() if f.until <= now)
+
+    def held(self, now: float) -> bool:
+        """FIFO: whether the queue hands out nothing now, its oldest in-flight message still
+        invisible (an ack or that message's time running out releases it)."""
+        return bool(self.inflight) and self.inflight[min(self.inflight)].until > now
 
 
 class PopTable:

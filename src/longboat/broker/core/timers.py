@@ -4,9 +4,13 @@ A message naming `TIMER_DELIVER_MS` (absolute, epoch ms), `TIMER_DELAY_SEC` or
 `TIMER_DELAY_MS` (relative to its arrival) — a gRPC DELAY message's `delivery_timestamp`
 becomes `TIMER_DELIVER_MS` — is stored at once in `rmq_sys_wheel_timer` queue 0, as RocketMQ
 does, with REAL_TOPIC / REAL_QID saying where it belongs and `TIMER_OUT_MS` (also its tags
-code) the instant it is due.  That instant is the delivery time rounded UP to
-`timerPrecisionMs`, so none arrives before its time (RocketMQ files a message in the slot
-below its instant and reads each slot one grain after it began: late by up to a grain too).
+code) the instant it is due.  That instant is the delivery time rounded UP to the grain, so
+none arrives before its time and none later than RocketMQ's: RocketMQ files a message in the
+slot of its time rounded down (one grain below it when it is a multiple of the grain) and
+reads a slot once its grain has passed, which is the same instant (RocketMQ's own
+`TIMER_OUT_MS`, and the time in its recall handle, name that slot: one grain below ours).
+The grain is what RocketMQ makes of `timerPrecisionMs` (`timer_precision`): 100, 200, 500
+or 1,000 ms.
 A time already past is no timer: the message is stored as sent.  One farther than
 `timerMaxDelaySec` is refused with RocketMQ's code and remark; with `timerWheelEnable=false`
 every timer message is refused (SYSTEM_ERROR), as RocketMQ refuses it.  A message with a
@@ -17,6 +21,7 @@ A send of a timer message answers with its recall handle (`protocol/recall_handl
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Protocol
 
 from longboat.broker.core.refusal import Reason, Refusal
@@ -28,23 +33,27 @@ from longboat.store import MessageInner
 
 TIMER_TOPIC = "rmq_sys_wheel_timer"
 TIMER_QUEUE = 0
+# MessageStoreConfig.setTimerPrecisionMs: the only grains RocketMQ's wheel runs at.
+_GRAINS_MS = (100, 200, 500, 1000)
 _TIMER_PROPS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS)
 
 
 class Timers(Protocol):
     """What the adapters and the metrics use of the broker's timer service."""
 
-    enqueued: int  # timer messages stored (rocketmq_timer_enqueue_total)
-    dequeued: int  # delivered to their topics (rocketmq_timer_dequeue_total)
+    # Timer messages filed in the wheel / delivered to their topics, by real topic
+    # (rocketmq_timer_enqueue_total / rocketmq_timer_dequeue_total).
+    enqueued: Counter[str]
+    dequeued: Counter[str]
 
     @property
     def pending(self) -> int:
-        """Timers waiting (rocketmq_timer_message_snapshot)."""
+        """Timers waiting (rocketmq_timer_dequeue_lag)."""
         ...
 
-    @property
-    def earliest_due_ms(self) -> int | None:
-        """The earliest due time of a pending timer, None when none waits."""
+    def due_counts(self) -> tuple[list[int], list[int]]:
+        """The pending timers' due times (ms, in no order) and, aligned, how many are due
+        at each; safe to call from another thread (the metrics scrape's)."""
         ...
 
     def recall(self, topic: str, raw_handle: str) -> str:
@@ -56,10 +65,17 @@ def has_timer(properties: dict[str, str]) -> bool:
     return any(name in properties for name in _TIMER_PROPS)
 
 
+def timer_precision(setting_ms: int) -> int:
+    """The grain RocketMQ makes of a `timerPrecisionMs` setting: the largest of 100, 200, 500
+    and 1,000 ms not above it (100 below that), so a setting coarser than 1 s runs at 1 s."""
+    return max((grain for grain in _GRAINS_MS if grain <= setting_ms), default=_GRAINS_MS[0])
+
+
 def reroute_timer(
     msg: MessageInner, now_ms: int, precision_ms: int, max_delay_sec: int, enabled: bool = True
 ) -> bool:
-    """Rewrite a timer message in place to the timer queue; False when it is none (or due
+    """Rewrite a timer message in place to the timer queue, due at its time rounded up to
+    the grain of the `timerPrecisionMs` setting `precision_ms`; False when it is none (or due
     already).  Refusal (MESSAGE_ILLEGAL) when its time is unreadable or too far ahead;
     Refusal (SYSTEM_ERROR, RocketMQ's remark) for any timer when timers are off."""
     props = msg.properties
@@ -87,7 +103,8 @@ def reroute_timer(
         return False
     if deliver_ms - now_ms > max_delay_ms:
         raise Refusal(Reason.ILLEGAL_DELIVERY_TIME, illegal_timer_remark(max_delay_ms))
-    due_ms = -(-deliver_ms // precision_ms) * precision_ms
+    grain = timer_precision(precision_ms)
+    due_ms = -(-deliver_ms // grain) * grain
     props[Prop.TIMER_OUT_MS] = str(due_ms)
     props[Prop.REAL_TOPIC] = msg.topic
     props[Prop.REAL_QID] = str(msg.queue_id)

@@ -3,8 +3,9 @@ beside remoting, over the same store: RocketMQ 5 clients (the official Python cl
 5 client) produce and consume with the pop model without a separate proxy.
 
 The controller calls `install` when `grpcListenPort` >= 0 (0: any free port): a `grpc.aio`
-server starts on the broker's event loop when the broker starts, and stops first at
-shutdown, answering parked receives.  The modules:
+server starts on the broker's event loop when the broker starts, and stops at shutdown once
+the hold service answered its parked receives (one coming in meanwhile is answered at
+once).  The modules:
 
 | module        | job                                                              |
 |---------------|------------------------------------------------------------------|
@@ -17,8 +18,9 @@ shutdown, answering parked receives.  The modules:
 
 What the RPCs serve is the broker's core, shared with remoting: the send checks and the
 append (`core/admission.py`, `core/append.py`), pop consumption (`core/pop.py`, its table
-`core/pop_table.py`, journal `core/pop_journal.py` and parked pops `core/pop_wakeups.py`: one
-state for both protocols, a group may mix them), transactions (`core/transactions.py`:
+`core/pop_table.py` and journal `core/pop_journal.py`, its long polls parked in the hold
+service `state/hold.py` beside the held pulls: one state for both protocols, a group may mix
+them), transactions (`core/transactions.py`:
 TRANSACTION sends stored as halves, ended, producers reached over Telemetry), and DELAY
 messages, timers of the core (`core/timers.py`) delivered and recalled by the broker's timer
 service (`services/delivery_timer.py`), as over remoting.
@@ -82,8 +84,6 @@ class GrpcEndpoint:
 
     async def stop(self) -> None:
         service, server = self.service, self._server
-        if service is not None:
-            service.pop.stop_waiting()
         if server is not None:
             await server.stop(STOP_GRACE_S)
             self._server = None

@@ -437,7 +437,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             )
         self.pop.maybe_compact()
         # An ack can release a FIFO queue's next message: parked receives look again.
-        self.pop.wakeups.wake_topic(request.topic.name)
+        self.pop.hold.wake_pops(request.topic.name)
         await self.pop.acks_durable()
         codes = {e.status.code for e in entries}
         if not entries:
@@ -471,7 +471,7 @@ class MessagingService(svc_grpc.MessagingServiceServicer):  # type: ignore[misc]
             group = self._group(request.group)
             self._topic(request.topic, PERM_READ)
             self.pop.forward_to_dlq(group, request.topic.name, request.receipt_handle)
-            self.pop.wakeups.wake_topic(request.topic.name)
+            self.pop.hold.wake_pops(request.topic.name)
         except Refusal as refusal:
             return svc.ForwardMessageToDeadLetterQueueResponse(status=refused(refusal))
         await self.pop.acks_durable()

@@ -13,7 +13,8 @@ core's.  This module decodes, calls it and encodes RocketMQ's answers:
   checkpoint in `POP_CK` (`protocol/pop_headers.ExtraInfo`), its deliveries so far in
   RECONSUMETIMES, and the per-queue `startOffsetInfo` / `msgOffsetInfo` (plus
   `orderCountInfo` for an orderly pop) in the header; PULL_NOT_FOUND when the long poll
-  (`pollTime`) ran out empty.  Parked pops wait in the core's one list for both protocols.
+  (`pollTime`) ran out empty.  Parked pops of both protocols wait in the broker's hold
+  service beside the held pulls (`state/hold.py`).
 * the checkpoint's reviveQid carries the low 31 bits of the core's handle generation, so an
   ack of a delivery that was redelivered or re-armed since is refused as stale (NO_MESSAGE)
   instead of acking the newer delivery.
@@ -43,6 +44,7 @@ from longboat.protocol.pop_headers import (
     PollingInfoResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
+    order_count_info,
     parse_batch_ack_body,
     queue_info,
     topic_mark,
@@ -82,7 +84,7 @@ class PopProcessor:
         except Refusal as refusal:
             return cmd.make_response(refusal.code, refusal.remark)
         tags = TagExpression.parse("*" if (h.expType or "").upper() == SQL92 else h.exp)
-        fifo = bool(h.order) or ctl.subscription_groups.get(h.consumerGroup).consume_message_orderly
+        fifo = self._orderly(h.consumerGroup, h.order)
         wanted = PopRequest(
             h.consumerGroup,
             h.topic,
@@ -136,11 +138,10 @@ class PopProcessor:
                 )
             )
             body += encode_message(ext)
-        mark = topic_mark(h.topic)
         order_counts = (
-            ";".join(
-                f"{mark} qo{p.message.queue_id}%{p.message.queue_offset} {p.attempt - 1}"
-                for p in popped
+            order_count_info(
+                h.topic,
+                [(p.message.queue_id, p.message.queue_offset, p.attempt - 1) for p in popped],
             )
             if fifo
             else None
@@ -156,16 +157,22 @@ class PopProcessor:
         )
         return cmd.make_response(ext_fields=header.to_ext(), body=bytes(body))
 
+    def _orderly(self, group: str, order: bool | None) -> bool:
+        """An orderly pop (or notification): the request's `order`, or the group's setting."""
+        return bool(order) or self.controller.subscription_groups.get(group).consume_message_orderly
+
     async def notification(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         """NOTIFICATION (200054): whether the group has a message to pop, long-polled up to
-        pollTime, in the same wait list as pops."""
+        pollTime, parked as pops are; an orderly one (as `_orderly` decides for a pop) does
+        not count a queue an orderly pop holds, as RocketMQ's does not."""
         h = NotificationRequestHeader.from_ext(cmd.ext_fields)
         try:
             self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
         except Refusal as refusal:
             return cmd.make_response(refusal.code, refusal.remark)
         wait_s = max(0.0, h.pollTime / 1000 - POLL_RESERVE_S)
-        has = await self.pop.notify_waiting(h.consumerGroup, h.topic, h.queueId, wait_s)
+        fifo = self._orderly(h.consumerGroup, h.order)
+        has = await self.pop.notify_waiting(h.consumerGroup, h.topic, h.queueId, wait_s, fifo)
         return cmd.make_response(ext_fields=NotificationResponseHeader(has).to_ext())
 
     def polling_info(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -175,7 +182,7 @@ class PopProcessor:
             self.controller.admission.read_topic(h.topic, None if h.queueId < 0 else h.queueId)
         except Refusal as refusal:
             return cmd.make_response(refusal.code, refusal.remark)
-        waiting = self.pop.wakeups.parked(h.topic)
+        waiting = self.pop.hold.parked_pops(h.topic)
         return cmd.make_response(ext_fields=PollingInfoResponseHeader(waiting).to_ext())
 
     def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
@@ -243,7 +250,7 @@ class PopProcessor:
             topics.add(entry.topic)
         self.pop.maybe_compact()
         for topic in topics:
-            self.pop.wakeups.wake_topic(topic)
+            self.pop.hold.wake_pops(topic)
         await self.pop.acks_durable()
         return cmd.make_response()
 
@@ -276,7 +283,7 @@ class PopProcessor:
             return cmd.make_response(refusal.code, refusal.remark)
         self.pop.maybe_compact()
         # An ack can release an orderly queue's next message: parked pops look again.
-        self.pop.wakeups.wake_topic(topic)
+        self.pop.hold.wake_pops(topic)
         return cmd.make_response()
 
 

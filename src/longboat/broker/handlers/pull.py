@@ -87,7 +87,7 @@ class PullProcessor:
                 # drains.
                 return cmd.make_response(
                     ResponseCode.SYSTEM_BUSY,
-                    f"[PULL] {hold.held_count} pulls are held (maxHeldPullRequests); "
+                    f"[PULL] {hold.held_pulls} pulls are held (maxHeldPullRequests); "
                     "retry after a short delay",
                 )
             if hold.hold(conn, cmd, request, flt):

@@ -34,8 +34,8 @@ from longboat.protocol.bodies import DataVersion
 from longboat.protocol.codes import VERSION_4_9_8
 from longboat.protocol.headers import GetBrokerConfigResponseHeader
 from longboat.protocol.table_bodies import encode_kv_table
+from longboat.protocol.topic_names import is_lmq
 from longboat.remoting import Connection
-from longboat.store.lmq import is_lmq
 
 if TYPE_CHECKING:
     from longboat.broker.core_host import CoreHost

@@ -20,8 +20,8 @@ A restart rebuilds the wheel from the consume queue alone (tags codes, no commit
 minus the done offsets.
 
 Memory: 8 bytes per pending timer in its due time's array, a dict entry and a heap entry per
-distinct due time (at most `timerMaxDelaySec * 1000 / timerPrecisionMs` of them: 259,200 by
-default), one bit per timer-queue offset since the oldest pending one.
+distinct due time (at most `timerMaxDelaySec * 1000` / the grain, `timer_precision`: 259,200
+by default), one bit per timer-queue offset since the oldest pending one.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import heapq
 import logging
 import time
 from array import array
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -140,6 +141,14 @@ class TimerWheel:
         self.pending -= 1
         return True
 
+    def due_counts(self) -> tuple[list[int], list[int]]:
+        """The due times (ms, in no order) and, aligned, how many timers each has (0 for a
+        slot emptied but not yet dropped).  It only reads, so the metrics scrape's thread
+        may call it: the dict is copied in one step under the GIL (int keys run no Python
+        code), where `earliest` would pop."""
+        slots = self.slots.copy()
+        return list(slots), list(map(len, slots.values()))
+
     def earliest(self) -> int | None:
         """The earliest due time with a timer (empty slots are dropped on the way)."""
         while self.heap and not self.slots.get(self.heap[0]):
@@ -169,9 +178,9 @@ class TimerService:
             controller.config.store_path_root_dir / "config" / CHECKPOINT_FILE
         )
         self.wheel = TimerWheel()
-        # RocketMQ's rocketmq_timer_enqueue_total / dequeue_total.
-        self.enqueued = 0
-        self.dequeued = 0
+        # RocketMQ's rocketmq_timer_enqueue_total / dequeue_total, by real topic.
+        self.enqueued: Counter[str] = Counter()
+        self.dequeued: Counter[str] = Counter()
         self._timer: asyncio.Handle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -201,12 +210,12 @@ class TimerService:
         self._loop = None
 
     def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, _p: Mapping[str, str]
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
         """A timer message was appended (arrival listener, on the loop)."""
         if topic != TIMER_TOPIC:
             return
-        self.enqueued += 1
+        self.enqueued[props.get(Prop.REAL_TOPIC, "")] += 1
         self.wheel.add(tags_code, new_max - 1)
         earliest = self.wheel.earliest()
         if earliest == tags_code:
@@ -245,9 +254,8 @@ class TimerService:
     def pending(self) -> int:
         return self.wheel.pending
 
-    @property
-    def earliest_due_ms(self) -> int | None:
-        return self.wheel.earliest()
+    def due_counts(self) -> tuple[list[int], list[int]]:
+        return self.wheel.due_counts()
 
     def _arm(self) -> None:
         loop = self._loop
@@ -264,6 +272,7 @@ class TimerService:
         now_ms = int(self._clock() * 1000)
         taken = self.wheel.take(now_ms, ROUND)
         done: list[int] = []
+        delivered: Counter[str] = Counter()
         for i, (_, offset) in enumerate(taken):
             ext = self.controller.store.message_at(TIMER_TOPIC, TIMER_QUEUE, offset)
             restored = restored_message(ext) if ext is not None else None
@@ -281,9 +290,10 @@ class TimerService:
                     for later_due, later in taken[i:]:
                         self.wheel.add(later_due, later)
                     break
+                delivered[restored.topic] += 1
             done.append(offset)
         if done:
-            self.dequeued += len(done)
+            self.dequeued.update(delivered)
             self.checkpoint.mark(done)
         more = len(done) == len(taken) == ROUND and self._loop is not None
         if done and not more:

@@ -9,9 +9,10 @@ Two kinds of figures, kept apart so the hot path stays cheap:
   of the pull answers' deliveries (`controller.deliveries`, told the count the read already
   knows), and wake-ups by a hold service observer, so the send and pull modules know
   nothing of metrics, and the module may be installed before or after them.
-* State read at scrape time by a custom collector — held pulls, wake-ups and timeouts, dispatch
-  lag, store size, and per-queue consumer lag and lag time for every group.  Nothing is
-  maintained between scrapes, so a broker with thousands of queues pays only when scraped.
+* State read at scrape time by a custom collector — held pulls and parked pops, their wake-ups
+  and timeouts (by `kind`), dispatch lag, store size, and per-queue consumer lag and lag time
+  for every group.  Nothing is maintained between scrapes, so a broker with thousands of
+  queues pays only when scraped.
 
 Every figure RocketMQ 5 also exports is served a second time under its name and labels
 (`BrokerMetricsConstant`: `rocketmq_messages_in_total`, `rocketmq_consumer_lag_messages`, ...,
@@ -41,6 +42,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from longboat.broker.core.timers import timer_precision
 from longboat.broker.services.timer_metrics import timer_families
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.topic_names import (
@@ -52,7 +54,7 @@ from longboat.remoting import Connection, Handler, HandlerResult
 
 if TYPE_CHECKING:
     from longboat.broker.core_host import CoreHost
-    from longboat.broker.state.hold import HeldPull
+    from longboat.broker.state.hold import HeldPull, HoldService
 
 log = logging.getLogger(__name__)
 
@@ -231,16 +233,7 @@ class StateCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         ctl = self.controller
         store = ctl.store
-        hold = ctl.hold
-        yield GaugeMetricFamily(
-            "longboat_held_pulls", "Pull requests parked by long polling", hold.held_count
-        )
-        yield CounterMetricFamily(
-            "longboat_pull_wakeups", "Held pulls answered by an arrival", hold.woken
-        )
-        yield CounterMetricFamily(
-            "longboat_pull_hold_timeouts", "Held pulls answered by their timer", hold.expired
-        )
+        yield from hold_families(ctl.hold)
         yield GaugeMetricFamily(
             "longboat_dispatch_lag_bytes",
             "Commit-log bytes not yet in consume queues (dispatch is in-line: 0 at rest)",
@@ -374,7 +367,9 @@ class RocketMQ5Collector(Collector):
         )
         storage.add_metric([*values, "local", "disk"], self.controller.store.disk_bytes)
         yield storage
-        yield from timer_families(self.controller.timers, names, values)
+        now_ms = int(time.time() * 1000)
+        grain = timer_precision(cfg.timer_precision_ms)
+        yield from timer_families(self.controller.timers, names, values, now_ms, grain)
 
     def _lag(self, names: list[str], values: list[str]) -> Iterator[Metric]:
         labels = [*names, "consumer_group", "topic", "is_retry", "is_system"]
@@ -407,6 +402,25 @@ class RocketMQ5Collector(Collector):
             families["inflight"].add_metric(row, 0)
             families["ready"].add_metric(row, behind)
         yield from families.values()
+
+
+def hold_families(hold: HoldService[Any, Any]) -> Iterator[Metric]:
+    """The hold service's figures by kind of long poll: `pull` (PULL_MESSAGE) and `pop`
+    (POP_MESSAGE, NOTIFICATION, gRPC ReceiveMessage).  The names are kept from when only
+    pulls were held; a query without `kind` now sums both."""
+    families = (
+        (GaugeMetricFamily, "longboat_held_pulls", "Long polls parked now",
+         hold.held_pulls, hold.held_pops),
+        (CounterMetricFamily, "longboat_pull_wakeups", "Long polls woken by an arrival",
+         hold.woken, hold.pops_woken),
+        (CounterMetricFamily, "longboat_pull_hold_timeouts", "Long polls answered by their timer",
+         hold.expired, hold.pops_expired),
+    )  # fmt: skip
+    for family, name, documentation, pulls, pops in families:
+        metric = family(name, documentation, labels=["kind"])
+        metric.add_metric(["pull"], pulls)
+        metric.add_metric(["pop"], pops)
+        yield metric
 
 
 def install(controller: CoreHost) -> BrokerMetrics:
