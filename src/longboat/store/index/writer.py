@@ -71,9 +71,12 @@ class IndexWriter:
             self._later(self._write_deferred)
 
     def catch_up(self) -> None:
-        """Write the entries of appends that have returned (before a lookup by key)."""
-        if self._pending:
-            with self._lock:
+        """Write the entries of appends that have returned (before a lookup by key).  The
+        flag is read under the lock: a deferred write under way on the appending thread has
+        already taken its entries and cleared it, so a lookup from another thread waits for
+        that write to finish rather than read the index without them."""
+        with self._lock:
+            if self._pending:
                 self.write()
 
     def _write_deferred(self) -> None:
