@@ -70,8 +70,13 @@ def test_a_batch_read_at_once_cases() -> None:
     batch = [b"TAGS\x01a\x02UNIQ_KEY\x01u1", b"UNIQ_KEY\x01u2\x02TAGS\x01b"]
     assert raw_property_each(batch, b"\x02".join(batch), tags) == [b"a", b"b"]
     for odd in ([b"TAGS\x01a", b"UNIQ_KEY\x01u"], [b"TAGS\x01a", b"TAGS\x01"],
-                [b"TAGS\x01a", b"K\x01TAGS\x01b"], [b"TAGS\x01a\x02TAGS\x01b"]):  # fmt: skip
+                [b"TAGS\x01a", b"K\x01TAGS\x01b"],
+                [b"TAGS\x01a\x02TAGS\x01b", b"TAGS\x01c"]):  # fmt: skip
         assert raw_property_each(odd, b"\x02".join(odd), tags) is None
+    # A lone message is read as `raw_property` reads it: the last value wins, none is None.
+    lone = b"TAGS\x01a\x02TAGS\x01b"
+    assert raw_property_each([lone], lone, tags) == [b"b"]
+    assert raw_property_each([b"KEYS\x01k"], b"KEYS\x01k", tags) is None
 
 
 @settings(max_examples=100, deadline=None)

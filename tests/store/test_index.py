@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+from unittest.mock import patch
 
 import pytest
 from hypothesis import given, settings
@@ -150,3 +153,37 @@ def test_a_log_sparser_than_an_index_files_time_range_is_reindexed(store_dir: Pa
             [b"late"],
             [b"later"],
         ]
+
+
+def test_a_lookup_waits_for_a_deferred_index_write_under_way_on_another_thread(
+    store_dir: Path,
+) -> None:
+    """A deferred write takes every pending entry at once; a lookup from another thread
+    while it is under way finds what it is writing, not an index without it."""
+    later: list[Callable[[], None]] = []
+    with MessageStore(small_config(store_dir)) as store:
+        store.defer_indexing(later.append)
+        fill(store, 10)
+        writing, release = threading.Event(), threading.Event()
+        index_add = KeyIndex.add
+
+        def slow_add(index: KeyIndex, *args: Any) -> None:
+            writing.set()
+            assert release.wait(10)
+            index_add(index, *args)
+
+        with patch.object(KeyIndex, "add", slow_add):
+            writer = threading.Thread(target=later.pop())
+            writer.start()
+            assert writing.wait(10)  # the deferred write holds the entries now
+            found: list[list[bytes]] = []
+            lookup = threading.Thread(target=lambda: found.append(bodies(store, "u7")))
+            lookup.start()
+            try:
+                lookup.join(0.2)
+                assert lookup.is_alive()  # waiting for the write, not answering without it
+            finally:
+                release.set()
+                writer.join(10)
+                lookup.join(10)
+        assert found == [[b"7"]]

@@ -92,6 +92,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# How long the key-index entries of an append wait for those of the appends after it: one
+# index write per millisecond, not per send (RocketMQ's dispatcher wakes every millisecond
+# too); a lookup by key writes what waits first, so it sees every send answered.
+_INDEX_WRITE_DELAY = 0.001
+
 Feature = Callable[[CoreHost], None]
 
 # The broker's own request handling, installed first, then the extras.  Order matters only
@@ -296,8 +301,10 @@ class BrokerController(LifecycleHooks):
             tags_code_resolver=self._recovered_tags_code,
         )
         await asyncio.to_thread(self.store.open)
-        # Every append runs on this loop; the key index follows each send's answer out.
-        self.store.defer_indexing(asyncio.get_running_loop().call_soon)
+        # Every append runs on this loop; the key index follows the sends' answers out, the
+        # entries of every append of the next millisecond written together.
+        loop = asyncio.get_running_loop()
+        self.store.defer_indexing(lambda write: loop.call_later(_INDEX_WRITE_DELAY, write))
         self.offsets = self.store.offsets
         self.subscription_groups = SubscriptionGroupTable(
             cfg.store_path_root_dir / "config" / "subscriptionGroup.json", clock=self.clock

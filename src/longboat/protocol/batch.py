@@ -12,6 +12,7 @@ from longboat.protocol.errors import ProtocolError
 from longboat.protocol.properties import properties_to_string, string_to_properties
 
 _HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, body length
+_READ_HEAD = struct.Struct(">i8xii")  # total, flag, body length (magic and crc unused)
 _I16 = struct.Struct(">h")
 _HEAD_SIZE = _HEAD.size
 _ELEMENT_OVERHEAD = _HEAD.size + _I16.size  # an element with empty body and properties
@@ -58,22 +59,25 @@ def split_batch(data: bytes | memoryview) -> list[tuple[bytes, bytes, int]]:
     if not isinstance(data, bytes):
         data = bytes(data)
     elements: list[tuple[bytes, bytes, int]] = []
-    unpack_head = _HEAD.unpack_from
+    append = elements.append
+    unpack_head = _READ_HEAD.unpack_from
     unpack_i16 = _I16.unpack_from
     pos = 0
     limit = len(data)
     try:
         while pos < limit:
-            total, _magic, _crc, flag, body_len = unpack_head(data, pos)
-            end = pos + total
+            total, flag, body_len = unpack_head(data, pos)
             p = pos + _HEAD_SIZE
             q = p + body_len
-            if total < _ELEMENT_OVERHEAD or end > limit or body_len < 0 or q + 2 > end:
+            end = pos + total
+            if body_len < 0:
                 raise ProtocolError(f"bad batch element at {pos}")
             (props_len,) = unpack_i16(data, q)
-            if props_len < 0 or q + 2 + props_len != end:
+            # With lengths that add up to the total, the element is at least its overhead and
+            # its properties end where it does: the one check covers them all.
+            if props_len < 0 or q + 2 + props_len != end or end > limit:
                 raise ProtocolError(f"bad batch element properties at {pos}")
-            elements.append((data[p:q], data[q + 2 : end], flag))
+            append((data[p:q], data[q + 2 : end], flag))
             pos = end
     except struct.error:
         raise ProtocolError(f"truncated batch element at {pos}") from None

@@ -246,7 +246,7 @@ class MessageStore:
 
     def defer_indexing(self, later: Callable[[Callable[[], None]], object]) -> None:
         """Write each append's key-index entries through `later(write)` instead of before
-        the append returns (the broker passes its loop's `call_soon`; see `IndexWriter.defer`).
+        the append returns (the broker passes a timer on its loop; see `IndexWriter.defer`).
         Appends must then all come from the thread `later` runs callbacks on."""
         self._indexer.defer(later)
 

@@ -74,7 +74,10 @@ def outcome(result: PutResult) -> Reason | None:
     """The put status in the core's terms: None when stored and durable as asked, a reason of
     STORED_LATE when stored but not yet known durable; raises `Refusal` when nothing was
     stored (the remark names the store's status and error)."""
-    reason = PUT_OUTCOMES[result.status]
+    status = result.status
+    if status is PutStatus.PUT_OK:  # every stored send: no hash of an Enum (a Python call)
+        return None
+    reason = PUT_OUTCOMES[status]
     if reason is None or reason in STORED_LATE:
         return reason
     if reason is Reason.UNAVAILABLE:

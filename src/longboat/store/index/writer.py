@@ -5,7 +5,8 @@ entries here (`appended`).  They are written once the arrival listeners have bee
 before: a parked pull is woken without waiting for them, whose slots lie on random pages of a
 large file (a page fault each while a fresh index file fills).  The append then writes them
 before it returns (`after_append`), unless the owner defers them (`defer`): the broker has
-them written just after the append's answer leaves, off the producer's round trip.  Either
+them written after the append's answer leaves, off the producer's round trip, together with
+those of the appends that follow within a millisecond (one write for many).  Either
 way a lookup by key sees every append that has returned, since it first writes any entries
 still pending (`catch_up`).
 
@@ -45,10 +46,11 @@ class IndexWriter:
 
     def defer(self, later: Callable[[Callable[[], None]], object]) -> None:
         """Write each append's entries through `later(write)` instead of before the append
-        returns.  The broker passes its loop's `call_soon`: a send's answer is written in the
-        callback that appended, so the entries follow it out instead of delaying it (one
-        batch in flight waits for its answer before sending the next).  Appends must then
-        all come from the thread `later` runs callbacks on."""
+        returns.  The broker passes a millisecond's timer on its loop: a send's answer is
+        written in the callback that appended, so the entries follow it out instead of
+        delaying it (one batch in flight waits for its answer before sending the next), and
+        the appends of that millisecond share one write, whose cost is mostly per write, not
+        per entry.  Appends must then all come from the thread `later` runs callbacks on."""
         self._later = later
 
     def appended(
@@ -69,9 +71,12 @@ class IndexWriter:
             self._later(self._write_deferred)
 
     def catch_up(self) -> None:
-        """Write the entries of appends that have returned (before a lookup by key)."""
-        if self._pending:
-            with self._lock:
+        """Write the entries of appends that have returned (before a lookup by key).  The
+        flag is read under the lock: a deferred write under way on the appending thread has
+        already taken its entries and cleared it, so a lookup from another thread waits for
+        that write to finish rather than read the index without them."""
+        with self._lock:
+            if self._pending:
                 self.write()
 
     def _write_deferred(self) -> None:
