@@ -19,6 +19,13 @@ between the two delivers those messages again (at least once, as RocketMQ), neve
 A restart rebuilds the wheel from the consume queue alone (tags codes, no commit-log read)
 minus the done offsets.
 
+Who files an offset: only a running service, and each offset once.  `start` builds a new
+wheel from the queue up to its end; from then on each arrival files the offsets past the last
+filed one (`_filed`), one or several: the store tells of a batch or a replicated chunk once
+per distinct due time, not once per message.  A broker that does not deliver (a slave in
+controller mode, a master deposed) files nothing: the appends it hears are in the queue that
+its next `start` reads, so a timer is never in the wheel twice nor delivered twice.
+
 Memory: 8 bytes per pending timer in its due time's array, a dict entry and a heap entry per
 distinct due time (at most `timerMaxDelaySec * 1000` / the grain, `timer_precision`: 259,200
 by default), one bit per timer-queue offset since the oldest pending one.
@@ -178,6 +185,8 @@ class TimerService:
             controller.config.store_path_root_dir / "config" / CHECKPOINT_FILE
         )
         self.wheel = TimerWheel()
+        # The timer-queue end filed so far: every offset below it is in the wheel or done.
+        self._filed = 0
         # RocketMQ's rocketmq_timer_enqueue_total / dequeue_total, by real topic.
         self.enqueued: Counter[str] = Counter()
         self.dequeued: Counter[str] = Counter()
@@ -187,39 +196,57 @@ class TimerService:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Load what is done and rebuild the wheel from the timer queue's tags codes."""
+        """Load what is done and build the wheel anew from the timer queue's tags codes (a
+        broker becoming master again starts again: nothing it held before is kept)."""
         self._loop = asyncio.get_running_loop()
         store = self.controller.store
         self.checkpoint.load(store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
-        offset = max(self.checkpoint.base, store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
-        end = store.max_offset(TIMER_TOPIC, TIMER_QUEUE)
+        self.wheel = TimerWheel()
+        self._filed = max(self.checkpoint.base, store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
+        self._file_up_to(store.max_offset(TIMER_TOPIC, TIMER_QUEUE))
+        self._arm()
+
+    def stop(self) -> None:
+        """Stop delivering and drop the wheel: the next `start` builds it from the queue."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._loop = None
+        self.wheel = TimerWheel()
+
+    def on_arrival(
+        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
+    ) -> None:
+        """Timer messages were appended (arrival listener, on the loop): the running service
+        files each offset up to `new_max` not filed yet."""
+        filed = self._filed
+        if topic != TIMER_TOPIC or self._loop is None or new_max <= filed:
+            return
+        self.enqueued[props.get(Prop.REAL_TOPIC, "")] += new_max - filed
+        if new_max == filed + 1:  # one message, as every send appends it: no read
+            self.wheel.add(tags_code, filed)
+            self._filed = new_max
+            if self.wheel.earliest() == tags_code:
+                self._arm()
+        else:
+            self._file_up_to(new_max)
+            self._arm()
+
+    def _file_up_to(self, end: int) -> None:
+        """File the timer-queue offsets from `_filed` to `end` that are not done, by the due
+        times their entries carry."""
+        store = self.controller.store
+        offset = self._filed
         while offset < end:
-            codes = store.tags_codes(TIMER_TOPIC, TIMER_QUEUE, offset, _SCAN_BATCH)
+            count = min(_SCAN_BATCH, end - offset)
+            codes = store.tags_codes(TIMER_TOPIC, TIMER_QUEUE, offset, count)
             if not codes:
                 break
             for due in codes:
                 if not self.checkpoint.done(offset):
                     self.wheel.add(due, offset)
                 offset += 1
-        self._arm()
-
-    def stop(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._loop = None
-
-    def on_arrival(
-        self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
-    ) -> None:
-        """A timer message was appended (arrival listener, on the loop)."""
-        if topic != TIMER_TOPIC:
-            return
-        self.enqueued[props.get(Prop.REAL_TOPIC, "")] += 1
-        self.wheel.add(tags_code, new_max - 1)
-        earliest = self.wheel.earliest()
-        if earliest == tags_code:
-            self._arm()
+        self._filed = max(self._filed, offset)
 
     # ------------------------------------------------------------------ recall
 
