@@ -4,12 +4,10 @@ its time, none twice, whether they share a due time or not."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from pathlib import Path
 
-from broker.wire import Wire, records, sent
-from longboat.protocol import ResponseCode
+from broker.wire import Wire, sent
 from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 from longboat.remoting import RemotingClient
@@ -25,21 +23,13 @@ async def send_timer(wire: Wire, body: bytes, due_ms: int) -> None:
     assert sent(await wire.send(TOPIC, body, props=props)).recallHandle
 
 
-async def read_until(addr: str, last: bytes, timeout_s: float = 60) -> list[MessageExt]:
+async def read_until(addr: str, last: bytes) -> list[MessageExt]:
     """Every message of queue 0 on the broker at `addr`, until `last` is among them."""
-    got: list[MessageExt] = []
     wire = Wire(addr)
     try:
-        async with asyncio.timeout(timeout_s):
-            while all(m.body != last for m in got):
-                answer = await wire.pull(TOPIC, 0, len(got), group="timer-failover")
-                if answer.code == ResponseCode.SUCCESS:
-                    got += records(answer)
-                else:
-                    await asyncio.sleep(0.2)
+        return await wire.pull_until(TOPIC, last, group="timer-failover", timeout_s=60)
     finally:
         await wire.close()
-    return got
 
 
 async def test_timers_pending_at_a_failover_fire_once_each_on_the_new_master_none_early(

@@ -5,7 +5,6 @@ and remarks in each protocol's terms."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +15,7 @@ from rocketmq.grpc_protocol import definition_pb2 as pb
 from rocketmq.grpc_protocol import service_pb2 as svc
 from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
 
-from broker.wire import Wire, records, sent
+from broker.wire import sent
 from longboat.protocol import RequestCode, ResponseCode
 from longboat.protocol.headers import RecallMessageRequestHeader, RecallMessageResponseHeader
 from longboat.protocol.message import MessageExt
@@ -36,19 +35,7 @@ MAX_DELAY_REMARK = (
 class TimerRemoting(RemotingSide):
     def stored_until(self, topic: str, last: bytes) -> list[MessageExt]:
         """Every message of queue 0 of `topic` from its start, until `last` is among them."""
-
-        async def pull(wire: Wire) -> list[MessageExt]:
-            got: list[MessageExt] = []
-            async with asyncio.timeout(20):
-                while all(m.body != last for m in got):
-                    answer = await wire.pull(topic, 0, len(got), group="stored-until")
-                    if answer.code == ResponseCode.SUCCESS:
-                        got += records(answer)
-                    else:
-                        await asyncio.sleep(0.1)
-            return got
-
-        return self._run(pull)
+        return self._run(lambda w: w.pull_until(topic, last, group="stored-until"))
 
     def send_timer(self, topic: str, body: bytes, props: dict[str, str]) -> tuple[str, str]:
         """(recall handle, message id) of a timer sent with `props`."""
