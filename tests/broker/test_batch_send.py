@@ -111,6 +111,7 @@ async def test_bad_batches_are_refused_and_nothing_is_stored(
         for what, body in [
             ("non-UTF-8 properties", join_batch([good, (b"x", b"TAGS\x01\xff\xfe", 0)])),
             ("a delayed message", join_batch([good, (b"x", b"DELAY\x013", 0)])),
+            ("a timer", join_batch([good, (b"x", b"TIMER_DELAY_SEC\x015", 0)])),
             ("a truncated element", join_batch([good, good])[:-3]),
             ("an empty batch", b""),
         ]:

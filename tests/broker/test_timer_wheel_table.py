@@ -1,13 +1,22 @@
 """The timer service's two tables driven by hand: the wheel (pending timers by due time) and
-the checkpoint (which timer-queue offsets are done), with no broker and no clock."""
+the checkpoint (which timer-queue offsets are done), with no broker and no clock; and how
+the service files a store's timers in its wheel (a store, no broker)."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, cast
 
-from longboat.broker.core.timers import TIMER_TOPIC, timer_tags_code
-from longboat.broker.services.delivery_timer import TimerCheckpoint, TimerWheel
+from longboat.broker.core.timers import TIMER_QUEUE, TIMER_TOPIC, timer_tags_code
+from longboat.broker.services.delivery_timer import TimerCheckpoint, TimerService, TimerWheel
 from longboat.protocol.message import MessageExt
+from longboat.protocol.properties import Prop
+from longboat.store import MessageInner, MessageStore
+from store.helpers import small_config
+
+if TYPE_CHECKING:
+    from longboat.broker.core_host import CoreHost
 
 
 def test_the_wheel_gives_what_is_due_in_due_order_and_no_more_than_asked() -> None:
@@ -60,3 +69,45 @@ def test_a_re_dispatched_timer_record_keeps_its_due_time_as_tags_code() -> None:
     older = MessageExt(topic=TIMER_TOPIC, body=b"x", properties={"TIMER_DELIVER_MS": "4000"})
     assert timer_tags_code(older) == 4000
     assert timer_tags_code(MessageExt(topic="Other", body=b"x")) is None
+
+
+class _Host:
+    """What the timer service reads of its broker to file timers: the store and its root."""
+
+    def __init__(self, store: MessageStore, root: Path) -> None:
+        self.store = store
+        self.config = SimpleNamespace(store_path_root_dir=root)
+
+
+def _timer(due_ms: int) -> MessageInner:
+    props = {Prop.TIMER_OUT_MS: str(due_ms), Prop.REAL_TOPIC: "T", Prop.REAL_QID: "0"}
+    return MessageInner(TIMER_TOPIC, TIMER_QUEUE, b"x", props, tags_code=due_ms)
+
+
+def _filed(service: TimerService) -> list[tuple[int, int]]:
+    return sorted((due, o) for due, slot in service.wheel.slots.items() for o in slot)
+
+
+async def test_each_timer_is_filed_once_by_the_running_service_whatever_tells_of_it(
+    tmp_path: Path,
+) -> None:
+    """The store tells of a batch once per distinct due time; a broker that does not deliver
+    (a slave, a deposed master) files nothing; each start files the whole queue anew."""
+    with MessageStore(small_config(tmp_path / "store")) as store:
+        service = TimerService(cast("CoreHost", _Host(store, tmp_path)), clock=lambda: 1.0)
+        store.add_arrival_listener(service.on_arrival)
+        store.put_messages([_timer(5000), _timer(5000), _timer(7000)])  # as a slave hears them
+        assert service.pending == 0
+        service.start()
+        assert _filed(service) == [(5000, 0), (5000, 1), (7000, 2)]
+        store.put_messages([_timer(6000), _timer(6000), _timer(8000)])  # while running
+        store.put_message(_timer(4000))
+        running = [(4000, 6), (5000, 0), (5000, 1), (6000, 3), (6000, 4), (7000, 2), (8000, 5)]
+        assert _filed(service) == running
+        assert sum(service.enqueued.values()) == 4  # those it filed on arrival
+        service.stop()  # deposed
+        assert service.pending == 0
+        store.put_message(_timer(9000))
+        service.start()  # master again
+        assert _filed(service) == [*running, (9000, 7)] and service.pending == 8
+        service.stop()

@@ -4,7 +4,6 @@ and the ones delivered before the kill are not delivered again."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 from broker.test_replication_faults import (  # and `group`, its fixture of a broker group
@@ -12,7 +11,7 @@ from broker.test_replication_faults import (  # and `group`, its fixture of a br
     create_topic,
     group,  # noqa: F401
 )
-from broker.wire import Wire, records, sent
+from broker.wire import Wire, sent
 from longboat.protocol import RequestCode, ResponseCode
 from longboat.protocol.headers import RecallMessageRequestHeader
 from longboat.protocol.message import MessageExt
@@ -28,17 +27,8 @@ async def send_timer(wire: Wire, body: bytes, due_ms: int) -> str:
     return handle
 
 
-async def read_until(wire: Wire, last: bytes, timeout_s: float = 30) -> list[MessageExt]:
-    """Every message of queue 0 from its start, until `last` is among them."""
-    got: list[MessageExt] = []
-    async with asyncio.timeout(timeout_s):
-        while all(m.body != last for m in got):
-            answer = await wire.pull(TOPIC, 0, len(got), group="timer-kill")
-            if answer.code == ResponseCode.SUCCESS:
-                got += records(answer)
-            else:
-                await asyncio.sleep(0.1)
-    return got
+async def read_until(wire: Wire, last: bytes) -> list[MessageExt]:
+    return await wire.pull_until(TOPIC, last, group="timer-kill")
 
 
 async def test_accepted_timers_fire_once_after_a_kill_none_early_none_recalled(

@@ -113,6 +113,21 @@ class Wire:
         response = await self.call(RequestCode.UPDATE_CONSUMER_OFFSET, header)
         assert response.code == 0, response.remark
 
+    async def pull_until(
+        self, topic: str, last: bytes, *, group: str, timeout_s: float = 30.0
+    ) -> list[MessageExt]:
+        """Every message of queue 0 of `topic` from its start, until `last` is among them
+        (a queue that is not there yet is asked again)."""
+        got: list[MessageExt] = []
+        async with asyncio.timeout(timeout_s):
+            while all(m.body != last for m in got):
+                answer = await self.pull(topic, 0, len(got), group=group)
+                if answer.code == 0:
+                    got += records(answer)
+                else:
+                    await asyncio.sleep(0.1)
+        return got
+
     async def close(self) -> None:
         await self.client.close()
 

@@ -130,6 +130,7 @@ def test_a_batch_body_carries_each_message_with_its_own_uniq_key(producer: Produ
         (Message("U", b"x"), "one topic"),
         (Message("T", b"x", delay_level=2), "cannot be delayed"),
         (Message("T", b"x", delay=timedelta(seconds=3)), "cannot be delayed"),
+        (Message("T", b"x", deliver_at=2_000_000_000_000), "cannot be timers"),
         (Message("T", b""), "body is empty"),
     ],
 )

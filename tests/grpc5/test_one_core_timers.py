@@ -18,6 +18,7 @@ from rocketmq.grpc_protocol.service_pb2_grpc import MessagingServiceStub
 from broker.wire import sent
 from longboat.protocol import RequestCode, ResponseCode
 from longboat.protocol.headers import RecallMessageRequestHeader, RecallMessageResponseHeader
+from longboat.protocol.message import MessageExt
 from longboat.protocol.properties import Prop
 
 from .conftest import Grpc5
@@ -32,6 +33,10 @@ MAX_DELAY_REMARK = (
 
 
 class TimerRemoting(RemotingSide):
+    def stored_until(self, topic: str, last: bytes) -> list[MessageExt]:
+        """Every message of queue 0 of `topic` from its start, until `last` is among them."""
+        return self._run(lambda w: w.pull_until(topic, last, group="stored-until"))
+
     def send_timer(self, topic: str, body: bytes, props: dict[str, str]) -> tuple[str, str]:
         """(recall handle, message id) of a timer sent with `props`."""
         props = {**props, Prop.UNIQ_KEY: body.hex().upper()}
@@ -116,6 +121,34 @@ def test_a_timer_sent_in_one_protocol_is_read_in_the_other_not_before_its_time(
     assert handle  # a timer's send answers with its recall handle, in both protocols
     assert sides[other(side)].read(topic, group, until=b"timer") == [b"timer"]
     assert now_ms() >= due
+
+
+def test_several_timers_in_one_grpc_request_fire_once_each_none_early(
+    grpc5: Grpc5, sides: Sides
+) -> None:
+    """One SendMessage with several DELAY messages, some due together, some apart: each is
+    a timer of its own (RocketMQ's proxy would send them as a batch, whose timers its broker
+    ignores)."""
+    topic = grpc5.topic(queues=1)
+    due = now_ms() + 1500
+    timers = {b"same-0": due, b"same-1": due, b"apart-0": due + 400, b"apart-1": due + 800}
+    timers[b"control"] = due + 1200  # the positive signal: due after every other
+    grpc_side = sides["grpc"]
+    assert isinstance(grpc_side, TimerGrpc)
+    messages = []
+    for body, deliver_ms in timers.items():
+        msg = grpc_side._message(topic, body, pb.MessageType.DELAY)
+        msg.system_properties.delivery_timestamp.FromMilliseconds(deliver_ms)
+        messages.append(msg)
+    answer = grpc_side.stub.SendMessage(svc.SendMessageRequest(messages=messages), timeout=10)
+    assert answer.status.code == pb.Code.OK, answer.status.message
+    assert all(entry.recall_handle for entry in answer.entries)
+    remoting = sides["remoting"]
+    assert isinstance(remoting, TimerRemoting)
+    got = remoting.stored_until(topic, b"control")
+    assert sorted(m.body for m in got) == sorted(timers)  # once each
+    for m in got:
+        assert m.store_timestamp >= timers[m.body], m.body  # none early
 
 
 @pytest.mark.parametrize(

@@ -61,7 +61,7 @@ from longboat.broker.handlers import (
     topic_admin,
 )
 from longboat.broker.lifecycle_hooks import LifecycleHooks
-from longboat.broker.services import delay_schedule, delivery_timer
+from longboat.broker.services import delay_schedule, delivery_timer, timer_sync
 from longboat.broker.services.controller_mode import ControllerMode
 from longboat.broker.services.delivery_timer import TimerService
 from longboat.broker.services.ha.master import HAMaster
@@ -402,6 +402,8 @@ class BrokerController(LifecycleHooks):
                 self.subscription_groups,
                 self.store.config.config_dir / delay_schedule.DELAY_OFFSET_FILE,
                 cfg.register_broker_timeout_mills / 1000,
+                self.store.config.config_dir / timer_sync.SYNCED_FILE,
+                lambda: self.store.max_physical_offset,
             )
             self.add_periodic(cfg.slave_synchronize_interval / 1000, self.slave_sync.sync_all)
             return cfg.ha_port or self.server.port + 1

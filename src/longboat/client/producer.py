@@ -301,7 +301,8 @@ class Producer(InstanceUser):
         **choice: Unpack[QueueChoice],
     ) -> SendResult:
         """Send messages of one topic as one request; they land in one queue, in order, with
-        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules).  The
+        consecutive offsets.  No delay levels, no retry topics (RocketMQ's batch rules), no
+        timers (RocketMQ would deliver them at once; Longboat's broker refuses them).  The
         queue is chosen as for `send`, with the first message."""
         check_choice(choice)
         for m in msgs:
@@ -417,7 +418,7 @@ class Producer(InstanceUser):
         uniqs = self._uniq.next_many(len(msgs))
         for i, m in enumerate(msgs):
             body = m.body
-            if m.topic != topic or m.delayed or not body:
+            if m.topic != topic or m.delayed or m.deliver_at is not None or not body:
                 _refuse_in_batch(m, topic)
             if m.properties or m.keys:
                 props = m.wire_properties()
@@ -495,6 +496,8 @@ def _refuse_in_batch(msg: Message, topic: str) -> None:
         raise ClientUsageError(f"a batch must have one topic: {topic!r} and {msg.topic!r}")
     if msg.delayed:
         raise ClientUsageError("batched messages cannot be delayed")
+    if msg.deliver_at is not None:
+        raise ClientUsageError("batched messages cannot be timers: send each on its own")
     _check_body(msg)
 
 

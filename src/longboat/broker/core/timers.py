@@ -14,7 +14,9 @@ or 1,000 ms.
 A time already past is no timer: the message is stored as sent.  One farther than
 `timerMaxDelaySec` is refused with RocketMQ's code and remark; with `timerWheelEnable=false`
 every timer message is refused (SYSTEM_ERROR), as RocketMQ refuses it.  A message with a
-delay level keeps the level and loses its timer properties (RocketMQ's HookUtils).
+delay level keeps the level and loses its timer properties (RocketMQ's HookUtils).  A batch
+holding a message that would be a timer is refused (`handlers/send.py`): RocketMQ reads only
+the batch's own properties and stores its messages as sent, each delivered before its time.
 
 A send of a timer message answers with its recall handle (`protocol/recall_handle.py`).
 """
@@ -35,7 +37,7 @@ TIMER_TOPIC = "rmq_sys_wheel_timer"
 TIMER_QUEUE = 0
 # MessageStoreConfig.setTimerPrecisionMs: the only grains RocketMQ's wheel runs at.
 _GRAINS_MS = (100, 200, 500, 1000)
-_TIMER_PROPS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS)
+TIMER_PROPS = (Prop.TIMER_DELAY_SEC, Prop.TIMER_DELAY_MS, Prop.TIMER_DELIVER_MS)
 
 
 class Timers(Protocol):
@@ -62,7 +64,7 @@ class Timers(Protocol):
 
 
 def has_timer(properties: dict[str, str]) -> bool:
-    return any(name in properties for name in _TIMER_PROPS)
+    return any(name in properties for name in TIMER_PROPS)
 
 
 def timer_precision(setting_ms: int) -> int:
@@ -82,7 +84,7 @@ def reroute_timer(
     if msg.topic == TIMER_TOPIC or Prop.TIMER_OUT_MS in props or not has_timer(props):
         return False
     if props.get(Prop.DELAY, "0") not in ("", "0"):
-        for name in _TIMER_PROPS:
+        for name in TIMER_PROPS:
             props.pop(name, None)
         return False
     if not MessageSysFlag.is_consumable_transaction_type(msg.sys_flag):

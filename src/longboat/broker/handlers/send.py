@@ -29,7 +29,7 @@ from longboat.broker.core.append import LATE_REMARKS, outcome
 from longboat.broker.core.half_messages import half_message, is_half
 from longboat.broker.core.refusal import Reason, Refusal
 from longboat.broker.core.retry_policy import route_retry_send
-from longboat.broker.core.timers import TIMER_TOPIC, recall_handle_for
+from longboat.broker.core.timers import TIMER_PROPS, TIMER_TOPIC, recall_handle_for, reroute_timer
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.batch import split_batch
 from longboat.protocol.errors import ProtocolError
@@ -58,6 +58,7 @@ if TYPE_CHECKING:
 
 _BORN_HOST = "longboat.born_host"
 _DELAY_MARKER = property_marker(Prop.DELAY)
+_TIMER_MARKERS = tuple(property_marker(name) for name in TIMER_PROPS)
 _WAIT_MARKER = property_marker(Prop.WAIT)
 # A single send whose property string holds one of these takes the parsed path.
 _SPECIAL_MARKERS = tuple(
@@ -71,6 +72,7 @@ _SPECIAL_MARKERS = tuple(
     )
 )
 _LOOPBACK = b"\x7f\x00\x00\x01"
+TIMER_IN_BATCH_REMARK = "messages of a batch may not be timers: send each timer on its own"
 
 SendAnswer = RemotingCommand | Awaitable[RemotingCommand]
 
@@ -219,6 +221,7 @@ class SendProcessor:
                 half_message(msg)
             return _Send(msg, queue_id, wait)
         messages = self._batch_messages(cmd, topic, props)
+        self._refuse_timers(topic, queue_id, sys_flag, messages)
         batch = _encoded(conn, header, topic, queue_id, sys_flag, born_host, messages)
         return _Send(batch, queue_id, wait)
 
@@ -244,6 +247,38 @@ class SendProcessor:
                     _refuse_delayed(string_to_properties(props.decode(errors="replace")))
         appended = properties_to_string(batch_props).encode()
         return [(body, _with_appended(props, appended), flag) for body, props, flag in elements]
+
+    def _refuse_timers(
+        self, topic: str, queue_id: int, sys_flag: int, messages: list[tuple[bytes, bytes, int]]
+    ) -> None:
+        """Refuse (MESSAGE_ILLEGAL) a batch holding a message that, sent alone, would be a
+        timer: a batch is one append to one queue, a timer waits in the wheel's.  RocketMQ
+        stores such a batch as plain messages, each delivered at once, before its time.
+        Checked on the messages with the batch's properties appended, which could name one;
+        a timer refused alone (too far ahead, timers off) is refused with its own remark."""
+        joined = b"\x02".join([props for _, props, _ in messages])
+        if not any(marker in joined for marker in _TIMER_MARKERS):
+            return
+        cfg = self.controller.config
+        now_ms = int(self.appender.clock() * 1000)
+        for body, props, _ in messages:
+            if not any(marker in props for marker in _TIMER_MARKERS):
+                continue
+            alone = MessageInner(
+                topic=topic,
+                queue_id=queue_id,
+                body=body,
+                properties=string_to_properties(props.decode(errors="replace")),
+                sys_flag=sys_flag,
+            )
+            if reroute_timer(
+                alone,
+                now_ms,
+                cfg.timer_precision_ms,
+                cfg.timer_max_delay_sec,
+                cfg.timer_wheel_enable,
+            ):
+                raise Refusal(Reason.ILLEGAL_MESSAGE, TIMER_IN_BATCH_REMARK)
 
     def _plain_message(
         self, cmd: RemotingCommand, header: SendMessageRequestHeader, text: str

@@ -17,7 +17,16 @@ Persistence: the messages are in the commit log; what is done is `config/timerCh
 after each burst of deliveries (and each recall), after the copies were appended: a crash
 between the two delivers those messages again (at least once, as RocketMQ), never loses one.
 A restart rebuilds the wheel from the consume queue alone (tags codes, no commit-log read)
-minus the done offsets.
+minus the done offsets.  The file is this broker's own: a slave copies instead the time before
+which its master has delivered every timer (`timer_sync`, GET_TIMER_CHECK_POINT), and a slave
+that becomes master counts the timers due before it done.
+
+Who files an offset: only a running service, and each offset once.  `start` builds a new
+wheel from the queue up to its end; from then on each arrival files the offsets past the last
+filed one (`_filed`), one or several: the store tells of a batch or a replicated chunk once
+per distinct due time, not once per message.  A broker that does not deliver (a slave in
+controller mode, a master deposed) files nothing: the appends it hears are in the queue that
+its next `start` reads, so a timer is never in the wheel twice nor delivered twice.
 
 Memory: 8 bytes per pending timer in its due time's array, a dict entry and a heap entry per
 distinct due time (at most `timerMaxDelaySec * 1000` / the grain, `timer_precision`: 259,200
@@ -44,6 +53,8 @@ from longboat.broker.core.timers import (
     decode_recall_handle,
 )
 from longboat.broker.services.delay_schedule import restored_message
+from longboat.broker.services.timer_sync import SYNCED_FILE, checkpoint_body, done_before
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.properties import Prop
 from longboat.store import PutStatus
 from longboat.store.json_file import read_json, write_bytes_atomic
@@ -174,10 +185,15 @@ class TimerService:
     def __init__(self, controller: CoreHost, *, clock: Callable[[], float] = time.time) -> None:
         self.controller = controller
         self._clock = clock
-        self.checkpoint = TimerCheckpoint(
-            controller.config.store_path_root_dir / "config" / CHECKPOINT_FILE
-        )
+        config_dir = controller.config.store_path_root_dir / "config"
+        self.checkpoint = TimerCheckpoint(config_dir / CHECKPOINT_FILE)
+        # What this broker copied of its master's progress while it was a slave.
+        self.synced_path = config_dir / SYNCED_FILE
+        # Start's scan: every timer due before this is done (its master delivered it).
+        self._done_before = 0
         self.wheel = TimerWheel()
+        # The timer-queue end filed so far: every offset below it is in the wheel or done.
+        self._filed = 0
         # RocketMQ's rocketmq_timer_enqueue_total / dequeue_total, by real topic.
         self.enqueued: Counter[str] = Counter()
         self.dequeued: Counter[str] = Counter()
@@ -187,39 +203,85 @@ class TimerService:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
-        """Load what is done and rebuild the wheel from the timer queue's tags codes."""
+        """Load what is done and build the wheel anew from the timer queue's tags codes (a
+        broker becoming master again starts again: nothing it held before is kept)."""
         self._loop = asyncio.get_running_loop()
         store = self.controller.store
         self.checkpoint.load(store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
-        offset = max(self.checkpoint.base, store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
-        end = store.max_offset(TIMER_TOPIC, TIMER_QUEUE)
-        while offset < end:
-            codes = store.tags_codes(TIMER_TOPIC, TIMER_QUEUE, offset, _SCAN_BATCH)
-            if not codes:
-                break
-            for due in codes:
-                if not self.checkpoint.done(offset):
-                    self.wheel.add(due, offset)
-                offset += 1
+        self.wheel = TimerWheel()
+        self._filed = max(self.checkpoint.base, store.min_offset(TIMER_TOPIC, TIMER_QUEUE))
+        self._done_before = done_before(self.synced_path, store.max_physical_offset)
+        self._file_up_to(store.max_offset(TIMER_TOPIC, TIMER_QUEUE))
+        self._done_before = 0
         self._arm()
 
     def stop(self) -> None:
+        """Stop delivering and drop the wheel: the next `start` builds it from the queue."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._loop = None
+        self.wheel = TimerWheel()
 
     def on_arrival(
         self, topic: str, queue_id: int, new_max: int, tags_code: int, props: Mapping[str, str]
     ) -> None:
-        """A timer message was appended (arrival listener, on the loop)."""
-        if topic != TIMER_TOPIC:
+        """Timer messages were appended (arrival listener, on the loop): the running service
+        files each offset up to `new_max` not filed yet."""
+        filed = self._filed
+        if topic != TIMER_TOPIC or self._loop is None or new_max <= filed:
             return
-        self.enqueued[props.get(Prop.REAL_TOPIC, "")] += 1
-        self.wheel.add(tags_code, new_max - 1)
-        earliest = self.wheel.earliest()
-        if earliest == tags_code:
+        self.enqueued[props.get(Prop.REAL_TOPIC, "")] += new_max - filed
+        if new_max == filed + 1:  # one message, as every send appends it: no read
+            self.wheel.add(tags_code, filed)
+            self._filed = new_max
+            if self.wheel.earliest() == tags_code:
+                self._arm()
+        else:
+            self._file_up_to(new_max)
             self._arm()
+
+    def _file_up_to(self, end: int) -> None:
+        """File the timer-queue offsets from `_filed` to `end` that are not done, by the due
+        times their entries carry."""
+        store = self.controller.store
+        offset = self._filed
+        done_before = self._done_before
+        delivered: list[int] = []
+        while offset < end:
+            count = min(_SCAN_BATCH, end - offset)
+            codes = store.tags_codes(TIMER_TOPIC, TIMER_QUEUE, offset, count)
+            if not codes:
+                break
+            for due in codes:
+                if due < done_before:
+                    delivered.append(offset)
+                elif not self.checkpoint.done(offset):
+                    self.wheel.add(due, offset)
+                offset += 1
+        self._filed = max(self._filed, offset)
+        if delivered:  # by the master this broker followed
+            self.checkpoint.mark(delivered)
+            self.checkpoint.save()
+
+    def checkpoint_answer(self, conn: object, cmd: RemotingCommand) -> RemotingCommand:
+        """GET_TIMER_CHECK_POINT: this master's progress, for its slaves (`timer_sync`);
+        refused by a broker that does not deliver timers."""
+        if self._loop is None:
+            return cmd.make_response(
+                ResponseCode.SYSTEM_ERROR, "this broker does not deliver timer messages now"
+            )
+        store = self.controller.store
+        now_ms = int(self._clock() * 1000)
+        earliest = self.wheel.earliest()
+        body = checkpoint_body(
+            now_ms if earliest is None else min(now_ms, earliest),
+            self._filed,
+            store.max_offset(TIMER_TOPIC, TIMER_QUEUE),
+            store.max_physical_offset,
+            now_ms,
+        )
+        return cmd.make_response(body=body)
 
     # ------------------------------------------------------------------ recall
 
@@ -319,6 +381,7 @@ def install(controller: CoreHost) -> TimerService | None:
         return None
     service = TimerService(controller, clock=controller.clock)
     controller.add_arrival_listener(service.on_arrival)
+    controller.router.register(RequestCode.GET_TIMER_CHECK_POINT, service.checkpoint_answer)
     if cfg.enable_controller_mode:  # the master of the moment delivers them
         controller.add_master_hooks(service.start, service.stop)
     else:

@@ -8,9 +8,11 @@ names the master:
   putAll), so a consumer that starts while the master is down resumes where the group was;
 * GET_ALL_DELAY_OFFSET (45): the delay levels' progress file, read if the slave is ever
   started as a master;
-* GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the group table, when its data version differs.
+* GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201): the group table, when its data version differs;
+* GET_TIMER_CHECK_POINT (60): which timers the master delivered (`timer_sync`), so the slave
+  does not deliver them again if it becomes master.
 
-The four are independent: one refused or malformed answer is logged and the others still
+The five are independent: one refused or malformed answer is logged and the others still
 apply.  A slave whose master is gone (the name server names none) copies nothing and keeps
 what it has.  The bodies are RocketMQ's, so a Longboat slave can follow a RocketMQ master
 (`tests/java/test_slave_sync_rocketmq.py`).
@@ -24,6 +26,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from longboat.broker.services.timer_sync import take_checkpoint
 from longboat.broker.state.subscription_groups import SubscriptionGroupTable
 from longboat.broker.state.topics import TopicManager
 from longboat.protocol import ProtocolError, RemotingCommand, RequestCode, ResponseCode, fastjson
@@ -41,7 +44,7 @@ log = logging.getLogger(__name__)
 
 @dataclass(eq=False, slots=True)
 class SlaveSynchronize:
-    """The four copies above from the master at `master_addr` (none while it is None), each
+    """The five copies above from the master at `master_addr` (none while it is None), each
     request bounded by `timeout_s`."""
 
     client: RemotingClient
@@ -50,6 +53,9 @@ class SlaveSynchronize:
     groups: SubscriptionGroupTable
     delay_offset_path: Path
     timeout_s: float
+    # The timer progress file (`timer_sync`) and this store's commit-log end.
+    timer_synced_path: Path
+    log_end: Callable[[], int]
     master_addr: str | None = field(default=None, init=False)
     syncs: int = field(default=0, init=False)  # completed rounds, for tests
 
@@ -62,6 +68,7 @@ class SlaveSynchronize:
             (RequestCode.GET_ALL_CONSUMER_OFFSET, self._take_offsets),
             (RequestCode.GET_ALL_DELAY_OFFSET, self._take_delay_offsets),
             (RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self._take_groups),
+            (RequestCode.GET_TIMER_CHECK_POINT, self._take_timer_checkpoint),
         ]
         for code, take in steps:
             body = await self._fetch(addr, code)
@@ -100,6 +107,10 @@ class SlaveSynchronize:
         if not isinstance(progress, dict):
             raise ProtocolError("delay offsets are not a JSON object")
         await asyncio.to_thread(write_json_atomic, self.delay_offset_path, progress)
+
+    async def _take_timer_checkpoint(self, body: bytes) -> None:
+        end = self.log_end()  # read before the file is written: the log only grows
+        await asyncio.to_thread(take_checkpoint, self.timer_synced_path, body, end)
 
     async def _take_groups(self, body: bytes) -> None:
         wrapper = SubscriptionGroupWrapper.from_json(body)
