@@ -30,11 +30,12 @@ from typing import Any
 
 from longboat.client import ClientConfig
 from longboat.client.sync import Admin
-from peers.process import run_peer
+from peers.process import run_guarded, run_peer
 from peers.rocketmq import (
     CLIENT_DIR,
     JAVA_DIR,
     JDK17_OPENS,
+    LMQ_SETTINGS,
     PEER_JVM_OPTIONS,
     START_TIMEOUT_S,
     RocketMQCluster,
@@ -77,11 +78,6 @@ BROKER5_SETTINGS: dict[str, object] = {
     # committed a second time when the check says commit.
     "transactionOpBatchInterval": 100,
 }
-
-
-# Light message queues (RIP-28, the `lmq` differential scenario), on the session broker only:
-# they change only what a message naming `%LMQ%` queues or a pull of an `%LMQ%` topic gets.
-LMQ_SETTINGS: dict[str, object] = {"enableLmq": "true", "enableMultiDispatch": "true"}
 
 
 @dataclass
@@ -239,7 +235,7 @@ def run_pop_consume(
         topic,
         str(count),
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return run_guarded(command, POP_PROGRAM.parent, timeout=timeout)
 
 
 def main() -> None:
@@ -252,7 +248,8 @@ def main() -> None:
     print(
         f"Apache RocketMQ {VERSION}: name server {cluster.namesrv_addr}, broker "
         f"{cluster.broker_addr}, proxy remoting {cluster.proxy_remoting_addr}, "
-        f"proxy gRPC {cluster.grpc_endpoint}"
+        f"proxy gRPC {cluster.grpc_endpoint}",
+        flush=True,
     )
     serve_until_interrupted(cluster, home)
 
