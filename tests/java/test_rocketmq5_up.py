@@ -1,6 +1,6 @@
 """`make rocketmq5-up` (``python -m peers.rocketmq5``) as a user runs it: it starts Apache
-RocketMQ 5.3.3 (a name server, and the proxy hosting the broker) on random ports and says where,
-serves Longboat's client, and Ctrl-C (SIGINT) stops it with every JVM gone."""
+RocketMQ 5.3.3 (a name server, and the proxy hosting the broker) on random ports, or those given,
+and says where; it serves Longboat's client, and Ctrl-C (SIGINT) stops it with every JVM gone."""
 
 from __future__ import annotations
 
@@ -18,18 +18,30 @@ from client.client_e2e import config_for, read_topic, unique
 from longboat.client import Message
 from longboat.client.producer import Producer
 from peers.proc_tree import alive, command_line, jvms_under
+from peers.rocketmq import free_port
 from peers.rocketmq5 import VERSION
 
 pytestmark = pytest.mark.java
 
 TESTS_DIR = Path(__file__).resolve().parent.parent
-UP_LINE = re.compile(rf"Apache RocketMQ {re.escape(VERSION)}: name server (\S+),")
+UP_LINE = re.compile(
+    rf"Apache RocketMQ {re.escape(VERSION)}: name server (\S+), .*proxy remoting 127.0.0.1:(\d+),"
+)
 
 
 async def test_rocketmq5_up_serves_until_interrupted(java_peers: None, tmp_path: Path) -> None:
+    remoting_port = free_port()  # one port pinned (ROCKETMQ5_ARGS), the others left random
     up = subprocess.Popen(
         # As the Makefile runs it (from tests/), with a home of the test's.
-        [sys.executable, "-m", "peers.rocketmq5", "--home", str(tmp_path / "home")],
+        [
+            sys.executable,
+            "-m",
+            "peers.rocketmq5",
+            "--home",
+            str(tmp_path / "home"),
+            "--remoting-port",
+            str(remoting_port),
+        ],
         cwd=TESTS_DIR,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -41,6 +53,7 @@ async def test_rocketmq5_up_serves_until_interrupted(java_peers: None, tmp_path:
         said = up.stdout.readline()  # once both JVMs serve and the broker registered
         found = UP_LINE.match(said)
         assert found, said + up.stdout.read()
+        assert int(found.group(2)) == remoting_port
         jvms = jvms_under(up.pid)
         started = " ".join(command_line(jvm) for jvm in jvms)
         assert len(jvms) == 2 and "NamesrvStartup" in started and "ProxyStartup" in started

@@ -114,12 +114,20 @@ def wait_registered(namesrv_addr: str, broker_name: str) -> None:
             time.sleep(0.1)
 
 
-def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
-    """Start a 5.x name server and a local-mode proxy with its broker, all under ``home``."""
+def start_rocketmq5(
+    home: Path,
+    *,
+    namesrv_port: int = 0,
+    broker_port_number: int = 0,
+    grpc_port: int = 0,
+    remoting_port: int = 0,
+) -> RocketMQ5Cluster:
+    """Start a 5.x name server and a local-mode proxy with its broker, all under ``home``, on
+    the ports given (random free loopback ports for those left 0)."""
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
-    namesrv, namesrv_addr = start_namesrv(home, SERVER5_DIR)
-    broker = broker_settings(home, namesrv_addr, broker_port())
+    namesrv, namesrv_addr = start_namesrv(home, SERVER5_DIR, namesrv_port)
+    broker = broker_settings(home, namesrv_addr, broker_port_number or broker_port())
     broker.update(
         {
             "brokerClusterName": "RocketMQ5Cluster",
@@ -130,7 +138,7 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
     )
     broker_conf = home / "conf" / "broker.conf"
     broker_conf.write_text(properties_text(broker))
-    grpc_port, remoting_port = free_port(), free_port()
+    grpc_port, remoting_port = grpc_port or free_port(), remoting_port or free_port()
     proxy_conf = home / "conf" / "rmq-proxy.json"
     proxy_conf.write_text(
         json.dumps(
@@ -241,10 +249,18 @@ def run_pop_consume(
 def main() -> None:
     """Start a RocketMQ 5 cluster by hand (``make rocketmq5-up``) and keep it until Ctrl-C."""
     parser = argparse.ArgumentParser(prog="python -m peers.rocketmq5", description=main.__doc__)
+    for server in ("namesrv", "broker", "grpc", "remoting"):
+        parser.add_argument(f"--{server}-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--home", type=Path, help="ROCKETMQ_HOME and store (default: a temp dir)")
     options = parser.parse_args()
     home = options.home or Path(tempfile.mkdtemp(prefix="rocketmq5-"))
-    cluster = start_rocketmq5(home)
+    cluster = start_rocketmq5(
+        home,
+        namesrv_port=options.namesrv_port,
+        broker_port_number=options.broker_port,
+        grpc_port=options.grpc_port,
+        remoting_port=options.remoting_port,
+    )
     print(
         f"Apache RocketMQ {VERSION}: name server {cluster.namesrv_addr}, broker "
         f"{cluster.broker_addr}, proxy remoting {cluster.proxy_remoting_addr}, "
