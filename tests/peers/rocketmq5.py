@@ -65,6 +65,8 @@ BROKER_JVM_OPTIONS = (
     "-XX:+UseG1GC",
 )
 
+# A cluster-mode proxy holds no store: a small heap.
+CLUSTER_PROXY_JVM_OPTIONS = ("-Xms128m", "-Xmx256m", "-XX:+UseSerialGC")
 
 # What a 5.x broker needs beyond `broker_settings`.
 BROKER5_SETTINGS: dict[str, object] = {
@@ -114,6 +116,53 @@ def wait_registered(namesrv_addr: str, broker_name: str) -> None:
             time.sleep(0.1)
 
 
+def write_proxy_conf(
+    home: Path, cluster_name: str, namesrv_addr: str, grpc_port: int, remoting_port: int
+) -> Path:
+    """The proxy's rmq-proxy.json under ``home``; its path."""
+    conf = home / "conf" / "rmq-proxy.json"
+    conf.write_text(
+        json.dumps(
+            {
+                "rocketMQClusterName": cluster_name,
+                "namesrvAddr": namesrv_addr,
+                "grpcServerPort": grpc_port,
+                "remotingListenPort": remoting_port,
+                # The address a cluster-mode proxy gives remoting clients in its routes (by
+                # default the host's first address, not loopback).
+                "remotingAccessAddr": "127.0.0.1",
+                # SimpleConsumers in tests hide a message for 1-2 s (the default floor: 10 s).
+                "minInvisibleTimeMillsForRecv": 1000,
+            }
+        )
+    )
+    return conf
+
+
+def spawn_proxy(home: Path, args: tuple[str, ...], jvm_options: tuple[str, ...]) -> RocketMQProcess:
+    """Start ``ProxyStartup`` with ``args``; return once it serves (both its servers listen,
+    and in local mode its broker started)."""
+    proxy = spawn_server(
+        "proxy", home, SERVER5_DIR, "org.apache.rocketmq.proxy.ProxyStartup", args, jvm_options
+    )
+    proxy.wait_started("rocketmq-proxy startup successfully", START_TIMEOUT_S)
+    return proxy
+
+
+def start_cluster_proxy(home: Path, cluster: RocketMQ5Cluster) -> tuple[RocketMQProcess, str]:
+    """Start a second proxy for ``cluster``, in cluster mode (``-pm cluster``: a JVM of its own
+    that reaches the broker through the name server, as RocketMQ 5 is deployed with separate
+    proxies); return it and its remoting address."""
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "logs").mkdir(exist_ok=True)
+    remoting_port = free_port()
+    conf = write_proxy_conf(
+        home, cluster.cluster_name, cluster.namesrv_addr, free_port(), remoting_port
+    )
+    proxy = spawn_proxy(home, ("-pm", "cluster", "-pc", str(conf)), CLUSTER_PROXY_JVM_OPTIONS)
+    return proxy, f"127.0.0.1:{remoting_port}"
+
+
 def start_rocketmq5(
     home: Path,
     *,
@@ -139,18 +188,8 @@ def start_rocketmq5(
     broker_conf = home / "conf" / "broker.conf"
     broker_conf.write_text(properties_text(broker))
     grpc_port, remoting_port = grpc_port or free_port(), remoting_port or free_port()
-    proxy_conf = home / "conf" / "rmq-proxy.json"
-    proxy_conf.write_text(
-        json.dumps(
-            {
-                "rocketMQClusterName": broker["brokerClusterName"],
-                "namesrvAddr": namesrv_addr,
-                "grpcServerPort": grpc_port,
-                "remotingListenPort": remoting_port,
-                # SimpleConsumers in tests hide a message for 1-2 s (the default floor: 10 s).
-                "minInvisibleTimeMillsForRecv": 1000,
-            }
-        )
+    proxy_conf = write_proxy_conf(
+        home, str(broker["brokerClusterName"]), namesrv_addr, grpc_port, remoting_port
     )
     cluster = RocketMQ5Cluster(
         home,
@@ -163,18 +202,13 @@ def start_rocketmq5(
         processes=[namesrv],
     )
     try:
-        proxy = spawn_server(
-            "proxy",
+        proxy = spawn_proxy(
             home,
-            SERVER5_DIR,
-            "org.apache.rocketmq.proxy.ProxyStartup",
             ("-pm", "local", "-pc", str(proxy_conf), "-bc", str(broker_conf)),
             BROKER_JVM_OPTIONS,
         )
         cluster.processes.append(proxy)
-        # Printed once the broker started and both servers listen; the broker's registration
-        # with the name server may still be on its way.
-        proxy.wait_started("rocketmq-proxy startup successfully", START_TIMEOUT_S)
+        # The broker's registration with the name server may still be on its way.
         wait_registered(namesrv_addr, cluster.broker_name)
     except BaseException:
         cluster.stop()
