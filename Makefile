@@ -90,7 +90,8 @@ rocketmq-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq $(ROCKETMQ_ARGS)
 
 ## Start Apache RocketMQ 5.3.3: a name server and a proxy in local mode with its broker (random
-## ports, printed: the broker's, the proxy's remoting and gRPC ports); ROCKETMQ5_ARGS=--home DIR.
+## ports, printed: the broker's, the proxy's remoting and gRPC ports); ROCKETMQ5_ARGS=--home DIR,
+## --namesrv-port, --broker-port, --grpc-port, --remoting-port P pin them.
 .PHONY: rocketmq5-up
 rocketmq5-up: $(STAMP) java-peers
 	cd tests && ../$(PY) -m peers.rocketmq5 $(ROCKETMQ5_ARGS)

@@ -59,6 +59,7 @@ from peers.ali_ons import require_node_peer
 from peers.rocketmq import (
     CLIENT5_DIR,
     CLIENT_DIR,
+    LMQ_SETTINGS,
     SERVER_DIR,
     RocketMQCluster,
     classpath,
@@ -294,7 +295,7 @@ def java_peers() -> None:
 def rocketmq_cluster(
     java_peers: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RocketMQCluster]:
-    cluster = start_rocketmq(tmp_path_factory.mktemp("rocketmq"))
+    cluster = start_rocketmq(tmp_path_factory.mktemp("rocketmq"), broker_options=LMQ_SETTINGS)
     yield cluster
     cluster.stop()
 

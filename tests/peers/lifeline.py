@@ -15,7 +15,7 @@ sits between the two:
   exits with the command's exit status.
 
 Started by path, not as a module, so it imports nothing from the suite and starts in a few
-milliseconds; see `guarded` in peers.rocketmq, and tests/java/test_orphan_safety.py.
+milliseconds; see `guarded` in peers.process, and tests/java/test_orphan_safety.py.
 """
 
 from __future__ import annotations

@@ -3,21 +3,58 @@
 Every peer program in this folder (the Node.js ali-ons scripts, the Java programs) prints one
 JSON object per line on stdout and human-readable logs on stderr. `run_peer` runs one to
 completion; `PeerProcess` runs one in the background so a test can wait for particular events
-(e.g. a consumer's "ready") while it does something else.
+(e.g. a consumer's "ready") while it does something else. Both run the peer under
+`peers.lifeline` (`guarded`), so a peer still running when the test session is SIGKILLed dies
+with it instead of running on to its own timeout.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import queue
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+
+# The guard every server JVM and every peer runs under, so none outlives the test session.
+LIFELINE = Path(__file__).resolve().parent / "lifeline.py"
+
+
+def guarded(command: Sequence[str]) -> list[str]:
+    """``command`` run by `peers.lifeline`: the caller gives it as stdin a pipe whose write end
+    it keeps open, never written, for as long as the command may live (the kernel closes it
+    when the caller dies, however it dies, and the guard then kills the command)."""
+    return [sys.executable, str(LIFELINE), *command]
+
+
+def run_guarded(
+    command: Sequence[str], cwd: Path, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` to completion under `guarded`, its output captured as text.
+
+    `subprocess.run` would close a piped stdin at once (nothing to write), which the guard
+    reads as its starter's death: the pipe is made here, its write end held until the end."""
+    lifeline_in, lifeline_out = os.pipe()
+    try:
+        return subprocess.run(
+            guarded(command),
+            cwd=cwd,
+            stdin=lifeline_in,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    finally:
+        os.close(lifeline_in)
+        os.close(lifeline_out)
 
 
 def parse_lines(name: str, text: str) -> list[dict[str, Any]]:
@@ -42,9 +79,7 @@ def run_peer(
     non-zero exit raises AssertionError carrying the exit code, stderr and the events seen,
     because the peer's stderr is what explains an interop failure.
     """
-    proc = subprocess.run(
-        list(command), cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
-    )
+    proc = run_guarded(command, cwd, timeout=timeout)
     events = parse_lines(name, proc.stdout)
     if check and proc.returncode != 0:
         raise AssertionError(
@@ -68,7 +103,12 @@ class PeerProcess:
         self.name = name
         self._stderr = tempfile.TemporaryFile("w+")  # noqa: SIM115 - closed in __exit__
         self.proc: subprocess.Popen[str] = subprocess.Popen(
-            list(command), cwd=cwd, stdout=subprocess.PIPE, stderr=self._stderr, text=True
+            guarded(command),
+            cwd=cwd,
+            stdin=subprocess.PIPE,  # the lifeline: never written, closed in __exit__
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            text=True,
         )
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.seen: list[dict[str, Any]] = []
@@ -161,6 +201,7 @@ class PeerProcess:
                 except subprocess.TimeoutExpired:
                     self.kill()
         finally:
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                if pipe is not None:
+                    pipe.close()
             self._stderr.close()

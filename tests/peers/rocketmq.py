@@ -22,7 +22,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Mapping
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from peers.process import PeerProcess, run_peer
+from peers.process import PeerProcess, guarded, run_peer
 
 JAVA_DIR = Path(__file__).resolve().parent / "java"
 CLIENT_DIR = JAVA_DIR / "client"
@@ -38,8 +37,6 @@ CLIENT_DIR = JAVA_DIR / "client"
 CLIENT5_DIR = JAVA_DIR / "client5"
 PEER5_PROGRAM = "dev.longboat.peers5.Grpc5"
 SERVER_DIR = JAVA_DIR / "server"
-# The guard every server JVM runs under, so none outlives the test session (see its docstring).
-LIFELINE = Path(__file__).resolve().parent / "lifeline.py"
 SKIP_VARIABLE = "LONGBOAT_SKIP_JAVA"
 PEER_PACKAGE = "dev.longboat.peers"
 START_TIMEOUT_S = 90.0
@@ -280,7 +277,7 @@ def spawn_server(
     )
     with output.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, str(LIFELINE), *command],
+            guarded(command),
             cwd=home,
             stdin=subprocess.PIPE,  # the lifeline: never written, closed by our death
             stdout=out,
@@ -355,6 +352,12 @@ def broker_settings(home: Path, namesrv_addr: str, port: int) -> dict[str, objec
     }
 
 
+# Light message queues (RIP-28, since 4.9.3; the `lmq` differential scenario), on the session
+# brokers only (4.9.7's and 5.3.3's): they change only what a message naming `%LMQ%` queues
+# (INNER_MULTI_DISPATCH) or a pull of an `%LMQ%` topic gets.
+LMQ_SETTINGS: dict[str, object] = {"enableLmq": "true", "enableMultiDispatch": "true"}
+
+
 def start_rocketmq(
     home: Path,
     *,
@@ -424,7 +427,10 @@ def main() -> None:
     cluster = start_rocketmq(
         home, namesrv_port=options.namesrv_port, broker_port_number=options.broker_port
     )
-    print(f"Apache RocketMQ name server {cluster.namesrv_addr}, broker {cluster.broker_addr}")
+    print(
+        f"Apache RocketMQ name server {cluster.namesrv_addr}, broker {cluster.broker_addr}",
+        flush=True,
+    )
     serve_until_interrupted(cluster, home)
 
 
@@ -437,8 +443,15 @@ class StartedCluster(Protocol):
 
 
 def serve_until_interrupted(cluster: StartedCluster, home: Path) -> None:
-    """Keep a cluster started by hand until Ctrl-C or until one of its JVMs exits."""
-    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops it")
+    """Keep a cluster started by hand until Ctrl-C or SIGTERM, or until one of its JVMs exits.
+
+    Both signals stop it cleanly (each JVM gets SIGTERM: RocketMQ's shutdown hooks run); they
+    are set here since a shell starting this in the background, or a supervisor, may have
+    left SIGINT ignored, and SIGTERM would otherwise end Python at once (the guards would then
+    SIGKILL the JVMs, no shutdown hook run)."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    print(f"home and store: {home} (logs in {home / 'logs'}); Ctrl-C stops it", flush=True)
     try:
         while all(p.proc.poll() is None for p in cluster.processes):
             time.sleep(0.5)

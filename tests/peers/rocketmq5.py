@@ -30,11 +30,12 @@ from typing import Any
 
 from longboat.client import ClientConfig
 from longboat.client.sync import Admin
-from peers.process import run_peer
+from peers.process import run_guarded, run_peer
 from peers.rocketmq import (
     CLIENT_DIR,
     JAVA_DIR,
     JDK17_OPENS,
+    LMQ_SETTINGS,
     PEER_JVM_OPTIONS,
     START_TIMEOUT_S,
     RocketMQCluster,
@@ -64,6 +65,8 @@ BROKER_JVM_OPTIONS = (
     "-XX:+UseG1GC",
 )
 
+# A cluster-mode proxy holds no store: a small heap.
+CLUSTER_PROXY_JVM_OPTIONS = ("-Xms128m", "-Xmx256m", "-XX:+UseSerialGC")
 
 # What a 5.x broker needs beyond `broker_settings`.
 BROKER5_SETTINGS: dict[str, object] = {
@@ -77,11 +80,6 @@ BROKER5_SETTINGS: dict[str, object] = {
     # committed a second time when the check says commit.
     "transactionOpBatchInterval": 100,
 }
-
-
-# Light message queues (RIP-28, the `lmq` differential scenario), on the session broker only:
-# they change only what a message naming `%LMQ%` queues or a pull of an `%LMQ%` topic gets.
-LMQ_SETTINGS: dict[str, object] = {"enableLmq": "true", "enableMultiDispatch": "true"}
 
 
 @dataclass
@@ -118,12 +116,67 @@ def wait_registered(namesrv_addr: str, broker_name: str) -> None:
             time.sleep(0.1)
 
 
-def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
-    """Start a 5.x name server and a local-mode proxy with its broker, all under ``home``."""
+def write_proxy_conf(
+    home: Path, cluster_name: str, namesrv_addr: str, grpc_port: int, remoting_port: int
+) -> Path:
+    """The proxy's rmq-proxy.json under ``home``; its path."""
+    conf = home / "conf" / "rmq-proxy.json"
+    conf.write_text(
+        json.dumps(
+            {
+                "rocketMQClusterName": cluster_name,
+                "namesrvAddr": namesrv_addr,
+                "grpcServerPort": grpc_port,
+                "remotingListenPort": remoting_port,
+                # The address a cluster-mode proxy gives remoting clients in its routes (by
+                # default the host's first address, not loopback).
+                "remotingAccessAddr": "127.0.0.1",
+                # SimpleConsumers in tests hide a message for 1-2 s (the default floor: 10 s).
+                "minInvisibleTimeMillsForRecv": 1000,
+            }
+        )
+    )
+    return conf
+
+
+def spawn_proxy(home: Path, args: tuple[str, ...], jvm_options: tuple[str, ...]) -> RocketMQProcess:
+    """Start ``ProxyStartup`` with ``args``; return once it serves (both its servers listen,
+    and in local mode its broker started)."""
+    proxy = spawn_server(
+        "proxy", home, SERVER5_DIR, "org.apache.rocketmq.proxy.ProxyStartup", args, jvm_options
+    )
+    proxy.wait_started("rocketmq-proxy startup successfully", START_TIMEOUT_S)
+    return proxy
+
+
+def start_cluster_proxy(home: Path, cluster: RocketMQ5Cluster) -> tuple[RocketMQProcess, str]:
+    """Start a second proxy for ``cluster``, in cluster mode (``-pm cluster``: a JVM of its own
+    that reaches the broker through the name server, as RocketMQ 5 is deployed with separate
+    proxies); return it and its remoting address."""
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
-    namesrv, namesrv_addr = start_namesrv(home, SERVER5_DIR)
-    broker = broker_settings(home, namesrv_addr, broker_port())
+    remoting_port = free_port()
+    conf = write_proxy_conf(
+        home, cluster.cluster_name, cluster.namesrv_addr, free_port(), remoting_port
+    )
+    proxy = spawn_proxy(home, ("-pm", "cluster", "-pc", str(conf)), CLUSTER_PROXY_JVM_OPTIONS)
+    return proxy, f"127.0.0.1:{remoting_port}"
+
+
+def start_rocketmq5(
+    home: Path,
+    *,
+    namesrv_port: int = 0,
+    broker_port_number: int = 0,
+    grpc_port: int = 0,
+    remoting_port: int = 0,
+) -> RocketMQ5Cluster:
+    """Start a 5.x name server and a local-mode proxy with its broker, all under ``home``, on
+    the ports given (random free loopback ports for those left 0)."""
+    (home / "conf").mkdir(parents=True, exist_ok=True)
+    (home / "logs").mkdir(exist_ok=True)
+    namesrv, namesrv_addr = start_namesrv(home, SERVER5_DIR, namesrv_port)
+    broker = broker_settings(home, namesrv_addr, broker_port_number or broker_port())
     broker.update(
         {
             "brokerClusterName": "RocketMQ5Cluster",
@@ -134,19 +187,9 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
     )
     broker_conf = home / "conf" / "broker.conf"
     broker_conf.write_text(properties_text(broker))
-    grpc_port, remoting_port = free_port(), free_port()
-    proxy_conf = home / "conf" / "rmq-proxy.json"
-    proxy_conf.write_text(
-        json.dumps(
-            {
-                "rocketMQClusterName": broker["brokerClusterName"],
-                "namesrvAddr": namesrv_addr,
-                "grpcServerPort": grpc_port,
-                "remotingListenPort": remoting_port,
-                # SimpleConsumers in tests hide a message for 1-2 s (the default floor: 10 s).
-                "minInvisibleTimeMillsForRecv": 1000,
-            }
-        )
+    grpc_port, remoting_port = grpc_port or free_port(), remoting_port or free_port()
+    proxy_conf = write_proxy_conf(
+        home, str(broker["brokerClusterName"]), namesrv_addr, grpc_port, remoting_port
     )
     cluster = RocketMQ5Cluster(
         home,
@@ -159,18 +202,13 @@ def start_rocketmq5(home: Path) -> RocketMQ5Cluster:
         processes=[namesrv],
     )
     try:
-        proxy = spawn_server(
-            "proxy",
+        proxy = spawn_proxy(
             home,
-            SERVER5_DIR,
-            "org.apache.rocketmq.proxy.ProxyStartup",
             ("-pm", "local", "-pc", str(proxy_conf), "-bc", str(broker_conf)),
             BROKER_JVM_OPTIONS,
         )
         cluster.processes.append(proxy)
-        # Printed once the broker started and both servers listen; the broker's registration
-        # with the name server may still be on its way.
-        proxy.wait_started("rocketmq-proxy startup successfully", START_TIMEOUT_S)
+        # The broker's registration with the name server may still be on its way.
         wait_registered(namesrv_addr, cluster.broker_name)
     except BaseException:
         cluster.stop()
@@ -239,20 +277,29 @@ def run_pop_consume(
         topic,
         str(count),
     ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    return run_guarded(command, POP_PROGRAM.parent, timeout=timeout)
 
 
 def main() -> None:
     """Start a RocketMQ 5 cluster by hand (``make rocketmq5-up``) and keep it until Ctrl-C."""
     parser = argparse.ArgumentParser(prog="python -m peers.rocketmq5", description=main.__doc__)
+    for server in ("namesrv", "broker", "grpc", "remoting"):
+        parser.add_argument(f"--{server}-port", type=int, default=0, help="default: a free port")
     parser.add_argument("--home", type=Path, help="ROCKETMQ_HOME and store (default: a temp dir)")
     options = parser.parse_args()
     home = options.home or Path(tempfile.mkdtemp(prefix="rocketmq5-"))
-    cluster = start_rocketmq5(home)
+    cluster = start_rocketmq5(
+        home,
+        namesrv_port=options.namesrv_port,
+        broker_port_number=options.broker_port,
+        grpc_port=options.grpc_port,
+        remoting_port=options.remoting_port,
+    )
     print(
         f"Apache RocketMQ {VERSION}: name server {cluster.namesrv_addr}, broker "
         f"{cluster.broker_addr}, proxy remoting {cluster.proxy_remoting_addr}, "
-        f"proxy gRPC {cluster.grpc_endpoint}"
+        f"proxy gRPC {cluster.grpc_endpoint}",
+        flush=True,
     )
     serve_until_interrupted(cluster, home)
 

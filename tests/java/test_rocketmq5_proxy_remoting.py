@@ -1,0 +1,77 @@
+"""Longboat's client pointed at the remoting port of RocketMQ 5.3.3's proxy, as RocketMQ 5 users
+point remoting clients at the proxy: in local mode (the session's `rocketmq5_cluster`: the proxy
+hosts the broker in its JVM; see peers.rocketmq5), and in cluster mode (a proxy JVM of its own).
+
+The proxy answers a route lookup on that port as a name server does, but in local mode the route
+names the proxy's gRPC port as the broker's address (`LocalTopicRouteService` in RocketMQ's source
+builds it from `grpcServerPort`, whatever port was asked): a remoting client following it reaches
+a gRPC server that closes its connection, so a send through it fails. Requests only a name
+server serves (cluster info, the topic list) are refused.
+
+In cluster mode the route names the proxy itself, but the proxy refuses a send that lacks the
+`bname` header field (the broker's name, which RocketMQ's 5.x remoting client sets on its
+requests so the proxy knows where to forward them); Longboat's client sends none.
+docs/compatibility.md lists all three.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from client.client_e2e import config_for, unique
+from longboat.client import Message
+from longboat.client.admin import Admin
+from longboat.client.errors import BrokerError, ClientUsageError, SendTimeoutError
+from longboat.client.producer import Producer
+from longboat.protocol import ResponseCode
+from peers.rocketmq5 import RocketMQ5Cluster, start_cluster_proxy
+
+pytestmark = pytest.mark.java
+
+
+async def new_topic(cluster: RocketMQ5Cluster) -> str:
+    topic = unique("ViaProxy")
+    async with Admin(config=config_for(cluster.namesrv_addr)) as admin:
+        await admin.create_topic(topic, queue_nums=2)
+    return topic
+
+
+async def test_the_local_mode_proxy_routes_remoting_clients_to_its_grpc_port(
+    rocketmq5_cluster: RocketMQ5Cluster,
+) -> None:
+    proxy = rocketmq5_cluster.proxy_remoting_addr
+    topic = await new_topic(rocketmq5_cluster)
+
+    async with Admin(config=config_for(proxy)) as admin:
+        route = await admin.route(topic)
+        assert [b.broker_addrs for b in route.broker_datas] == [
+            {0: rocketmq5_cluster.grpc_endpoint}
+        ]
+        assert sum(q.write_queue_nums for q in route.queue_datas) == 2
+        with pytest.raises(ClientUsageError, match="does not serve name-server request"):
+            await admin.cluster_info()
+        with pytest.raises(ClientUsageError, match="does not serve name-server request"):
+            await admin.topics()
+
+    async with Producer(unique("proxy_pg"), config=config_for(proxy), send_timeout=1.0) as p:
+        with pytest.raises(SendTimeoutError, match="closed"):
+            await p.send(Message(topic, b"through the proxy"))
+
+
+async def test_a_cluster_mode_proxy_refuses_requests_without_the_broker_name(
+    rocketmq5_cluster: RocketMQ5Cluster, tmp_path: Path
+) -> None:
+    topic = await new_topic(rocketmq5_cluster)
+    process, proxy = start_cluster_proxy(tmp_path / "proxy", rocketmq5_cluster)
+    try:
+        async with Admin(config=config_for(proxy)) as admin:
+            route = await admin.route(topic)
+            assert [b.broker_addrs for b in route.broker_datas] == [{0: proxy}]
+        async with Producer(unique("proxy_pg"), config=config_for(proxy)) as producer:
+            with pytest.raises(BrokerError, match="doesn't have field bname") as refused:
+                await producer.send(Message(topic, b"through the proxy"))
+        assert refused.value.code == ResponseCode.VERSION_NOT_SUPPORTED
+    finally:
+        process.stop()
