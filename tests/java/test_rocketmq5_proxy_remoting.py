@@ -8,14 +8,16 @@ builds it from `grpcServerPort`, whatever port was asked): a remoting client fol
 a gRPC server that closes its connection, so a send through it fails. Requests only a name
 server serves (cluster info, the topic list) are refused.
 
-In cluster mode the route names the proxy itself, but the proxy refuses a send that lacks the
-`bname` header field (the broker's name, which RocketMQ's 5.x remoting client sets on its
-requests so the proxy knows where to forward them); Longboat's client sends none.
-docs/compatibility.md lists all three.
+In cluster mode the route names the proxy itself, and the proxy forwards each request about a
+queue to the broker named in its `bname` field (`n` on a send), refusing one without it
+(VERSION_NOT_SUPPORTED "Request doesn't have field bname").  Longboat's client names the broker
+group on those requests as RocketMQ's 5.x remoting client does, so a producer and a lite-pull
+consumer work through that proxy.  docs/compatibility.md lists all three.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -23,9 +25,11 @@ import pytest
 from client.client_e2e import config_for, unique
 from longboat.client import Message
 from longboat.client.admin import Admin
-from longboat.client.errors import BrokerError, ClientUsageError, SendTimeoutError
+from longboat.client.consume_from import ConsumeFrom
+from longboat.client.errors import ClientUsageError, SendTimeoutError
+from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
-from longboat.protocol import ResponseCode
+from longboat.protocol.message import MessageExt
 from peers.rocketmq5 import RocketMQ5Cluster, start_cluster_proxy
 
 pytestmark = pytest.mark.java
@@ -60,7 +64,7 @@ async def test_the_local_mode_proxy_routes_remoting_clients_to_its_grpc_port(
             await p.send(Message(topic, b"through the proxy"))
 
 
-async def test_a_cluster_mode_proxy_refuses_requests_without_the_broker_name(
+async def test_longboat_sends_and_reads_through_a_cluster_mode_proxy(
     rocketmq5_cluster: RocketMQ5Cluster, tmp_path: Path
 ) -> None:
     topic = await new_topic(rocketmq5_cluster)
@@ -69,9 +73,31 @@ async def test_a_cluster_mode_proxy_refuses_requests_without_the_broker_name(
         async with Admin(config=config_for(proxy)) as admin:
             route = await admin.route(topic)
             assert [b.broker_addrs for b in route.broker_datas] == [{0: proxy}]
+        bodies = {b"through the proxy %d" % i for i in range(6)}
         async with Producer(unique("proxy_pg"), config=config_for(proxy)) as producer:
-            with pytest.raises(BrokerError, match="doesn't have field bname") as refused:
-                await producer.send(Message(topic, b"through the proxy"))
-        assert refused.value.code == ResponseCode.VERSION_NOT_SUPPORTED
+            sent = [await producer.send(Message(topic, body)) for body in sorted(bodies)]
+        assert {r.message_queue.queue_id for r in sent} == {0, 1}
+        stored = Counter(r.message_queue for r in sent)
+
+        consumer = LitePullConsumer(
+            unique("proxy_cg"),
+            config=config_for(proxy),
+            consume_from=ConsumeFrom.FIRST_OFFSET,
+            auto_commit=False,
+        )
+        await consumer.start()
+        try:
+            queues = await consumer.fetch_message_queues(topic)
+            consumer.assign(queues)
+            got: list[MessageExt] = []
+            for _ in range(30):
+                if len(got) >= len(bodies):
+                    break
+                got += await consumer.poll(timeout=1.0)
+            assert {m.body for m in got} == bodies and len(got) == len(bodies)
+            await consumer.commit()
+            assert {mq: await consumer.committed(mq) for mq in queues} == stored
+        finally:
+            await consumer.shutdown()
     finally:
         process.stop()

@@ -139,6 +139,7 @@ class PopConsumer(InstanceUser):
             addr,
             RequestCode.POP_MESSAGE,
             header,
+            broker_name=broker_name,
             # RocketMQ's brokers answer a long poll that saw nothing with POLLING_TIMEOUT.
             ok=(ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.POLLING_TIMEOUT),
             timeout=wait + ANSWER_MARGIN_S,
@@ -167,12 +168,16 @@ class PopConsumer(InstanceUser):
         header = AckMessageRequestHeader(
             self.group, msg.topic, msg.queue_id, popped.checkpoint, msg.queue_offset
         )
-        await self._call(popped.broker_addr, RequestCode.ACK_MESSAGE, header)
+        broker_name = ExtraInfo.parse(popped.checkpoint).broker_name
+        await self._call(
+            popped.broker_addr, RequestCode.ACK_MESSAGE, header, broker_name=broker_name
+        )
 
     async def change_invisible_time(self, popped: PoppedMessage, invisible_time: float) -> None:
         """Invisible for `invisible_time` seconds from now (0: delivered again at once);
         `popped` now carries the new checkpoint, the old one no longer acks."""
         msg = popped.message
+        old = ExtraInfo.parse(popped.checkpoint)
         header = ChangeInvisibleTimeRequestHeader(
             self.group,
             msg.topic,
@@ -182,10 +187,12 @@ class PopConsumer(InstanceUser):
             int(invisible_time * 1000),
         )
         response = await self._call(
-            popped.broker_addr, RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header
+            popped.broker_addr,
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+            header,
+            broker_name=old.broker_name,
         )
         answer = ChangeInvisibleTimeResponseHeader.from_ext(response.ext_fields)
-        old = ExtraInfo.parse(popped.checkpoint)
         popped.checkpoint = str(
             ExtraInfo(
                 old.ck_queue_offset,
@@ -205,12 +212,11 @@ class PopConsumer(InstanceUser):
         code: int,
         header: Header,
         *,
+        broker_name: str,
         ok: tuple[int, ...] = (ResponseCode.SUCCESS,),
         timeout: float | None = None,
     ) -> RemotingCommand:
-        cmd = RemotingCommand.request(
-            code, header.to_ext(), serialize_type=self.config.serialize_type
-        )
+        cmd = self.instance.api._command(code, header.to_ext(), broker_name=broker_name)
         response = await self.instance.api.invoke(addr, cmd, timeout)
         if response.code not in ok:
             raise broker_error(response.code, response.remark, addr=addr, request_code=code)

@@ -265,7 +265,10 @@ class Producer(InstanceUser):
             topic=topic, recallHandle=recall_handle, producerGroup=self.group
         )
         return await self.instance.api.recall_message(
-            addr, header, timeout if timeout is not None else self.send_timeout
+            addr,
+            header,
+            timeout if timeout is not None else self.send_timeout,
+            broker_name=handle.broker_name,
         )
 
     async def send_oneway(

@@ -122,7 +122,8 @@ class TransactionProducer(Producer):
         except Exception:
             log.exception("the local transaction of %s raised: the broker will check back", uniq)
             state = LocalTransactionState.UNKNOWN
-        addr = await instance.find_master_addr(result.message_queue.broker_name, msg.topic)
+        broker_name = result.message_queue.broker_name
+        addr = await instance.find_master_addr(broker_name, msg.topic)
         end = EndTransactionRequestHeader(
             producerGroup=self.group,
             tranStateTableOffset=result.queue_offset,
@@ -133,7 +134,7 @@ class TransactionProducer(Producer):
             transactionId=uniq,
         )
         try:
-            await instance.api.end_transaction(addr, end)
+            await instance.api.end_transaction(addr, end, broker_name=broker_name)
         except Exception as exc:  # the half stays undecided: the check-back will ask
             log.warning("END_TRANSACTION for %s failed (%s): the broker will check back", uniq, exc)
         if self._tracing.message_tracer is not None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
+from longboat.protocol.codes import RequestCode
 from longboat.protocol.header_fields import Header, JavaInt
 from longboat.protocol.sysflags import PullSysFlag
 
@@ -82,6 +83,19 @@ class SendMessageRequestHeaderV2(SendMessageRequestHeader):
         "maxReconsumeTimes": "l",
         "batch": "m",
     }
+
+
+def broker_name_field(code: int) -> str:
+    """The ext field that names the broker group a request is for.
+
+    RocketMQ 5's remoting clients set it on every request about a queue (`RpcRequestHeader`'s
+    `bname`; SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE carry it as their one-letter `n`): its
+    proxy forwards such a request to the broker so named, and refuses one without it
+    (VERSION_NOT_SUPPORTED).  Brokers read only their header class's fields, so they ignore it.
+    """
+    if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        return "n"
+    return "bname"
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,7 +131,8 @@ class ClientAPI(RequestChannel):
         """SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE when `header.batch`, to `mq` (its queue id
         is sent, whatever the header's); the stored location."""
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
-        cmd = self._command(code, header.to_ext_for_queue(mq.queue_id), body)
+        ext = header.to_ext_for_queue(mq.queue_id)
+        cmd = self._command(code, ext, body, broker_name=mq.broker_name)
         response = await self._call(addr, cmd, timeout, ok=SEND_STORED_CODES)
         try:
             rh = SendMessageResponseHeader.from_ext(response.ext_fields)
@@ -157,21 +158,29 @@ class ClientAPI(RequestChannel):
         """`send` without an answer."""
         code = RequestCode.SEND_BATCH_MESSAGE if header.batch else RequestCode.SEND_MESSAGE_V2
         ext = header.to_ext_for_queue(mq.queue_id)
-        await self.invoke_oneway(addr, self._command(code, ext, body))
+        await self.invoke_oneway(addr, self._command(code, ext, body, broker_name=mq.broker_name))
 
     async def recall_message(
-        self, addr: str, header: RecallMessageRequestHeader, timeout: float
+        self,
+        addr: str,
+        header: RecallMessageRequestHeader,
+        timeout: float,
+        *,
+        broker_name: str | None = None,
     ) -> str:
-        """RECALL_MESSAGE (370): the recalled message's id (BrokerError with RocketMQ's code
-        and remark when the broker refuses)."""
-        cmd = self._command(RequestCode.RECALL_MESSAGE, header.to_ext())
+        """RECALL_MESSAGE (370) to the broker group `broker_name` (the handle's): the recalled
+        message's id (BrokerError with RocketMQ's code and remark when the broker refuses)."""
+        cmd = self._command(RequestCode.RECALL_MESSAGE, header.to_ext(), broker_name=broker_name)
         response = await self._call(addr, cmd, timeout)
         return RecallMessageResponseHeader.from_ext(response.ext_fields).msgId
 
-    async def end_transaction(self, addr: str, header: EndTransactionRequestHeader) -> None:
+    async def end_transaction(
+        self, addr: str, header: EndTransactionRequestHeader, *, broker_name: str | None = None
+    ) -> None:
         """END_TRANSACTION (37): a half's commit / rollback / unknown, one-way as Java sends
         it (a lost one is recovered by the broker's check-back)."""
-        await self.invoke_oneway(addr, self._command(RequestCode.END_TRANSACTION, header.to_ext()))
+        cmd = self._command(RequestCode.END_TRANSACTION, header.to_ext(), broker_name=broker_name)
+        await self.invoke_oneway(addr, cmd)
 
     # ------------------------------------------------------------------ pulling
 
@@ -216,7 +225,7 @@ class ClientAPI(RequestChannel):
             sub_version=sub_version,
             lite=lite,
         )
-        cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext())
+        cmd = self._command(RequestCode.PULL_MESSAGE, header.to_ext(), broker_name=mq.broker_name)
         response = await self._call(addr, cmd, timeout, ok=_PULL_STATUS)
         try:
             rh = PullMessageResponseHeader.from_ext(response.ext_fields)
@@ -263,7 +272,9 @@ class ClientAPI(RequestChannel):
         header = QueryConsumerOffsetRequestHeader(
             group, mq.topic, mq.queue_id, set_zero_if_not_found
         )
-        cmd = self._command(RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
+        cmd = self._command(
+            RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext(), broker_name=mq.broker_name
+        )
         response = await self._call(
             addr, cmd, ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
         )
@@ -276,24 +287,28 @@ class ClientAPI(RequestChannel):
         self, addr: str, group: str, mq: MessageQueue, offset: int, *, oneway: bool = False
     ) -> None:
         header = UpdateConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, offset)
-        cmd = self._command(RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
+        cmd = self._command(
+            RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext(), broker_name=mq.broker_name
+        )
         if oneway:
             await self.invoke_oneway(addr, cmd)
         else:
             await self._call(addr, cmd)
 
-    async def _queue_offset(self, addr: str, code: int, ext: dict[str, str]) -> int:
-        response = await self._call(addr, self._command(code, ext))
+    async def _queue_offset(
+        self, addr: str, mq: MessageQueue, code: int, ext: dict[str, str]
+    ) -> int:
+        response = await self._call(addr, self._command(code, ext, broker_name=mq.broker_name))
         return OffsetResponseHeader.from_ext(response.ext_fields).offset
 
     async def get_max_offset(self, addr: str, mq: MessageQueue) -> int:
         """The offset the next message stored in the queue will get."""
         ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
-        return await self._queue_offset(addr, RequestCode.GET_MAX_OFFSET, ext)
+        return await self._queue_offset(addr, mq, RequestCode.GET_MAX_OFFSET, ext)
 
     async def get_min_offset(self, addr: str, mq: MessageQueue) -> int:
         ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
-        return await self._queue_offset(addr, RequestCode.GET_MIN_OFFSET, ext)
+        return await self._queue_offset(addr, mq, RequestCode.GET_MIN_OFFSET, ext)
 
     async def search_offset(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
         """The queue offset of the first message stored at or after `timestamp_ms` (the
@@ -304,7 +319,7 @@ class ClientAPI(RequestChannel):
         store time is read (`peek`) and the offset moved one on when that message is older
         than the time."""
         ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
-        offset = await self._queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
+        offset = await self._queue_offset(addr, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, ext)
         found = await self.peek(addr, mq, offset)
         if found and found[0].store_timestamp < timestamp_ms:
             return offset + 1
@@ -383,9 +398,11 @@ class ClientAPI(RequestChannel):
         delay_level: int = 0,
         max_reconsume_times: int | None = None,
         timeout: float | None = None,
+        broker_name: str | None = None,
     ) -> None:
-        """CONSUMER_SEND_MSG_BACK: the broker re-delivers `msg` later through %RETRY%group
-        (or moves it to %DLQ%group); delay 0 lets the broker pick, <0 goes to the DLQ."""
+        """CONSUMER_SEND_MSG_BACK: the broker re-delivers `msg` (of a queue of the broker
+        group `broker_name`) later through %RETRY%group (or moves it to %DLQ%group); delay 0
+        lets the broker pick, <0 goes to the DLQ."""
         header = ConsumerSendMsgBackRequestHeader(
             offset=msg.commit_log_offset,
             group=group,
@@ -395,7 +412,9 @@ class ClientAPI(RequestChannel):
             unitMode=False,
             maxReconsumeTimes=max_reconsume_times,
         )
-        cmd = self._command(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext())
+        cmd = self._command(
+            RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext(), broker_name=broker_name
+        )
         await self._call(addr, cmd, timeout)
 
     async def lock_batch(

@@ -3,7 +3,8 @@
 This is the one place where transport failures and non-success answers become the client's
 exceptions (`errors.py`): callers never see a `RemotingError` or a raw response code.
 Name-server commands fail over between the configured name servers (the last one that
-answered is tried first); broker commands go to the address they are given.
+answered is tried first); broker commands go to the address they are given, naming the broker
+group they are for when they are about one of its queues.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Collection
 from longboat.client.config import ClientConfig
 from longboat.client.errors import ClientUsageError, TransportError, broker_error, transport_error
 from longboat.protocol import RemotingCommand, ResponseCode
+from longboat.protocol.headers import broker_name_field
 from longboat.remoting import RemotingClient, RemotingError
 
 
@@ -26,8 +28,18 @@ class RequestChannel:
         self._namesrv_first = 0
 
     def _command(
-        self, code: int, ext: dict[str, str] | None = None, body: bytes = b""
+        self,
+        code: int,
+        ext: dict[str, str] | None = None,
+        body: bytes = b"",
+        *,
+        broker_name: str | None = None,
     ) -> RemotingCommand:
+        """A request; `broker_name`, the group of the queue it is about, travels in the field
+        RocketMQ 5's proxy forwards by (`broker_name_field`): the route may name one proxy
+        address for every group, so the address alone does not say which group is meant."""
+        if broker_name is not None:
+            ext = {**(ext or {}), broker_name_field(code): broker_name}
         return RemotingCommand.request(code, ext, body, serialize_type=self.config.serialize_type)
 
     async def invoke(

@@ -82,6 +82,7 @@ class Redelivery:
                 delay_level=delay_level,
                 max_reconsume_times=max_reconsume_times,
                 timeout=self.timeout,
+                broker_name=mq.broker_name,
             )
             return True
         except ClientError as exc:
