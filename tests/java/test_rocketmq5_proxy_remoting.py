@@ -11,8 +11,8 @@ server serves (cluster info, the topic list) are refused.
 In cluster mode the route names the proxy itself, and the proxy forwards each request about a
 queue to the broker named in its `bname` field (`n` on a send), refusing one without it
 (VERSION_NOT_SUPPORTED "Request doesn't have field bname").  Longboat's client names the broker
-group on those requests as RocketMQ's 5.x remoting client does, so a producer and a lite-pull
-consumer work through that proxy.  docs/compatibility.md lists all three.
+group on those requests as RocketMQ's 5.x remoting client does, so a producer, a push consumer
+and a lite-pull consumer work through that proxy.  docs/compatibility.md lists all three.
 """
 
 from __future__ import annotations
@@ -23,12 +23,14 @@ from pathlib import Path
 import pytest
 
 from client.client_e2e import config_for, unique
+from client.push_support import Deliveries
 from longboat.client import Message
 from longboat.client.admin import Admin
 from longboat.client.consume_from import ConsumeFrom
 from longboat.client.errors import ClientUsageError, SendTimeoutError
 from longboat.client.lite_pull import LitePullConsumer
 from longboat.client.producer import Producer
+from longboat.client.push import PushConsumer
 from longboat.protocol.message import MessageExt
 from peers.rocketmq5 import RocketMQ5Cluster, start_cluster_proxy
 
@@ -78,6 +80,18 @@ async def test_longboat_sends_and_reads_through_a_cluster_mode_proxy(
             sent = [await producer.send(Message(topic, body)) for body in sorted(bodies)]
         assert {r.message_queue.queue_id for r in sent} == {0, 1}
         stored = Counter(r.message_queue for r in sent)
+
+        deliveries = Deliveries()
+        pushed = PushConsumer(
+            unique("proxy_push"), config=config_for(proxy), consume_from=ConsumeFrom.FIRST_OFFSET
+        )
+        pushed.subscribe(topic)
+        pushed.register_listener(lambda msgs, ctx: deliveries.record("push", ctx.mq, msgs))
+        await pushed.start()
+        try:
+            await deliveries.wait_for_bodies({b.decode() for b in bodies})
+        finally:
+            await pushed.shutdown()
 
         consumer = LitePullConsumer(
             unique("proxy_cg"),
