@@ -127,10 +127,17 @@ def cold_start(system: str, home: Path) -> tuple[float, Running]:
 
 
 def java_cases(
-    system: str, running: Running, sizes: argparse.Namespace, run: int, cases: str, **extra: object
+    system: str,
+    running: Running,
+    sizes: argparse.Namespace,
+    run: int,
+    cases: str,
+    on_window: Callable[[str, str], None] | None = None,
+    **extra: object,
 ) -> dict[str, dict[str, Any]]:
     """One `Bench` JVM running `cases`; its figures by case, each with `brokerCpuS`: the
-    servers' CPU time over the case's measured window."""
+    servers' CPU time over the case's measured window.  `on_window(case, edge)` is called as
+    each window opens and closes (a profiler sampling the steady state alone)."""
     command = bench_command(
         namesrv=running.namesrv, cases=cases, topic_prefix=f"run{run}",
         warmup_ms=int(sizes.warmup * 1000), duration_ms=int(sizes.duration * 1000),
@@ -141,6 +148,8 @@ def java_cases(
     with PeerProcess(f"{system} {cases}", command, CLIENT_DIR) as peer:
         for event in peer.events(sizes.timeout + 60):
             if event.get("event") == "window":
+                if on_window is not None:
+                    on_window(event["case"], event["edge"])
                 if event["edge"] == "open":
                     opened[event["case"]] = cpu_s(running.pids)
                 else:
