@@ -47,37 +47,36 @@ PHASES: tuple[tuple[str, str, str, dict[str, object]], ...] = (
 )
 # (stage, module path as py-spy shortens it, functions or () for all); the innermost frame of
 # a sample that one claims names its stage (first claim in this order), "other" if none does.
+ANSWER, DECODE, LOOP = (
+    "answer encode",
+    "remoting frames/header decode",
+    "event loop/selectors/syscalls",
+)
 STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    (
-        "answer encode",
-        "longboat/broker/handlers/send.py",
-        ("SendProcessor._stored", "SendProcessor._answer"),
-    ),
-    ("answer encode", "longboat/protocol/frames.py", ("encode_parts", "encode_frame")),
-    (
-        "answer encode",
-        "longboat/protocol/header_codec.py",
-        ("encode_json_header", "encode_rocketmq_header", "encode_header"),
-    ),
-    ("answer encode", "longboat/protocol/header_fields.py", ("Header.to_ext",)),
-    ("answer encode", "longboat/protocol/command.py", ("RemotingCommand.make_response",)),
-    ("answer encode", "longboat/store/results.py", ()),
-    (
-        "answer encode",
-        "longboat/remoting/connection.py",
-        ("Connection.send", "Connection.cork", "Connection.uncork", "Connection._write_corked"),
-    ),
-    ("remoting frames/header decode", "longboat/remoting/", ()),
-    ("remoting frames/header decode", "longboat/protocol/frames.py", ()),
-    ("remoting frames/header decode", "longboat/protocol/header_", ()),
-    ("remoting frames/header decode", "longboat/protocol/headers.py", ()),
-    ("remoting frames/header decode", "longboat/protocol/fastjson.py", ()),
-    ("remoting frames/header decode", "longboat/protocol/command.py", ()),
+    (ANSWER, "longboat/broker/handlers/send.py",
+     ("SendProcessor._stored", "SendProcessor._answer")),
+    (ANSWER, "longboat/protocol/frames.py", ("encode_parts", "encode_frame")),
+    (ANSWER, "longboat/protocol/header_codec.py",
+     ("encode_header", "encode_json_header", "encode_rocketmq_header")),
+    (ANSWER, "longboat/protocol/header_fields.py", ("Header.to_ext",)),
+    (ANSWER, "longboat/protocol/command.py", ("RemotingCommand.make_response",)),
+    (ANSWER, "longboat/protocol/ids.py", ("joined_offset_msg_ids",)),
+    (ANSWER, "longboat/store/results.py", ()),
+    (ANSWER, "longboat/remoting/connection.py", ("Connection.send", "Connection.uncork")),
+    # Its own time is the transport's write: under uvloop, the system call itself.
+    (LOOP, "longboat/remoting/connection.py", ("Connection._write_corked",)),
+    (DECODE, "longboat/remoting/", ()),
+    (DECODE, "longboat/protocol/frames.py", ()),
+    (DECODE, "longboat/protocol/header_", ()),
+    (DECODE, "longboat/protocol/headers.py", ()),
+    (DECODE, "longboat/protocol/fastjson.py", ()),
+    (DECODE, "longboat/protocol/command.py", ()),
     ("protocol batch split", "longboat/protocol/batch.py", ()),
     ("protocol batch split", "longboat/protocol/properties.py", ()),
     ("admission", "longboat/store/admission.py", ()),
     ("admission", "longboat/broker/core/admission.py", ()),
     ("record encode", "longboat/protocol/message.py", ()),
+    ("record encode", "longboat/protocol/ids.py", ()),
     ("record encode", "longboat/store/message_inner.py", ()),
     ("consume queue", "longboat/store/consume_queue.py", ()),
     ("consume queue", "longboat/store/queue_", ()),
@@ -85,13 +84,17 @@ STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("store append", "longboat/store/", ()),
     ("store append", "longboat/broker/core/append.py", ()),
     ("send handler", "longboat/broker/", ()),
-    ("event loop/selectors/syscalls", "asyncio/", ()),
-    ("event loop/selectors/syscalls", "uvloop/", ()),
-    ("event loop/selectors/syscalls", "selectors.py", ()),
-    ("event loop/selectors/syscalls", "socket.py", ()),
-    ("event loop/selectors/syscalls", "threading.py", ()),
-)
-STAGE_NAMES = (*dict.fromkeys(name for name, _, _ in STAGES), "other")
+    (LOOP, "asyncio/", ()),
+    (LOOP, "uvloop/", ()),
+    (LOOP, "selectors.py", ()),
+    (LOOP, "socket.py", ()),
+    (LOOP, "threading.py", ()),
+)  # fmt: skip
+# The stages in the order a write goes through them.
+STAGE_NAMES = (
+    DECODE, "protocol batch split", "admission", "record encode", "store append",
+    "consume queue", "key index", "send handler", ANSWER, LOOP, "other",
+)  # fmt: skip
 
 
 def frame_parts(frame: str) -> tuple[str, str]:
