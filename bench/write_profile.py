@@ -9,11 +9,11 @@ store) and the `Bench` JVM of `bench.rocketmq_compare` (RocketMQ's 4.9.8 Java cl
 through two phases, a JVM each: batched produce (4 threads x 64 x 256 B) and 8 threads of sync
 single sends, each `--warmup` seconds, then a window of `--duration` seconds.  While a window is
 open, py-spy samples the server's thread holding the GIL (`--rate` a second): the Python work
-one core serializes, C code counting for the Python function calling it (uvloop's socket writes
-for the writer's), waits and calls that release the GIL not at all.  A sample counts as its
-innermost frame's own sample, and for the stage of the innermost frame a stage claims
-(`STAGES`: by module, and by function where a module serves two stages).  The box may be
-shared with other work: that slows the server, but leaves where its time goes about the same,
+one core serializes.  C code counts for the Python function calling it (uvloop's socket write
+for `Connection._write_corked`); waits, and calls that release the GIL, do not count.  A
+sample counts as its innermost frame's own sample, and for the stage of the innermost frame a
+stage claims (`STAGES`: by module, and by function where a module serves two stages).  The box
+may be shared with other work: that slows the server, but leaves where its time goes about the same,
 so the figures are the shares, not the sample counts or the rates.
 
 Figures go to `bench/results/write_profile.json` (`--json` elsewhere); Java and Maven are
