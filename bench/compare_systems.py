@@ -2,16 +2,17 @@
 is, and how to start it on given loopback ports (and so how to stop it).
 
 Longboat runs as `longboat up` (name server and broker in one process).  An Apache RocketMQ
-release runs from the test peers' launcher module, which the plug imports when the system is
-first started; a launcher module provides
+release runs from the test peers' launcher module (`RELEASES`: the module and its start
+function), which the plug imports when the system is first started; a launcher provides
 
-    start_rocketmq(home: Path, *, namesrv_port: int, broker_port_number: int,
-                   broker_options: Mapping[str, object]) -> cluster
+    START(home: Path, *, namesrv_port: int, broker_port_number: int,
+          broker_options: Mapping[str, object], broker_jvm_options: tuple[str, ...]) -> cluster
 
 where `cluster.namesrv_addr` is the name server's address, `cluster.processes[i].proc.pid` the
-JVMs' pids and `cluster.stop()` stops them, and `SERVER_JVM_OPTIONS`, the servers' JVM options
-(`tests/peers/rocketmq.py` is 4.9.7's).  A system whose launcher module is not there is
-listed as unavailable and left out of the default run.
+JVMs' pids and `cluster.stop()` stops them, and `BROKER_JVM_OPTIONS`, the broker JVM's default
+options (`tests/peers/rocketmq.py` is 4.9.7's; `tests/peers/rocketmq5.py` 5.3.3's, whose proxy
+and broker share that JVM).  A system whose launcher module is not there is listed as
+unavailable and left out of the default run.
 
 A bench stopped by SIGTERM or Ctrl-C stops the servers it started: starting one here makes
 SIGTERM unwind the bench as Ctrl-C does (`unwind_on_sigterm`), so the `finally` around each
@@ -181,35 +182,65 @@ def cpu_s(pids: list[int]) -> float:
     return sum(sample(pid).cpu_s for pid in pids)
 
 
-def apache(version: str, launcher: str) -> System:
-    """Apache RocketMQ `version`, started by the peers' module `launcher` (see above)."""
+# Each Apache RocketMQ release: its launcher module and start function (see above).
+RELEASES: dict[str, tuple[str, str]] = {
+    "4.9.7": ("peers.rocketmq", "start_rocketmq"),
+    "5.3.3": ("peers.rocketmq5", "start_rocketmq5"),
+}
+
+
+def start_apache(
+    version: str,
+    home: Path,
+    namesrv_port: int,
+    broker_port: int,
+    flush: str,
+    broker_jvm_options: tuple[str, ...] | None = None,
+) -> tuple[Running, str]:
+    """Apache RocketMQ `version` on these ports, its broker's JVM options the launcher's unless
+    given; the servers and the broker's address."""
+    unwind_on_sigterm()
+    module, function = RELEASES[version]
+    jvm = {} if broker_jvm_options is None else {"broker_jvm_options": broker_jvm_options}
+    cluster = getattr(importlib.import_module(module), function)(
+        home,
+        namesrv_port=namesrv_port,
+        broker_port_number=broker_port,
+        broker_options={**ROCKETMQ_OPTIONS, "flushDiskType": flush},
+        **jvm,
+    )
+    running = Running(
+        cluster.namesrv_addr,
+        with_descendants([p.proc.pid for p in cluster.processes]),
+        cluster.stop,
+    )
+    return running, cluster.broker_addr
+
+
+def release_name(version: str) -> str:
+    """The system that is Apache RocketMQ `version`: `rocketmq-VERSION`."""
+    return f"rocketmq-{version}"
+
+
+def apache(version: str) -> System:
+    """Apache RocketMQ `version` of `RELEASES`, started by its launcher (see above)."""
+    module = RELEASES[version][0]
 
     def start(home: Path, namesrv_port: int, broker_port: int, flush: str) -> Running:
-        unwind_on_sigterm()
-        cluster = importlib.import_module(launcher).start_rocketmq(
-            home,
-            namesrv_port=namesrv_port,
-            broker_port_number=broker_port,
-            broker_options={**ROCKETMQ_OPTIONS, "flushDiskType": flush},
-        )
-        return Running(
-            cluster.namesrv_addr,
-            with_descendants([p.proc.pid for p in cluster.processes]),
-            cluster.stop,
-        )
+        return start_apache(version, home, namesrv_port, broker_port, flush)[0]
 
     def describe() -> str:
-        jvm: Any = importlib.import_module(launcher).BROKER_JVM_OPTIONS
+        jvm: Any = importlib.import_module(module).BROKER_JVM_OPTIONS
         options = ", ".join(f"{k}={v}" for k, v in ROCKETMQ_OPTIONS.items())
         return (
             f"Apache RocketMQ {version} name server and broker, broker {' '.join(jvm)}, {options}"
         )
 
     return System(
-        f"rocketmq-{version}",
+        release_name(version),
         describe,
         start,
-        available=lambda: importlib.util.find_spec(launcher) is not None,
+        available=lambda: importlib.util.find_spec(module) is not None,
     )
 
 
@@ -219,8 +250,7 @@ LONGBOAT = System(
     start_longboat,
 )
 SYSTEMS: dict[str, System] = {
-    s.name: s
-    for s in (LONGBOAT, apache("4.9.7", "peers.rocketmq"), apache("5.3.3", "peers.rocketmq5"))
+    s.name: s for s in (LONGBOAT, *(apache(version) for version in RELEASES))
 }
 
 

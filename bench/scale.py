@@ -1,14 +1,16 @@
-"""What grows with the number of topics and groups: Longboat beside Apache RocketMQ 4.9.7.
+"""What grows with the number of topics and groups: Longboat beside Apache RocketMQ 4.9.7 and 5.3.3.
 
     python -m bench.scale [--topics 1,1000,10000] [--groups 1000] [--queues 8]
-                          [--samples 500] [--rounds 5] [--no-rocketmq]
+                          [--samples 500] [--rounds 5] [--rocketmq 4.9.7,5.3.3 | --no-rocketmq]
                           [--rocketmq-max-topics 10000] [--rocketmq-heap 2g]
                           [--logs DIR] [--name scale] [--json PATH]
 
 Each system runs alone on loopback with a fresh store (Longboat: `longboat up`, its defaults;
-RocketMQ: its name server and broker JVMs from `peers.rocketmq`, ASYNC_FLUSH, 1 GiB commit-log
-files, the broker's heap `--rocketmq-heap`, as its users give it at thousands of groups rather
-than the test suite's 512 MiB), and is measured by the same Python client:
+each RocketMQ release of `--rocketmq`, by default every one available here, as the system
+`rocketmq-VERSION`: its name server and broker JVMs from `bench.compare_systems`' plug -- 5.3.3's
+broker runs inside its local-mode proxy's JVM -- ASYNC_FLUSH, 1 GiB commit-log files, the broker
+JVM's heap `--rocketmq-heap`, as its users give it at thousands of groups rather than the test
+suite's 512 MiB), and is measured by the same Python client:
 
 * topics are created one at a time (UPDATE_AND_CREATE_TOPIC straight to the broker, `--queues`
   queues each) up to each N of `--topics`: the mean and p50 time per topic of each step;
@@ -29,14 +31,15 @@ than the test suite's 512 MiB), and is measured by the same Python client:
   until a send is accepted; the sends are repeated and RSS is taken again.
 
 RocketMQ stops at `--rocketmq-max-topics` (its topic table is rewritten on every creation, so
-100,000 topics would take hours).  Figures go to `bench/results/NAME.json` (`bench.results`;
-`--name`, default `scale`, so a run at other sizes keeps its own file; `--json` elsewhere) with a
-plot of each figure against N beside it (`.png`).  Targets, at 10,000 topics and 1,000 groups:
+100,000 topics would take hours). Figures go to `bench/results/NAME.json` (`bench.results`;
+`--name`, default `scale`, so a run at other sizes keeps its own file; `--json` elsewhere) with
+a plot of each figure against N beside it (`.png`). Targets, at 10,000 topics and 1,000 groups:
 creation per topic, a new group's first heartbeat, send p50 and the restart each no slower than
-RocketMQ's, creation and send p50 within 1.5x of Longboat's own at 1 topic, and RSS after the
-restart at most 1.2x before it.  `--logs DIR` keeps each system's logs in DIR/SYSTEM
-(RocketMQ's broker.log, name server log and a GC log per broker JVM; Longboat's output).  Linux
-only (CPU and RSS from /proc).
+each RocketMQ release's (a row per release; a release asked for but not run is "not measured";
+results recorded before 5.3.3 ran name a single `rocketmq`, 4.9.7), creation and send p50
+within 1.5x of Longboat's own at 1 topic, and RSS after the restart at most 1.2x before it.
+`--logs DIR` keeps each system's logs in DIR/SYSTEM (RocketMQ's broker.log, name server log and
+a GC log per broker JVM; Longboat's output). Linux only (CPU and RSS from /proc).
 """
 
 from __future__ import annotations
@@ -66,11 +69,15 @@ if str(TESTS) not in sys.path:
 
 from bench import results  # noqa: E402
 from bench.compare_systems import (  # noqa: E402
+    RELEASES,
+    SYSTEMS,
+    Running,
     cpu_s,
+    release_name,
     rss_mib,
     spawn_up,
+    start_apache,
     stop_process,
-    with_descendants,
 )
 from longboat.bench.plot import pyplot  # noqa: E402
 from longboat.client import ClientConfig, ClientError, Message, MessageQueue  # noqa: E402
@@ -85,16 +92,11 @@ from longboat.protocol.bodies import (  # noqa: E402
     TopicConfig,
 )
 from longboat.protocol.register_body import encode_register_body  # noqa: E402
-from peers.rocketmq import RocketMQCluster, java_skip_reason, start_rocketmq  # noqa: E402
+from peers.rocketmq import broker_port, java_skip_reason  # noqa: E402
 
 START_TIMEOUT_S = 300.0
 IDLE_S = 3.0
 BODY = b"x" * 128
-ROCKETMQ_OPTIONS = {
-    "flushDiskType": "ASYNC_FLUSH",
-    "mappedFileSizeCommitLog": 1024 * 1024 * 1024,
-    "mappedFileSizeConsumeQueue": 300_000 * 20,
-}
 # RocketMQ's broker drops a connection's registration in a group, and closes the connection,
 # once that group has had no heartbeat on it for 120 s (ConsumerManager's
 # CHANNEL_EXPIRED_TIMEOUT); its clients heartbeat every 30 s (heartbeatBrokerInterval).
@@ -155,28 +157,25 @@ def rocketmq_broker_jvm(heap: str, home: Path) -> tuple[str, ...]:
     return (f"-Xms{heap}", f"-Xmx{heap}", "-XX:+UseG1GC", f"-Xlog:gc:file={gc_log}:uptime")
 
 
-def rocketmq(heap: str, home: Path) -> Servers:
-    ns_port, broker_port = free_port(), free_port()
-    clusters: list[RocketMQCluster] = []
+def rocketmq(version: str, heap: str, home: Path) -> Servers:
+    """Apache RocketMQ `version` from `bench.compare_systems`' plug, its broker JVM's heap
+    `heap`; started again on the same store and ports."""
+    # The broker also listens on its port - 2 and + 1 (`broker_port` finds all three free).
+    ns_port, broker = free_port(), broker_port()
+    jvm = rocketmq_broker_jvm(heap, home)
+    running: list[tuple[Running, str]] = []
 
     def start() -> None:
-        clusters[:] = [
-            start_rocketmq(
-                home,
-                namesrv_port=ns_port,
-                broker_port_number=broker_port,
-                broker_options=ROCKETMQ_OPTIONS,
-                broker_jvm_options=rocketmq_broker_jvm(heap, home),
-            )
-        ]
+        running[:] = [start_apache(version, home, ns_port, broker, "ASYNC_FLUSH", jvm)]
 
     start()
+    servers, broker_addr = running[0]
     return Servers(
-        "rocketmq",
-        clusters[0].namesrv_addr,
-        clusters[0].broker_addr,
-        lambda: with_descendants([p.proc.pid for c in clusters for p in c.processes]),
-        lambda: clusters[0].stop(),
+        release_name(version),
+        servers.namesrv,
+        broker_addr,
+        lambda: running[0][0].pids,
+        lambda: running[0][0].stop(),
         start,
     )
 
@@ -529,41 +528,48 @@ def ratio_target(
     page.target(figure, f"<= {limit}x {against}", f"{ratio:.2f}x", ratio <= limit)
 
 
-def targets(page: results.Page, systems: dict[str, Any]) -> None:
-    """#46's targets at 10,000 topics and 1,000 groups.  The heartbeats and the restart are
-    measured only at the largest N, so they have no 1-topic figure to stay within 1.5x of."""
-    ours, theirs = systems["longboat"], systems.get("rocketmq")
+def peer_label(system: str) -> str:
+    """How a target names a RocketMQ system: `rocketmq-5.3.3` is RocketMQ 5.3.3."""
+    return "RocketMQ " + system.removeprefix("rocketmq-")
+
+
+def targets(page: results.Page, systems: dict[str, Any], peers: list[str]) -> None:
+    """#46's targets at 10,000 topics and 1,000 groups, those against RocketMQ once per system
+    of `peers` (one missing from `systems` did not run: not measured).  The heartbeats and the
+    restart are measured only at the largest N, so they have no 1-topic figure to stay within
+    1.5x of."""
+    ours = systems["longboat"]
     here, first = at_topics(ours, TARGET_TOPICS), at_topics(ours, 1)
-    there = at_topics(theirs, TARGET_TOPICS) if theirs else None
     n, g = f"{TARGET_TOPICS:,} topics", f"{TARGET_GROUPS:,} groups"
 
     def level(lv: dict[str, Any] | None, key: str) -> float | None:
         return lv[key] if lv else None
 
-    for key, label in (
-        ("create_ms_per_topic", "create time per topic"),
-        ("send_p50_ms", "send p50"),
-    ):
+    for peer in peers:
+        theirs = systems.get(peer)
+        there = at_topics(theirs, TARGET_TOPICS) if theirs else None
+        against = f"{peer_label(peer)}'s"
+        for key, label in (
+            ("create_ms_per_topic", "create time per topic"),
+            ("send_p50_ms", "send p50"),
+        ):
+            ratio_target(page, f"{label} at {n}", level(here, key), level(there, key), 1.0, against)
         ratio_target(
-            page, f"{label} at {n}", level(here, key), level(there, key), 1.0, "RocketMQ's"
+            page,
+            f"first heartbeat of a new group at {g}",
+            at_groups(ours, TARGET_GROUPS),
+            at_groups(theirs, TARGET_GROUPS) if theirs else None,
+            1.0,
+            against,
         )
-    ratio_target(
-        page,
-        f"first heartbeat of a new group at {g}",
-        at_groups(ours, TARGET_GROUPS),
-        at_groups(theirs, TARGET_GROUPS) if theirs else None,
-        1.0,
-        "RocketMQ's",
-    )
-    restart = ours["restart"]["restart_to_first_send_s"]
-    ratio_target(
-        page,
-        "restart to first accepted send",
-        restart,
-        theirs["restart"]["restart_to_first_send_s"] if theirs else None,
-        1.0,
-        "RocketMQ's",
-    )
+        ratio_target(
+            page,
+            "restart to first accepted send",
+            ours["restart"]["restart_to_first_send_s"],
+            theirs["restart"]["restart_to_first_send_s"] if theirs else None,
+            1.0,
+            against,
+        )
     for key, label in (
         ("create_ms_per_topic", "create time per topic"),
         ("send_p50_ms", "send p50"),
@@ -613,9 +619,10 @@ def tables(page: results.Page, systems: dict[str, Any]) -> None:
 def document(
     name: str, systems: dict[str, Any], args: argparse.Namespace, command: str
 ) -> dict[str, Any]:
-    """The run as a `bench.results` document: every system's figures, #46's targets, tables."""
+    """The run as a `bench.results` document: every system's figures, #46's targets against
+    each RocketMQ release asked for, tables."""
     page = results.Page()
-    targets(page, systems)
+    targets(page, systems, [release_name(version) for version in args.rocketmq])
     tables(page, systems)
     return results.record(
         name,
@@ -628,6 +635,7 @@ def document(
         },
         settings={
             "command": command,
+            "rocketmq_releases": args.rocketmq,
             "rocketmq_max_topics": args.rocketmq_max_topics,
             "rocketmq_broker_heap": args.rocketmq_heap,
             "heartbeat_renewal_s": HEARTBEAT_INTERVAL_S,
@@ -647,7 +655,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--queues", type=int, default=8)
     parser.add_argument("--samples", type=int, default=500)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--no-rocketmq", action="store_true")
+    parser.add_argument(
+        "--rocketmq",
+        type=lambda text: [v for v in text.split(",") if v],
+        default=[v for v in RELEASES if SYSTEMS[release_name(v)].available()],
+        help=f"the Apache RocketMQ releases, of {', '.join(RELEASES)} [those available here]",
+    )
+    parser.add_argument("--no-rocketmq", action="store_true", help="no RocketMQ release")
     parser.add_argument("--rocketmq-max-topics", type=int, default=10000)
     parser.add_argument(
         "--rocketmq-heap", default="2g", help="the RocketMQ broker's heap, -Xms and -Xmx [2g]"
@@ -657,20 +671,26 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         "--name", default="scale", help="the result's name: bench/results/NAME.json [scale]"
     )
     results.add_json_option(parser, "NAME")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.no_rocketmq:
+        args.rocketmq = []
+    if unknown := set(args.rocketmq) - set(RELEASES):
+        parser.error(f"--rocketmq: {', '.join(sorted(unknown))} unknown; of {', '.join(RELEASES)}")
+    return args
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
     command = "python -m bench.scale " + " ".join(sys.argv[1:] if argv is None else argv)
     systems = {"longboat": asyncio.run(one_system(longboat, args.topics, args, print))}
-    skip = "--no-rocketmq" if args.no_rocketmq else java_skip_reason()
-    if skip is None:
+    skip = java_skip_reason()
+    for version in args.rocketmq:
+        if skip is not None:
+            print(f"Apache RocketMQ {version} not run: {skip}")
+            continue
         topics = [n for n in args.topics if n <= args.rocketmq_max_topics]
-        start = functools.partial(rocketmq, args.rocketmq_heap)
-        systems["rocketmq"] = asyncio.run(one_system(start, topics, args, print))
-    else:
-        print(f"Apache RocketMQ not run: {skip}")
+        start = functools.partial(rocketmq, version, args.rocketmq_heap)
+        systems[release_name(version)] = asyncio.run(one_system(start, topics, args, print))
     result = document(args.name, systems, args, command)
     path = results.save(result, args.json)
     plot(systems, result["environment"], path.with_suffix(".png"))

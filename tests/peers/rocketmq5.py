@@ -170,9 +170,14 @@ def start_rocketmq5(
     broker_port_number: int = 0,
     grpc_port: int = 0,
     remoting_port: int = 0,
+    broker_options: Mapping[str, object] | None = None,
+    broker_jvm_options: tuple[str, ...] = BROKER_JVM_OPTIONS,
 ) -> RocketMQ5Cluster:
     """Start a 5.x name server and a local-mode proxy with its broker, all under ``home``, on
-    the ports given (random free loopback ports for those left 0)."""
+    the ports given (random free loopback ports for those left 0).  ``broker_options`` are
+    broker.conf entries over the suite's; ``broker_jvm_options`` the proxy-and-broker JVM's
+    heap and GC (a benchmark gives it the heap RocketMQ's users run), as for 4.9.7's
+    `peers.rocketmq.start_rocketmq`, so a benchmark starts either release the same way."""
     (home / "conf").mkdir(parents=True, exist_ok=True)
     (home / "logs").mkdir(exist_ok=True)
     namesrv, namesrv_addr = start_namesrv(home, SERVER5_DIR, namesrv_port)
@@ -183,6 +188,7 @@ def start_rocketmq5(
             "brokerName": "rocketmq5-broker-a",
             **BROKER5_SETTINGS,
             **LMQ_SETTINGS,
+            **(broker_options or {}),
         }
     )
     broker_conf = home / "conf" / "broker.conf"
@@ -205,7 +211,7 @@ def start_rocketmq5(
         proxy = spawn_proxy(
             home,
             ("-pm", "local", "-pc", str(proxy_conf), "-bc", str(broker_conf)),
-            BROKER_JVM_OPTIONS,
+            broker_jvm_options,
         )
         cluster.processes.append(proxy)
         # The broker's registration with the name server may still be on its way.
