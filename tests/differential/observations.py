@@ -1,0 +1,52 @@
+"""Scenario observations made ahead of the tests that compare them, several at a time.
+
+A scenario mostly waits: on delay levels, retries, revive, timers, check-backs, JVMs. One after
+the other, the scenarios against one system took minutes on one pytest worker, the critical
+path of the suite. `Observations` runs them on a pool of threads, `workers` at a time, each in
+an event loop of its own (`asyncio.run`, as when each test ran its scenario on its own loop:
+a scenario that blocks its loop for a moment holds up no other), and keeps each observation,
+made once per (target, scenario), for the test that compares it.
+
+Running side by side changes nothing a scenario observes: each creates its own topics and
+groups under unique names, and the systems serve them as they serve concurrent applications.
+What a loaded host may change (how soon a revive or a check-back comes) the scenarios already
+leave out of their observations (see differential/scenarios5.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from differential.harness import Observation, Scenario, Target, observe
+
+
+def _observe_on_own_loop(scenario: Scenario, target: Target) -> Observation:
+    return asyncio.run(observe(scenario, target))
+
+
+class Observations:
+    """Observations of scenarios against targets, started ahead (`start`) and awaited by the
+    test comparing them (`get`); `close` waits for those running and drops those not begun."""
+
+    def __init__(self, scenarios: dict[str, Scenario], workers: int) -> None:
+        self._scenarios = scenarios
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="scenario")
+        self._made: dict[tuple[Target, str], Future[Observation]] = {}
+
+    def start(self, target: Target, name: str) -> None:
+        """Queue scenario `name` against `target`, unless already queued (first come, first
+        run)."""
+        if (target, name) not in self._made:
+            self._made[target, name] = self._pool.submit(
+                _observe_on_own_loop, self._scenarios[name], target
+            )
+
+    async def get(self, target: Target, name: str) -> Observation:
+        """The observation of `name` against `target`, once made; the scenario's own
+        exception if it failed."""
+        self.start(target, name)
+        return await asyncio.wrap_future(self._made[target, name])
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
