@@ -115,15 +115,15 @@ def scenarios_run_against(request: pytest.FixtureRequest, cluster: AnyRocketMQ) 
     share its xdist group (tests/conftest.py), and deselected tests are not in the session."""
     test = request.node
     param = test.callspec.params["any_rocketmq"]
-    return [
-        item.callspec.params["name"]
+    names = [
+        str(item.callspec.params["name"])
         for item in request.session.items
         if isinstance(item, pytest.Function)
         and item.parent is test.parent
         and item.originalname == test.originalname
         and item.callspec.params.get("any_rocketmq") == param
-        and skip_reason(item.callspec.params["name"], cluster) is None
     ]
+    return [name for name in names if skip_reason(name, cluster) is None]
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
