@@ -1,11 +1,13 @@
 """Scenario observations made ahead of the tests that compare them, several at a time.
 
 A scenario mostly waits: on delay levels, retries, revive, timers, check-backs, JVMs. One after
-the other, the scenarios against one system took minutes on one pytest worker, the critical
-path of the suite. `Observations` runs them on a pool of threads, `workers` at a time, each in
-an event loop of its own (`asyncio.run`, as when each test ran its scenario on its own loop:
-a scenario that blocks its loop for a moment holds up no other), and keeps each observation,
-made once per (target, scenario), for the test that compares it.
+the other, the scenarios against one system took minutes on one pytest worker. `Observations`
+runs them on threads, `workers` at a time against each target (a pool per target: however many
+scenarios wait on Longboat, a RocketMQ serves at most `workers` at once, in a JVM whose heap and
+direct memory the suite keeps small), each in an event loop of its own (`asyncio.run`, as when
+each test ran its scenario on its own loop: a scenario that blocks its loop for a moment holds
+up no other), and keeps each observation, made once per (target, scenario), for the test that
+compares it.
 
 Running side by side changes nothing a scenario observes: each creates its own topics and
 groups under unique names, and the systems serve them as they serve concurrent applications.
@@ -26,19 +28,23 @@ def _observe_on_own_loop(scenario: Scenario, target: Target) -> Observation:
 
 
 class Observations:
-    """Observations of scenarios against targets, started ahead (`start`) and awaited by the
-    test comparing them (`get`); `close` waits for those running and drops those not begun."""
+    """Observations of scenarios against targets, started ahead (`start`), `workers` at a time
+    per target, and awaited by the test comparing them (`get`); `close` waits for those running
+    and drops those not begun."""
 
     def __init__(self, scenarios: dict[str, Scenario], workers: int) -> None:
         self._scenarios = scenarios
-        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="scenario")
+        self._workers = workers
+        self._pools: dict[Target, ThreadPoolExecutor] = {}
         self._made: dict[tuple[Target, str], Future[Observation]] = {}
 
     def start(self, target: Target, name: str) -> None:
         """Queue scenario `name` against `target`, unless already queued (first come, first
         run)."""
         if (target, name) not in self._made:
-            self._made[target, name] = self._pool.submit(
+            if target not in self._pools:
+                self._pools[target] = ThreadPoolExecutor(self._workers, "scenario")
+            self._made[target, name] = self._pools[target].submit(
                 _observe_on_own_loop, self._scenarios[name], target
             )
 
@@ -49,4 +55,5 @@ class Observations:
         return await asyncio.wrap_future(self._made[target, name])
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        for pool in self._pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)

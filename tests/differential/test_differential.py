@@ -37,9 +37,10 @@ COLUMNS = {"4.9.7": 1, "5.3.3": 2}  # each RocketMQ version's cell in `Row.cells
 SAME = "same"  # a RocketMQ cell saying that version does what Longboat does
 MISSING = "(absent)"
 GRPC_SCENARIOS = {"grpc_java5", "grpc_python5", "grpc_python5_fifo", *SCENARIOS_GRPC}
-# Scenarios observed at once on one pytest worker (differential/observations.py): they mostly
-# wait, so a few side by side cost the host little more than one.
-CONCURRENT_SCENARIOS = 4
+# Scenarios observed at once against each system on one pytest worker
+# (differential/observations.py): they mostly wait, so two side by side cost the host little
+# more than one.
+CONCURRENT_SCENARIOS = 2
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,9 @@ def longboat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="module")
 def observations(longboat: Cluster) -> Iterator[Observations]:
-    """Every observation of this module, made ahead, `CONCURRENT_SCENARIOS` at a time (set up
-    after `longboat`, so closed before it: no scenario outlives the broker it drives)."""
+    """Every observation of this module, made ahead, `CONCURRENT_SCENARIOS` at a time against
+    each system (set up after `longboat`, so closed before it: no scenario outlives the broker
+    it drives)."""
     made = Observations(SCENARIOS, workers=CONCURRENT_SCENARIOS)
     yield made
     made.close()
