@@ -107,7 +107,8 @@ up: $(STAMP)
 
 # Two pytest workers: most tests wait on sockets and timers, so two share two cores well; the
 # tests sharing a SparkSession or the RocketMQ cluster stay on one worker (tests/conftest.py).
-# PYTEST_WORKERS= runs the suite in one process.
+# PYTEST_WORKERS= runs the suite in one process. `make test`'s log ends with the 25 slowest
+# tests: where the suite's time goes (docs/testing.md, "The project's own suite").
 PYTEST_WORKERS ?= -n 2 --dist loadgroup
 
 ## Install everything (Python extras, the Node and Java test peers) and run the whole suite.
@@ -115,7 +116,7 @@ test: $(STAMP) node-peers java-peers peer-servers browser net-tools
 	$(VENV)/bin/ruff check .
 	$(PY) -m mypy
 	$(VENV)/bin/lint-imports --no-logo
-	$(PY) -m pytest $(PYTEST_WORKERS)
+	$(PY) -m pytest $(PYTEST_WORKERS) --durations=25
 
 ## The inner loop: lint and the suite without Spark, the JVM, Node, the browser or the slow tests.
 test-quick: $(STAMP)

@@ -31,7 +31,9 @@ run, when `make java-peers` has not built them.
 
 `make test` runs the suite on two pytest-xdist workers (`--dist loadgroup`); the tests that use
 a RocketMQ cluster (4.9.7, 5.3.3), and those that use the SparkSession, each stay on one
-worker, so a run starts each of them once (`pytest_collection_modifyitems` below).
+worker, so a run starts each of them once, and the files of tests marked slow, java or spark
+are collected first (`pytest_collection_modifyitems` below; docs/testing.md, "The project's
+own suite").
 """
 
 from __future__ import annotations
@@ -237,6 +239,11 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
 # Session fixtures that start something heavy: the tests using one run on one xdist worker.
 _ONE_WORKER_FIXTURES = ("rocketmq_cluster", "rocketmq5_cluster", "spark")
+# Markers of tests that start JVMs or run long. Their files run first: the scheduler hands out
+# single tests in collection order, and a two-minute test begun last keeps the run going while
+# the other worker has nothing left (tests/test_bench_rocketmq_compare.py, collected near the
+# end, did).
+_HEAVY_MARKERS = ("slow", "java", "spark")
 
 
 # First: pytest-xdist's own hook (on each worker, registered after the conftests, so called
@@ -255,6 +262,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             if name in fixtures:
                 item.add_marker(pytest.mark.xdist_group(name))
                 break
+    heavy = {i.path for i in items if any(i.get_closest_marker(m) for m in _HEAVY_MARKERS)}
+    items.sort(key=lambda item: item.path not in heavy)  # stable: each file's order kept
 
 
 @pytest.fixture(autouse=True)

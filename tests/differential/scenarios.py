@@ -80,7 +80,8 @@ async def send_modes(target: Target) -> Observation:
             for i in range(4)
         ]
         delayed = await producer.send(Message(topic, b"delayed", delay_level=1))
-    got = {m.body.decode(): m for m in await read_topic(ns, topic, 12, timeout=WAIT_S)}
+    # Every message sent (11): the read ends as soon as they all came.
+    got = {m.body.decode(): m for m in await read_topic(ns, topic, 11, timeout=WAIT_S)}
     ordered_queue = [m for m in got.values() if m.body.startswith(b"order-")]
     return {
         "statuses": [r.status.name for r in (sync, async_result, batch, *ordered, delayed)],
@@ -377,6 +378,11 @@ async def lookups(target: Target) -> Observation:
         ]
     seen: Observation = {}
     async with Admin(config=config_for(ns)) as admin:
+        # Each system indexes keys a moment after answering the send, in the order it stored
+        # the messages: once the last one sent is found by its key, every lookup sees all four.
+        async with asyncio.timeout(WAIT_S):
+            while not await admin.messages_by_key(topic, "only-3"):
+                await asyncio.sleep(0.05)
         probe = sent[2]
         by_offset_id = await admin.message_by_id(probe.offset_msg_id)
         by_uniq_key = await admin.message_by_id(probe.msg_id, topic)

@@ -9,6 +9,7 @@ failure prints the row to add or correct.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Iterator
@@ -19,7 +20,8 @@ from typing import Any
 import pytest
 
 from conftest import Cluster, start_cluster
-from differential.harness import Observation, Target, observe
+from differential.harness import Target
+from differential.observations import Observations
 from differential.scenarios import SCENARIOS
 from differential.scenarios5 import SINCE_5
 from differential.scenarios_grpc import SCENARIOS_GRPC
@@ -35,6 +37,10 @@ COLUMNS = {"4.9.7": 1, "5.3.3": 2}  # each RocketMQ version's cell in `Row.cells
 SAME = "same"  # a RocketMQ cell saying that version does what Longboat does
 MISSING = "(absent)"
 GRPC_SCENARIOS = {"grpc_java5", "grpc_python5", "grpc_python5_fifo", *SCENARIOS_GRPC}
+# Scenarios observed at once against each system on one pytest worker
+# (differential/observations.py): they mostly wait, so two side by side cost the host little
+# more than one.
+CONCURRENT_SCENARIOS = 2
 
 
 @dataclass(frozen=True)
@@ -85,33 +91,67 @@ def longboat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 @pytest.fixture(scope="module")
-def ours() -> dict[str, Observation]:
-    """Longboat's observations, made once per scenario and compared with each RocketMQ."""
-    return {}
+def observations(longboat: Cluster) -> Iterator[Observations]:
+    """Every observation of this module, made ahead, `CONCURRENT_SCENARIOS` at a time against
+    each system (set up after `longboat`, so closed before it: no scenario outlives the broker
+    it drives)."""
+    made = Observations(SCENARIOS, workers=CONCURRENT_SCENARIOS)
+    yield made
+    made.close()
+
+
+def skip_reason(name: str, cluster: AnyRocketMQ) -> str | None:
+    """Why `name` cannot run against `cluster`, if it cannot."""
+    if name in GRPC_SCENARIOS and cluster.grpc_endpoint is None:
+        return f"RocketMQ {cluster.version} has no gRPC endpoint (5.x only)"
+    if name in SINCE_5 and cluster.version.startswith("4."):
+        return f"RocketMQ {cluster.version} has no timers, recall or pop (5.x only)"
+    if name in ON_5_ONLY and cluster.version.startswith("4."):
+        return f"RocketMQ {cluster.version} does not serve the 5.x client's lite pull"
+    return None
+
+
+def scenarios_run_against(request: pytest.FixtureRequest, cluster: AnyRocketMQ) -> list[str]:
+    """The scenarios this session compares with `cluster` (the RocketMQ of `request`'s test),
+    in the order their tests run. They all run in this process: the tests using one RocketMQ
+    share its xdist group (tests/conftest.py), and deselected tests are not in the session."""
+    test = request.node
+    param = test.callspec.params["any_rocketmq"]
+    names = [
+        str(item.callspec.params["name"])
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.parent is test.parent
+        and item.originalname == test.originalname
+        and item.callspec.params.get("any_rocketmq") == param
+    ]
+    return [name for name in names if skip_reason(name, cluster) is None]
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 async def test_longboat_observes_what_rocketmq_does(
-    name: str, any_rocketmq: AnyRocketMQ, longboat: Cluster, ours: dict[str, Observation]
+    name: str,
+    any_rocketmq: AnyRocketMQ,
+    longboat: Cluster,
+    observations: Observations,
+    request: pytest.FixtureRequest,
 ) -> None:
-    if name in GRPC_SCENARIOS and any_rocketmq.grpc_endpoint is None:
-        pytest.skip(f"RocketMQ {any_rocketmq.version} has no gRPC endpoint (5.x only)")
-    if name in SINCE_5 and any_rocketmq.version.startswith("4."):
-        pytest.skip(f"RocketMQ {any_rocketmq.version} has no timers, recall or pop (5.x only)")
-    if name in ON_5_ONLY and any_rocketmq.version.startswith("4."):
-        pytest.skip(f"RocketMQ {any_rocketmq.version} does not serve the 5.x client's lite pull")
-    if name not in ours:
-        assert longboat.broker.grpc is not None
-        here = Target(longboat.namesrv_addr, f"127.0.0.1:{longboat.broker.grpc.port}")
-        ours[name] = await observe(SCENARIOS[name], here)
-    theirs = await observe(
-        SCENARIOS[name], Target(any_rocketmq.namesrv_addr, any_rocketmq.grpc_endpoint)
-    )
+    reason = skip_reason(name, any_rocketmq)
+    if reason is not None:
+        pytest.skip(reason)
+    assert longboat.broker.grpc is not None
+    here = Target(longboat.namesrv_addr, f"127.0.0.1:{longboat.broker.grpc.port}")
+    there = Target(any_rocketmq.namesrv_addr, any_rocketmq.grpc_endpoint)
+    # The first test against this RocketMQ starts every observation the others compare.
+    for ahead in scenarios_run_against(request, any_rocketmq):
+        observations.start(here, ahead)
+        observations.start(there, ahead)
+    ours, theirs = await asyncio.gather(observations.get(here, name), observations.get(there, name))
     rows = accepted_rows()
     version = any_rocketmq.version
     wrong: list[str] = []
-    for field in sorted(ours[name].keys() | theirs.keys()):
-        mine = as_cell(ours[name].get(field, MISSING))
+    for field in sorted(ours.keys() | theirs.keys()):
+        mine = as_cell(ours.get(field, MISSING))
         peer = as_cell(theirs.get(field, MISSING))
         row = rows.get((name, field))
         if row is None:
