@@ -73,7 +73,7 @@ async def test_name_server_failover(servers: list[RemotingServer]) -> None:
         route = await instance.route("T")
         assert route.master_addr("b") == "127.0.0.1:1"
         # The name server that answered is asked first from now on.
-        assert instance.api._namesrv_first == 1
+        assert instance.api._namesrvs.first == 1
     finally:
         await instance.release()
 

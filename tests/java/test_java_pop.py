@@ -4,7 +4,10 @@ QUERY_ASSIGNMENT decides pull or pop: once the group's mode is set to POP
 (`Admin.set_message_request_mode`, RocketMQ's `mqadmin setConsumeMode`) the client pops
 (POP_MESSAGE), builds each message's checkpoint from the answer and acks it (ACK_MESSAGE);
 every message is consumed and the group's progress reaches the end of each queue, so nothing
-is delivered again.  A group never set is assigned in PULL mode, and the client pulls."""
+is delivered again.  A group never set is assigned in PULL mode, and the client pulls.  With
+two Longboat brokers serving the topic, the broker the client asks assigns the queues of both
+(it looks the topic's route up at the name server, as RocketMQ 5.3's broker does), so the
+client consumes what was sent to either, by pops or by pulls."""
 
 from __future__ import annotations
 
@@ -13,9 +16,12 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from client.client_e2e import config_for, unique
 from client.push_support import create_topic, send
-from conftest import Cluster
+from conftest import Cluster, broker_config
+from longboat.broker import BrokerController
 from longboat.client.admin import Admin
 from peers.rocketmq5 import run_pop_consume
 
@@ -70,3 +76,24 @@ def test_java_53_broker_assigned_consumer_pulls_unless_the_group_is_set_to_pop(
     topic, group, got = java_consumes(cluster, 8, tmp_path, pop=False)
     assert {how for _, how in got} == {"pull"}
     assert all(cluster.broker.pop.table.queue(group, topic, q) is None for q in range(QUEUES))
+
+
+@pytest.mark.parametrize("pop", [True, False], ids=["pop", "pull"])
+def test_java_53_broker_assigned_consumer_reads_every_broker_of_the_topic(
+    java_peers: None, loopback_cluster: Callable[..., Cluster], tmp_path: Path, pop: bool
+) -> None:
+    cluster = loopback_cluster()
+    second = BrokerController(broker_config(tmp_path / "second", cluster.namesrv_addr))
+    cluster.runner.run(second.start())
+    try:
+        topic, group, got = java_consumes(cluster, 16, tmp_path, pop=pop)
+        assert {how for _, how in got} == {"pop" if pop else "pull"}
+        # The producer spread the messages over both brokers' queues; popped, every one of
+        # them is acked, so each broker has the group's progress at the end of its queues.
+        for broker in (cluster.broker, second):
+            ends = {q: broker.store.max_offset(topic, q) for q in range(QUEUES)}
+            assert sum(ends.values()) > 0
+            if pop:
+                assert {q: broker.offsets.query(group, topic, q) for q in range(QUEUES)} == ends
+    finally:
+        cluster.runner.run(second.stop())

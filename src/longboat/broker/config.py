@@ -113,6 +113,9 @@ class BrokerConfig:
     max_index_num: int = 5_000_000 * 4
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6000
+    # How often the topics' routes assignment by the broker shares are looked up again at the
+    # name servers (RocketMQ 5.3's key and default; broker/services/topic_routes.py).
+    load_balance_poll_name_server_interval: int = 30_000
     # Message traces (RocketMQ's keys): the region and trace switch every send answer carries
     # (a client writes no trace of a message whose broker says traceOn=false), and with
     # traceTopicEnable the trace topic msgTraceTopicName is created at start (one queue), so
@@ -431,6 +434,11 @@ class BrokerConfig:
             ("sync_flush_timeout", self.sync_flush_timeout > 0, "must be > 0"),
             ("disk_max_used_space_ratio", 10 <= self.disk_max_used_space_ratio <= 95, "10..95"),
             ("register_name_server_period", self.register_name_server_period >= 100, ">= 100"),
+            (
+                "load_balance_poll_name_server_interval",
+                self.load_balance_poll_name_server_interval >= 100,
+                ">= 100",
+            ),
             ("broker_permission", 0 <= self.broker_permission <= 15, "perm bits 0..15"),
             ("channel_expired_timeout", self.channel_expired_timeout > 0, "must be > 0"),
             ("max_connections", self.max_connections > 0, "must be > 0"),

@@ -23,7 +23,7 @@ from longboat.broker.state.consumers import ConsumerManager
 from longboat.broker.state.hold import HoldService
 from longboat.broker.state.producers import ProducerTable
 from longboat.broker.state.topics import TopicManager
-from longboat.remoting import Connection
+from longboat.remoting import Connection, RemotingClient
 from longboat.store.message_store import ArrivalListener
 
 if TYPE_CHECKING:
@@ -47,6 +47,12 @@ class CoreHost(FeatureHost, Protocol):
     @property
     def broker_addr(self) -> str:
         """`host:port` this broker is reached at (the port it bound, not the configured 0)."""
+        ...
+
+    @property
+    def client(self) -> RemotingClient:
+        """The broker's outgoing connections (to the name servers), signed and under TLS as
+        its config says."""
         ...
 
     @property

@@ -4,9 +4,16 @@ broker assign (the Java client's `setClientRebalance(false)`), and SET_MESSAGE_R
 
 As RocketMQ 5.3: the answer carries the mode set for (topic, group) (`state/request_modes.py`,
 persisted), PULL when none was set, so such a client pulls unless the group was set to POP; a
-retry topic is always PULL and its mode cannot be set.  The queues are this broker's queues
-of the topic (RocketMQ's broker shares the route's queues of every broker; a one-broker
-cluster gets the same answer), shared as `core/assignment.py` decides.
+retry topic is always PULL and its mode cannot be set.  The queues shared are the topic's
+queues of every broker in its route, which the broker looks up at its name servers and
+refreshes every `loadBalancePollNameServerInterval` (`services/topic_routes.py`), so a client
+that asks one broker is assigned the other brokers' queues too; the members are the group's
+clients this broker has heard from (heartbeats).  The sharing is `core/assignment.py`'s.
+
+Where RocketMQ 5.3 answers nothing (the client keeps what it has) because no name server
+gave a route, this broker falls back to its own queues of the topic when it has the topic:
+with no name server configured or none answering, and in the moment between creating a
+topic and registering it.  A topic unknown to both gets no valid answer.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from longboat.broker.core.assignment import assign
+from longboat.broker.services.topic_routes import TopicRoutes
 from longboat.broker.state.request_modes import MessageRequestModeTable
 from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
 from longboat.protocol.assignment_bodies import (
@@ -34,17 +42,20 @@ REQUEST_MODE_FILE = "messageRequestMode.json"
 
 
 class AssignmentProcessor:
-    def __init__(self, controller: CoreHost, modes: MessageRequestModeTable) -> None:
+    def __init__(
+        self, controller: CoreHost, modes: MessageRequestModeTable, routes: TopicRoutes
+    ) -> None:
         self.controller = controller
         self.modes = modes
+        self.routes = routes
 
-    def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
+    async def query_assignment(self, conn: Connection, cmd: RemotingCommand) -> RemotingCommand:
         try:
             query = QueryAssignmentRequest.from_json(cmd.body or b"")
         except ProtocolError as exc:
             return cmd.make_response(ResponseCode.SYSTEM_ERROR, f"{exc} (the client's error)")
         setting = self.setting(query.topic, query.consumer_group)
-        queues = self._queues(query.topic)
+        queues = await self._queues(query.topic)
         if queues is None:
             mine = None
         elif query.message_model == "BROADCASTING":
@@ -63,7 +74,12 @@ class AssignmentProcessor:
                 return set_mode
         return MessageRequestModeBody(topic, group, MessageRequestMode.PULL)
 
-    def _queues(self, topic: str) -> list[MessageQueue] | None:
+    async def _queues(self, topic: str) -> list[MessageQueue] | None:
+        """The route's queues of `topic` on every broker; this broker's own when no name
+        server gave a route and it has the topic; None when neither knows it."""
+        routed = await self.routes.subscribe_queues(topic)
+        if routed is not None:
+            return routed
         config = self.controller.topics.get(topic)
         if config is None:
             return None
@@ -100,7 +116,10 @@ def install(controller: CoreHost) -> None:
         controller.config.store_path_root_dir / "config" / REQUEST_MODE_FILE
     )
     modes.load()
-    processor = AssignmentProcessor(controller, modes)
+    routes = TopicRoutes(controller.client, controller.config.namesrv_addrs)
+    interval_s = controller.config.load_balance_poll_name_server_interval / 1000
+    controller.add_periodic(interval_s, routes.refresh)
+    processor = AssignmentProcessor(controller, modes, routes)
     controller.router.register_all(
         {
             RequestCode.QUERY_ASSIGNMENT: processor.query_assignment,

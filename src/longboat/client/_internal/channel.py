@@ -2,9 +2,9 @@
 
 This is the one place where transport failures and non-success answers become the client's
 exceptions (`errors.py`): callers never see a `RemotingError` or a raw response code.
-Name-server commands fail over between the configured name servers (the last one that
-answered is tried first); broker commands go to the address they are given, naming the broker
-group they are for when they are about one of its queues.
+Name-server commands fail over between the configured name servers (`remoting.failover`:
+the last one that answered is tried first); broker commands go to the address they are given,
+naming the broker group they are for when they are about one of its queues.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from longboat.client.errors import ClientUsageError, TransportError, broker_erro
 from longboat.protocol import RemotingCommand, ResponseCode
 from longboat.protocol.headers import broker_name_field
 from longboat.remoting import RemotingClient, RemotingError
+from longboat.remoting.failover import Failover, NoServerAnswered
 
 
 class RequestChannel:
@@ -25,7 +26,7 @@ class RequestChannel:
     def __init__(self, remoting: RemotingClient, config: ClientConfig) -> None:
         self.remoting = remoting
         self.config = config
-        self._namesrv_first = 0
+        self._namesrvs = Failover(remoting, config.namesrv_addrs)
 
     def _command(
         self,
@@ -75,27 +76,22 @@ class RequestChannel:
     async def _call_namesrv(
         self, cmd: RemotingCommand, ok: Collection[int] = (ResponseCode.SUCCESS,)
     ) -> tuple[str, RemotingCommand]:
-        addrs = self.config.namesrv_addrs
-        last: TransportError | None = None
-        for i in range(len(addrs)):
-            index = (self._namesrv_first + i) % len(addrs)
-            try:
-                response = await self.invoke(addrs[index], cmd)
-            except TransportError as exc:
-                last = exc
-                continue
-            self._namesrv_first = index
-            if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-                # A broker answers a name server's request so ("request type 105 not supported").
-                raise ClientUsageError(
-                    f"{addrs[index]} does not serve name-server request {cmd.code}: it looks "
-                    "like a broker, not a name server; give the name server's address "
-                    "(port 9876 by default)"
-                )
-            if response.code not in ok:
-                raise broker_error(
-                    response.code, response.remark, addr=addrs[index], request_code=cmd.code
-                )
-            return addrs[index], response
-        assert last is not None
-        raise TransportError(f"no name server reachable ({', '.join(addrs)}): {last}") from last
+        try:
+            addr, response = await self._namesrvs.request(cmd, self.config.request_timeout)
+        except NoServerAnswered as exc:
+            last = transport_error(exc.last, exc.last_addr)
+            raise TransportError(
+                f"no name server reachable ({', '.join(exc.addrs)}): {last}"
+            ) from last
+        except ValueError:
+            raise ClientUsageError("no name server address configured") from None
+        if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            # A broker answers a name server's request so ("request type 105 not supported").
+            raise ClientUsageError(
+                f"{addr} does not serve name-server request {cmd.code}: it looks like a "
+                "broker, not a name server; give the name server's address (port 9876 by "
+                "default)"
+            )
+        if response.code not in ok:
+            raise broker_error(response.code, response.remark, addr=addr, request_code=cmd.code)
+        return addr, response

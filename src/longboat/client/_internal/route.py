@@ -1,18 +1,11 @@
 """A topic's route as the client uses it: which queues to write, which to read, where brokers are.
 
 Built from the name server's `TopicRouteData` (either JSON dialect; `protocol.bodies` parses
-both) by the rules of Java's `MQClientInstance.topicRouteData2TopicPublishInfo` /
-`topicRouteData2TopicSubscribeInfo`:
-
-* publish queues: for each queue data with the WRITE permission whose broker has a master
-  (id 0), `writeQueueNums` queues — a slave cannot take writes;
-* subscribe queues: for each queue data with the READ permission, `readQueueNums` queues;
-* both sorted by (broker name, queue id), so every client computes the same lists and
-  rebalance allocations agree.
-
-A route learned through the auto-create topic (TBW102) is re-labelled with the real topic and
-given, per broker, the queues the broker will create the topic with on the first send
-(`topic_names.auto_created_queue_nums`, the rule both sides share).
+both); which queues a route offers is `protocol.route_queues`' rule (Java's
+`MQClientInstance.topicRouteData2TopicPublishInfo` / `topicRouteData2TopicSubscribeInfo`),
+the one a broker applies too when it assigns queues.  A route learned through the auto-create
+topic (TBW102) is re-labelled with the real topic and given, per broker, the queues the broker
+will create the topic with on the first send.
 """
 
 from __future__ import annotations
@@ -20,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from longboat.protocol.bodies import BrokerData, TopicRouteData
-from longboat.protocol.topic_names import auto_created_queue_nums
-from longboat.protocol.types import PERM_READ, PERM_WRITE, MessageQueue
+from longboat.protocol.route_queues import route_queues
+from longboat.protocol.types import MessageQueue
 
 
 @dataclass(slots=True)
@@ -38,22 +31,12 @@ class TopicRoute:
         cls, topic: str, data: TopicRouteData, *, default_queue_nums: int | None = None
     ) -> TopicRoute:
         """The route of `topic`; `default_queue_nums` is set when `data` is TBW102's route."""
-        masters = {b.broker_name for b in data.broker_datas if b.master_addr}
-        publish: list[MessageQueue] = []
-        subscribe: list[MessageQueue] = []
-        for qd in sorted(data.queue_datas, key=lambda q: q.broker_name):
-            writes, reads = qd.write_queue_nums, qd.read_queue_nums
-            if default_queue_nums is not None:
-                writes = reads = auto_created_queue_nums(default_queue_nums, qd.write_queue_nums)
-            if qd.perm & PERM_WRITE and qd.broker_name in masters:
-                publish += (MessageQueue(topic, qd.broker_name, i) for i in range(writes))
-            if qd.perm & PERM_READ:
-                subscribe += (MessageQueue(topic, qd.broker_name, i) for i in range(reads))
+        queues = route_queues(topic, data, default_queue_nums=default_queue_nums)
         return cls(
             topic=topic,
             data=data,
-            publish_queues=publish,
-            subscribe_queues=subscribe,
+            publish_queues=queues.publish,
+            subscribe_queues=queues.subscribe,
             via_default_topic=default_queue_nums is not None,
         )
 
