@@ -3,8 +3,8 @@ topic, asked of one of them with the bare protocol client: as RocketMQ 5.3's bro
 the topic's queues of every broker in the route it looked up at the name server (PULL: the
 strategy's share of all of them; POP: queue -1 of each broker; a retry topic: PULL, over every
 broker's retry queues), looks the route up again every `loadBalancePollNameServerInterval`, and
-keeps what it had when the name server stops answering, where a topic it never looked up gets
-its own queues."""
+keeps what it had when the name server stops answering, while a topic whose route it never got
+gets its own queues."""
 
 from __future__ import annotations
 
