@@ -13,7 +13,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
 from conftest import broker_config
@@ -38,19 +37,11 @@ POLL_MS = 200
 
 async def assignment(wire: Wire, client_id: str, topic: str = TOPIC) -> dict[str, Any]:
     """The answer: {"mode": [...], "queues": sorted (broker, queue id)} or {} (no valid one)."""
-    query = QueryAssignmentRequest(topic, GROUP, client_id, "AVG")
-    response = await wire.call(RequestCode.QUERY_ASSIGNMENT, body=query.to_json())
-    assert response.code == ResponseCode.SUCCESS, response.remark
-    body = orjson.loads(response.body)
-    if "messageQueueAssignments" not in body:
+    found = await wire.assignments(QueryAssignmentRequest(topic, GROUP, client_id, "AVG"))
+    if found is None:
         return {}
-    found = body["messageQueueAssignments"]
-    return {
-        "mode": sorted({a["mode"] for a in found}),
-        "queues": sorted(
-            (a["messageQueue"]["brokerName"], a["messageQueue"]["queueId"]) for a in found
-        ),
-    }
+    queues = [(a["messageQueue"]["brokerName"], a["messageQueue"]["queueId"]) for a in found]
+    return {"mode": sorted({a["mode"] for a in found}), "queues": sorted(queues)}
 
 
 async def serve_topic(broker: BrokerController, topic: str) -> None:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from longboat.broker import BrokerController
 from longboat.protocol import RequestCode, ResponseCode
 from longboat.protocol.assignment_bodies import (
@@ -29,14 +27,10 @@ QUEUES = 4
 async def assignment(
     wire: Wire, client_id: str, *, topic: str = TOPIC, strategy: str = "AVG"
 ) -> dict[str, Any]:
-    """The answer's body: {"mode": ..., "queues": sorted queue ids} or {} (no valid answer)."""
-    query = QueryAssignmentRequest(topic, GROUP, client_id, strategy)
-    response = await wire.call(RequestCode.QUERY_ASSIGNMENT, body=query.to_json())
-    assert response.code == ResponseCode.SUCCESS, response.remark
-    body = orjson.loads(response.body)
-    if "messageQueueAssignments" not in body:
+    """The answer: {"mode": ..., "queues": sorted queue ids} or {} (no valid answer)."""
+    found = await wire.assignments(QueryAssignmentRequest(topic, GROUP, client_id, strategy))
+    if found is None:
         return {}
-    found = body["messageQueueAssignments"]
     return {
         "mode": sorted({a["mode"] for a in found}),
         "queues": sorted(a["messageQueue"]["queueId"] for a in found),

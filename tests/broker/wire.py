@@ -13,7 +13,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from longboat.protocol import RemotingCommand, RequestCode
+import orjson
+
+from longboat.protocol import RemotingCommand, RequestCode, ResponseCode
+from longboat.protocol.assignment_bodies import QueryAssignmentRequest
 from longboat.protocol.batch import BatchItem, encode_batch
 from longboat.protocol.bodies import ConsumerData, HeartbeatData, SubscriptionData
 from longboat.protocol.header_fields import Header
@@ -101,6 +104,16 @@ class Wire:
         )
         response = await self.call(RequestCode.HEART_BEAT, body=data.to_json())
         assert response.code == 0, response.remark
+
+    async def assignments(self, query: QueryAssignmentRequest) -> list[dict[str, Any]] | None:
+        """QUERY_ASSIGNMENT: the answer's assignments as sent (each {"messageQueue": ...,
+        "mode": ...}); None when it holds none (no valid answer: the client keeps its own)."""
+        response = await self.call(RequestCode.QUERY_ASSIGNMENT, body=query.to_json())
+        assert response.code == ResponseCode.SUCCESS, response.remark
+        found: list[dict[str, Any]] | None = orjson.loads(response.body).get(
+            "messageQueueAssignments"
+        )
+        return found
 
     async def query_offset(
         self, group: str, topic: str, queue_id: int, *, set_zero: bool | None = None
