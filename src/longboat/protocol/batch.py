@@ -9,13 +9,18 @@ import struct
 from dataclasses import dataclass
 
 from longboat.protocol.errors import ProtocolError
-from longboat.protocol.properties import properties_to_string, string_to_properties
+from longboat.protocol.properties import (
+    PROPERTY_SEPARATOR,
+    properties_to_string,
+    string_to_properties,
+)
 
 _HEAD = struct.Struct(">iiiii")  # total, magic, crc, flag, body length
 _READ_HEAD = struct.Struct(">i8xii")  # total, flag, body length (magic and crc unused)
 _I16 = struct.Struct(">h")
 _HEAD_SIZE = _HEAD.size
 _ELEMENT_OVERHEAD = _HEAD.size + _I16.size  # an element with empty body and properties
+_PROPERTY_SEPARATOR = PROPERTY_SEPARATOR.encode()
 
 
 @dataclass(slots=True)
@@ -49,15 +54,21 @@ def join_batch(elements: list[tuple[bytes, bytes, int]]) -> bytes:
     return b"".join(parts)
 
 
-def split_batch(data: bytes | memoryview) -> list[tuple[bytes, bytes, int]]:
+def split_batch(data: bytes | memoryview, appended: bytes = b"") -> list[tuple[bytes, bytes, int]]:
     """Each element's body, encoded property string (as sent, not parsed) and flag.
 
     The broker's path: it keeps each message's property bytes, appends its own few properties
-    and stores them, so no message of a batch is parsed into a dict.  Raises ProtocolError
-    for a malformed element (nothing of the batch is used then).
+    (`appended`, encoded) and stores them, so no message of a batch is parsed into a dict.
+    They are appended here, as each element is cut out, rather than in a second pass over the
+    batch: `with_appended` of each, inlined (a call per message would cost as much as the
+    rest of its share of the split).  Raises ProtocolError for a malformed element (nothing
+    of the batch is used then).
     """
     if not isinstance(data, bytes):
         data = bytes(data)
+    # `with_appended`: after a separator unless the element's properties are empty or end
+    # with one (b"" + b"" is the same object, so without `appended` nothing is copied).
+    glue = _PROPERTY_SEPARATOR + appended if appended else b""
     elements: list[tuple[bytes, bytes, int]] = []
     append = elements.append
     unpack_head = _READ_HEAD.unpack_from
@@ -77,7 +88,10 @@ def split_batch(data: bytes | memoryview) -> list[tuple[bytes, bytes, int]]:
             # its properties end where it does: the one check covers them all.
             if props_len < 0 or q + 2 + props_len != end or end > limit:
                 raise ProtocolError(f"bad batch element properties at {pos}")
-            append((data[p:q], data[q + 2 : end], flag))
+            if props_len and data[end - 1] != 2:
+                append((data[p:q], data[q + 2 : end] + glue, flag))
+            else:
+                append((data[p:q], data[q + 2 : end] + appended, flag))
             pos = end
     except struct.error:
         raise ProtocolError(f"truncated batch element at {pos}") from None

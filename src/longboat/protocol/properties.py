@@ -147,6 +147,15 @@ def string_to_properties(text: str) -> dict[str, str]:
     return props
 
 
+def with_appended(props: bytes, appended: bytes) -> bytes:
+    """Encoded properties with `appended` (encoded) added at the end, as RocketMQ's broker
+    writes its own after a message's: a separator between them when needed.  A name in both
+    is stored twice and read as the appended one, since readers keep the last occurrence."""
+    if not props:
+        return appended
+    return props + appended if props[-1] == 2 else props + b"\x02" + appended
+
+
 def raw_property(raw: bytes, marker: bytes) -> bytes | None:
     """The value of a property read straight from an encoded property string, or None;
     `marker` is the name and its separator (`property_marker`).
@@ -213,15 +222,17 @@ def raw_property_each(props: Sequence[bytes], joined: bytes, marker: bytes) -> l
     if k == 1:
         value = raw_property(props[0], marker)
         return None if value is None else [value]
-    if (
-        list(map(bytes.count, props, repeat(marker))).count(1) != k
-        or joined.count(_SEPARATOR_BYTE + marker) + joined.startswith(marker) != k
-    ):
+    if list(map(bytes.count, props, repeat(marker))).count(1) != k:
         return None
-    values: list[bytes] = _value_pattern(marker).findall(joined)
-    return None if b"" in values else values
+    # The scan reads only occurrences after a separator, and `joined` gets one in front of
+    # its first message: with one occurrence per message, k values means all k start a
+    # segment, without counting those separately.
+    values: list[bytes] = _value_pattern(marker).findall(_SEPARATOR_BYTE + joined)
+    return None if len(values) != k or b"" in values else values
 
 
 @cache
 def _value_pattern(marker: bytes) -> re.Pattern[bytes]:
-    return re.compile(re.escape(marker) + b"([^" + re.escape(_SEPARATOR_BYTE) + b"]*)")
+    """The value after each segment-start `marker` (a separator, then the name)."""
+    separator = re.escape(_SEPARATOR_BYTE)
+    return re.compile(separator + re.escape(marker) + b"([^" + separator + b"]*)")

@@ -45,6 +45,7 @@ from longboat.protocol.properties import (
     property_marker,
     raw_property,
     string_to_properties,
+    with_appended,
 )
 from longboat.protocol.sysflags import MessageSysFlag
 from longboat.protocol.topic_names import (
@@ -234,19 +235,22 @@ class SendProcessor:
         message is parsed unless it names DELAY (refused: batches are not scheduled)."""
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise Refusal(Reason.ILLEGAL_MESSAGE, "batches may not go to retry topics")
+        appended = properties_to_string(batch_props).encode()
         try:
-            elements = split_batch(cmd.body)
+            messages = split_batch(cmd.body, appended)
         except ProtocolError as exc:
             raise Refusal(Reason.ILLEGAL_MESSAGE, f"{exc} (the sender's error)") from None
-        if not elements:
+        if not messages:
             raise Refusal(Reason.ILLEGAL_MESSAGE, "the batch holds no message")
         _refuse_delayed(batch_props)
-        if _DELAY_MARKER in b"\x02".join([props for _, props, _ in elements]):
-            for _, props, _ in elements:
+        # A message names DELAY only if the batch's bytes do (a name holds no separator, so
+        # none spans a message and what is appended to it); then each message's own
+        # properties are read, without the batch's appended.
+        if _DELAY_MARKER in b"\x02".join([props for _, props, _ in messages]):
+            for _, props, _ in split_batch(cmd.body):
                 if _DELAY_MARKER in props:
                     _refuse_delayed(string_to_properties(props.decode(errors="replace")))
-        appended = properties_to_string(batch_props).encode()
-        return [(body, _with_appended(props, appended), flag) for body, props, flag in elements]
+        return messages
 
     def _refuse_timers(
         self, topic: str, queue_id: int, sys_flag: int, messages: list[tuple[bytes, bytes, int]]
@@ -288,7 +292,7 @@ class SendProcessor:
         # The cluster name is live configuration: read per send, as the parsed path does.
         cluster = self.admission.cluster_property()
         # Header text was decoded strictly, so it always encodes.
-        return cmd.body, _with_appended(text.encode(), cluster), header.flag
+        return cmd.body, with_appended(text.encode(), cluster), header.flag
 
     @staticmethod
     def _born_host(conn: Connection) -> bytes:
@@ -335,15 +339,6 @@ def _is_plain(topic: str, text: str, sys_flag: int, header: SendMessageRequestHe
         or MessageSysFlag.transaction_type(sys_flag) == MessageSysFlag.TRANSACTION_PREPARED_TYPE
         or any(marker in text for marker in _SPECIAL_MARKERS)
     )
-
-
-def _with_appended(props: bytes, appended: bytes) -> bytes:
-    """A message's property bytes with the broker's appended, as RocketMQ's batch encoder
-    writes them (a separator between when needed).  A name in both is stored twice and read
-    as the broker's, since readers keep the last occurrence."""
-    if not props:
-        return appended
-    return props + appended if props[-1] == 2 else props + b"\x02" + appended
 
 
 def _refuse_delayed(props: dict[str, str]) -> None:
