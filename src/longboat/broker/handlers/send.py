@@ -21,6 +21,7 @@ RocketMQ 4.9 stores them, WAIT included.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
 _BORN_HOST = "longboat.born_host"
 _DELAY_MARKER = property_marker(Prop.DELAY)
 _TIMER_MARKERS = tuple(property_marker(name) for name in TIMER_PROPS)
+# Any of them, in one scan of a batch's properties.
+_TIMER_NAMES = re.compile(b"|".join(map(re.escape, _TIMER_MARKERS)))
 _WAIT_MARKER = property_marker(Prop.WAIT)
 # A single send whose property string holds one of these takes the parsed path.
 _SPECIAL_MARKERS = tuple(
@@ -221,18 +224,19 @@ class SendProcessor:
             if half:
                 half_message(msg)
             return _Send(msg, queue_id, wait)
-        messages = self._batch_messages(cmd, topic, props)
-        self._refuse_timers(topic, queue_id, sys_flag, messages)
+        messages, joined = self._batch_messages(cmd, topic, props)
+        self._refuse_timers(topic, queue_id, sys_flag, messages, joined)
         batch = _encoded(conn, header, topic, queue_id, sys_flag, born_host, messages)
         return _Send(batch, queue_id, wait)
 
     @staticmethod
     def _batch_messages(
         cmd: RemotingCommand, topic: str, batch_props: dict[str, str]
-    ) -> list[tuple[bytes, bytes, int]]:
+    ) -> tuple[list[tuple[bytes, bytes, int]], bytes]:
         """The batch's messages with their property bytes kept and the batch's properties
         (CLUSTER and the header's) appended as bytes, as RocketMQ's batch encoder does: no
-        message is parsed unless it names DELAY (refused: batches are not scheduled)."""
+        message is parsed unless it names DELAY (refused: batches are not scheduled).  Also
+        their properties joined by separators, where the checks look for names."""
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise Refusal(Reason.ILLEGAL_MESSAGE, "batches may not go to retry topics")
         appended = properties_to_string(batch_props).encode()
@@ -246,22 +250,28 @@ class SendProcessor:
         # A message names DELAY only if the batch's bytes do (a name holds no separator, so
         # none spans a message and what is appended to it); then each message's own
         # properties are read, without the batch's appended.
-        if _DELAY_MARKER in b"\x02".join([props for _, props, _ in messages]):
+        joined = b"\x02".join([props for _, props, _ in messages])
+        if _DELAY_MARKER in joined:
             for _, props, _ in split_batch(cmd.body):
                 if _DELAY_MARKER in props:
                     _refuse_delayed(string_to_properties(props.decode(errors="replace")))
-        return messages
+        return messages, joined
 
     def _refuse_timers(
-        self, topic: str, queue_id: int, sys_flag: int, messages: list[tuple[bytes, bytes, int]]
+        self,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        messages: list[tuple[bytes, bytes, int]],
+        joined: bytes,
     ) -> None:
         """Refuse (MESSAGE_ILLEGAL) a batch holding a message that, sent alone, would be a
         timer: a batch is one append to one queue, a timer waits in the wheel's.  RocketMQ
         stores such a batch as plain messages, each delivered at once, before its time.
         Checked on the messages with the batch's properties appended, which could name one;
-        a timer refused alone (too far ahead, timers off) is refused with its own remark."""
-        joined = b"\x02".join([props for _, props, _ in messages])
-        if not any(marker in joined for marker in _TIMER_MARKERS):
+        a timer refused alone (too far ahead, timers off) is refused with its own remark.
+        `joined`: the messages' properties joined by separators."""
+        if _TIMER_NAMES.search(joined) is None:
             return
         cfg = self.controller.config
         now_ms = int(self.appender.clock() * 1000)
