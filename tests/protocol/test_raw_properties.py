@@ -13,6 +13,7 @@ from longboat.protocol.properties import (
     raw_property,
     raw_property_each,
     string_to_properties,
+    with_appended,
 )
 
 _NAMES = ["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "TAG", ""]
@@ -89,6 +90,33 @@ def test_a_batch_read_at_once_cases() -> None:
 def test_split_batch_reverses_join_batch(elements: list[tuple[bytes, bytes, int]]) -> None:
     assert split_batch(join_batch(elements)) == elements
     assert split_batch(memoryview(join_batch(elements))) == elements
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    elements=st.lists(
+        st.tuples(st.binary(max_size=20), _TEXT.map(str.encode), st.integers(0, 3)), max_size=5
+    ),
+    appended=_TEXT.map(str.encode),
+)
+def test_split_batch_appends_as_each_message_alone(
+    elements: list[tuple[bytes, bytes, int]], appended: bytes
+) -> None:
+    """The broker's properties appended while splitting are those `with_appended` gives
+    each message on its own."""
+    expected = [(body, with_appended(props, appended), flag) for body, props, flag in elements]
+    assert split_batch(join_batch(elements), appended) == expected
+
+
+def test_with_appended_cases() -> None:
+    cluster = b"CLUSTER\x01c"
+    assert with_appended(b"TAGS\x01a", cluster) == b"TAGS\x01a\x02CLUSTER\x01c"
+    assert with_appended(b"TAGS\x01a\x02", cluster) == b"TAGS\x01a\x02CLUSTER\x01c"
+    assert with_appended(b"", cluster) == cluster
+    assert split_batch(join_batch([(b"x", b"TAGS\x01a", 0), (b"y", b"", 1)]), cluster) == [
+        (b"x", b"TAGS\x01a\x02CLUSTER\x01c", 0),
+        (b"y", cluster, 1),
+    ]
 
 
 @settings(max_examples=200, deadline=None)

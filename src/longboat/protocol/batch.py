@@ -54,11 +54,14 @@ def join_batch(elements: list[tuple[bytes, bytes, int]]) -> bytes:
     return b"".join(parts)
 
 
-def split_batch(data: bytes | memoryview, appended: bytes = b"") -> list[tuple[bytes, bytes, int]]:
+def split_batch(
+    data: bytes | memoryview, appended: bytes | None = None
+) -> list[tuple[bytes, bytes, int]]:
     """Each element's body, encoded property string (as sent, not parsed) and flag.
 
     The broker's path: it keeps each message's property bytes, appends its own few properties
-    (`appended`, encoded) and stores them, so no message of a batch is parsed into a dict.
+    (`appended`, encoded; None leaves them as sent) and stores them, so no message of a batch
+    is parsed into a dict.
     They are appended here, as each element is cut out, rather than in a second pass over the
     batch: `with_appended` of each, inlined (a call per message would cost as much as the
     rest of its share of the split).  Raises ProtocolError for a malformed element (nothing
@@ -67,8 +70,11 @@ def split_batch(data: bytes | memoryview, appended: bytes = b"") -> list[tuple[b
     if not isinstance(data, bytes):
         data = bytes(data)
     # `with_appended`: after a separator unless the element's properties are empty or end
-    # with one (b"" + b"" is the same object, so without `appended` nothing is copied).
-    glue = _PROPERTY_SEPARATOR + appended if appended else b""
+    # with one.  Without `appended` both add b"", which copies nothing.
+    if appended is None:
+        glue = appended = b""
+    else:
+        glue = _PROPERTY_SEPARATOR + appended
     elements: list[tuple[bytes, bytes, int]] = []
     append = elements.append
     unpack_head = _READ_HEAD.unpack_from
