@@ -65,6 +65,7 @@ from peers.rocketmq import (
     SERVER_DIR,
     RocketMQCluster,
     classpath,
+    discard,
     java_skip_reason,
     start_rocketmq,
 )
@@ -306,7 +307,7 @@ def rocketmq_cluster(
 ) -> Iterator[RocketMQCluster]:
     cluster = start_rocketmq(tmp_path_factory.mktemp("rocketmq"), broker_options=LMQ_SETTINGS)
     yield cluster
-    cluster.stop()
+    discard(cluster)
 
 
 @pytest.fixture(scope="session")
@@ -315,7 +316,7 @@ def rocketmq5_cluster(
 ) -> Iterator[RocketMQ5Cluster]:
     cluster = start_rocketmq5(tmp_path_factory.mktemp("rocketmq5"))
     yield cluster
-    cluster.stop()
+    discard(cluster)
 
 
 @pytest.fixture(

@@ -202,14 +202,14 @@ async def retries_to_dlq(target: Target) -> Observation:
     """A push consumer's failed messages: reconsumed through the group's retry topic (delay
     levels of 1 s) up to `max_reconsume_times`, then stored in its dead-letter topic.
 
-    -1 is sent as it is by Longboat's client (and by RocketMQ's Python client); both brokers
-    then dead-letter a message at its first failure (`reconsumeTimes >= maxReconsumeTimes`).
-    RocketMQ's Java client never sends it: it sends 16 for -1, which both brokers take as any
-    other limit."""
+    -1 is the default, in Longboat's client as in RocketMQ's Java client: both send 16 for
+    it, which both brokers take as any other limit. 0 dead-letters a message at its first
+    failure (`reconsumeTimes >= maxReconsumeTimes`)."""
     ns = target.namesrv
     seen: Observation = {}
-    for max_reconsume in (-1, 0, 2):
-        seen.update(await _retries(ns, max_reconsume))
+    # Each limit has a topic and group of its own: the three wait on their retries side by side.
+    for part in await asyncio.gather(*(_retries(ns, limit) for limit in (-1, 0, 2))):
+        seen.update(part)
     return seen
 
 
@@ -219,11 +219,12 @@ async def _retries(ns: str, max_reconsume: int) -> Observation:
     await consumer.start()
     try:
         await positioned_then_send(consumer, ns, topic, ("fine", "flaky", "poison"), keyed=True)
-        # With no reconsume allowed, the flaky message's one failure sends it there too.
-        dead_count = 2 if max_reconsume <= 0 else 1
-        dead = await read_topic(ns, f"%DLQ%{group}", dead_count, timeout=WAIT_S)
-        flaky_deliveries = 1 if max_reconsume <= 0 else 2
+        # With no reconsume allowed, the flaky message's one failure sends it to the %DLQ%
+        # too; otherwise it is consumed on its redelivery, and then never dead-lettered.
+        flaky_deliveries = 1 if max_reconsume == 0 else 2
         await deliveries.wait(lambda: deliveries.bodies().count("flaky") >= flaky_deliveries)
+        dead_count = 2 if max_reconsume == 0 else 1
+        dead = await read_topic(ns, f"%DLQ%{group}", dead_count, timeout=WAIT_S)
     finally:
         await consumer.shutdown()
     label = f"maxReconsumeTimes {max_reconsume}"
@@ -467,13 +468,13 @@ async def grpc_java5(target: Target) -> Observation:
     topic = await new_topic(ns, queues=2)
     sent = await java5(mode="produce", topic=topic, count=4, tag="J")
     seen["produce: sent"] = len([e for e in sent if e["event"] == "sent"])
-    simple = [
-        e
-        for e in await java5(
-            mode="simple", topic=topic, group=unique("simple_g"), expect=4, skip_ack_first=1
-        )
-        if e["event"] == "msg"
-    ]
+    # The two consumers are groups of their own: they wait on a redelivery and a retry side
+    # by side.
+    simple_run, push_run = await asyncio.gather(
+        java5(mode="simple", topic=topic, group=unique("simple_g"), expect=4, skip_ack_first=1),
+        java5(mode="push", topic=topic, group=unique("push_g"), expect=4, fail_first=1),
+    )
+    simple = [e for e in simple_run if e["event"] == "msg"]
     seen["simple: acked bodies"] = sorted(e["body"] for e in simple if e["outcome"] == "acked")
     skipped = simple[0]
     seen["simple: first delivery"] = [skipped["outcome"], skipped["attempt"]]
@@ -483,13 +484,7 @@ async def grpc_java5(target: Target) -> Observation:
     seen["simple: tags, keys, property"] = sorted(
         {(e["tag"], e["keys"].startswith("java5-key-"), e["peerProperty"]) for e in simple}
     )
-    pushed = [
-        e
-        for e in await java5(
-            mode="push", topic=topic, group=unique("push_g"), expect=4, fail_first=1
-        )
-        if e["event"] == "msg"
-    ]
+    pushed = [e for e in push_run if e["event"] == "msg"]
     failed = [e for e in pushed if e["outcome"] == "FAILURE"]
     seen["push: failures"] = len(failed)
     seen["push: the failed one's retries (outcome, attempt)"] = [

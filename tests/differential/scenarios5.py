@@ -47,6 +47,7 @@ from longboat.protocol import RemotingCommand, RequestCode
 from longboat.protocol.bodies import SubscriptionGroupConfig
 from longboat.protocol.header_fields import Header
 from longboat.protocol.headers import RecallMessageRequestHeader
+from longboat.protocol.message import MessageExt
 from longboat.protocol.pop_headers import (
     ExtraInfo,
     NotificationRequestHeader,
@@ -209,7 +210,7 @@ async def pop_dead_letters(target: Target) -> Observation:
     with an invisible time of 1 s: its first two pops (reconsume times), then whether a dead
     letter reaches the group's `%DLQ%` (RocketMQ's broker never puts one there; how often its
     revive brings the message back within a window depends on the host's load, so that count
-    is not compared)."""
+    is not compared, see `_dead_letters`)."""
     ns = target.namesrv
     topic, group = await new_topic(ns), unique("pop_dlq_g")
     async with Admin(config=config_for(ns)) as admin:
@@ -231,10 +232,7 @@ async def pop_dead_letters(target: Target) -> Observation:
             async with asyncio.timeout(3 * WAIT_S):
                 while len(popped) < 2:
                     await asyncio.sleep(0.1)
-            try:
-                dead = await read_topic(ns, f"%DLQ%{group}", 1, timeout=WAIT_S)
-            except NoRouteError:  # no dead letter ever created the group's %DLQ% topic
-                dead = []
+            dead = await _dead_letters(ns, group, popped)
         finally:
             popping.cancel()
             await asyncio.gather(popping, return_exceptions=True)
@@ -242,6 +240,35 @@ async def pop_dead_letters(target: Target) -> Observation:
         "popped (reconsume times)": [m.reconsume_times for m in popped[:2]],
         "dead letters (body, keys)": [[m.body.decode(), m.keys] for m in dead],
     }
+
+
+async def _dead_letters(ns: str, group: str, popped: list[PoppedMessage]) -> list[MessageExt]:
+    """The group's dead letters once its message, popped twice, is past `retryMaxTimes` (1).
+
+    A broker that dead-letters it does so when the second pop's invisible time runs out,
+    creating the `%DLQ%` topic; one that does not brings it back instead, a third time. That
+    third pop is the sign that no dead letter comes: the `%DLQ%` is not read on for the rest
+    of `WAIT_S` (nor longer, with neither sign, as when only the read waited)."""
+    reading = asyncio.create_task(read_topic(ns, f"%DLQ%{group}", 1, timeout=WAIT_S))
+
+    async def popped_again() -> None:
+        while len(popped) < 3:
+            await asyncio.sleep(0.1)
+
+    again = asyncio.create_task(popped_again())
+    try:
+        await asyncio.wait({reading, again}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (reading, again):
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(reading, again, return_exceptions=True)
+    if reading.cancelled():  # popped a third time, no dead letter
+        return []
+    try:
+        return reading.result()
+    except NoRouteError:  # no dead letter ever created the group's %DLQ% topic
+        return []
 
 
 async def pop_orderly(target: Target) -> Observation:

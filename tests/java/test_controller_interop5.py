@@ -16,7 +16,7 @@ import pytest
 from controller.support import assert_clean, checked_cluster, finish, kill_master, restart_in_sync
 from longboat.remoting import RemotingClient
 from longboat.testing.failover import GROUP, ProcessCluster, SendChecker
-from peers.rocketmq import free_port, start_namesrv
+from peers.rocketmq import discard, free_port, start_namesrv
 from peers.rocketmq5 import SERVER5_DIR, start_rocketmq5_broker
 
 pytestmark = pytest.mark.java
@@ -58,7 +58,7 @@ async def test_a_rocketmq5_broker_is_elected_master_by_a_longboat_controller(
     finally:
         await client.close()
         if java is not None:
-            java.stop()
+            discard(java)
         cluster.stop()
     assert_clean(verdict)
     assert {a.broker for a in checker.acked} == {GROUP}
@@ -92,5 +92,5 @@ async def test_longboat_brokers_fail_over_under_a_rocketmq5_controller(
             await restart_in_sync(cluster, client, old, 2)
             verdict = await finish(checker)
     finally:
-        namesrv.stop()
+        namesrv.kill()
     assert_clean(verdict)

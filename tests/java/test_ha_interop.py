@@ -23,7 +23,7 @@ from longboat.client.queue_reader import QueueReader
 from longboat.namesrv.server import NameServer
 from longboat.protocol import ResponseCode
 from longboat.protocol.types import MessageQueue
-from peers.rocketmq import RocketMQCluster, broker_port, start_rocketmq
+from peers.rocketmq import RocketMQCluster, broker_port, discard, start_rocketmq
 from peers.rocketmq5 import start_rocketmq5_broker
 
 pytestmark = pytest.mark.java
@@ -127,7 +127,7 @@ async def test_a_rocketmq_slave_follows_a_longboat_master(
         try:
             await send_and_read_from(namesrv.addr, topic, slave.broker_addr)
         finally:
-            await asyncio.to_thread(slave.stop)
+            discard(slave)
     finally:
         await asyncio.to_thread(runner.run, master.stop())
         del master_cluster
@@ -166,4 +166,4 @@ async def test_a_longboat_slave_follows_a_rocketmq_master(
         finally:
             await asyncio.to_thread(runner.run, slave.stop())
     finally:
-        await asyncio.to_thread(rocketmq.stop)
+        discard(rocketmq)

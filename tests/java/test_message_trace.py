@@ -25,7 +25,7 @@ from client.test_tracing_e2e import traced_round_trip
 from conftest import Cluster
 from longboat.client.admin import Admin
 from longboat.client.tracing.timeline import trace_entries
-from peers.rocketmq import run_java_peer, start_rocketmq
+from peers.rocketmq import discard, run_java_peer, start_rocketmq
 
 pytestmark = pytest.mark.java
 
@@ -42,17 +42,21 @@ def trace_settings(trace_topic: str) -> dict[str, str]:
     }
 
 
-def query_trace(ns: str, msg_id: str, trace_topic: str) -> str:
+def query_traces(ns: str, msg_ids: list[str], trace_topic: str) -> list[str]:
+    """What `mqadmin queryMsgTraceById` prints for each of `msg_ids`, in that order (one JVM
+    for all of them)."""
     events = run_java_peer(
         "MqAdmin",
         namesrv=ns,
-        commands=json.dumps([["queryMsgTraceById", "-i", msg_id, "-t", trace_topic]]),
+        commands=json.dumps([["queryMsgTraceById", "-i", i, "-t", trace_topic] for i in msg_ids]),
         timeout_ms=60000,
         timeout=90,
     )
-    (command,) = [e for e in events if e["event"] == "command"]
-    assert command["stderr"] == "", command["stderr"]
-    return str(command["stdout"])
+    commands = [e for e in events if e["event"] == "command"]
+    assert len(commands) == len(msg_ids), events
+    for command in commands:
+        assert command["stderr"] == "", command["stderr"]
+    return [str(command["stdout"]) for command in commands]
 
 
 def trace_rows(text: str) -> list[list[str]]:
@@ -109,7 +113,9 @@ async def scenario(ns: str, trace_topic: str) -> dict[str, Any]:
     )
     (tx_id,) = [e["msgId"] for e in tx if e["event"] == "sent"]
 
-    shown = [trace_rows(await asyncio.to_thread(query_trace, ns, i, trace_topic)) for i in ids]
+    shown = [
+        trace_rows(text) for text in await asyncio.to_thread(query_traces, ns, ids, trace_topic)
+    ]
     async with Admin(namesrv_addrs=ns) as admin:
         records = [await trace_entries(admin, i, trace_topic) for i in [*ids, tx_id]]
     return {
@@ -186,7 +192,7 @@ async def test_java_traces_on_rocketmq_read_the_same(java_peers: None, tmp_path:
     try:
         got = await scenario(rocketmq.namesrv_addr, trace_topic)
     finally:
-        rocketmq.stop()
+        discard(rocketmq)
     check(got)
 
 
@@ -200,7 +206,8 @@ async def test_python_traces_are_found_by_mqadmin(
     )
     ns = cluster.namesrv_addr
     ids, producer, group = await traced_round_trip(ns, trace_topic, [b"from-python"])
-    shown = trace_rows(await asyncio.to_thread(query_trace, ns, ids[0], trace_topic))
+    (text,) = await asyncio.to_thread(query_traces, ns, ids[:1], trace_topic)
+    shown = trace_rows(text)
     assert sorted((row[0], row[1], row[-1]) for row in shown) == [
         ("Pub", producer, "success"),
         ("Sub", group, "failed"),

@@ -159,7 +159,11 @@ public final class Grpc5 {
         Set<String> consumed = ConcurrentHashMap.newKeySet();
         CountDownLatch enough = new CountDownLatch(1);
         java.util.concurrent.atomic.AtomicLong deliveries = new java.util.concurrent.atomic.AtomicLong();
-        try (PushConsumer consumer = provider.newPushConsumerBuilder()
+        // Not closed: close() waits out the receives the consumer keeps parked on its queues
+        // (PushConsumerImpl.waitingReceiveRequestFinished: up to the endpoint's long-polling
+        // timeout, twenty seconds and more), and nothing reads the group once it consumed
+        // enough: main ends the JVM after "done".
+        PushConsumer consumer = provider.newPushConsumerBuilder()
             .setClientConfiguration(configuration())
             .setConsumerGroup(require("group"))
             .setSubscriptionExpressions(subscription())
@@ -175,13 +179,12 @@ public final class Grpc5 {
                 }
                 return ConsumeResult.SUCCESS;
             })
-            .build()) {
-            emit("started");
-            long left = deadlineNanos - System.nanoTime();
-            if (!enough.await(Math.max(0, left), TimeUnit.NANOSECONDS)) {
-                emit("timeout", "consumed", consumed.size());
-                System.exit(3);
-            }
+            .build();
+        emit("started");
+        long left = deadlineNanos - System.nanoTime();
+        if (!enough.await(Math.max(0, left), TimeUnit.NANOSECONDS)) {
+            emit("timeout", "consumed", consumed.size());
+            System.exit(3);
         }
         emit("done", "consumed", consumed.size());
     }
