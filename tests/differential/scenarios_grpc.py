@@ -34,7 +34,7 @@ from rocketmq.v5.util import MessageIdCodec
 
 from client.client_e2e import unique
 from differential.harness import WAIT_S, Observation, Target, new_topic
-from differential.scenarios5 import _grpc_message, _on_own_loop, _receive_all
+from differential.scenarios5 import _grpc_message, _on_own_loop, _receive_all, _start_settled
 
 FOUR_MIB = 4 * 1024 * 1024
 # Labelled without "|", which a Markdown table cell cannot hold as it is.
@@ -98,7 +98,7 @@ def _filters_on(endpoint: str, topic: str) -> Observation:
     started: list[SimpleConsumer | GrpcProducer] = []
     try:
         for client in (*consumers.values(), producer):
-            client.startup()
+            _start_settled(client)
             started.append(client)
         for body, tag, properties in FILTERED:
             msg = _grpc_message(topic, body.encode(), **({"tag": tag} if tag else {}))
@@ -150,7 +150,7 @@ def _transactions_on(endpoint: str, topic: str, group: str) -> Observation:
     ledger = _Ledger({"commit": commit, "rollback": rollback, "end": commit, **undecided})
     config = _config(endpoint)
     consumer = SimpleConsumer(config, group, {topic: FilterExpression()}, await_duration=2)
-    consumer.startup()
+    _start_settled(consumer)
     producer = GrpcProducer(config, (topic,), checker=ledger)
     producer.startup()
     try:
@@ -281,7 +281,7 @@ def _status(status: Any, subject: str) -> Observation:
 def _receive_once(config: ClientConfiguration, group: str, topic: str) -> None:
     """One receive by a SimpleConsumer of `group` subscribed to `topic`, started for it."""
     consumer = SimpleConsumer(config, group, {topic: FilterExpression()}, await_duration=1)
-    consumer.startup()
+    _start_settled(consumer)
     try:
         consumer.receive(1, 10)
     finally:
