@@ -26,6 +26,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+# What benchmarks write: a change there leaves a run's commit clean (`commit`).
+OUTPUT = ("bench/results", "bench/README.md")
 FORMAT = 1
 
 
@@ -41,7 +43,9 @@ def cpu_model() -> str:
 
 
 def commit() -> str:
-    """The checked-out commit, `+dirty` when the work tree differs from it."""
+    """The checked-out commit, `+dirty` when the work tree differs from it outside the
+    benchmarks' own output (`bench/results/`, the generated page), so that benchmarks run one
+    after another on one commit are all labelled clean."""
 
     def git(*args: str) -> str:
         return subprocess.run(
@@ -49,7 +53,10 @@ def commit() -> str:
         ).stdout.strip()
 
     head = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+    changed = git(
+        "status", "--porcelain", "--untracked-files=no", "--", ".", *(f":!{p}" for p in OUTPUT)
+    )
+    return head + ("+dirty" if changed else "")
 
 
 def environment() -> dict[str, Any]:
