@@ -125,14 +125,30 @@ def spawn_up(
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
-    """SIGTERM (`longboat up` stops its brokers and flushes), SIGKILL if it lingers."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+    """SIGTERM (`longboat up` stops its brokers and flushes), SIGKILL if it lingers.  A Ctrl-C
+    or SIGTERM to the bench while it waits does not leave the server stopping behind it: the
+    wait goes on (a second Ctrl-C kills the server at once), then the interruption does."""
+    if proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        _wait_or_kill(proc, timeout_s)
+    except BaseException:
         try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            _wait_or_kill(proc, timeout_s)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        raise
+
+
+def _wait_or_kill(proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def unwind_on_sigterm() -> None:
