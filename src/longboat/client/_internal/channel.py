@@ -76,6 +76,8 @@ class RequestChannel:
     async def _call_namesrv(
         self, cmd: RemotingCommand, ok: Collection[int] = (ResponseCode.SUCCESS,)
     ) -> tuple[str, RemotingCommand]:
+        if not self._namesrvs.addrs:
+            raise ClientUsageError("no name server address configured")
         try:
             addr, response = await self._namesrvs.request(cmd, self.config.request_timeout)
         except NoServerAnswered as exc:
@@ -83,8 +85,6 @@ class RequestChannel:
             raise TransportError(
                 f"no name server reachable ({', '.join(exc.addrs)}): {last}"
             ) from last
-        except ValueError:
-            raise ClientUsageError("no name server address configured") from None
         if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
             # A broker answers a name server's request so ("request type 105 not supported").
             raise ClientUsageError(
